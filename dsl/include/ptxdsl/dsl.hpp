@@ -1,0 +1,14 @@
+#pragma once
+
+// Everything a kernel author needs: `#include <ptxdsl/dsl.hpp>`.
+#include "ptxdsl/dsl/contract.hpp"
+#include "ptxdsl/dsl/emit.hpp"
+#include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/dsl/half.hpp"
+#include "ptxdsl/dsl/kernel.hpp"
+#include "ptxdsl/dsl/memory.hpp"
+#include "ptxdsl/dsl/module.hpp"
+#include "ptxdsl/dsl/operators.hpp"
+#include "ptxdsl/dsl/reduce.hpp"
+#include "ptxdsl/dsl/reg.hpp"
+#include "ptxdsl/dsl/types.hpp"

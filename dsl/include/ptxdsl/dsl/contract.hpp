@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptxdsl/dsl/types.hpp"
+
+namespace ptxdsl {
+
+// One kernel parameter as a caller passes it: a global pointer (`.param .u64`) to elements of
+// `element`, or a scalar of `type`.
+struct ParamSpec {
+  std::string name;
+  ScalarType type = ScalarType::U64;  // the .param type
+  bool pointer = false;
+  ScalarType element = ScalarType::B32;  // for pointers: what they point to
+  int size_bytes() const { return pointer ? 8 : ::ptxdsl::size_bytes(type); }
+};
+
+// What a caller needs to launch an entry: its name, parameters in order, block shape and shared
+// memory. How the grid follows from (batch, width) is the kernel family's to say (kernels/).
+struct KernelContract {
+  std::string entry;
+  std::vector<ParamSpec> params;
+  std::uint32_t block_threads = 0;       // .reqntid x (or .maxntid x), 0 if unset
+  bool block_required = false;           // .reqntid rather than .maxntid
+  std::uint32_t static_shared_bytes = 0;
+  std::uint32_t dynamic_shared_bytes = 0;  // what the launch must pass
+};
+
+}  // namespace ptxdsl

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptxdsl/dsl/types.hpp"
+
+// The one intermediate form every consumer reads: the text emitter, the runtime (through the text),
+// and the CPU executor. An instruction is data: opcode, types, modifiers, operands.
+namespace ptxdsl {
+
+enum class Op : std::uint8_t {
+  Mov,
+  Add,
+  Sub,
+  Mul,
+  Mad,
+  Fma,
+  Div,
+  Rem,
+  Min,
+  Max,
+  Abs,
+  Neg,
+  And,
+  Or,
+  Xor,
+  Not,
+  Shl,
+  Shr,
+  Rcp,
+  Sqrt,
+  Rsqrt,
+  Ex2,
+  Lg2,
+  Setp,
+  Selp,
+  Cvt,
+  CvtPack,  // cvt.rn.f16x2.f32 d, hi, lo
+  Cvta,     // cvta.to.global.u64
+  Ld,
+  St,
+  Atom,
+  Red,
+  Shfl,
+  Bar,
+  Bra,
+  Label,  // a label definition; not an instruction in the PTX sense
+  Ret,
+};
+
+enum class Rounding : std::uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
+enum class Cmp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan };
+enum class MulMode : std::uint8_t { None, Lo, Hi, Wide };
+enum class Space : std::uint8_t { None, Global, Shared, Param };
+enum class CacheOp : std::uint8_t { None, Ca, Cg, Cs, Lu, Cv, Wb, Wt };
+enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFirst };
+enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
+enum class AtomOp : std::uint8_t { Add };
+enum class Special : std::uint8_t {
+  TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ,
+  LaneId, WarpId, NwarpId, SmId,
+};
+
+// Precision choice for rcp/sqrt/div: exact IEEE forms take a rounding mode; approximate ones do not.
+enum class Precision : std::uint8_t { Exact, Approx, Full };
+
+struct RegId {
+  RegClass cls = RegClass::B32;
+  std::uint32_t index = 0;  // 1-based within the class, as PTX prints `%r1`
+  friend bool operator==(const RegId&, const RegId&) = default;
+};
+
+struct Operand {
+  enum class Kind : std::uint8_t { Reg, Vec, Imm, Addr, Label, Special, Symbol };
+  Kind kind = Kind::Reg;
+  RegId reg{};                 // Reg; Addr base when has_base
+  std::vector<RegId> vec;      // Vec: `{%f1, %f2}`
+  ScalarType imm_type = ScalarType::B32;  // Imm: how the bits print
+  std::uint64_t imm_bits = 0;
+  std::string symbol;          // Addr symbol base, Symbol, Label name
+  bool has_base = false;       // Addr: register base, else symbol base
+  std::int64_t offset = 0;     // Addr
+  Special special = Special::TidX;
+};
+
+struct Instr {
+  Op op = Op::Mov;
+  ScalarType type = ScalarType::B32;      // the instruction type suffix
+  ScalarType src_type = ScalarType::B32;  // cvt's source type; setp's compare type is `type`
+  Rounding rounding = Rounding::None;
+  Precision precision = Precision::Exact;
+  bool ftz = false;
+  bool sat = false;
+  MulMode mul = MulMode::None;
+  Cmp cmp = Cmp::Eq;
+  Space space = Space::None;
+  CacheOp cache = CacheOp::None;
+  Eviction eviction = Eviction::None;
+  bool non_coherent = false;  // ld.global.nc
+  int vec = 1;                // 1, 2 or 4
+  ShflMode shfl = ShflMode::Bfly;
+  AtomOp atom = AtomOp::Add;
+  bool uniform = false;  // bra.uni
+  std::vector<Operand> ops;  // destinations first, then sources, as PTX writes them
+  // Guard predicate: `@%p1` / `@!%p1`.
+  bool guarded = false;
+  bool guard_negated = false;
+  RegId guard{};
+  std::string comment;  // debug register name of the destination
+};
+
+}  // namespace ptxdsl

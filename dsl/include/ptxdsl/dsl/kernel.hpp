@@ -1,0 +1,627 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptxdsl/dsl/contract.hpp"
+#include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/dsl/ir.hpp"
+#include "ptxdsl/dsl/memory.hpp"
+#include "ptxdsl/dsl/reg.hpp"
+
+namespace ptxdsl {
+
+class Module;
+
+// A branch target. Made by `Kernel::label`, placed once by `Kernel::bind`.
+struct Label {
+  Kernel* kernel = nullptr;
+  std::uint32_t id = 0;
+};
+
+struct SharedDecl {
+  std::string name;  // as declared in the module
+  std::uint32_t bytes = 0;
+  std::uint32_t align = 16;
+  bool dynamic = false;  // `.extern .shared ... name[]`
+};
+
+// One `.entry`: the builder of its body. Instructions are named after PTX; each call appends exactly
+// the instruction(s) it says, in order. Misuse that types cannot catch throws `ptxdsl::Error` naming
+// the kernel, the instruction and the problem.
+class Kernel {
+ public:
+  Kernel(Module& module, std::string name);
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  const std::string& name() const { return name_; }
+  Module& module() const { return *module_; }
+
+  // ---- registers, parameters, special registers ----
+  template <TypeTag T>
+  Reg<T> reg(std::string_view debug_name = {}) {
+    return Reg<T>{this, new_reg(reg_class(T::kType), debug_name)};
+  }
+  template <TypeTag T>
+  Reg<T> param(std::string_view name) {
+    Reg<T> r = reg<T>(name);
+    Instr in = make(Op::Ld, T::kType);
+    in.space = Space::Param;
+    in.ops = {def(r), symbol_address(declare_param(name, T::kType, false, T::kType))};
+    commit(std::move(in));
+    return r;
+  }
+  // A global pointer parameter: `ld.param.u64` then `cvta.to.global.u64`.
+  template <MemTag T>
+  GlobalPtr<T> param_ptr(std::string_view name) {
+    Reg<U64> raw = reg<U64>(name);
+    Instr in = make(Op::Ld, ScalarType::U64);
+    in.space = Space::Param;
+    in.ops = {def(raw), symbol_address(declare_param(name, ScalarType::U64, true, T::kType))};
+    commit(std::move(in));
+    Reg<U64> global = reg<U64>(name);
+    Instr cv = make(Op::Cvta, ScalarType::U64);
+    cv.space = Space::Global;
+    cv.ops = {def(global), use(raw)};
+    commit(std::move(cv));
+    return GlobalPtr<T>{global, 0};
+  }
+  Reg<U32> special(Special s);
+  Reg<U32> tid_x() { return special(Special::TidX); }
+  Reg<U32> ntid_x() { return special(Special::NtidX); }
+  Reg<U32> ctaid_x() { return special(Special::CtaidX); }
+  Reg<U32> nctaid_x() { return special(Special::NctaidX); }
+  Reg<U32> laneid() { return special(Special::LaneId); }
+  Reg<U32> warpid() { return special(Special::WarpId); }
+
+  // ---- moves ----
+  template <TypeTag T>
+  Reg<T> mov(SrcOf<T> a) {
+    Reg<T> d = reg<T>();
+    mov(d, a);
+    return d;
+  }
+  template <TypeTag T>
+  Reg<T> mov(Reg<T> a) {
+    return mov<T>(SrcOf<T>(a));
+  }
+  template <TypeTag T>
+  void mov(Reg<T> d, SrcOf<T> a) {
+    Instr in = make(Op::Mov, T::kType);
+    in.ops = {def(d), use(a)};
+    commit(std::move(in));
+  }
+  // Split a 32-bit register into two 16-bit halves (`mov.b32 {%h1, %h2}, %r1`): lo first.
+  template <TypeTag H, TypeTag W>
+    requires(H::kBytes == 2 && W::kBytes == 4)
+  std::array<Reg<H>, 2> unpack(Reg<W> packed) {
+    std::array<Reg<H>, 2> halves{reg<H>(), reg<H>()};
+    Instr in = make(Op::Mov, ScalarType::B32);
+    in.ops = {def_vec(halves), use(packed)};
+    commit(std::move(in));
+    return halves;
+  }
+  // Join two 16-bit halves into one 32-bit register (`mov.b32 %r1, {%h1, %h2}`): lo first.
+  template <TypeTag W = B32, TypeTag H>
+    requires(H::kBytes == 2 && W::kBytes == 4)
+  Reg<W> pack(Reg<H> lo, Reg<H> hi) {
+    Reg<W> d = reg<W>();
+    Instr in = make(Op::Mov, ScalarType::B32);
+    in.ops = {def(d), use_vec(std::array<Reg<H>, 2>{lo, hi})};
+    commit(std::move(in));
+    return d;
+  }
+  // Reinterpret the bits of a register as another type of the same size (`mov.b32`).
+  template <TypeTag To, TypeTag From>
+    requires(To::kBytes == From::kBytes)
+  Reg<To> bitcast(Reg<From> a) {
+    Reg<To> d = reg<To>();
+    Instr in = make(Op::Mov, bits_type(To::kBytes));
+    in.ops = {def(d), use(a)};
+    commit(std::move(in));
+    return d;
+  }
+
+  // ---- arithmetic: `op(a, b)` returns a new register, `op(d, a, b)` writes d (loop-carried) ----
+  template <ArithTag T>
+  Reg<T> add(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Add, a, b, m);
+  }
+  template <ArithTag T>
+  void add(Reg<T> d, Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    binary_into(Op::Add, d, a, b, m);
+  }
+  template <ArithTag T>
+  Reg<T> sub(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Sub, a, b, m);
+  }
+  template <ArithTag T>
+  void sub(Reg<T> d, Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    binary_into(Op::Sub, d, a, b, m);
+  }
+  // Floating multiply, or the low half of an integer product (`mul.lo`).
+  template <ArithTag T>
+  Reg<T> mul(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Mul, a, b, m, is_int(T::kType) ? MulMode::Lo : MulMode::None);
+  }
+  template <ArithTag T>
+  void mul(Reg<T> d, Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    binary_into(Op::Mul, d, a, b, m, is_int(T::kType) ? MulMode::Lo : MulMode::None);
+  }
+  template <IntTag T>
+  Reg<T> mul_hi(Reg<T> a, SrcOf<T> b) {
+    return binary(Op::Mul, a, b, kDefault, MulMode::Hi);
+  }
+  template <IntTag T>
+  Reg<WideOf<T>> mul_wide(Reg<T> a, SrcOf<T> b) {
+    Reg<WideOf<T>> d = reg<WideOf<T>>();
+    Instr in = make(Op::Mul, T::kType);
+    in.mul = MulMode::Wide;
+    in.ops = {def(d), use(a), use(b)};
+    commit(std::move(in));
+    return d;
+  }
+  // Integer multiply-add, low half (`mad.lo`).
+  template <IntTag T>
+  Reg<T> mad(Reg<T> a, SrcOf<T> b, SrcOf<T> c) {
+    Reg<T> d = reg<T>();
+    ternary_into(Op::Mad, d, a, b, c, kDefault, MulMode::Lo);
+    return d;
+  }
+  template <IntTag T>
+  Reg<WideOf<T>> mad_wide(Reg<T> a, SrcOf<T> b, SrcOf<WideOf<T>> c) {
+    Reg<WideOf<T>> d = reg<WideOf<T>>();
+    Instr in = make(Op::Mad, T::kType);
+    in.mul = MulMode::Wide;
+    in.ops = {def(d), use(a), use(b), use(c)};
+    commit(std::move(in));
+    return d;
+  }
+  // Fused multiply-add, rounded once (`fma.rn` unless another rounding is asked for).
+  template <FloatTag T>
+  Reg<T> fma(Reg<T> a, SrcOf<T> b, SrcOf<T> c, MathMode m = kRn) {
+    Reg<T> d = reg<T>();
+    ternary_into(Op::Fma, d, a, b, c, m, MulMode::None);
+    return d;
+  }
+  template <FloatTag T>
+  void fma(Reg<T> d, Reg<T> a, SrcOf<T> b, SrcOf<T> c, MathMode m = kRn) {
+    ternary_into(Op::Fma, d, a, b, c, m, MulMode::None);
+  }
+  // Division: integers exact; f32 `div.rn` by default, `kApprox` / `kFull` on request.
+  template <ArithTag T>
+  Reg<T> div(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Div, a, b, m);
+  }
+  template <IntTag T>
+  Reg<T> rem(Reg<T> a, SrcOf<T> b) {
+    return binary(Op::Rem, a, b, kDefault);
+  }
+  template <ArithTag T>
+  Reg<T> min(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Min, a, b, m);
+  }
+  template <ArithTag T>
+  Reg<T> max(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
+    return binary(Op::Max, a, b, m);
+  }
+  template <ArithTag T>
+  Reg<T> abs(Reg<T> a, MathMode m = kDefault) {
+    return unary(Op::Abs, a, m);
+  }
+  template <ArithTag T>
+  Reg<T> neg(Reg<T> a, MathMode m = kDefault) {
+    return unary(Op::Neg, a, m);
+  }
+
+  // ---- logic and shifts; `and_` etc. take predicates too ----
+  template <TypeTag T>
+    requires(LogicTag<T> || T::kType == ScalarType::Pred)
+  Reg<T> and_(Reg<T> a, SrcOf<T> b) {
+    return binary(Op::And, a, b, kDefault);
+  }
+  template <TypeTag T>
+    requires(LogicTag<T> || T::kType == ScalarType::Pred)
+  Reg<T> or_(Reg<T> a, SrcOf<T> b) {
+    return binary(Op::Or, a, b, kDefault);
+  }
+  template <TypeTag T>
+    requires(LogicTag<T> || T::kType == ScalarType::Pred)
+  Reg<T> xor_(Reg<T> a, SrcOf<T> b) {
+    return binary(Op::Xor, a, b, kDefault);
+  }
+  template <TypeTag T>
+    requires(LogicTag<T> || T::kType == ScalarType::Pred)
+  Reg<T> not_(Reg<T> a) {
+    return unary(Op::Not, a, kDefault);
+  }
+  template <LogicTag T>
+  Reg<T> shl(Reg<T> a, Src<U32> amount) {
+    return shift(Op::Shl, a, amount);
+  }
+  // Logical for unsigned and bit types, arithmetic for signed ones (as PTX's shr.u / shr.s).
+  template <LogicTag T>
+  Reg<T> shr(Reg<T> a, Src<U32> amount) {
+    return shift(Op::Shr, a, amount);
+  }
+
+  // ---- special functions: the precision is always explicit in the PTX ----
+  template <FloatTag T>
+  Reg<T> rcp(Reg<T> a, MathMode m = kRn) {
+    return unary(Op::Rcp, a, m);
+  }
+  template <FloatTag T>
+  Reg<T> sqrt(Reg<T> a, MathMode m = kRn) {
+    return unary(Op::Sqrt, a, m);
+  }
+  template <FloatTag T>
+  Reg<T> rsqrt(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Rsqrt, a, m);
+  }
+  template <FloatTag T>
+  Reg<T> ex2(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Ex2, a, m);
+  }
+  template <FloatTag T>
+  Reg<T> lg2(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Lg2, a, m);
+  }
+
+  // ---- comparison and selection ----
+  template <TypeTag T>
+    requires(T::kType != ScalarType::Pred)
+  Pred setp(Cmp cmp, Reg<T> a, SrcOf<T> b, bool ftz = false) {
+    Pred p = reg<PredT>();
+    Instr in = make(Op::Setp, T::kType);
+    in.cmp = cmp;
+    in.ftz = ftz;
+    in.ops = {def(p), use(a), use(b)};
+    commit(std::move(in));
+    return p;
+  }
+  template <TypeTag T>
+    requires(T::kType != ScalarType::Pred)
+  Reg<T> selp(SrcOf<T> a, SrcOf<T> b, Pred p) {
+    Reg<T> d = reg<T>();
+    Instr in = make(Op::Selp, selp_type(T::kType));
+    in.ops = {def(d), use(a), use(b), use(p)};
+    commit(std::move(in));
+    return d;
+  }
+
+  // ---- conversion: the one way to change type ----
+  template <TypeTag To, TypeTag From>
+  Reg<To> cvt(Reg<From> a, Rounding r = Rounding::None, bool ftz = false, bool sat = false) {
+    Reg<To> d = reg<To>();
+    cvt(d, a, r, ftz, sat);
+    return d;
+  }
+  template <TypeTag To, TypeTag From>
+  void cvt(Reg<To> d, Reg<From> a, Rounding r = Rounding::None, bool ftz = false,
+           bool sat = false) {
+    Instr in = make(Op::Cvt, To::kType);
+    in.src_type = From::kType;
+    in.rounding = r == Rounding::None ? default_cvt_rounding(To::kType, From::kType) : r;
+    in.ftz = ftz;
+    in.sat = sat;
+    in.ops = {def(d), use(a)};
+    commit(std::move(in));
+  }
+  // Two f32 values to one f16x2/bf16x2 (`cvt.rn.f16x2.f32 d, hi, lo`): `lo` lands in the low half,
+  // which is the lower address once stored.
+  template <TypeTag Pair>
+    requires(Pair::kType == ScalarType::F16x2 || Pair::kType == ScalarType::BF16x2)
+  Reg<Pair> cvt_pack(Reg<F32> lo, Reg<F32> hi, Rounding r = Rounding::Rn) {
+    Reg<Pair> d = reg<Pair>();
+    Instr in = make(Op::CvtPack, Pair::kType);
+    in.src_type = ScalarType::F32;
+    in.rounding = r;
+    in.ops = {def(d), use(hi), use(lo)};
+    commit(std::move(in));
+    return d;
+  }
+
+  // ---- memory: scalar and vector loads and stores in global, shared and param space ----
+  template <Space S, MemTag T>
+  Reg<T> ld(Ptr<S, T> addr, MemHints h = kNoHints) {
+    Reg<T> d = reg<T>();
+    memory_op(Op::Ld, S, T::kType, h, def(d), address(addr), 1);
+    return d;
+  }
+  template <Space S, MemTag T>
+  void st(Ptr<S, T> addr, SrcOf<T> v, MemHints h = kNoHints) {
+    memory_op(Op::St, S, T::kType, h, address(addr), use(v), 1);
+  }
+  // `width` must be 2 or 4; the address must be aligned to the vector's size.
+  template <Space S, MemTag T>
+  std::vector<Reg<T>> ld_vec(Ptr<S, T> addr, int width, MemHints h = kNoHints) {
+    std::vector<Reg<T>> d;
+    for (int i = 0; i < width && i < 4; ++i) d.push_back(reg<T>());
+    memory_op(Op::Ld, S, T::kType, h, def_vec(d), address(addr), width);
+    return d;
+  }
+  template <Space S, MemTag T>
+  void st_vec(Ptr<S, T> addr, std::span<const Reg<T>> v, MemHints h = kNoHints) {
+    memory_op(Op::St, S, T::kType, h, address(addr), use_vec(v), static_cast<int>(v.size()));
+  }
+  template <int N, Space S, MemTag T>
+    requires(N == 2 || N == 4)
+  Vec<T, N> ld_v(Ptr<S, T> addr, MemHints h = kNoHints) {
+    Vec<T, N> d;
+    for (auto& r : d) r = reg<T>();
+    memory_op(Op::Ld, S, T::kType, h, def_vec(d), address(addr), N);
+    return d;
+  }
+  template <int N, Space S, MemTag T>
+    requires(N == 2 || N == 4)
+  void st_v(Ptr<S, T> addr, const Vec<T, N>& v, MemHints h = kNoHints) {
+    memory_op(Op::St, S, T::kType, h, address(addr), use_vec(v), N);
+  }
+  // Masked tails: a load that yields `fallback` where `p` is false, a store that happens only
+  // where `p` is true.
+  template <Space S, MemTag T>
+  Reg<T> ld_if(Pred p, Ptr<S, T> addr, SrcOf<T> fallback, MemHints h = kNoHints) {
+    Reg<T> d = mov<T>(fallback);
+    predicated(p, [&] { memory_op(Op::Ld, S, T::kType, h, def(d), address(addr), 1); });
+    return d;
+  }
+  template <int N, Space S, MemTag T>
+    requires(N == 2 || N == 4)
+  Vec<T, N> ld_v_if(Pred p, Ptr<S, T> addr, SrcOf<T> fallback, MemHints h = kNoHints) {
+    Vec<T, N> d;
+    for (auto& r : d) r = mov<T>(fallback);
+    predicated(p, [&] { memory_op(Op::Ld, S, T::kType, h, def_vec(d), address(addr), N); });
+    return d;
+  }
+  template <Space S, MemTag T>
+  void st_if(Pred p, Ptr<S, T> addr, SrcOf<T> v, MemHints h = kNoHints) {
+    predicated(p, [&] { st(addr, v, h); });
+  }
+  template <int N, Space S, MemTag T>
+    requires(N == 2 || N == 4)
+  void st_v_if(Pred p, Ptr<S, T> addr, const Vec<T, N>& v, MemHints h = kNoHints) {
+    predicated(p, [&] { st_v<N>(addr, v, h); });
+  }
+  // `atom.global.add.f32` returns the old value; `red.global.add.f32` does not.
+  Reg<F32> atom_add(GlobalPtr<F32> addr, Src<F32> v);
+  void red_add(GlobalPtr<F32> addr, Src<F32> v);
+
+  // ---- address arithmetic, 64-bit by construction ----
+  // `p + i` elements with a run-time index: one `mad.wide.u32` (global) or `mad.lo.u32` (shared).
+  template <Space S, MemTag T, TypeTag I>
+    requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32)
+  Ptr<S, T> index(Ptr<S, T> p, Reg<I> i) {
+    typename Ptr<S, T>::Base base = reg<typename Ptr<S, T>::Base::Type>();
+    Instr in = make(Op::Mad, S == Space::Shared ? ScalarType::U32 : I::kType);
+    in.mul = S == Space::Shared ? MulMode::Lo : MulMode::Wide;
+    in.ops = {def(base), use(i), use(Src<U32>(T::kBytes)), use(p.base)};
+    commit(std::move(in));
+    return {base, p.offset};
+  }
+  // Row `row` of a row-major matrix with `stride` elements per row: 64-bit product, then address.
+  template <MemTag T>
+  GlobalPtr<T> row(GlobalPtr<T> p, Reg<U32> row, Src<U32> stride) {
+    Reg<U64> elements = mul_wide<U32>(row, stride);
+    Reg<U64> base = reg<U64>();
+    Instr in = make(Op::Mad, ScalarType::U64);
+    in.mul = MulMode::Lo;
+    in.ops = {def(base), use(elements), use(Src<U64>(T::kBytes)), use(p.base)};
+    commit(std::move(in));
+    return {base, p.offset};
+  }
+
+  // ---- shared memory ----
+  // A static array of `count` elements, its base address in a register (`mov.u32 %r, name`).
+  template <MemTag T>
+  SharedPtr<T> shared_array(std::string_view name, std::uint32_t count, std::uint32_t align = 16) {
+    return {shared_base(declare_shared(name, count * T::kBytes, align, false)), 0};
+  }
+  // The kernel's dynamic shared memory (`.extern .shared`); `bytes` is what a launch must pass.
+  template <MemTag T>
+  SharedPtr<T> shared_dynamic(std::string_view name, std::uint32_t bytes, std::uint32_t align = 16) {
+    return {shared_base(declare_shared(name, bytes, align, true)), 0};
+  }
+  void bar_sync(std::uint32_t barrier = 0);
+
+  // ---- warp shuffles (32-bit values), `width` lanes per segment ----
+  template <TypeTag T>
+    requires(T::kBytes == 4)
+  Reg<T> shfl(ShflMode mode, Reg<T> a, Src<U32> lane_or_delta, std::uint32_t width = 32,
+              std::uint32_t member_mask = 0xFFFFFFFFu) {
+    Reg<T> d = reg<T>();
+    Instr in = make(Op::Shfl, ScalarType::B32);
+    in.shfl = mode;
+    in.ops = {def(d), use(a), use(lane_or_delta),
+              use(Src<B32>(shfl_c_operand(mode, width, "shfl.sync"))),
+              use(Src<B32>(member_mask))};
+    commit(std::move(in));
+    return d;
+  }
+  template <TypeTag T>
+    requires(T::kBytes == 4)
+  Reg<T> shfl_bfly(Reg<T> a, std::uint32_t lane_mask, std::uint32_t width = 32) {
+    return shfl(ShflMode::Bfly, a, lane_mask, width);
+  }
+  template <TypeTag T>
+    requires(T::kBytes == 4)
+  Reg<T> shfl_down(Reg<T> a, std::uint32_t delta, std::uint32_t width = 32) {
+    return shfl(ShflMode::Down, a, delta, width);
+  }
+  template <TypeTag T>
+    requires(T::kBytes == 4)
+  Reg<T> shfl_up(Reg<T> a, std::uint32_t delta, std::uint32_t width = 32) {
+    return shfl(ShflMode::Up, a, delta, width);
+  }
+  template <TypeTag T>
+    requires(T::kBytes == 4)
+  Reg<T> shfl_idx(Reg<T> a, Src<U32> lane, std::uint32_t width = 32) {
+    return shfl(ShflMode::Idx, a, lane, width);
+  }
+
+  // ---- control flow ----
+  Label label(std::string_view hint = "L");
+  void bind(Label l);
+  void bra(Label l, bool uniform = false);
+  void bra_if(Pred p, Label l, bool negate = false);
+  void ret();
+  // Every instruction `body` emits is guarded by `@p` (or `@!p` when negate).
+  void predicated(Pred p, const std::function<void()>& body, bool negate = false);
+  void if_(Pred p, const std::function<void()>& then_body);
+  void if_else(Pred p, const std::function<void()>& then_body,
+               const std::function<void()>& else_body);
+  // for (i = lo; i < hi; i += step) with run-time bounds, unsigned compare.
+  void for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
+                 const std::function<void(Reg<U32>)>& body);
+
+  // ---- kernel attributes and contract ----
+  void require_threads(std::uint32_t x);  // .reqntid x, 1, 1
+  void max_threads(std::uint32_t x);      // .maxntid x, 1, 1
+  // Everything is checked; afterwards the kernel accepts no more instructions.
+  void finalize();
+  bool finalized() const { return finalized_; }
+  KernelContract contract() const;
+
+  // ---- what consumers read ----
+  const std::vector<Instr>& instructions() const { return body_; }
+  const std::vector<ParamSpec>& params() const { return params_; }
+  const std::vector<SharedDecl>& shared() const { return shared_; }
+  std::uint32_t reg_count(RegClass c) const { return reg_counts_[static_cast<int>(c)]; }
+  const std::string& reg_name(RegId id) const;  // the debug name, or empty
+  std::string label_name(std::uint32_t id) const;
+
+ private:
+  template <TypeTag T>
+  Operand def(Reg<T> r) {
+    note_owner(r.kernel);
+    Operand o;
+    o.kind = Operand::Kind::Reg;
+    o.reg = r.id;
+    return o;
+  }
+  template <TypeTag T>
+  Operand use(Reg<T> r) {
+    return def(r);
+  }
+  template <TypeTag T>
+  Operand use(const Src<T>& s) {
+    if (s.op.kind == Operand::Kind::Reg) note_owner(s.kernel);
+    return s.op;
+  }
+  template <class Regs>
+  Operand def_vec(const Regs& regs) {
+    Operand o;
+    o.kind = Operand::Kind::Vec;
+    for (const auto& r : regs) {
+      note_owner(r.kernel);
+      o.vec.push_back(r.id);
+    }
+    return o;
+  }
+  template <class Regs>
+  Operand use_vec(const Regs& regs) {
+    return def_vec(regs);
+  }
+  template <Space S, MemTag T>
+  Operand address(const Ptr<S, T>& p) {
+    note_owner(p.base.kernel);
+    Operand o;
+    o.kind = Operand::Kind::Addr;
+    o.has_base = true;
+    o.reg = p.base.id;
+    o.offset = p.offset;
+    return o;
+  }
+
+  template <TypeTag T>
+  Reg<T> binary(Op op, Reg<T> a, SrcOf<T> b, MathMode m, MulMode mul = MulMode::None) {
+    Reg<T> d = reg<T>();
+    binary_into(op, d, a, b, m, mul);
+    return d;
+  }
+  template <TypeTag T>
+  void binary_into(Op op, Reg<T> d, Reg<T> a, SrcOf<T> b, MathMode m, MulMode mul = MulMode::None) {
+    Instr in = make(op, T::kType);
+    apply(in, m);
+    in.mul = mul;
+    in.ops = {def(d), use(a), use(b)};
+    commit(std::move(in));
+  }
+  template <TypeTag T>
+  void ternary_into(Op op, Reg<T> d, Reg<T> a, SrcOf<T> b, SrcOf<T> c, MathMode m, MulMode mul) {
+    Instr in = make(op, T::kType);
+    apply(in, m);
+    in.mul = mul;
+    in.ops = {def(d), use(a), use(b), use(c)};
+    commit(std::move(in));
+  }
+  template <TypeTag T>
+  Reg<T> unary(Op op, Reg<T> a, MathMode m) {
+    Reg<T> d = reg<T>();
+    Instr in = make(op, T::kType);
+    apply(in, m);
+    in.ops = {def(d), use(a)};
+    commit(std::move(in));
+    return d;
+  }
+  template <LogicTag T>
+  Reg<T> shift(Op op, Reg<T> a, Src<U32> amount) {
+    Reg<T> d = reg<T>();
+    ScalarType t = T::kType;
+    if (op == Op::Shl || is_unsigned_int(t)) t = bits_type(T::kBytes);
+    Instr in = make(op, op == Op::Shr && is_unsigned_int(T::kType) ? T::kType : t);
+    in.ops = {def(d), use(a), use(amount)};
+    commit(std::move(in));
+    return d;
+  }
+
+  static void apply(Instr& in, MathMode m) {
+    in.precision = m.precision;
+    in.rounding = m.rounding;
+    in.ftz = m.ftz;
+    in.sat = m.sat;
+  }
+  static ScalarType bits_type(int bytes);
+  static ScalarType selp_type(ScalarType t);
+  static Rounding default_cvt_rounding(ScalarType to, ScalarType from);
+  std::uint32_t shfl_c_operand(ShflMode mode, std::uint32_t width, const char* what);
+
+  Instr make(Op op, ScalarType type);
+  void note_owner(const Kernel* owner);
+  void commit(Instr in);
+  void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
+                 int width);
+  RegId new_reg(RegClass c, std::string_view debug_name);
+  std::string declare_param(std::string_view name, ScalarType type, bool pointer,
+                            ScalarType element);
+  std::string declare_shared(std::string_view name, std::uint32_t bytes, std::uint32_t align,
+                             bool dynamic);
+  Reg<U32> shared_base(const std::string& symbol);
+  static Operand symbol_address(const std::string& symbol);
+  [[noreturn]] void fail(const Instr& in, const std::string& problem) const;
+  [[noreturn]] void fail(const std::string& what, const std::string& problem) const;
+
+  Module* module_;
+  std::string name_;
+  std::vector<Instr> body_;
+  std::vector<ParamSpec> params_;
+  std::vector<SharedDecl> shared_;
+  std::array<std::uint32_t, kRegClassCount> reg_counts_{};
+  std::vector<std::pair<RegId, std::string>> reg_names_;
+  std::vector<std::string> label_hints_;
+  std::vector<bool> label_bound_;
+  std::vector<const Kernel*> pending_owners_;
+  std::uint32_t block_threads_ = 0;
+  bool block_required_ = false;
+  bool finalized_ = false;
+  bool guarded_ = false;
+  bool guard_negated_ = false;
+  RegId guard_{};
+};
+
+}  // namespace ptxdsl

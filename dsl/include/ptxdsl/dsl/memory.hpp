@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "ptxdsl/dsl/reg.hpp"
+
+namespace ptxdsl {
+
+// An address in a state space: a base register plus a constant byte offset that folds into
+// `[%rd1+16]`. Global addresses are 64-bit; shared ones 32-bit. `p + 4` moves by 4 elements of T
+// at build time and emits nothing.
+template <Space S, MemTag T>
+struct Ptr {
+  using Type = T;
+  using Base = Reg<std::conditional_t<S == Space::Shared, U32, U64>>;
+  static constexpr Space kSpace = S;
+
+  Base base{};
+  std::int64_t offset = 0;  // bytes
+
+  Ptr operator+(std::int64_t elements) const { return {base, offset + elements * T::kBytes}; }
+  Ptr operator-(std::int64_t elements) const { return {base, offset - elements * T::kBytes}; }
+  // The same address seen as another element type (f16 rows loaded as b32 pairs, say).
+  template <MemTag U>
+  Ptr<S, U> as() const {
+    return {base, offset};
+  }
+};
+template <MemTag T>
+using GlobalPtr = Ptr<Space::Global, T>;
+template <MemTag T>
+using SharedPtr = Ptr<Space::Shared, T>;
+
+// Cache hints of ld/st, named as PTX names them.
+struct MemHints {
+  bool nc = false;                       // ld.global.nc: read-only path
+  CacheOp cache = CacheOp::None;         // .ca .cg .cs .lu .cv / .wb .cg .cs .wt
+  Eviction eviction = Eviction::None;    // .L1::no_allocate, .L1::evict_last, ...
+};
+inline constexpr MemHints kNoHints{};
+inline constexpr MemHints kNc{.nc = true};
+inline constexpr MemHints kNcNoAllocate{.nc = true, .eviction = Eviction::L1NoAllocate};
+inline constexpr MemHints kStreaming{.cache = CacheOp::Cs};
+inline constexpr MemHints kNoAllocate{.eviction = Eviction::L1NoAllocate};
+inline constexpr MemHints kEvictLast{.eviction = Eviction::L1EvictLast};
+
+// Rounding and precision of the floating-point forms that need a choice.
+struct MathMode {
+  Precision precision = Precision::Exact;
+  Rounding rounding = Rounding::None;
+  bool ftz = false;
+  bool sat = false;
+};
+inline constexpr MathMode kDefault{};
+inline constexpr MathMode kRn{Precision::Exact, Rounding::Rn};
+inline constexpr MathMode kRz{Precision::Exact, Rounding::Rz};
+inline constexpr MathMode kRm{Precision::Exact, Rounding::Rm};
+inline constexpr MathMode kRp{Precision::Exact, Rounding::Rp};
+inline constexpr MathMode kApprox{Precision::Approx};
+inline constexpr MathMode kApproxFtz{Precision::Approx, Rounding::None, true};
+inline constexpr MathMode kFull{Precision::Full};
+
+}  // namespace ptxdsl

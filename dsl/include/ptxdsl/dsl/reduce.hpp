@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ptxdsl/dsl/kernel.hpp"
+
+// Reductions across threads, written once for every kernel: warp butterflies, and groups of warps
+// through shared memory (warp → shared → warp → broadcast).
+namespace ptxdsl {
+
+enum class ReduceOp { Sum, Max };
+
+// Butterfly over `width` lanes (a power of two ≤ 32): every lane ends with the result.
+Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width = 32);
+inline Reg<F32> warp_reduce_sum(Kernel& k, Reg<F32> v, std::uint32_t width = 32) {
+  return warp_reduce(k, v, ReduceOp::Sum, width);
+}
+inline Reg<F32> warp_reduce_max(Kernel& k, Reg<F32> v, std::uint32_t width = 32) {
+  return warp_reduce(k, v, ReduceOp::Max, width);
+}
+
+// Shared floats a group reduce of `values` values needs, for a CTA of `block_threads`.
+std::uint32_t group_reduce_scratch_floats(std::uint32_t block_threads, std::uint32_t values);
+
+// Reduces several values at once over consecutive groups of `group_threads` threads (a power of two
+// ≤ 32, or a multiple of 32 dividing `block_threads`); every thread of a group gets its group's
+// results, summed in a fixed order (deterministic). Groups of more than a warp go through
+// `scratch` and a `bar.sync` that every thread of the CTA must reach; `scratch` (at least
+// `group_reduce_scratch_floats` floats) may be written again only after another barrier.
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch);
+
+// The whole CTA as one group.
+inline Reg<F32> block_reduce_sum(Kernel& k, Reg<F32> v, std::uint32_t block_threads, Reg<U32> tid,
+                                 SharedPtr<F32> scratch) {
+  const Reg<F32> values[] = {v};
+  return group_reduce(k, values, ReduceOp::Sum, block_threads, block_threads, tid, scratch)[0];
+}
+
+}  // namespace ptxdsl

@@ -1,0 +1,331 @@
+#include "ptxdsl/dsl/emit.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "ptxdsl/dsl/kernel.hpp"
+
+namespace ptxdsl {
+namespace {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::Mov: return "mov";
+    case Op::Add: return "add";
+    case Op::Sub: return "sub";
+    case Op::Mul: return "mul";
+    case Op::Mad: return "mad";
+    case Op::Fma: return "fma";
+    case Op::Div: return "div";
+    case Op::Rem: return "rem";
+    case Op::Min: return "min";
+    case Op::Max: return "max";
+    case Op::Abs: return "abs";
+    case Op::Neg: return "neg";
+    case Op::And: return "and";
+    case Op::Or: return "or";
+    case Op::Xor: return "xor";
+    case Op::Not: return "not";
+    case Op::Shl: return "shl";
+    case Op::Shr: return "shr";
+    case Op::Rcp: return "rcp";
+    case Op::Sqrt: return "sqrt";
+    case Op::Rsqrt: return "rsqrt";
+    case Op::Ex2: return "ex2";
+    case Op::Lg2: return "lg2";
+    case Op::Setp: return "setp";
+    case Op::Selp: return "selp";
+    case Op::Cvt:
+    case Op::CvtPack: return "cvt";
+    case Op::Cvta: return "cvta";
+    case Op::Ld: return "ld";
+    case Op::St: return "st";
+    case Op::Atom: return "atom";
+    case Op::Red: return "red";
+    case Op::Shfl: return "shfl.sync";
+    case Op::Bar: return "bar.sync";
+    case Op::Bra: return "bra";
+    case Op::Label: return "";
+    case Op::Ret: return "ret";
+  }
+  return "?";
+}
+
+std::string_view rounding_name(Rounding r) {
+  switch (r) {
+    case Rounding::None: return "";
+    case Rounding::Rn: return ".rn";
+    case Rounding::Rz: return ".rz";
+    case Rounding::Rm: return ".rm";
+    case Rounding::Rp: return ".rp";
+    case Rounding::Rni: return ".rni";
+    case Rounding::Rzi: return ".rzi";
+    case Rounding::Rmi: return ".rmi";
+    case Rounding::Rpi: return ".rpi";
+  }
+  return "";
+}
+
+std::string_view cmp_name(Cmp c) {
+  static constexpr std::string_view kNames[] = {"eq",  "ne",  "lt",  "le",  "gt",  "ge",
+                                                "lo",  "ls",  "hi",  "hs",  "equ", "neu",
+                                                "ltu", "leu", "gtu", "geu", "num", "nan"};
+  return kNames[static_cast<int>(c)];
+}
+
+std::string_view space_name(Space s) {
+  switch (s) {
+    case Space::None: return "";
+    case Space::Global: return ".global";
+    case Space::Shared: return ".shared";
+    case Space::Param: return ".param";
+  }
+  return "";
+}
+
+std::string_view cache_name(CacheOp c) {
+  static constexpr std::string_view kNames[] = {"", ".ca", ".cg", ".cs", ".lu", ".cv", ".wb", ".wt"};
+  return kNames[static_cast<int>(c)];
+}
+
+std::string_view eviction_name(Eviction e) {
+  static constexpr std::string_view kNames[] = {"", ".L1::no_allocate", ".L1::evict_last",
+                                                ".L1::evict_first"};
+  return kNames[static_cast<int>(e)];
+}
+
+std::string_view shfl_name(ShflMode m) {
+  static constexpr std::string_view kNames[] = {".up", ".down", ".bfly", ".idx"};
+  return kNames[static_cast<int>(m)];
+}
+
+std::string_view special_name(Special s) {
+  static constexpr std::string_view kNames[] = {
+      "%tid.x",    "%tid.y",    "%tid.z",    "%ntid.x",  "%ntid.y",   "%ntid.z",
+      "%ctaid.x",  "%ctaid.y",  "%ctaid.z",  "%nctaid.x", "%nctaid.y", "%nctaid.z",
+      "%laneid",   "%warpid",   "%nwarpid",  "%smid"};
+  return kNames[static_cast<int>(s)];
+}
+
+// Types as data-movement instructions spell them: 16-bit floats move as b16, pairs as b32.
+ScalarType storage_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::F16:
+    case ScalarType::BF16: return ScalarType::B16;
+    case ScalarType::F16x2:
+    case ScalarType::BF16x2: return ScalarType::B32;
+    default: return t;
+  }
+}
+
+// Types as logic instructions spell them: and/or/xor/not/shl take bit types.
+ScalarType logic_type(ScalarType t) {
+  if (t == ScalarType::Pred) return t;
+  switch (size_bytes(t)) {
+    case 2: return ScalarType::B16;
+    case 4: return ScalarType::B32;
+    default: return ScalarType::B64;
+  }
+}
+
+std::string float_modifiers(const Instr& in) {
+  std::string s;
+  const bool floating = is_float(in.type);
+  if (floating) {
+    if (in.precision == Precision::Approx) {
+      s += ".approx";
+    } else if (in.precision == Precision::Full) {
+      s += ".full";
+    } else {
+      Rounding r = in.rounding;
+      // The exact forms must name their rounding; round to nearest unless asked otherwise.
+      const bool needs_rounding = in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt ||
+                                  in.op == Op::Fma || in.op == Op::Mad;
+      if (r == Rounding::None && needs_rounding) r = Rounding::Rn;
+      s += rounding_name(r);
+    }
+    if (in.ftz) s += ".ftz";
+  }
+  if (in.sat) s += ".sat";
+  return s;
+}
+
+std::string mul_modifier(MulMode m) {
+  switch (m) {
+    case MulMode::None: return "";
+    case MulMode::Lo: return ".lo";
+    case MulMode::Hi: return ".hi";
+    case MulMode::Wide: return ".wide";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string mnemonic(const Instr& in) {
+  std::string s(op_name(in.op));
+  const auto type = [&](ScalarType t) { return fmt::format(".{}", ptx_name(t)); };
+  switch (in.op) {
+    case Op::Mov:
+      return s + type(storage_type(in.type));
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Mad:
+    case Op::Fma:
+    case Op::Div:
+    case Op::Rem:
+    case Op::Min:
+    case Op::Max:
+    case Op::Abs:
+    case Op::Neg:
+    case Op::Rcp:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Ex2:
+    case Op::Lg2:
+      return s + mul_modifier(in.mul) + float_modifiers(in) + type(in.type);
+    case Op::And:
+    case Op::Or:
+    case Op::Xor:
+    case Op::Not:
+    case Op::Shl:
+      return s + type(logic_type(in.type));
+    case Op::Shr:
+      return s + type(in.type);
+    case Op::Setp:
+      return s + "." + std::string(cmp_name(in.cmp)) + (in.ftz ? ".ftz" : "") + type(in.type);
+    case Op::Selp:
+      return s + type(storage_type(in.type));
+    case Op::Cvt:
+      return s + std::string(rounding_name(in.rounding)) + (in.ftz ? ".ftz" : "") +
+             (in.sat ? ".sat" : "") + type(in.type) + type(in.src_type);
+    case Op::CvtPack:
+      return s + std::string(rounding_name(in.rounding)) + (in.sat ? ".satfinite" : "") +
+             type(in.type) + type(in.src_type);
+    case Op::Cvta:
+      return s + ".to" + std::string(space_name(in.space)) + type(in.type);
+    case Op::Ld:
+    case Op::St:
+      return s + std::string(space_name(in.space)) + std::string(cache_name(in.cache)) +
+             (in.non_coherent ? ".nc" : "") + std::string(eviction_name(in.eviction)) +
+             (in.vec > 1 ? fmt::format(".v{}", in.vec) : "") + type(storage_type(in.type));
+    case Op::Atom:
+    case Op::Red:
+      return s + std::string(space_name(in.space)) + ".add" + type(in.type);
+    case Op::Shfl:
+      return s + std::string(shfl_name(in.shfl)) + type(in.type);
+    case Op::Bar:
+    case Op::Ret:
+    case Op::Label:
+      return s;
+    case Op::Bra:
+      return s + (in.uniform ? ".uni" : "");
+  }
+  return s;
+}
+
+std::string register_name(RegId id) {
+  static constexpr std::string_view kPrefix[] = {"%p", "%rs", "%r", "%rd", "%f", "%fd"};
+  return fmt::format("{}{}", kPrefix[static_cast<int>(id.cls)], id.index);
+}
+
+namespace {
+
+std::string format_immediate(const Operand& o) {
+  switch (o.imm_type) {
+    case ScalarType::F32: return fmt::format("0f{:08X}", static_cast<std::uint32_t>(o.imm_bits));
+    case ScalarType::F64: return fmt::format("0d{:016X}", o.imm_bits);
+    case ScalarType::F16:
+    case ScalarType::BF16:
+    case ScalarType::B16: return fmt::format("0x{:04X}", static_cast<std::uint16_t>(o.imm_bits));
+    case ScalarType::B32:
+    case ScalarType::B64: return fmt::format("0x{:X}", o.imm_bits);
+    case ScalarType::S32: return fmt::format("{}", static_cast<std::int32_t>(o.imm_bits));
+    case ScalarType::S64: return fmt::format("{}", static_cast<std::int64_t>(o.imm_bits));
+    default: return fmt::format("{}", o.imm_bits);
+  }
+}
+
+std::string format_operand(const Operand& o) {
+  switch (o.kind) {
+    case Operand::Kind::Reg: return register_name(o.reg);
+    case Operand::Kind::Vec: {
+      std::string s = "{";
+      for (std::size_t i = 0; i < o.vec.size(); ++i) {
+        s += (i ? ", " : "") + register_name(o.vec[i]);
+      }
+      return s + "}";
+    }
+    case Operand::Kind::Imm: return format_immediate(o);
+    case Operand::Kind::Addr: {
+      const std::string base = o.has_base ? register_name(o.reg) : o.symbol;
+      return o.offset == 0 ? fmt::format("[{}]", base) : fmt::format("[{}+{}]", base, o.offset);
+    }
+    case Operand::Kind::Label:
+    case Operand::Kind::Symbol: return o.symbol;
+    case Operand::Kind::Special: return std::string(special_name(o.special));
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string format_instr(const Kernel& k, const Instr& in) {
+  if (in.op == Op::Label) return in.ops.at(0).symbol + ":";
+  std::string s;
+  if (in.guarded) s += fmt::format("@{}{} ", in.guard_negated ? "!" : "", register_name(in.guard));
+  s += mnemonic(in);
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    s += (i ? ", " : " ") + format_operand(in.ops[i]);
+  }
+  s += ";";
+  if (!in.comment.empty()) s += "  // " + in.comment;
+  (void)k;
+  return s;
+}
+
+std::string emit_kernel(const Kernel& k) {
+  std::string out;
+  for (const SharedDecl& d : k.shared()) {
+    if (d.dynamic) {
+      out += fmt::format(".extern .shared .align {} .b8 {}[];\n", d.align, d.name);
+    } else {
+      out += fmt::format(".shared .align {} .b8 {}[{}];\n", d.align, d.name, d.bytes);
+    }
+  }
+  if (!k.shared().empty()) out += "\n";
+  out += fmt::format(".visible .entry {}(", k.name());
+  const auto& params = k.params();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    out += fmt::format("{}\n\t.param .{} {}", i ? "," : "", ptx_name(params[i].type),
+                       params[i].name);
+  }
+  out += params.empty() ? ")\n" : "\n)\n";
+  const KernelContract c = k.contract();
+  if (c.block_threads != 0) {
+    out += fmt::format("{} {}, 1, 1\n", c.block_required ? ".reqntid" : ".maxntid",
+                       c.block_threads);
+  }
+  out += "{\n";
+  static constexpr std::string_view kDecl[] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
+  for (int c2 = 0; c2 < kRegClassCount; ++c2) {
+    const std::uint32_t n = k.reg_count(static_cast<RegClass>(c2));
+    if (n == 0) continue;
+    RegId probe{static_cast<RegClass>(c2), 0};
+    std::string prefix = register_name(probe);
+    prefix.pop_back();  // drop the "0"
+    out += fmt::format("\t.reg {} {}<{}>;\n", kDecl[c2], prefix, n + 1);
+  }
+  out += "\n";
+  for (const Instr& in : k.instructions()) {
+    out += in.op == Op::Label ? "" : "\t";
+    out += format_instr(k, in);
+    out += "\n";
+  }
+  out += "}\n";
+  return out;
+}
+
+}  // namespace ptxdsl

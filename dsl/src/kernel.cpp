@@ -1,0 +1,393 @@
+#include "ptxdsl/dsl/kernel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "ptxdsl/dsl/emit.hpp"
+#include "ptxdsl/dsl/module.hpp"
+
+namespace ptxdsl {
+namespace {
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
+Kernel::Kernel(Module& module, std::string name) : module_(&module), name_(std::move(name)) {
+  if (!is_identifier(name_)) {
+    throw Error(fmt::format("kernel name '{}' is not a PTX identifier (letters, digits, '_'; "
+                            "not starting with a digit)",
+                            name_));
+  }
+}
+
+void Kernel::fail(const std::string& what, const std::string& problem) const {
+  throw Error(fmt::format("kernel '{}', {}: {}", name_, what, problem));
+}
+
+void Kernel::fail(const Instr& in, const std::string& problem) const {
+  fail(fmt::format("instruction '{}'", mnemonic(in)), problem);
+}
+
+RegId Kernel::new_reg(RegClass c, std::string_view debug_name) {
+  if (finalized_) fail("register", "created after finalize");
+  RegId id{c, ++reg_counts_[static_cast<int>(c)]};
+  if (!debug_name.empty()) reg_names_.emplace_back(id, std::string(debug_name));
+  return id;
+}
+
+const std::string& Kernel::reg_name(RegId id) const {
+  static const std::string kNone;
+  for (const auto& [reg, name] : reg_names_) {
+    if (reg == id) return name;
+  }
+  return kNone;
+}
+
+Instr Kernel::make(Op op, ScalarType type) {
+  Instr in;
+  in.op = op;
+  in.type = type;
+  return in;
+}
+
+void Kernel::note_owner(const Kernel* owner) { pending_owners_.push_back(owner); }
+
+void Kernel::commit(Instr in) {
+  std::vector<const Kernel*> owners;
+  owners.swap(pending_owners_);
+  if (finalized_) fail(in, "emitted after the kernel was finalized");
+  for (const Kernel* owner : owners) {
+    if (owner == nullptr) fail(in, "uses a register that was never created (a default Reg)");
+    if (owner != this) fail(in, fmt::format("uses a register of kernel '{}'", owner->name()));
+  }
+  if (guarded_) {
+    if (in.op == Op::Label || in.op == Op::Bra) {
+      fail(in, "control flow inside a predicated block; use if_/bra_if instead");
+    }
+    in.guarded = true;
+    in.guard_negated = guard_negated_;
+    in.guard = guard_;
+  }
+  if (!in.ops.empty() && in.ops[0].kind == Operand::Kind::Reg && in.op != Op::St &&
+      in.op != Op::Red) {
+    in.comment = reg_name(in.ops[0].reg);
+  }
+  body_.push_back(std::move(in));
+}
+
+ScalarType Kernel::bits_type(int bytes) {
+  switch (bytes) {
+    case 2: return ScalarType::B16;
+    case 4: return ScalarType::B32;
+    default: return ScalarType::B64;
+  }
+}
+
+ScalarType Kernel::selp_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::F16:
+    case ScalarType::BF16: return ScalarType::B16;
+    case ScalarType::F16x2:
+    case ScalarType::BF16x2: return ScalarType::B32;
+    default: return t;
+  }
+}
+
+Rounding Kernel::default_cvt_rounding(ScalarType to, ScalarType from) {
+  const bool to_float = is_float(to), from_float = is_float(from);
+  if (to_float && from_float) return size_bytes(to) < size_bytes(from) ? Rounding::Rn : Rounding::None;
+  if (to_float) return Rounding::Rn;     // int → float can round
+  if (from_float) return Rounding::Rzi;  // float → int truncates, as C does
+  return Rounding::None;
+}
+
+std::uint32_t Kernel::shfl_c_operand(ShflMode mode, std::uint32_t width, const char* what) {
+  if (width == 0 || width > 32 || (width & (width - 1)) != 0) {
+    pending_owners_.clear();
+    fail(what, fmt::format("segment width must be a power of two in [1, 32], got {}", width));
+  }
+  // c packs the segment mask (bits 8-12) and the clamp lane (bits 0-4), as shfl.sync defines it.
+  const std::uint32_t segment_mask = (32 - width) << 8;
+  return mode == ShflMode::Up ? segment_mask : segment_mask | 0x1Fu;
+}
+
+Reg<U32> Kernel::special(Special s) {
+  Reg<U32> d = reg<U32>();
+  Instr in = make(Op::Mov, ScalarType::U32);
+  Operand src;
+  src.kind = Operand::Kind::Special;
+  src.special = s;
+  in.ops = {def(d), src};
+  commit(std::move(in));
+  return d;
+}
+
+std::string Kernel::declare_param(std::string_view name, ScalarType type, bool pointer,
+                                  ScalarType element) {
+  if (!is_identifier(name)) {
+    fail("parameter", fmt::format("name '{}' is not a PTX identifier", name));
+  }
+  for (const ParamSpec& p : params_) {
+    if (p.name == name) fail("parameter", fmt::format("'{}' is declared twice", name));
+  }
+  params_.push_back(ParamSpec{std::string(name), type, pointer, element});
+  return std::string(name);
+}
+
+Operand Kernel::symbol_address(const std::string& symbol) {
+  Operand o;
+  o.kind = Operand::Kind::Addr;
+  o.has_base = false;
+  o.symbol = symbol;
+  return o;
+}
+
+std::string Kernel::declare_shared(std::string_view name, std::uint32_t bytes, std::uint32_t align,
+                                   bool dynamic) {
+  if (!is_identifier(name)) fail("shared array", fmt::format("name '{}' is not a PTX identifier", name));
+  if (align == 0 || (align & (align - 1)) != 0) {
+    fail("shared array", fmt::format("'{}': alignment must be a power of two, got {}", name, align));
+  }
+  if (!dynamic && bytes == 0) fail("shared array", fmt::format("'{}' has 0 bytes", name));
+  std::string symbol = fmt::format("{}_{}", name_, name);
+  for (const SharedDecl& d : shared_) {
+    if (d.name == symbol) fail("shared array", fmt::format("'{}' is declared twice", name));
+    if (dynamic && d.dynamic) fail("shared array", "a kernel has one dynamic shared array");
+  }
+  shared_.push_back(SharedDecl{symbol, bytes, align, dynamic});
+  return symbol;
+}
+
+Reg<U32> Kernel::shared_base(const std::string& symbol) {
+  Reg<U32> d = reg<U32>();
+  Instr in = make(Op::Mov, ScalarType::U32);
+  Operand src;
+  src.kind = Operand::Kind::Symbol;
+  src.symbol = symbol;
+  in.ops = {def(d), src};
+  commit(std::move(in));
+  return d;
+}
+
+void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
+                       int width) {
+  Instr in = make(op, t);
+  in.space = s;
+  in.vec = width;
+  in.non_coherent = h.nc;
+  in.cache = h.cache;
+  in.eviction = h.eviction;
+  in.ops = {std::move(first), std::move(second)};
+  if (width != 1 && width != 2 && width != 4) {
+    pending_owners_.clear();
+    in.vec = 1;
+    fail(in, fmt::format("vector width must be 2 or 4, got {}", width));
+  }
+  const Operand& addr = op == Op::Ld ? in.ops[1] : in.ops[0];
+  const std::int64_t access = static_cast<std::int64_t>(width) * size_bytes(t);
+  if (addr.offset % access != 0) {
+    pending_owners_.clear();
+    fail(in, fmt::format("constant offset {} is not a multiple of the {}-byte access size",
+                         addr.offset, access));
+  }
+  if (h.nc && (op != Op::Ld || s != Space::Global)) {
+    pending_owners_.clear();
+    fail(in, ".nc applies to global loads only");
+  }
+  if (s == Space::Param && op != Op::Ld) {
+    pending_owners_.clear();
+    fail(in, "kernel parameters are read-only");
+  }
+  commit(std::move(in));
+}
+
+Reg<F32> Kernel::atom_add(GlobalPtr<F32> addr, Src<F32> v) {
+  Reg<F32> d = reg<F32>();
+  Instr in = make(Op::Atom, ScalarType::F32);
+  in.space = Space::Global;
+  in.ops = {def(d), address(addr), use(v)};
+  commit(std::move(in));
+  return d;
+}
+
+void Kernel::red_add(GlobalPtr<F32> addr, Src<F32> v) {
+  Instr in = make(Op::Red, ScalarType::F32);
+  in.space = Space::Global;
+  in.ops = {address(addr), use(v)};
+  commit(std::move(in));
+}
+
+void Kernel::bar_sync(std::uint32_t barrier) {
+  Instr in = make(Op::Bar, ScalarType::B32);
+  if (barrier > 15) {
+    fail(in, fmt::format("barrier id must be in [0, 15], got {}", barrier));
+  }
+  in.ops = {use(Src<U32>(barrier))};
+  commit(std::move(in));
+}
+
+Label Kernel::label(std::string_view hint) {
+  if (!is_identifier(hint)) fail("label", fmt::format("hint '{}' is not a PTX identifier", hint));
+  label_hints_.emplace_back(hint);
+  label_bound_.push_back(false);
+  return Label{this, static_cast<std::uint32_t>(label_hints_.size() - 1)};
+}
+
+std::string Kernel::label_name(std::uint32_t id) const {
+  return fmt::format("$L__{}_{}", label_hints_.at(id), id);
+}
+
+namespace {
+
+Operand label_operand(const Kernel& k, Label l) {
+  Operand o;
+  o.kind = Operand::Kind::Label;
+  o.symbol = k.label_name(l.id);
+  o.imm_bits = l.id;
+  return o;
+}
+
+}  // namespace
+
+void Kernel::bind(Label l) {
+  Instr in = make(Op::Label, ScalarType::B32);
+  if (l.kernel != this) {
+    fail("label", l.kernel ? fmt::format("belongs to kernel '{}'", l.kernel->name())
+                           : std::string("was never created"));
+  }
+  if (label_bound_.at(l.id)) fail("label", fmt::format("'{}' is bound twice", label_name(l.id)));
+  label_bound_[l.id] = true;
+  in.ops = {label_operand(*this, l)};
+  commit(std::move(in));
+}
+
+void Kernel::bra(Label l, bool uniform) {
+  Instr in = make(Op::Bra, ScalarType::B32);
+  in.uniform = uniform;
+  if (l.kernel != this) {
+    fail(in, l.kernel ? fmt::format("branches to a label of kernel '{}'", l.kernel->name())
+                      : std::string("branches to a label that was never created"));
+  }
+  in.ops = {label_operand(*this, l)};
+  commit(std::move(in));
+}
+
+void Kernel::bra_if(Pred p, Label l, bool negate) {
+  Instr in = make(Op::Bra, ScalarType::B32);
+  if (guarded_) fail(in, "control flow inside a predicated block");
+  if (l.kernel != this) fail(in, "branches to a label of another kernel, or one never created");
+  in.ops = {label_operand(*this, l)};
+  in.guarded = true;
+  in.guard_negated = negate;
+  in.guard = p.id;
+  note_owner(p.kernel);
+  commit(std::move(in));
+}
+
+void Kernel::ret() { commit(make(Op::Ret, ScalarType::B32)); }
+
+void Kernel::predicated(Pred p, const std::function<void()>& body, bool negate) {
+  if (guarded_) fail("predicated block", "predicated blocks do not nest");
+  if (p.kernel != this) {
+    fail("predicated block", p.kernel ? fmt::format("guard register of kernel '{}'", p.kernel->name())
+                                      : std::string("guard register was never created"));
+  }
+  guarded_ = true;
+  guard_negated_ = negate;
+  guard_ = p.id;
+  try {
+    body();
+  } catch (...) {
+    guarded_ = false;
+    throw;
+  }
+  guarded_ = false;
+}
+
+void Kernel::if_(Pred p, const std::function<void()>& then_body) {
+  Label end = label("endif");
+  bra_if(p, end, /*negate=*/true);
+  then_body();
+  bind(end);
+}
+
+void Kernel::if_else(Pred p, const std::function<void()>& then_body,
+                     const std::function<void()>& else_body) {
+  Label other = label("else");
+  Label end = label("endif");
+  bra_if(p, other, /*negate=*/true);
+  then_body();
+  bra(end, /*uniform=*/false);
+  bind(other);
+  else_body();
+  bind(end);
+}
+
+void Kernel::for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
+                       const std::function<void(Reg<U32>)>& body) {
+  Reg<U32> i = mov<U32>(lo);
+  Label top = label("loop");
+  Label end = label("loop_end");
+  bind(top);
+  Pred done = reg<PredT>();
+  {
+    Instr in = make(Op::Setp, ScalarType::U32);
+    in.cmp = Cmp::Ge;
+    in.ops = {def(done), use(i), use(hi)};
+    commit(std::move(in));
+  }
+  bra_if(done, end);
+  body(i);
+  add(i, i, step);
+  bra(top);
+  bind(end);
+}
+
+void Kernel::require_threads(std::uint32_t x) {
+  if (x == 0 || x > 1024) fail("require_threads", fmt::format("block size must be in [1, 1024], got {}", x));
+  block_threads_ = x;
+  block_required_ = true;
+}
+
+void Kernel::max_threads(std::uint32_t x) {
+  if (x == 0 || x > 1024) fail("max_threads", fmt::format("block size must be in [1, 1024], got {}", x));
+  block_threads_ = x;
+  block_required_ = false;
+}
+
+void Kernel::finalize() {
+  if (finalized_) return;
+  if (guarded_) fail("finalize", "a predicated block is still open");
+  for (const Instr& in : body_) {
+    if (in.op != Op::Bra) continue;
+    const auto id = static_cast<std::uint32_t>(in.ops.at(0).imm_bits);
+    if (!label_bound_.at(id)) fail(in, fmt::format("label '{}' is never bound", label_name(id)));
+  }
+  if (body_.empty() || body_.back().op != Op::Ret || body_.back().guarded) ret();
+  finalized_ = true;
+}
+
+KernelContract Kernel::contract() const {
+  KernelContract c;
+  c.entry = name_;
+  c.params = params_;
+  c.block_threads = block_threads_;
+  c.block_required = block_required_;
+  for (const SharedDecl& d : shared_) {
+    if (d.dynamic) {
+      c.dynamic_shared_bytes = std::max(c.dynamic_shared_bytes, d.bytes);
+    } else {
+      c.static_shared_bytes += d.bytes;
+    }
+  }
+  return c;
+}
+
+}  // namespace ptxdsl

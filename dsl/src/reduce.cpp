@@ -1,0 +1,75 @@
+#include "ptxdsl/dsl/reduce.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+namespace ptxdsl {
+namespace {
+
+Reg<F32> combine(Kernel& k, Reg<F32> a, Reg<F32> b, ReduceOp op) {
+  return op == ReduceOp::Sum ? k.add(a, b) : k.max(a, b);
+}
+
+}  // namespace
+
+Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width) {
+  if (width == 0 || width > 32 || !std::has_single_bit(width)) {
+    throw Error(fmt::format("kernel '{}', warp_reduce: width must be a power of two in [1, 32], got {}",
+                            k.name(), width));
+  }
+  for (std::uint32_t lane_mask = width / 2; lane_mask >= 1; lane_mask /= 2) {
+    v = combine(k, v, k.shfl_bfly(v, lane_mask, width), op);
+  }
+  return v;
+}
+
+std::uint32_t group_reduce_scratch_floats(std::uint32_t block_threads, std::uint32_t values) {
+  return std::max<std::uint32_t>(1, block_threads / 32) * values;
+}
+
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch) {
+  const bool sub_warp = group_threads <= 32 && std::has_single_bit(group_threads);
+  const bool warps = group_threads % 32 == 0 && group_threads > 0 && block_threads % group_threads == 0;
+  if (!sub_warp && !warps) {
+    throw Error(fmt::format("kernel '{}', group_reduce: group size must be a power of two ≤ 32 or a "
+                            "multiple of 32 dividing the block ({}), got {}",
+                            k.name(), block_threads, group_threads));
+  }
+  std::vector<Reg<F32>> out;
+  for (Reg<F32> v : values) out.push_back(warp_reduce(k, v, op, std::min<std::uint32_t>(group_threads, 32)));
+  if (group_threads <= 32) return out;
+
+  const std::uint32_t n = static_cast<std::uint32_t>(values.size());
+  const std::uint32_t warps_per_group = group_threads / 32;
+  Reg<U32> lane = k.and_(tid, 31u);
+  Reg<U32> warp = k.shr(tid, 5u);
+  // Lane 0 of every warp writes its partials: scratch[warp * n + i].
+  SharedPtr<F32> mine = k.index(scratch, n == 1 ? warp : k.mul(warp, n));
+  k.predicated(k.setp(Cmp::Eq, lane, 0u), [&] {
+    for (std::uint32_t i = 0; i < n; ++i) k.st(mine + i, out[i]);
+  });
+  k.bar_sync(0);
+  // Lane l of every warp reads the partials of warp l of its group, then the warp reduces them.
+  Reg<U32> first_warp = k.sub(warp, k.and_(warp, warps_per_group - 1));
+  if (!std::has_single_bit(warps_per_group)) {
+    first_warp = k.mul(k.div(warp, warps_per_group), warps_per_group);
+  }
+  Reg<U32> source_warp = k.add(first_warp, lane);
+  SharedPtr<F32> theirs = k.index(scratch, n == 1 ? source_warp : k.mul(source_warp, n));
+  Pred has_partial = k.setp(Cmp::Lt, lane, warps_per_group);
+  const float identity = op == ReduceOp::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
+  const std::uint32_t width = std::bit_ceil(warps_per_group);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    out[i] = warp_reduce(k, k.ld_if(has_partial, theirs + i, identity), op, width);
+    // Lanes past the first segment reduced only identities: take lane 0's result.
+    if (width < 32) out[i] = k.shfl_idx(out[i], 0u);
+  }
+  return out;
+}
+
+}  // namespace ptxdsl
