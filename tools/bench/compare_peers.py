@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""ptxdsl against its peers on the benchmark suite of BENCHMARKS.md, measured the same way.
+
+Times PyTorch eager (F.layer_norm, F.rms_norm and their autograd backward) and torch.compile of the
+same functions on every case that `ptxdsl bench --json` measured, with the method ptxdsl uses: CUDA
+events around the call, a 256 MB buffer written before every repetition (L2 flush), warm-up first,
+median of the repetitions. Prints one table: case, ours, eager, compile, best peer, ratio (best peer
+/ ours: above 1 means ptxdsl is faster) and ours as % of the copy bandwidth; then the geometric mean
+of the ratios.
+
+    ptxdsl bench --suite standard --json ours.json
+    python3 tools/bench/compare_peers.py --ours ours.json [--json peers.json]
+
+Without --ours the script runs `ptxdsl bench --suite standard` itself (--ptxdsl names the binary).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+EPS = 1e-5
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ours", help="JSON from `ptxdsl bench --json FILE` (default: run it now)")
+    p.add_argument("--ptxdsl", default=os.environ.get("PTXDSL", "build-cli/tools/ptxdsl"),
+                   help="the ptxdsl binary, when --ours is not given")
+    p.add_argument("--reps", type=int, default=100, help="timed repetitions per case (>= 100)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing")
+    p.add_argument("--only", default="", help="only cases whose name contains this text")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--json", dest="json_out", help="write the combined table here")
+    return p.parse_args()
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def load_ours(args):
+    if args.ours:
+        with open(args.ours) as f:
+            return json.load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ours.json")
+        cmd = [args.ptxdsl, "bench", "--suite", "standard", "--json", out, "--reps", str(args.reps)]
+        log("running: " + " ".join(cmd))
+        subprocess.run(cmd, check=False)
+        with open(out) as f:
+            return json.load(f)
+
+
+def case_name(c):
+    return f"{c['kernel']} {c['dtype']} {c['batch']}x{c['width']}"
+
+
+class Timer:
+    """CUDA events around fn(), the L2 flushed before each repetition, median in microseconds."""
+
+    def __init__(self, torch, reps, warmup):
+        self.torch = torch
+        self.reps = max(reps, 100)
+        self.warmup = warmup
+        # 256 MB written before every repetition: larger than the H200's 60 MB L2 several times.
+        self.flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
+
+    def __call__(self, fn):
+        torch = self.torch
+        for _ in range(self.warmup):
+            fn()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
+        for i in range(self.reps):
+            self.flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return 1000.0 * statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def make_inputs(torch, kernel, dtype, m, n, seed):
+    """The seeds' inputs: LN x = -2.3 + 0.5 randn, w, b = rand, dy = 0.1 randn;
+    RMS x = 0.3 randn, w = 1 + 0.1 randn, dy = 0.1 randn. Weights in the input's dtype."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dev = "cuda"
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, device=dev, dtype=torch.float32)
+
+    def rand(*shape):
+        return torch.rand(*shape, generator=g, device=dev, dtype=torch.float32)
+
+    if kernel.startswith("ln"):
+        x = -2.3 + 0.5 * randn(m, n)
+        w, b = rand(n), rand(n)
+    else:
+        x = 0.3 * randn(m, n)
+        w, b = 1.0 + 0.1 * randn(n), None
+    dy = 0.1 * randn(m, n)
+    cast = (lambda t: None if t is None else t.to(dtype).contiguous())
+    return cast(x), cast(w), cast(b), cast(dy)
+
+
+def peer_functions(torch, kernel, n):
+    F = torch.nn.functional
+    if kernel.startswith("ln"):
+        def fwd(x, w, b):
+            return F.layer_norm(x, (n,), w, b, EPS)
+    else:
+        def fwd(x, w, b):
+            return F.rms_norm(x, (n,), w, EPS)
+    return fwd
+
+
+def time_peer(torch, timer, fwd, kernel, x, w, b, dy):
+    """Forward: the call under no_grad. Backward: autograd's backward of one forward, through
+    torch.autograd.grad (no gradient accumulation), the graph kept for the next repetition."""
+    if kernel.endswith("fwd"):
+        with torch.no_grad():
+            return timer(lambda: fwd(x, w, b))
+    leaves = [t.detach().requires_grad_(True) for t in (x, w, b) if t is not None]
+    xs, ws = leaves[0], leaves[1]
+    bs = leaves[2] if len(leaves) > 2 else None
+    y = fwd(xs, ws, bs)
+    return timer(lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True))
+
+
+def fmt_us(v):
+    return "-" if v is None else f"{v:.1f}"
+
+
+def main():
+    args = parse_args()
+    ours = load_ours(args)
+    cases = [c for c in ours["cases"] if args.only in case_name(c)]
+    copy_gbps = ours.get("copy_gbps")
+
+    import torch  # noqa: E402 (after the bench: a missing torch should not hide our numbers)
+
+    try:  # the suite compiles one graph per shape: let dynamo keep them all
+        torch._dynamo.config.cache_size_limit = 1024
+        torch._dynamo.config.recompile_limit = 1024
+    except AttributeError:
+        pass
+    timer = Timer(torch, args.reps, args.warmup)
+    dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    log(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; {len(cases)} cases, "
+        f"{timer.reps} reps each")
+
+    rows = []
+    for i, c in enumerate(cases):
+        kernel, m, n = c["kernel"], c["batch"], c["width"]
+        t0 = time.time()
+        x, w, b, dy = make_inputs(torch, kernel, dtypes[c["dtype"]], m, n, seed=1 + i)
+        fwd = peer_functions(torch, kernel, n)
+        eager = time_peer(torch, timer, fwd, kernel, x, w, b, dy)
+        compiled = None
+        if not args.no_compile:
+            try:
+                compiled = time_peer(torch, timer, torch.compile(fwd, dynamic=False), kernel, x, w, b, dy)
+            except Exception as e:  # a compile failure is a missing peer, not the end of the table
+                log(f"{case_name(c)}: torch.compile failed: {type(e).__name__}: {e}")
+        peers = [t for t in (eager, compiled) if t is not None]
+        best = min(peers)
+        us = c.get("us")
+        ratio = best / us if us else None
+        rows.append({"case": case_name(c), "kernel": kernel, "dtype": c["dtype"], "batch": m,
+                     "width": n, "ours_us": us, "eager_us": eager, "compile_us": compiled,
+                     "best_peer_us": best, "ratio": ratio, "pct_copy": c.get("pct_copy"),
+                     "pass": c.get("pass", us is not None)})
+        log(f"[{i + 1}/{len(cases)}] {case_name(c)}: ours {fmt_us(us)} eager {fmt_us(eager)} "
+            f"compile {fmt_us(compiled)} µs ({time.time() - t0:.1f} s)")
+        del x, w, b, dy
+        torch.cuda.empty_cache()
+
+    print(f"device: {ours.get('device', '?')}; copy bandwidth {copy_gbps:.0f} GB/s (ptxdsl's run); "
+          f"torch {torch.__version__}; medians of {timer.reps} reps, L2 flushed")
+    header = ["case", "ours µs", "eager µs", "compile µs", "best peer µs", "ratio", "% of copy"]
+    widths = [26, 9, 9, 11, 13, 6, 10]
+    print("  ".join(h.ljust(w) if j == 0 else h.rjust(w) for j, (h, w) in enumerate(zip(header, widths))))
+    for r in rows:
+        cells = [r["case"], fmt_us(r["ours_us"]), fmt_us(r["eager_us"]), fmt_us(r["compile_us"]),
+                 fmt_us(r["best_peer_us"]), "-" if r["ratio"] is None else f"{r['ratio']:.2f}",
+                 "-" if r["pct_copy"] is None else f"{r['pct_copy']:.0f}%"]
+        if not r["pass"]:
+            cells[1] = "FAIL"
+        print("  ".join(s.ljust(w) if j == 0 else s.rjust(w) for j, (s, w) in enumerate(zip(cells, widths))))
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    geomean = math.exp(sum(math.log(v) for v in ratios) / len(ratios)) if ratios else None
+    slower = [r["case"] for r in rows if r["ratio"] is not None and r["ratio"] < 1.0]
+    print(f"geometric mean of ratios (best peer / ours) over {len(ratios)} cases: "
+          + ("-" if geomean is None else f"{geomean:.2f}x"))
+    if slower:
+        print("slower than the best peer: " + ", ".join(slower))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"device": ours.get("device"), "copy_gbps": copy_gbps, "torch": torch.__version__,
+                       "reps": timer.reps, "rows": rows, "geomean_ratio": geomean}, f, indent=2)
+    return 0 if all(r["pass"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
