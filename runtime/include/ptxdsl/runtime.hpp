@@ -1,0 +1,12 @@
+#pragma once
+
+// The runtime: driver loading, context, memory, streams and events, modules and functions,
+// checked launches, the module cache, and the norms' host API.
+#include "ptxdsl/runtime/context.hpp"
+#include "ptxdsl/runtime/driver.hpp"
+#include "ptxdsl/runtime/error.hpp"
+#include "ptxdsl/runtime/handles.hpp"
+#include "ptxdsl/runtime/launch.hpp"
+#include "ptxdsl/runtime/memory.hpp"
+#include "ptxdsl/runtime/module.hpp"
+#include "ptxdsl/runtime/stream.hpp"

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ptxdsl/runtime/handles.hpp"
+
+namespace ptxdsl::runtime {
+
+namespace detail {
+struct ContextState;
+}
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int l2_bytes = 0;
+  int max_shared_per_block_optin = 0;
+  std::uint64_t total_memory = 0;
+};
+
+// A device's primary context: retained and made current on construction, released when the last
+// object that uses it (this, its modules, buffers, streams, events) is gone. Move-only.
+class Context {
+ public:
+  explicit Context(int device = 0);
+  Context(Context&&) noexcept = default;
+  Context& operator=(Context&&) noexcept = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() = default;
+
+  int device() const;
+  const DeviceInfo& info() const;
+  int sm_count() const { return info().sm_count; }
+  CUctx_st* handle() const;
+  // Makes this context current on the calling thread (a no-op when it already is).
+  void make_current() const;
+  void synchronize() const;
+  // Free and total device memory, in bytes.
+  std::uint64_t free_memory() const;
+
+  const std::shared_ptr<const detail::ContextState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<const detail::ContextState> state_;
+};
+
+}  // namespace ptxdsl::runtime

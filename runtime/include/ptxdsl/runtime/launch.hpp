@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "ptxdsl/runtime/handles.hpp"
+#include "ptxdsl/runtime/memory.hpp"
+#include "ptxdsl/runtime/module.hpp"
+
+namespace ptxdsl::runtime {
+
+namespace detail {
+
+// One launch argument as `launch` sees it: where its bytes are and what it is.
+struct ArgRef {
+  enum class Kind : std::uint8_t { Pointer, Address, Float, Int };
+  const void* value = nullptr;
+  Kind kind = Kind::Int;
+  std::uint8_t size = 0;
+  std::uint8_t element_size = 0;  // typed pointers; 0 for a raw address
+};
+
+template <class T>
+ArgRef arg_ref(const DeviceBuffer<T>& b) {
+  return {b.address_slot(), ArgRef::Kind::Pointer, 8, static_cast<std::uint8_t>(sizeof(T))};
+}
+template <class T>
+ArgRef arg_ref(const DevicePtr<T>& p) {
+  return {&p.address, ArgRef::Kind::Pointer, 8, static_cast<std::uint8_t>(sizeof(T))};
+}
+// A std::uint64_t is a raw device address or a 64-bit integer: either parameter takes it.
+inline ArgRef arg_ref(const std::uint64_t& a) {
+  return {&a, ArgRef::Kind::Address, 8, 0};
+}
+template <class T>
+requires(std::is_arithmetic_v<T> && !std::is_same_v<T, std::uint64_t> &&
+         !std::is_same_v<T, bool>) ArgRef arg_ref(const T& v) {
+  return {&v, std::is_floating_point_v<T> ? ArgRef::Kind::Float : ArgRef::Kind::Int,
+          static_cast<std::uint8_t>(sizeof(T)), 0};
+}
+
+// Checks `count` arguments against the function's contract, then launches. Allocates nothing and
+// formats nothing unless a check fails.
+void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
+                    StreamRef stream, const ArgRef* args, std::size_t count);
+
+}  // namespace detail
+
+// Launches `f` with arguments checked against its contract: the count, pointers for pointer
+// parameters (DeviceBuffer<T>, DevicePtr<T> or a std::uint64_t address; T's size must match the
+// element's), floats of the parameter's size for f32/f64, integers of the parameter's size for
+// integer and bit types (std::uint16_t bits for f16/bf16). The block must match .reqntid; dynamic
+// shared memory above 48 KB is opted into on first use.
+template <class... Args>
+void launch(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes, StreamRef stream,
+            const Args&... args) {
+  if constexpr (sizeof...(Args) == 0) {
+    detail::launch_checked(f, grid, block, shared_bytes, stream, nullptr, 0);
+  } else {
+    const detail::ArgRef refs[] = {detail::arg_ref(args)...};
+    detail::launch_checked(f, grid, block, shared_bytes, stream, refs, sizeof...(Args));
+  }
+}
+
+// cuLaunchKernel as is: `params[i]` points to the i-th parameter's value. No checks beyond the
+// driver's; the context is made current and large shared memory opted into as `launch` does.
+void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
+                StreamRef stream, void** params);
+
+}  // namespace ptxdsl::runtime

@@ -1,0 +1,176 @@
+#include <fmt/format.h>
+
+#include "driver_api.hpp"
+#include "ptxdsl/runtime/memory.hpp"
+
+namespace ptxdsl::runtime {
+namespace {
+
+void fill_raw(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value, std::size_t count,
+              StreamRef stream) {
+  if (count == 0) return;
+  CUstream s = stream.handle();
+  auto what = [&] {
+    return fmt::format("filling {} values of {} bytes at 0x{:x} with 0x{:x}", count, value_bytes,
+                       dst, value);
+  };
+  switch (value_bytes) {
+    case 1:
+      PTXDSL_CU_CHECK(what, cuMemsetD8Async, dst, static_cast<unsigned char>(value), count, s);
+      break;
+    case 2:
+      PTXDSL_CU_CHECK(what, cuMemsetD16Async, dst, static_cast<unsigned short>(value), count, s);
+      break;
+    case 4:
+      PTXDSL_CU_CHECK(what, cuMemsetD32Async, dst, value, count, s);
+      break;
+    default:
+      throw Error(fmt::format("fill value size must be 1, 2 or 4 bytes, got {}", value_bytes));
+  }
+  if (stream.handle() == nullptr) {
+    PTXDSL_CU_CHECK(what, cuStreamSynchronize, nullptr);
+  }
+}
+
+}  // namespace
+
+void copy_to_device(const Context& ctx, std::uint64_t dst, const void* src, std::size_t bytes) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes to device address 0x{:x}", bytes, dst); },
+      cuMemcpyHtoD, dst, src, bytes);
+}
+
+void copy_to_host(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes from device address 0x{:x}", bytes, src); },
+      cuMemcpyDtoH, dst, src, bytes);
+}
+
+void copy_device(const Context& ctx, std::uint64_t dst, std::uint64_t src, std::size_t bytes) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes from 0x{:x} to 0x{:x}", bytes, src, dst); },
+      cuMemcpyDtoD, dst, src, bytes);
+}
+
+void copy_to_device_async(const Context& ctx, std::uint64_t dst, const void* src, std::size_t bytes,
+                          StreamRef stream) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes to device address 0x{:x}", bytes, dst); },
+      cuMemcpyHtoDAsync, dst, src, bytes, stream.handle());
+}
+
+void copy_to_host_async(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes,
+                        StreamRef stream) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes from device address 0x{:x}", bytes, src); },
+      cuMemcpyDtoHAsync, dst, src, bytes, stream.handle());
+}
+
+void fill_u8(const Context& ctx, std::uint64_t dst, std::uint8_t value, std::size_t count,
+             StreamRef stream) {
+  ctx.make_current();
+  fill_raw(1, dst, value, count, stream);
+}
+void fill_u16(const Context& ctx, std::uint64_t dst, std::uint16_t value, std::size_t count,
+              StreamRef stream) {
+  ctx.make_current();
+  fill_raw(2, dst, value, count, stream);
+}
+void fill_u32(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::size_t count,
+              StreamRef stream) {
+  ctx.make_current();
+  fill_raw(4, dst, value, count, stream);
+}
+
+namespace detail {
+
+RawBuffer::RawBuffer(const Context& ctx, std::size_t bytes) : ctx_(ctx.state()), bytes_(bytes) {
+  if (bytes == 0) return;
+  ctx.make_current();
+  CUdeviceptr p = 0;
+  PTXDSL_CU_CHECK(
+      [&] {
+        return fmt::format("allocating {} bytes on device {} ({} bytes free)", bytes, ctx.device(),
+                           ctx.free_memory());
+      },
+      cuMemAlloc, &p, bytes);
+  address_ = p;
+}
+
+RawBuffer::RawBuffer(RawBuffer&& other) noexcept
+    : ctx_(std::move(other.ctx_)), address_(other.address_), bytes_(other.bytes_) {
+  other.address_ = 0;
+  other.bytes_ = 0;
+}
+
+RawBuffer& RawBuffer::operator=(RawBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    ctx_ = std::move(other.ctx_);
+    address_ = other.address_;
+    bytes_ = other.bytes_;
+    other.address_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+RawBuffer::~RawBuffer() {
+  release();
+}
+
+void RawBuffer::release() noexcept {
+  if (address_ != 0) {
+    if (const DriverApi* d = loaded_driver()) {
+      // cuMemFree wants the owning context current; the caller's is restored after.
+      CUcontext previous = nullptr;
+      d->cuCtxGetCurrent(&previous);
+      if (previous != ctx_->context) d->cuCtxSetCurrent(ctx_->context);
+      d->cuMemFree(address_);
+      if (previous != ctx_->context) d->cuCtxSetCurrent(previous);
+    }
+    address_ = 0;
+  }
+  bytes_ = 0;
+}
+
+void RawBuffer::upload(std::size_t offset, const void* src, std::size_t bytes) {
+  if (offset + bytes > bytes_) {
+    throw Error(fmt::format("upload of {} bytes at offset {} overruns a buffer of {} bytes", bytes,
+                            offset, bytes_));
+  }
+  if (bytes == 0) return;
+  make_current(ctx_->context);
+  PTXDSL_CU_CHECK([&] { return fmt::format("copying {} bytes to the device", bytes); },
+                  cuMemcpyHtoD, address_ + offset, src, bytes);
+}
+
+void RawBuffer::download(std::size_t offset, void* dst, std::size_t bytes) const {
+  if (offset + bytes > bytes_) {
+    throw Error(fmt::format("download of {} bytes at offset {} overruns a buffer of {} bytes",
+                            bytes, offset, bytes_));
+  }
+  if (bytes == 0) return;
+  make_current(ctx_->context);
+  PTXDSL_CU_CHECK([&] { return fmt::format("copying {} bytes from the device", bytes); },
+                  cuMemcpyDtoH, dst, address_ + offset, bytes);
+}
+
+void RawBuffer::fill(std::size_t value_bytes, std::uint32_t value, std::size_t count,
+                     StreamRef stream) {
+  if (count * value_bytes > bytes_) {
+    throw Error(fmt::format("fill of {} values of {} bytes overruns a buffer of {} bytes", count,
+                            value_bytes, bytes_));
+  }
+  if (count == 0) return;
+  make_current(ctx_->context);
+  fill_raw(value_bytes, address_, value, count, stream);
+}
+
+}  // namespace detail
+}  // namespace ptxdsl::runtime

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "gpu_support.hpp"
+#include "ptxdsl/runtime.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::runtime;
+
+TEST_CASE("without a driver, the runtime says so and throws ptxdsl::Error", "[runtime]") {
+  std::string why;
+  if (driver_available(&why)) {
+    SUCCEED("a driver is present: the no-driver path is exercised on machines without one");
+    return;
+  }
+  CHECK(why.rfind("no CUDA driver found (libcuda.so.1): ", 0) == 0);
+  CHECK_THROWS_WITH(Context(0), Catch::StartsWith("no CUDA driver found (libcuda.so.1): "));
+  CHECK_THROWS_AS(require_driver(), Error);
+  CHECK_THROWS_AS(driver_version(), Error);
+}
+
+TEST_CASE("the driver loads and describes the device", "[runtime][gpu]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  CHECK(driver_version() >= 12000);
+  CHECK(device_count() >= 1);
+  const DeviceInfo& info = ctx.info();
+  CHECK(!info.name.empty());
+  CHECK(info.sm_count > 0);
+  CHECK(info.total_memory > 0);
+  CHECK(ctx.handle() != nullptr);
+  WARN("device 0: " << info.name << ", sm_" << info.cc_major << info.cc_minor << ", "
+                    << info.sm_count << " SMs, L2 " << info.l2_bytes / (1024 * 1024) << " MiB, "
+                    << info.total_memory / (1024 * 1024) << " MiB, shared opt-in "
+                    << info.max_shared_per_block_optin << " B, driver " << driver_version());
+  CHECK_THROWS_WITH(Context(info.ordinal + 1000), Catch::Contains("device must be in [0, "));
+  ctx.synchronize();
+}
+
+TEST_CASE("buffers copy, fill and move", "[runtime][gpu]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  std::vector<float> host = {1, 2, 3, 4, 5};
+  DeviceBuffer<float> b(ctx, std::span<const float>(host));
+  CHECK(b.size() == 5);
+  CHECK(b.bytes() == 20);
+  CHECK(b.address() % 256 == 0);
+  CHECK(b.to_host() == host);
+
+  b.fill(-0.5f);
+  CHECK(b.to_host() == std::vector<float>(5, -0.5f));
+
+  DeviceBuffer<std::uint16_t> h(ctx, 7);
+  h.fill(0x7E00);  // f16 NaN
+  CHECK(h.to_host() == std::vector<std::uint16_t>(7, 0x7E00));
+
+  DeviceBuffer<float> moved = std::move(b);
+  CHECK(moved.to_host() == std::vector<float>(5, -0.5f));
+  CHECK(b.address() == 0);  // NOLINT(bugprone-use-after-move): moved-from is empty
+
+  std::vector<float> back(2);
+  CHECK_THROWS_WITH(moved.download(std::span<float>(back), 4), Catch::Contains("overruns"));
+
+  // Raw-address copies, at an offset.
+  copy_to_device(ctx, moved.address() + 4, host.data(), 8);
+  copy_to_host(ctx, back.data(), moved.address() + 4, 8);
+  CHECK(back == std::vector<float>{1, 2});
+}
+
+TEST_CASE("streams and events order and time work", "[runtime][gpu]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  Stream s(ctx);
+  Event start(ctx), stop(ctx);
+  DeviceBuffer<std::uint32_t> b(ctx, 1 << 24);
+  start.record(s);
+  b.fill(0xFFFFFFFFu, s);
+  stop.record(s);
+  stop.synchronize();
+  const float ms = stop.elapsed_ms_since(start);
+  CHECK(ms >= 0.0f);
+  s.synchronize();
+  CHECK(b.to_host()[12345] == 0xFFFFFFFFu);
+  Stream moved = std::move(s);
+  CHECK(moved.handle() != nullptr);
+  CHECK(s.handle() == nullptr);  // NOLINT(bugprone-use-after-move)
+}
