@@ -16,10 +16,10 @@ namespace ptxdsl::kernels {
 enum class NormKind { LayerNormFwd, LayerNormBwd, RmsNormFwd, RmsNormBwd };
 enum class DType { F32, F16, BF16 };
 
-std::string_view kind_name(NormKind k);  // "ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"
+std::string_view kind_name(NormKind k);      // "ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"
 NormKind parse_kind(std::string_view name);  // throws Error listing the allowed names
-std::string_view dtype_name(DType d);     // "f32", "f16", "bf16"
-DType parse_dtype(std::string_view name);  // throws Error listing the allowed names
+std::string_view dtype_name(DType d);        // "f32", "f16", "bf16"
+DType parse_dtype(std::string_view name);    // throws Error listing the allowed names
 int dtype_bytes(DType d);
 
 inline constexpr std::uint32_t kMaxWidth = 65536;
@@ -28,10 +28,16 @@ inline constexpr std::uint32_t kMaxWidth = 65536;
 struct NormKnobs {
   std::optional<std::uint32_t> threads_per_row;  // power of two ≤ 32, or a multiple of 32
   std::optional<std::uint32_t> rows_per_cta;
-  std::optional<std::uint32_t> vector_elems;     // elements per vector access: 1, 2, 4 or 8
-  std::optional<std::uint32_t> ctas_per_sm;      // backward: persistent grid size = SMs × this
-  std::optional<std::uint32_t> sm_count;         // backward: SMs assumed when sizing the grid
+  std::optional<std::uint32_t> vector_elems;  // elements per vector access: 1, 2, 4 or 8
+  std::optional<std::uint32_t> ctas_per_sm;   // backward: persistent grid size = SMs × this
+  std::optional<std::uint32_t> sm_count;      // backward: SMs assumed when sizing the grid
 };
+
+// Allowed knob values (validate() checks them):
+// - vector_elems: 1, 2, 4 or 8, at most 16 bytes of the dtype (f32: 1, 2, 4);
+// - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
+// - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
+// - ctas_per_sm in [1, 32], sm_count in [1, 1024].
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
@@ -44,6 +50,14 @@ struct NormSpec {
 };
 // Throws ptxdsl::Error naming the bad value and the allowed range.
 void validate(const NormSpec& spec);
+// Host-side checks before a launch: batch ≥ 1, stride ≥ width. Throw ptxdsl::Error.
+void check_batch(std::uint32_t batch);
+void check_stride(std::uint32_t width, std::uint32_t stride);
+// The widest vector (elements per access) that a launch with this row stride and these addresses
+// may use: `row_address_bits` is the OR of the x/y/dy/dx addresses, `weight_address_bits` that of
+// w/b/dw/db. Build a spec with knobs.vector_elems set to it when it is below the default.
+std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
+                               std::uint64_t row_address_bits, std::uint64_t weight_address_bits);
 
 // How many CTAs a step launches for a batch.
 struct GridRule {
@@ -52,6 +66,10 @@ struct GridRule {
   std::uint32_t rows_per_cta = 1;     // RowsPerCta, Persistent
   std::uint32_t max_ctas = 0;         // Persistent: at most this many CTAs
   std::uint32_t columns_per_cta = 0;  // Columns: ceil(width / columns_per_cta) CTAs
+  // Persistent: each CTA walks at least this many row groups when the batch allows, which keeps
+  // the partial rows (one per CTA) a small share of the traffic:
+  // min(max_ctas, ceil(ceil(batch / rows_per_cta) / min_row_groups)).
+  std::uint32_t min_row_groups = 1;
   std::uint32_t grid(std::uint32_t batch, std::uint32_t width) const;
   std::string describe() const;  // "ceil(batch / 4)", ...
 };
@@ -63,14 +81,21 @@ struct LaunchStep {
 };
 
 // What `build_norm` produces. Parameter names are fixed across the family (x, w, b, y, mean, rstd,
-// dy, dx, dw, db, partial_dw, partial_db, partials, batch, stride, eps), so a host binds by name.
+// dy, dx, dw, db, partial_dw, partial_db, batch, stride, eps, partial_rows), so a host binds by
+// name; docs/kernels.md lists each entry's parameters in order.
 struct BuiltNorm {
   NormSpec spec;
   std::string ptx;
   std::vector<LaunchStep> steps;
+  // Every knob as the heuristics resolved it (the spec's own knobs where it set them).
+  NormKnobs chosen;
+  // Backward: f32 elements from one partial row to the next (the width rounded up to 4).
+  std::uint32_t partial_pitch = 0;
   // f32 scratch the backward needs for `batch` rows (partial dw/db rows); 0 for the forward.
+  // Layout: partial_dw at byte 0, partial_db (layer norm) at partial_db_offset(batch).
   std::uint64_t workspace_bytes(std::uint32_t batch) const;
   std::uint32_t partial_rows(std::uint32_t batch) const;  // backward: rows of partials used
+  std::uint64_t partial_db_offset(std::uint32_t batch) const;
 };
 
 BuiltNorm build_norm(const NormSpec& spec);

@@ -1,0 +1,178 @@
+// NormSpec → BuiltNorm: validation, the plan, the kernels of each step, their launch rules.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "builders.hpp"
+#include "ptxdsl/dsl/error.hpp"
+
+namespace ptxdsl::kernels {
+namespace {
+
+std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
+  return (a + b - 1) / b;
+}
+
+bool is_backward(NormKind k) {
+  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
+}
+
+void check_dtype(DType d, std::string_view what) {
+  if (d != DType::F32 && d != DType::F16 && d != DType::BF16) {
+    throw Error(fmt::format("{} must be one of f32, f16, bf16, got enum value {}", what,
+                            static_cast<int>(d)));
+  }
+}
+
+}  // namespace
+
+void validate(const NormSpec& spec) {
+  if (spec.kind != NormKind::LayerNormFwd && spec.kind != NormKind::LayerNormBwd &&
+      spec.kind != NormKind::RmsNormFwd && spec.kind != NormKind::RmsNormBwd) {
+    throw Error(
+        fmt::format("kernel must be one of ln_fwd, ln_bwd, rms_fwd, rms_bwd, got enum value {}",
+                    static_cast<int>(spec.kind)));
+  }
+  check_dtype(spec.dtype, "dtype");
+  check_dtype(spec.weight_dtype, "weight dtype");
+  if (spec.weight_dtype != spec.dtype && spec.weight_dtype != DType::F32) {
+    throw Error(fmt::format("weight dtype must be {} (the input's) or f32, got {}",
+                            dtype_name(spec.dtype), dtype_name(spec.weight_dtype)));
+  }
+  if (spec.width < 1 || spec.width > kMaxWidth) {
+    throw Error(fmt::format("width must be in [1, {}], got {}", kMaxWidth, spec.width));
+  }
+  const NormKnobs& kn = spec.knobs;
+  const std::uint32_t max_vec = 16 / static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  if (kn.vector_elems) {
+    const std::uint32_t v = *kn.vector_elems;
+    if (v == 0 || v > max_vec || !std::has_single_bit(v)) {
+      throw Error(fmt::format("vector_elems must be a power of two in [1, {}] for {}, got {}",
+                              max_vec, dtype_name(spec.dtype), v));
+    }
+  }
+  if (kn.threads_per_row) {
+    const std::uint32_t t = *kn.threads_per_row;
+    const bool ok =
+        (t >= 1 && t <= 32 && std::has_single_bit(t)) || (t % 32 == 0 && t >= 32 && t <= 1024);
+    if (!ok) {
+      throw Error(
+          fmt::format("threads_per_row must be a power of two ≤ 32 or a multiple of 32 in "
+                      "[32, 1024], got {}",
+                      t));
+    }
+  }
+  if (kn.rows_per_cta && (*kn.rows_per_cta < 1 || *kn.rows_per_cta > 1024)) {
+    throw Error(fmt::format("rows_per_cta must be in [1, 1024], got {}", *kn.rows_per_cta));
+  }
+  if (kn.ctas_per_sm && (*kn.ctas_per_sm < 1 || *kn.ctas_per_sm > 32)) {
+    throw Error(fmt::format("ctas_per_sm must be in [1, 32], got {}", *kn.ctas_per_sm));
+  }
+  if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
+    throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
+  }
+  const detail::Plan p = detail::plan_norm(spec);
+  if (p.block() % 32 != 0 || p.block() > 1024) {
+    throw Error(
+        fmt::format("threads_per_row × rows_per_cta must be a multiple of 32 in [32, 1024], "
+                    "got {} × {} = {}",
+                    p.threads_per_row, p.rows_per_cta, p.block()));
+  }
+  const std::uint32_t budget = detail::shared_budget(spec.arch);
+  const std::uint32_t staged =
+      p.staging_bytes(dtype_bytes(spec.dtype), is_backward(spec.kind) ? 2 : 1);
+  if (staged > budget) {
+    throw Error(
+        fmt::format("the row staging needs {} bytes of shared memory, more than the {} "
+                    "{} allows; use more threads_per_row",
+                    staged, budget, arch_name(spec.arch)));
+  }
+}
+
+void check_batch(std::uint32_t batch) {
+  if (batch < 1) throw Error(fmt::format("batch must be ≥ 1, got {}", batch));
+}
+
+void check_stride(std::uint32_t width, std::uint32_t stride) {
+  if (stride < width) {
+    throw Error(fmt::format("stride must be ≥ the width ({}), got {}", width, stride));
+  }
+}
+
+std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
+                               std::uint64_t row_address_bits, std::uint64_t weight_address_bits) {
+  const auto s = static_cast<std::uint64_t>(dtype_bytes(dtype));
+  const auto ws = static_cast<std::uint64_t>(dtype_bytes(weight_dtype));
+  for (std::uint32_t v = static_cast<std::uint32_t>(16 / s); v > 1; v /= 2) {
+    const bool rows = stride % v == 0 && row_address_bits % (v * s) == 0;
+    const bool weights = weight_address_bits % std::min<std::uint64_t>(16, v * ws) == 0;
+    if (rows && weights) return v;
+  }
+  return 1;
+}
+
+std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
+  switch (kind) {
+    case Kind::RowsPerCta:
+      return ceil_div(batch, rows_per_cta);
+    case Kind::Persistent: {
+      const std::uint32_t groups = ceil_div(batch, rows_per_cta);
+      return std::max(1u, std::min(max_ctas, ceil_div(groups, std::max(1u, min_row_groups))));
+    }
+    case Kind::Columns:
+      return ceil_div(width, columns_per_cta);
+  }
+  return 0;
+}
+
+std::string GridRule::describe() const {
+  switch (kind) {
+    case Kind::RowsPerCta:
+      return rows_per_cta == 1 ? "batch" : fmt::format("ceil(batch / {})", rows_per_cta);
+    case Kind::Persistent:
+      return fmt::format("min({}, ceil(ceil(batch / {}) / {}))", max_ctas, rows_per_cta,
+                         min_row_groups);
+    case Kind::Columns:
+      return fmt::format("ceil(width / {})", columns_per_cta);
+  }
+  return "?";
+}
+
+std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
+  if (!is_backward(spec.kind) || steps.empty()) return 0;
+  return steps[0].grid.grid(batch, spec.width);
+}
+
+std::uint64_t BuiltNorm::partial_db_offset(std::uint32_t batch) const {
+  return static_cast<std::uint64_t>(partial_rows(batch)) * partial_pitch * 4;
+}
+
+std::uint64_t BuiltNorm::workspace_bytes(std::uint32_t batch) const {
+  const std::uint64_t tensors = spec.kind == NormKind::LayerNormBwd ? 2 : 1;
+  return partial_db_offset(batch) * tensors;
+}
+
+BuiltNorm build_norm(const NormSpec& spec) {
+  validate(spec);
+  const detail::Plan plan = detail::plan_norm(spec);
+  Module module(spec.arch, spec.ptx_version);
+  BuiltNorm out;
+  out.spec = spec;
+  if (is_backward(spec.kind)) {
+    out.steps.push_back(detail::build_backward(module, spec, plan));
+    out.steps.push_back(detail::build_column_reduce(module, spec, plan));
+    out.partial_pitch = detail::partial_pitch(spec.width);
+    out.chosen.ctas_per_sm = plan.ctas_per_sm;
+    out.chosen.sm_count = plan.sm_count;
+  } else {
+    out.steps.push_back(detail::build_forward(module, spec, plan));
+  }
+  out.chosen.threads_per_row = plan.threads_per_row;
+  out.chosen.rows_per_cta = plan.rows_per_cta;
+  out.chosen.vector_elems = plan.vec;
+  out.ptx = module.emit();
+  return out;
+}
+
+}  // namespace ptxdsl::kernels

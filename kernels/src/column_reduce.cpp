@@ -1,0 +1,79 @@
+// The backward's second step: dw (and db) = the column sums of the partial rows, in a fixed order
+// so that every run gives the same bits. A CTA takes 32 columns; its warps ("slices") sum rows
+// slice, slice + S, slice + 2S, ... in order, then slice 0 adds the S slice sums in slice order.
+#include "builders.hpp"
+#include "element_io.hpp"
+
+namespace ptxdsl::kernels::detail {
+
+LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan) {
+  const bool ln = spec.kind == NormKind::LayerNormBwd;
+  Kernel& k = m.kernel(entry_name(spec, ln ? "dwdb" : "dw"));
+  const std::uint32_t C = plan.reduce_columns;
+  const std::uint32_t S = plan.reduce_slices;
+  constexpr std::uint32_t kUnroll = 4;
+  k.require_threads(C * S);
+
+  std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};
+  if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
+  std::vector<GlobalDPtr> outs{param_dptr(k, "dw", spec.weight_dtype)};
+  if (ln) outs.push_back(param_dptr(k, "db", spec.weight_dtype));
+  const Reg<U32> rows = k.param<U32>("partial_rows");
+
+  const Reg<U32> tid = k.tid_x();
+  const Reg<U32> lane = k.and_(tid, C - 1);
+  const Reg<U32> slice = k.shr(tid, 5u);
+  const Reg<U32> column = k.mad(k.ctaid_x(), C, lane);
+  const Pred column_ok = k.setp(Cmp::Lt, column, spec.width);
+  const std::uint32_t pitch = partial_pitch(spec.width);
+
+  std::vector<GlobalPtr<F32>> cols;
+  std::vector<Reg<F32>> sums;
+  for (const GlobalDPtr& p : partials) {
+    cols.push_back(k.index(p.p.as<F32>(), column));
+    sums.push_back(k.mov<F32>(0.0f));
+  }
+  k.for_range(slice, rows, S * kUnroll, [&](Reg<U32> r) {
+    std::vector<Pred> ok;
+    for (std::uint32_t u = 0; u < kUnroll; ++u) {
+      ok.push_back(u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, k.add(r, u * S), rows)));
+    }
+    for (std::size_t a = 0; a < cols.size(); ++a) {
+      const GlobalPtr<F32> base = k.row(cols[a], r, pitch);
+      std::vector<Reg<F32>> v;
+      for (std::uint32_t u = 0; u < kUnroll; ++u) {
+        v.push_back(
+            k.ld_if(ok[u], base + static_cast<std::int64_t>(u) * S * pitch, 0.0f, kNcNoAllocate));
+      }
+      for (Reg<F32> e : v) k.add(sums[a], sums[a], e);
+    }
+  });
+
+  // Slice sums through shared memory: [tensor][slice][lane].
+  const SharedPtr<F32> table =
+      k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C);
+  const SharedPtr<F32> mine = k.index(table, tid);
+  for (std::size_t a = 0; a < cols.size(); ++a)
+    k.st(mine + static_cast<std::int64_t>(a * S * C), sums[a]);
+  k.bar_sync(0);
+  k.if_(k.and_(column_ok, k.setp(Cmp::Eq, slice, 0u)), [&] {
+    for (std::size_t a = 0; a < cols.size(); ++a) {
+      Reg<F32> total = k.ld(mine + static_cast<std::int64_t>(a * S * C));
+      for (std::uint32_t s = 1; s < S; ++s) {
+        total = k.add(total, k.ld(mine + static_cast<std::int64_t>(a * S * C + s * C)));
+      }
+      const std::vector<Reg<F32>> one{total};
+      store_raw(k, at(k, outs[a], column), encode(k, one, spec.weight_dtype), std::nullopt,
+                kNoHints);
+    }
+  });
+  k.finalize();
+
+  LaunchStep step;
+  step.contract = k.contract();
+  step.grid.kind = GridRule::Kind::Columns;
+  step.grid.columns_per_cta = C;
+  return step;
+}
+
+}  // namespace ptxdsl::kernels::detail

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <optional>
+
+#include "heuristics.hpp"
+#include "ptxdsl/dsl.hpp"
+
+// How a CTA's threads split into row groups: thread tid works on row slot tid / T as lane tid % T.
+namespace ptxdsl::kernels::detail {
+
+// x / c and x % c for a build-time c: shifts and masks for powers of two.
+inline Reg<U32> div_by(Kernel& k, Reg<U32> x, std::uint32_t c) {
+  if (c == 1) return x;
+  if (std::has_single_bit(c)) return k.shr(x, static_cast<std::uint32_t>(std::countr_zero(c)));
+  return k.div(x, c);
+}
+inline Reg<U32> rem_by(Kernel& k, Reg<U32> x, std::uint32_t c) {
+  if (std::has_single_bit(c)) return k.and_(x, c - 1);
+  return k.rem(x, c);
+}
+
+struct CtaLayout {
+  Reg<U32> tid;
+  Reg<U32> lane;  // within the row group
+  Reg<U32> slot;  // row group within the CTA (0 when one row a CTA)
+};
+
+inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
+  CtaLayout c;
+  c.tid = k.tid_x();
+  c.lane = p.rows_per_cta == 1 ? c.tid : rem_by(k, c.tid, p.threads_per_row);
+  c.slot = p.rows_per_cta == 1 ? k.mov<U32>(0u) : div_by(k, c.tid, p.threads_per_row);
+  return c;
+}
+
+}  // namespace ptxdsl::kernels::detail

@@ -1,0 +1,123 @@
+// Layer norm and RMS norm forward. One row group (T threads) per row, R rows a CTA; each thread
+// loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
+// holds) or Σx², and the same values are normalized and stored.
+#include <fmt/format.h>
+
+#include "builders.hpp"
+#include "cta_layout.hpp"
+#include "row_stats.hpp"
+
+namespace ptxdsl::kernels::detail {
+
+std::string entry_name(const NormSpec& spec, std::string_view step) {
+  return fmt::format("{}{}{}_{}_w{}_n{}", kind_name(spec.kind), step.empty() ? "" : "_", step,
+                     dtype_name(spec.dtype), dtype_name(spec.weight_dtype), spec.width);
+}
+
+LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
+  const bool ln = spec.kind == NormKind::LayerNormFwd;
+  Kernel& k = m.kernel(entry_name(spec));
+  k.require_threads(plan.block());
+
+  // Parameters, in the contract's order.
+  const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
+  const GlobalDPtr w = param_dptr(k, "w", spec.weight_dtype);
+  std::optional<GlobalDPtr> b;
+  if (ln) b = param_dptr(k, "b", spec.weight_dtype);
+  const GlobalDPtr y = param_dptr(k, "y", spec.dtype);
+  std::optional<GlobalDPtr> mean_out;
+  if (ln) mean_out = param_dptr(k, "mean", DType::F32);
+  const GlobalDPtr rstd_out = param_dptr(k, "rstd", DType::F32);
+  const Reg<U32> batch = k.param<U32>("batch");
+  const Reg<U32> stride = k.param<U32>("stride");
+  const Reg<F32> eps = k.param<F32>("eps");
+
+  const CtaLayout cta = cta_layout(k, plan);
+  const RowMap map = RowMap::of(plan);
+  const std::uint32_t T = plan.threads_per_row;
+  // One row a CTA: the grid is the batch, every row is real. Several: the last CTA masks rows
+  // past the batch (it cannot return early: the group reduction needs every thread).
+  const Reg<U32> row =
+      plan.rows_per_cta == 1 ? k.ctaid_x() : k.mad(k.ctaid_x(), plan.rows_per_cta, cta.slot);
+  std::optional<Pred> row_ok;
+  if (plan.rows_per_cta > 1) row_ok = k.setp(Cmp::Lt, row, batch);
+
+  const RowLanes lanes(k, map, cta.lane);
+  const RowMasks masks(k, lanes, row_ok);
+  const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
+  const GlobalDPtr x_row = at(k, row_of(k, x, row, stride), lanes.first_element());
+  std::optional<SharedDPtr> staging;
+  if (plan.staged_chunks() > 0) {
+    const SharedDPtr base{
+        k.shared_dynamic<B32>("stage", plan.staging_bytes(dtype_bytes(spec.dtype), 1)), spec.dtype};
+    staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
+  }
+  RowTile xt(plan.data, x_row, staging, kNcNoAllocate);
+
+  // Σx (layer norm) or Σx² (RMS) while the loads land.
+  RunningSum first;
+  xt.load(k, masks, [&](std::uint32_t, const Values& v) {
+    first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
+  });
+  const float inv_width = 1.0f / static_cast<float>(spec.width);
+  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), 1);
+  const auto reduce = [&](Reg<F32> v, std::string_view scratch_name) {
+    SharedPtr<F32> scratch{};
+    if (T > 32) scratch = k.shared_array<F32>(scratch_name, scratch_floats);
+    const Reg<F32> values[] = {v};
+    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, scratch)[0];
+  };
+
+  std::optional<Reg<F32>> mean;
+  Reg<F32> mean_square;
+  if (ln) {
+    mean = k.mul(reduce(first.value(k), "sum"), inv_width);
+    RunningSum squares;
+    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
+      squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j), *mean));
+    }
+    mean_square = k.mul(reduce(squares.value(k), "squares"), inv_width);
+  } else {
+    mean_square = k.mul(reduce(first.value(k), "squares"), inv_width);
+  }
+  const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
+
+  // Lane 0 of each row group writes the row's statistics.
+  Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
+  if (row_ok) writer = k.and_(writer, *row_ok);
+  k.predicated(writer, [&] {
+    if (mean) k.st(at(k, *mean_out, row).p.as<F32>(), *mean);
+    k.st(at(k, rstd_out, row).p.as<F32>(), rstd);
+  });
+
+  // y = (x − mean)·rstd·w + b, or x·rstd·w.
+  const GlobalDPtr w_col = at(k, w, lanes.first_element());
+  std::optional<GlobalDPtr> b_col;
+  if (b) b_col = at(k, *b, lanes.first_element());
+  const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
+  for (std::uint32_t j = 0; j < plan.chunks; ++j) {
+    const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, w_col, j, kNc));
+    Values bv;
+    if (b_col) bv = decode_chunk(k, columns, j, issue_chunk(k, columns, *b_col, j, kNc));
+    const Values xv = xt.get(k, masks, j);
+    Values out;
+    for (std::size_t e = 0; e < xv.size(); ++e) {
+      if (ln) {
+        const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
+        out.push_back(k.fma(xhat, wv[e], bv[e]));
+      } else {
+        out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
+      }
+    }
+    store_chunk(k, masks, y_row, j, out, kStreaming);
+  }
+  k.finalize();
+
+  LaunchStep step;
+  step.contract = k.contract();
+  step.grid.kind = GridRule::Kind::RowsPerCta;
+  step.grid.rows_per_cta = plan.rows_per_cta;
+  return step;
+}
+
+}  // namespace ptxdsl::kernels::detail

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ptxdsl/kernels/norm.hpp"
+
+// Shape heuristics of the norm family, in one place: how threads cover a row, how many rows a CTA
+// takes, where each thread's slice of the row lives, and how big the backward's persistent grid is.
+// Every choice a knob can override is read from NormKnobs first.
+namespace ptxdsl::kernels::detail {
+
+// Where one chunk (one vector slot per thread) of a thread's row slice lives between passes.
+enum class Place : std::uint8_t {
+  Registers,  // f32 values, converted once
+  Shared,     // staged in dynamic shared memory in the storage dtype, reloaded per pass
+  Global,     // not kept: read again from global memory (L2) per pass
+};
+
+struct Plan {
+  std::uint32_t width = 0;
+  std::uint32_t vec = 1;  // elements per vector access
+  std::uint32_t threads_per_row = 1;
+  std::uint32_t rows_per_cta = 1;
+  std::uint32_t chunks = 1;  // vector slots per thread: ceil(ceil(width / vec) / threads_per_row)
+  std::vector<Place> data;   // per chunk: x (and dy) placement
+  std::vector<Place> accum;  // backward, per chunk: dw/db partials in Registers or Global
+  // Backward only.
+  std::uint32_t ctas_per_sm = 1;
+  std::uint32_t sm_count = 132;
+  std::uint32_t min_row_groups_per_cta = 1;  // sizes the partials to the batch
+  // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows.
+  std::uint32_t reduce_columns = 32;
+  std::uint32_t reduce_slices = 8;
+
+  std::uint32_t block() const { return threads_per_row * rows_per_cta; }
+  std::uint32_t staged_chunks() const;  // chunks placed in Shared
+  // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes.
+  std::uint32_t staging_bytes(int element_bytes, int tensors) const;
+};
+
+// The smallest alignment-free vector: 16 bytes of the dtype.
+std::uint32_t default_vector_elems(DType d);
+// Dynamic shared memory one CTA may use on the target (opt-in limit minus the static scratch).
+std::uint32_t shared_budget(Arch a);
+
+Plan plan_norm(const NormSpec& spec);
+
+}  // namespace ptxdsl::kernels::detail

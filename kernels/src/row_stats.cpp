@@ -1,0 +1,43 @@
+#include "row_stats.hpp"
+
+namespace ptxdsl::kernels::detail {
+namespace {
+
+Reg<F32> pairwise(Kernel& k, Values v) {
+  while (v.size() > 1) {
+    Values next;
+    for (std::size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(k.add(v[i], v[i + 1]));
+    if (v.size() % 2) next.push_back(v.back());
+    v = std::move(next);
+  }
+  return v.at(0);
+}
+
+}  // namespace
+
+Reg<F32> tree_sum(Kernel& k, const Values& v) {
+  return pairwise(k, v);
+}
+
+Reg<F32> tree_sum_squares(Kernel& k, const Values& v) {
+  Values sq;
+  for (Reg<F32> e : v) sq.push_back(k.mul(e, e));
+  return pairwise(k, sq);
+}
+
+Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
+                          Reg<F32> mean) {
+  Values sq;
+  for (std::uint32_t e = 0; e < v.size(); ++e) {
+    Reg<F32> d = k.sub(v[e], mean);
+    if (const auto ok = lanes.element_valid(j, e)) d = k.selp<F32>(d, 0.0f, *ok);
+    sq.push_back(k.mul(d, d));
+  }
+  return pairwise(k, sq);
+}
+
+Reg<F32> reciprocal_std(Kernel& k, Reg<F32> mean_square, Reg<F32> eps) {
+  return k.rcp(k.sqrt(k.add(mean_square, eps)));
+}
+
+}  // namespace ptxdsl::kernels::detail

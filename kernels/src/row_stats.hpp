@@ -1,0 +1,33 @@
+#pragma once
+
+#include <optional>
+
+#include "row_tile.hpp"
+
+// Per-thread pieces of the row statistics; the group reduction (ptxdsl::group_reduce) completes
+// them across the threads of a row.
+namespace ptxdsl::kernels::detail {
+
+// Σ v, pairwise (short dependency chains).
+Reg<F32> tree_sum(Kernel& k, const Values& v);
+// Σ v², pairwise.
+Reg<F32> tree_sum_squares(Kernel& k, const Values& v);
+// Σ (v − mean)² over chunk j, elements past the width excluded (they hold zeros, not the mean).
+Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
+                          Reg<F32> mean);
+
+// A running f32 sum that starts with its first term (no mov of zero).
+class RunningSum {
+ public:
+  void add(Kernel& k, Reg<F32> term) { sum_ = sum_ ? k.add(*sum_, term) : term; }
+  Reg<F32> value(Kernel& k) const { return sum_ ? *sum_ : k.mov<F32>(0.0f); }
+
+ private:
+  std::optional<Reg<F32>> sum_;
+};
+
+// 1 / sqrt(mean_square + eps) from sqrt.rn and rcp.rn: each step correctly rounded, so the result
+// is within about one ulp (rsqrt.approx alone is not, for f32 outputs held to 1e-5).
+Reg<F32> reciprocal_std(Kernel& k, Reg<F32> mean_square, Reg<F32> eps);
+
+}  // namespace ptxdsl::kernels::detail

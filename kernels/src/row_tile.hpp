@@ -1,0 +1,119 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "element_io.hpp"
+#include "heuristics.hpp"
+
+// How the threads of a row group cover a row, and one thread's slice of one tensor's row: loaded
+// once with several 16-byte loads in flight, then read by each pass from where the plan placed it
+// (registers, shared memory, or global memory again).
+//
+// Thread `lane` of a group of T threads owns, in chunk j, the vector slot j*T + lane: elements
+// [(j*T + lane)*V, +V). Only the last chunk can run past the width; there the vector is masked and
+// the slot holding the width's end loads its first width % V elements one by one.
+namespace ptxdsl::kernels::detail {
+
+using Values = std::vector<Reg<F32>>;
+
+// Build-time facts of the mapping.
+struct RowMap {
+  std::uint32_t width = 0;
+  std::uint32_t vec = 1;
+  std::uint32_t threads = 1;  // per row
+  std::uint32_t chunks = 1;
+
+  static RowMap of(const Plan& p) { return {p.width, p.vec, p.threads_per_row, p.chunks}; }
+  std::int64_t chunk_offset(std::uint32_t j) const {
+    return static_cast<std::int64_t>(j) * threads * vec;
+  }
+  bool complete(std::uint32_t j) const { return (j + 1ull) * threads * vec <= width; }
+  // In the last chunk: lanes below this load a whole vector.
+  std::uint32_t full_lanes(std::uint32_t j) const { return width / vec - j * threads; }
+  std::uint32_t tail() const { return width % vec; }
+};
+
+// Per-thread predicates of the last chunk, made once per kernel.
+class RowLanes {
+ public:
+  RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane);
+  const RowMap& map() const { return map_; }
+  Reg<U32> lane() const { return lane_; }
+  Reg<U32> first_element() const { return first_; }  // lane * V
+  // Element e of chunk j is inside the row (nullopt: always).
+  std::optional<Pred> element_valid(std::uint32_t j, std::uint32_t e) const;
+
+ private:
+  friend class RowMasks;
+  RowMap map_;
+  Reg<U32> lane_;
+  Reg<U32> first_;
+  std::optional<Pred> last_full_;  // lane < full_lanes(last)
+  std::optional<Pred> last_tail_;  // lane == full_lanes(last), when width % V != 0
+  std::optional<Pred> last_any_;   // lane <= full_lanes(last), when width % V != 0
+};
+
+// The masks of every chunk for one row, combined with the row's own predicate (rows past the batch
+// in the last CTA: masked, not returned, so barriers and shuffles still see every thread).
+class RowMasks {
+ public:
+  RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok);
+  const RowLanes& lanes() const { return *lanes_; }
+  std::optional<Pred> row_ok() const { return row_ok_; }
+  // Whole-vector access of chunk j: nullopt = unconditional; `never` = no lane loads a vector.
+  std::optional<Pred> vector(std::uint32_t j) const;
+  bool never(std::uint32_t j) const;
+  std::optional<Pred> tail(std::uint32_t j) const;  // the lone elements; only in the last chunk
+
+ private:
+  const RowLanes* lanes_;
+  std::optional<Pred> row_ok_;
+  std::optional<Pred> last_vector_;
+  std::optional<Pred> last_tail_;
+};
+
+// Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
+struct ChunkLoad {
+  std::optional<Raw> vector;
+  std::vector<Raw> tail;
+};
+ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                      MemHints h);
+Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLoad& c);
+// Stores in thread_row's dtype, rounding to nearest even.
+void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                 const Values& v, MemHints h);
+
+// One tensor's slice of one row, placed chunk by chunk as the plan says.
+class RowTile {
+ public:
+  // `staging`: this thread's first staged element in shared memory (staged chunks follow at
+  // T*V elements apart), needed when any chunk is placed in Shared.
+  RowTile(const std::vector<Place>& places, GlobalDPtr thread_row,
+          std::optional<SharedDPtr> staging, MemHints hints);
+  // Issues every load (staged chunks in batches of 4, register chunks all at once), stages what the
+  // plan stages, and hands each chunk's f32 values to `first_use` (may be empty) in chunk order.
+  void load(Kernel& k, const RowMasks& m,
+            const std::function<void(std::uint32_t, const Values&)>& first_use = {});
+  // Chunk j's f32 values for a later pass.
+  Values get(Kernel& k, const RowMasks& m, std::uint32_t j);
+
+ private:
+  std::vector<Place> places_;
+  GlobalDPtr row_;
+  std::optional<SharedDPtr> staging_;
+  MemHints hints_;
+  std::vector<std::uint32_t> staged_index_;
+  std::vector<Values> regs_;
+};
+
+// This thread's first staged element for CTA row slot `slot` (0..R-1), staged chunks laid out as
+// [slot][staged chunk][lane][V]: conflict-free 16-byte accesses, and each thread reads back only
+// what it wrote, so staging needs no barrier.
+SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
+                       Reg<U32> first_element);
+
+}  // namespace ptxdsl::kernels::detail
