@@ -1,0 +1,315 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "numeric.hpp"
+#include "program.hpp"
+#include "ptxdsl/dsl/emit.hpp"
+
+// How a CTA runs: each warp's lanes carry their own pc; the lanes at the least pc run together
+// (min-pc scheduling), which reconverges every structured branch at its join point. A warp runs
+// until all its lanes have exited or wait at a barrier; when every warp of the CTA is there, the
+// barrier releases, or, when some threads exited instead, the launch fails naming them.
+namespace ptxdsl::detail {
+namespace {
+
+void recompute_parked(Warp& w) {
+  std::uint32_t parked = w.exists & ~w.exited & ~w.waiting & ~w.active;
+  std::uint32_t least = kNoPc;
+  each_lane(parked, [&](std::uint32_t l) { least = std::min(least, w.lane_pc[l]); });
+  w.parked_min = least;
+}
+
+// Picks the least-pc group of runnable lanes; false when none can run.
+bool schedule(Warp& w) {
+  const std::uint32_t runnable = w.exists & ~w.exited & ~w.waiting;
+  if (runnable == 0) return false;
+  std::uint32_t least = kNoPc;
+  each_lane(runnable, [&](std::uint32_t l) { least = std::min(least, w.lane_pc[l]); });
+  std::uint32_t group = 0;
+  each_lane(runnable, [&](std::uint32_t l) {
+    if (w.lane_pc[l] == least) group |= 1u << l;
+  });
+  w.active = group;
+  w.pc = least;
+  recompute_parked(w);
+  return true;
+}
+
+void park(Warp& w) {
+  each_lane(w.active, [&](std::uint32_t l) { w.lane_pc[l] = w.pc; });
+  w.active = 0;
+}
+
+// Moves the running group to `next`, merging with lanes parked there.
+inline void advance(Warp& w, std::uint32_t next) {
+  w.pc = next;
+  if (next < w.parked_min) return;
+  if (next > w.parked_min) {
+    park(w);
+    return;
+  }
+  const std::uint32_t parked = w.exists & ~w.exited & ~w.waiting & ~w.active;
+  each_lane(parked, [&](std::uint32_t l) {
+    if (w.lane_pc[l] == next) w.active |= 1u << l;
+  });
+  recompute_parked(w);
+}
+
+std::string format_value(ScalarType t, RegClass cls, std::uint64_t v) {
+  switch (cls) {
+    case RegClass::Pred:
+      return v ? "true" : "false";
+    case RegClass::F32:
+      return fmt::format("{} ({:#010x})", f32_of(v), v);
+    case RegClass::F64:
+      return fmt::format("{} ({:#018x})", f64_of(v), v);
+    case RegClass::B16:
+      if (t == ScalarType::F16)
+        return fmt::format("{} ({:#06x})", f16_bits_to_f32(static_cast<std::uint16_t>(v)), v);
+      if (t == ScalarType::BF16)
+        return fmt::format("{} ({:#06x})", bf16_bits_to_f32(static_cast<std::uint16_t>(v)), v);
+      return fmt::format("{} ({:#06x})", v, v);
+    case RegClass::B32:
+      if (t == ScalarType::S32)
+        return fmt::format("{} ({:#010x})", static_cast<std::int32_t>(v), v);
+      return fmt::format("{} ({:#010x})", v, v);
+    case RegClass::B64:
+      if (t == ScalarType::S64)
+        return fmt::format("{} ({:#018x})", static_cast<std::int64_t>(v), v);
+      return fmt::format("{} ({:#018x})", v, v);
+  }
+  return fmt::format("{:#x}", v);
+}
+
+void record_trace(Ctx& c, const DInstr& in, std::uint32_t lane, bool executed) {
+  auto& out = *c.trace;
+  if (out.size() >= c.launch->options.trace_target.max_records) return;
+  const Instr& src = c.prog->kernel->instructions()[in.index];
+  TraceRecord r;
+  r.index = in.index;
+  r.instr = format_instr(*c.prog->kernel, src);
+  r.executed = executed;
+  if (executed) {
+    for (std::uint32_t i = 0; i < in.ndst; ++i) {
+      const RegId id = c.prog->reg_of(in.dst[i]);
+      ScalarType t = in.type;
+      if (in.op == Op::Setp) t = ScalarType::Pred;
+      if (in.op == Op::Mul && in.mul == MulMode::Wide)
+        t = in.type == ScalarType::S32 ? ScalarType::S64 : ScalarType::U64;
+      r.writes.emplace_back(register_name(id), format_value(t, id.cls, c.row(in.dst[i])[lane]));
+    }
+  }
+  out.push_back(std::move(r));
+}
+
+}  // namespace
+
+Dim3 Ctx::thread_of(std::uint32_t warp, std::uint32_t lane) const {
+  const Dim3 b = launch->config.block;
+  const std::uint32_t t = warp * kLanes + lane;
+  return Dim3{t % b.x, (t / b.x) % b.y, t / (b.x * b.y)};
+}
+
+void fault(const Ctx& c, const DInstr& in, std::uint32_t lane, const std::string& what) {
+  const Kernel& k = *c.prog->kernel;
+  const Dim3 t = c.thread_of(c.w ? c.w->index : 0, lane);
+  throw Error(
+      fmt::format("kernel '{}', instruction #{} '{}', thread ({}, {}, {}) of CTA ({}, {}, {}): {}",
+                  k.name(), in.index, format_instr(k, k.instructions()[in.index]), t.x, t.y, t.z,
+                  c.cta.x, c.cta.y, c.cta.z, what));
+}
+
+void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
+  c.prog = &p;
+  c.launch = &launch;
+  const std::uint64_t threads = launch.config.block.count();
+  const std::size_t nwarps = (threads + kLanes - 1) / kLanes;
+  c.warps.resize(nwarps);
+  for (std::size_t i = 0; i < nwarps; ++i) {
+    Warp& w = c.warps[i];
+    w.index = static_cast<std::uint32_t>(i);
+    w.regs.assign(std::size_t{p.slots} * kLanes, 0);
+    w.init.assign(p.slots, 0);
+    for (std::uint32_t s = p.first_const; s < p.slots; ++s) {
+      std::fill_n(w.regs.begin() + std::size_t{s} * kLanes, kLanes, p.consts[s - p.first_const]);
+    }
+    const std::uint64_t left = threads - i * kLanes;
+    w.exists = left >= kLanes ? kFullMask : ((1u << left) - 1u);
+  }
+  c.shared.assign(launch.shared_bytes, std::byte{0});
+  c.shared_init.assign(launch.shared_bytes, 0);
+  c.shared_ranges = p.shared;
+  if (p.has_dynamic_shared) {
+    c.shared_ranges.back().end = c.shared_ranges.back().begin + launch.config.dynamic_shared_bytes;
+  }
+}
+
+namespace {
+
+void check_sources(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  for (std::uint32_t i = 0; i < in.nsrc; ++i) {
+    const std::uint32_t s = in.src[i];
+    const std::uint32_t missing = exec & ~c.w->init[s];
+    if (missing != 0) {
+      fault(c, in, static_cast<std::uint32_t>(std::countr_zero(missing)),
+            fmt::format("reads register {}, which this thread never wrote",
+                        describe_slot(*c.prog, s)));
+    }
+  }
+}
+
+void run_warp(Ctx& c, Warp& w) {
+  c.w = &w;
+  c.regs = w.regs.data();
+  const DInstr* code = c.prog->code.data();
+  const ExecOptions& opt = c.launch->options;
+  const bool check_regs = opt.check_uninitialized_registers;
+  const std::uint64_t limit = opt.max_warp_instructions;
+  std::uint32_t trace_lane_bit = 0;
+  if (c.trace != nullptr) {
+    const Dim3 t = opt.trace_target.thread;
+    const Dim3 b = c.launch->config.block;
+    const std::uint64_t linear = t.x + std::uint64_t{t.y} * b.x + std::uint64_t{t.z} * b.x * b.y;
+    if (linear / kLanes == w.index) trace_lane_bit = 1u << (linear % kLanes);
+  }
+  for (;;) {
+    if (w.active == 0 && !schedule(w)) return;
+    const DInstr& in = code[w.pc];
+    const std::uint32_t active = w.active;
+    std::uint32_t exec = active;
+    if (in.guard != kNoSlot) {
+      if (check_regs && (active & ~w.init[in.guard]) != 0) {
+        fault(c, in, static_cast<std::uint32_t>(std::countr_zero(active & ~w.init[in.guard])),
+              fmt::format("guard {} was never written by this thread",
+                          describe_slot(*c.prog, in.guard)));
+      }
+      const std::uint64_t* g = c.row(in.guard);
+      std::uint32_t m = 0;
+      for (std::uint32_t l = 0; l < kLanes; ++l) m |= static_cast<std::uint32_t>(g[l] != 0) << l;
+      exec &= in.guard_negated ? ~m : m;
+    }
+    if (++c.warp_instructions > limit) {
+      fault(c, in, static_cast<std::uint32_t>(std::countr_zero(active)),
+            fmt::format("the launch ran past ExecOptions::max_warp_instructions ({}): does the "
+                        "kernel loop forever?",
+                        limit));
+    }
+    c.lane_instructions += static_cast<std::uint32_t>(std::popcount(exec));
+    switch (in.flow) {
+      case Flow::Normal:
+        if (exec != 0) {
+          if (check_regs) check_sources(c, in, exec);
+          in.fn(c, in, exec);
+          for (std::uint32_t i = 0; i < in.ndst; ++i) w.init[in.dst[i]] |= exec;
+        }
+        advance(w, w.pc + 1);
+        break;
+      case Flow::Bra:
+        if (in.uniform && exec != 0 && exec != active) {
+          fault(c, in, static_cast<std::uint32_t>(std::countr_zero(active & ~exec)),
+                "bra.uni taken by some threads of the warp and not others");
+        }
+        if (exec == active) {
+          advance(w, in.aux);
+        } else if (exec == 0) {
+          advance(w, w.pc + 1);
+        } else {
+          each_lane(active,
+                    [&](std::uint32_t l) { w.lane_pc[l] = (exec >> l) & 1u ? in.aux : w.pc + 1; });
+          w.active = 0;
+        }
+        break;
+      case Flow::Ret:
+        each_lane(exec, [&](std::uint32_t l) { w.exit_pc[l] = w.pc; });
+        w.exited |= exec;
+        w.active &= ~exec;
+        if (w.active != 0) advance(w, w.pc + 1);
+        break;
+      case Flow::Bar:
+        each_lane(exec, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
+        w.waiting |= exec;
+        w.active &= ~exec;
+        if (w.active != 0) advance(w, w.pc + 1);
+        break;
+    }
+    if ((active & trace_lane_bit) != 0) {
+      record_trace(c, in, static_cast<std::uint32_t>(std::countr_zero(trace_lane_bit)),
+                   (exec & trace_lane_bit) != 0);
+    }
+  }
+}
+
+// Every warp is blocked: release the barrier, finish the CTA, or explain why it cannot go on.
+bool release_barrier(Ctx& c) {
+  const Program& p = *c.prog;
+  std::uint64_t waiting = 0, exited = 0;
+  const Warp* first_waiting = nullptr;
+  const Warp* first_exited = nullptr;
+  for (const Warp& w : c.warps) {
+    waiting += static_cast<std::uint32_t>(std::popcount(w.waiting));
+    exited += static_cast<std::uint32_t>(std::popcount(w.exited));
+    if (w.waiting && !first_waiting) first_waiting = &w;
+    if (w.exited && !first_exited) first_exited = &w;
+  }
+  if (waiting == 0) return false;  // every thread exited: the CTA is done
+  const auto lane0 = [](std::uint32_t m) {
+    return static_cast<std::uint32_t>(std::countr_zero(m));
+  };
+  const std::uint32_t wl = lane0(first_waiting->waiting);
+  const DInstr& bar = p.code[first_waiting->bar_pc[wl]];
+  c.w = const_cast<Warp*>(first_waiting);
+  if (exited != 0) {
+    const std::uint32_t el = lane0(first_exited->exited);
+    const Dim3 t = c.thread_of(first_exited->index, el);
+    fault(c, bar, wl,
+          fmt::format(
+              "waits at the barrier, but {} of the CTA's {} threads exited without reaching "
+              "it (first: thread ({}, {}, {}), at instruction #{}): a barrier every thread "
+              "must reach",
+              exited, waiting + exited, t.x, t.y, t.z, p.code[first_exited->exit_pc[el]].index));
+  }
+  for (Warp& w : c.warps) {
+    each_lane(w.waiting, [&](std::uint32_t l) {
+      const DInstr& other = p.code[w.bar_pc[l]];
+      if (other.aux != bar.aux) {
+        const Dim3 t = c.thread_of(w.index, l);
+        fault(c, bar, wl,
+              fmt::format("waits at barrier {} while thread ({}, {}, {}) waits at barrier {} "
+                          "(instruction #{}): the CTA deadlocks",
+                          bar.aux, t.x, t.y, t.z, other.aux, other.index));
+      }
+    });
+  }
+  for (Warp& w : c.warps) {
+    each_lane(w.waiting, [&](std::uint32_t l) { w.lane_pc[l] = w.bar_pc[l] + 1; });
+    w.waiting = 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+void run_cta(Ctx& c, Dim3 cta) {
+  c.cta = cta;
+  const Program& p = *c.prog;
+  if (c.launch->options.check_uninitialized_shared && !c.shared_init.empty()) {
+    std::memset(c.shared_init.data(), 0, c.shared_init.size());
+  }
+  for (Warp& w : c.warps) {
+    std::fill(w.init.begin(), w.init.begin() + p.first_const, 0u);
+    std::fill(w.init.begin() + p.first_const, w.init.end(), kFullMask);
+    w.exited = 0;
+    w.waiting = 0;
+    w.active = 0;
+    w.pc = 0;
+    w.parked_min = kNoPc;
+    w.lane_pc.fill(0);
+  }
+  do {
+    for (Warp& w : c.warps) run_warp(c, w);
+  } while (release_barrier(c));
+}
+
+}  // namespace ptxdsl::detail

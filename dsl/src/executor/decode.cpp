@@ -1,0 +1,360 @@
+#include <fmt/format.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "program.hpp"
+#include "ptxdsl/dsl/emit.hpp"
+
+namespace ptxdsl::detail {
+namespace {
+
+std::uint32_t align_up(std::uint32_t v, std::uint32_t a) {
+  return (v + a - 1) / a * a;
+}
+
+class Decoder {
+ public:
+  explicit Decoder(const Kernel& k) : k_(k) {
+    p_.kernel = &k;
+    std::uint32_t base = 0;
+    for (int c = 0; c < kRegClassCount; ++c) {
+      p_.class_base[c] = base;
+      base += k.reg_count(static_cast<RegClass>(c));
+    }
+    p_.first_const = base;
+    layout_shared();
+    layout_params();
+  }
+
+  Program run() {
+    const auto& body = k_.instructions();
+    // Labels are not instructions: a label's pc is that of the next real instruction.
+    std::unordered_map<std::uint64_t, std::uint32_t> label_pc;
+    std::uint32_t pc = 0;
+    for (const Instr& in : body) {
+      if (in.op == Op::Label) {
+        label_pc[in.ops.at(0).imm_bits] = pc;
+      } else {
+        ++pc;
+      }
+    }
+    for (std::uint32_t i = 0; i < body.size(); ++i) {
+      if (body[i].op == Op::Label) continue;
+      index_ = i;
+      DInstr d = decode_one(body[i]);
+      if (d.flow == Flow::Bra) {
+        const auto it = label_pc.find(body[i].ops.at(0).imm_bits);
+        if (it == label_pc.end()) fail(body[i], "branch to a label that is never bound");
+        d.aux = it->second;
+      }
+      p_.code.push_back(d);
+    }
+    if (p_.code.empty() || p_.code.back().flow != Flow::Ret || p_.code.back().guard != kNoSlot) {
+      throw Error(
+          fmt::format("kernel '{}': the CPU executor needs a finalized kernel (call "
+                      "finalize() or Module::emit() first)",
+                      k_.name()));
+    }
+    p_.slots = p_.first_const + static_cast<std::uint32_t>(p_.consts.size());
+    return std::move(p_);
+  }
+
+ private:
+  [[noreturn]] void fail(const Instr& in, const std::string& problem) const {
+    throw Error(fmt::format("kernel '{}', instruction #{} '{}': the CPU executor cannot run it: {}",
+                            k_.name(), index_, format_instr(k_, in), problem));
+  }
+
+  void layout_shared() {
+    std::uint32_t end = 0;
+    for (const SharedDecl& d : k_.shared()) {
+      if (d.dynamic) continue;
+      const std::uint32_t begin = align_up(end, d.align);
+      p_.shared.push_back({begin, begin + d.bytes, d.name});
+      symbols_[d.name] = begin;
+      end = begin + d.bytes;
+    }
+    p_.static_shared_end = end;
+    for (const SharedDecl& d : k_.shared()) {
+      if (!d.dynamic) continue;
+      const std::uint32_t begin = align_up(end, d.align);
+      p_.has_dynamic_shared = true;
+      p_.dynamic_align = d.align;
+      p_.shared.push_back({begin, begin, d.name});
+      symbols_[d.name] = begin;
+    }
+  }
+
+  void layout_params() {
+    std::uint32_t offset = 0;
+    for (const ParamSpec& s : k_.params()) {
+      const auto bytes = static_cast<std::uint32_t>(s.size_bytes());
+      offset = align_up(offset, bytes == 0 ? 1 : bytes);
+      params_[s.name] = {offset, bytes};
+      p_.param_offsets.push_back(offset);
+      offset += bytes;
+    }
+    p_.param_bytes = offset;
+  }
+
+  std::uint32_t reg_slot(const Instr& in, RegId r) {
+    const std::uint32_t n = k_.reg_count(r.cls);
+    if (r.index == 0 || r.index > n) {
+      fail(in, fmt::format("register {} is outside the kernel's {} registers of its class",
+                           register_name(r), n));
+    }
+    return p_.class_base[static_cast<int>(r.cls)] + r.index - 1;
+  }
+
+  std::uint32_t const_slot(std::uint64_t bits) {
+    const auto it = const_index_.find(bits);
+    if (it != const_index_.end()) return it->second;
+    const std::uint32_t slot = p_.first_const + static_cast<std::uint32_t>(p_.consts.size());
+    p_.consts.push_back(bits);
+    const_index_[bits] = slot;
+    return slot;
+  }
+
+  // A scalar source: register, immediate, or a shared array's address.
+  std::uint32_t source(const Instr& in, const Operand& o) {
+    switch (o.kind) {
+      case Operand::Kind::Reg:
+        return reg_slot(in, o.reg);
+      case Operand::Kind::Imm:
+        return const_slot(o.imm_bits);
+      case Operand::Kind::Symbol: {
+        const auto it = symbols_.find(o.symbol);
+        if (it == symbols_.end()) fail(in, fmt::format("unknown shared symbol '{}'", o.symbol));
+        return const_slot(it->second);
+      }
+      default:
+        fail(in, "unexpected operand kind");
+    }
+  }
+
+  std::uint32_t dest(const Instr& in, const Operand& o) {
+    if (o.kind != Operand::Kind::Reg) fail(in, "destination is not a register");
+    return reg_slot(in, o.reg);
+  }
+
+  void add_src(DInstr& d, std::uint32_t slot) { d.src.at(d.nsrc++) = slot; }
+  void add_dst(DInstr& d, std::uint32_t slot) { d.dst.at(d.ndst++) = slot; }
+
+  void operands_in_order(const Instr& in, DInstr& d, std::size_t ndst) {
+    if (in.ops.size() < ndst) fail(in, "missing operands");
+    for (std::size_t i = 0; i < in.ops.size(); ++i) {
+      if (i < ndst) {
+        add_dst(d, dest(in, in.ops[i]));
+      } else {
+        add_src(d, source(in, in.ops[i]));
+      }
+    }
+  }
+
+  void address(const Instr& in, DInstr& d, const Operand& o) {
+    if (o.kind != Operand::Kind::Addr) fail(in, "expected an address operand");
+    d.offset = o.offset;
+    if (in.space == Space::Param) {
+      const auto it = params_.find(o.symbol);
+      if (o.has_base || it == params_.end())
+        fail(in, fmt::format("unknown parameter '{}'", o.symbol));
+      if (it->second.second != static_cast<std::uint32_t>(size_bytes(in.type)) || in.vec != 1 ||
+          o.offset != 0) {
+        fail(in, fmt::format("reads {} bytes of the {}-byte parameter '{}'",
+                             size_bytes(in.type) * in.vec, it->second.second, o.symbol));
+      }
+      d.aux = it->second.first;
+      add_src(d, kNoSlot);
+      d.nsrc = 0;  // nothing to check for initialization
+      return;
+    }
+    if (!o.has_base) fail(in, "a symbol address outside param space");
+    add_src(d, reg_slot(in, o.reg));
+  }
+
+  void memory(const Instr& in, DInstr& d) {
+    d.vec = static_cast<std::uint8_t>(in.vec);
+    d.elem_bytes = static_cast<std::uint8_t>(size_bytes(in.type));
+    if (in.ops.size() < 2) fail(in, "missing operands");
+    const auto values = [&](const Operand& o, bool is_dst) {
+      std::vector<std::uint32_t> slots;
+      if (o.kind == Operand::Kind::Vec) {
+        for (RegId r : o.vec) slots.push_back(reg_slot(in, r));
+      } else {
+        slots.push_back(is_dst ? dest(in, o) : source(in, o));
+      }
+      if (slots.size() != static_cast<std::size_t>(in.vec)) {
+        fail(in, fmt::format("{} registers for a .v{} access", slots.size(), in.vec));
+      }
+      return slots;
+    };
+    switch (in.op) {
+      case Op::Ld:
+        address(in, d, in.ops[1]);
+        for (std::uint32_t s : values(in.ops[0], true)) add_dst(d, s);
+        break;
+      case Op::St:
+        address(in, d, in.ops[0]);
+        for (std::uint32_t s : values(in.ops[1], false)) add_src(d, s);
+        break;
+      case Op::Atom:
+        if (in.ops.size() != 3) fail(in, "atom takes d, [a], b");
+        add_dst(d, dest(in, in.ops[0]));
+        address(in, d, in.ops[1]);
+        add_src(d, source(in, in.ops[2]));
+        break;
+      default:  // Red
+        address(in, d, in.ops[0]);
+        add_src(d, source(in, in.ops[1]));
+        break;
+    }
+  }
+
+  void mov(const Instr& in, DInstr& d) {
+    if (in.ops.size() != 2) fail(in, "mov takes d, a");
+    const Operand& dst = in.ops[0];
+    const Operand& src = in.ops[1];
+    if (dst.kind == Operand::Kind::Vec) {  // unpack
+      if (dst.vec.size() != 2) fail(in, "unpack needs two halves");
+      for (RegId r : dst.vec) add_dst(d, reg_slot(in, r));
+      add_src(d, source(in, src));
+    } else if (src.kind == Operand::Kind::Vec) {  // pack
+      if (src.vec.size() != 2) fail(in, "pack needs two halves");
+      add_dst(d, dest(in, dst));
+      for (RegId r : src.vec) add_src(d, reg_slot(in, r));
+    } else if (src.kind == Operand::Kind::Special) {
+      add_dst(d, dest(in, dst));
+      d.aux = static_cast<std::uint32_t>(src.special);
+    } else {
+      add_dst(d, dest(in, dst));
+      add_src(d, source(in, src));
+    }
+  }
+
+  DInstr decode_one(const Instr& in) {
+    DInstr d;
+    d.op = in.op;
+    d.type = in.type;
+    d.src_type = in.src_type;
+    d.rounding = in.rounding;
+    d.precision = in.precision;
+    d.cmp = in.cmp;
+    d.mul = in.mul;
+    d.space = in.space;
+    d.shfl = in.shfl;
+    d.ftz = in.ftz;
+    d.sat = in.sat;
+    d.uniform = in.uniform;
+    d.index = index_;
+    if (in.guarded) {
+      if (in.guard.cls != RegClass::Pred) fail(in, "guard is not a predicate");
+      d.guard = reg_slot(in, in.guard);
+      d.guard_negated = in.guard_negated;
+    }
+    switch (in.op) {
+      case Op::Bra:
+        d.flow = Flow::Bra;
+        return d;
+      case Op::Ret:
+        d.flow = Flow::Ret;
+        return d;
+      case Op::Bar:
+        d.flow = Flow::Bar;
+        if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
+          fail(in, "bar.sync takes one immediate barrier id");
+        }
+        d.aux = static_cast<std::uint32_t>(in.ops[0].imm_bits);
+        return d;
+      case Op::Mov:
+        mov(in, d);
+        break;
+      case Op::Ld:
+      case Op::St:
+      case Op::Atom:
+      case Op::Red:
+        memory(in, d);
+        break;
+      case Op::Label:
+        fail(in, "label");
+      default: {
+        std::size_t ndst = 1;
+        if (in.ops.empty()) fail(in, "no operands");
+        operands_in_order(in, d, ndst);
+        break;
+      }
+    }
+    d.fn = select(in);
+    if (d.fn == nullptr) {
+      fail(in, fmt::format("{} is not supported for type {}", mnemonic(in), ptx_name(in.type)));
+    }
+    return d;
+  }
+
+  Handler select(const Instr& in) {
+    switch (in.op) {
+      case Op::Mov:
+      case Op::Setp:
+      case Op::Selp:
+      case Op::Shfl:
+      case Op::Cvta:
+        return select_misc(in);
+      case Op::Cvt:
+      case Op::CvtPack:
+        return select_convert(in);
+      case Op::Ld:
+      case Op::St:
+      case Op::Atom:
+      case Op::Red:
+        return select_memory(in);
+      case Op::And:
+      case Op::Or:
+      case Op::Xor:
+      case Op::Not:
+      case Op::Shl:
+      case Op::Shr:
+        return select_int(in);
+      default:
+        return is_float(in.type) ? select_float(in) : select_int(in);
+    }
+  }
+
+  const Kernel& k_;
+  Program p_;
+  std::uint32_t index_ = 0;
+  std::map<std::string, std::uint32_t> symbols_;
+  std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> params_;  // offset, bytes
+  std::unordered_map<std::uint64_t, std::uint32_t> const_index_;
+};
+
+}  // namespace
+
+Program decode(const Kernel& k) {
+  if (!k.finalized()) {
+    throw Error(
+        fmt::format("kernel '{}': the CPU executor needs a finalized kernel (call "
+                    "finalize() or Module::emit() first)",
+                    k.name()));
+  }
+  return Decoder(k).run();
+}
+
+RegId Program::reg_of(std::uint32_t slot) const {
+  for (int c = kRegClassCount - 1; c >= 0; --c) {
+    if (slot >= class_base[c] && kernel->reg_count(static_cast<RegClass>(c)) > 0 &&
+        slot < class_base[c] + kernel->reg_count(static_cast<RegClass>(c))) {
+      return RegId{static_cast<RegClass>(c), slot - class_base[c] + 1};
+    }
+  }
+  return RegId{};
+}
+
+std::string describe_slot(const Program& p, std::uint32_t slot) {
+  if (slot >= p.first_const)
+    return fmt::format("constant {:#x}", p.consts.at(slot - p.first_const));
+  const RegId r = p.reg_of(slot);
+  const std::string& name = p.kernel->reg_name(r);
+  return name.empty() ? register_name(r) : fmt::format("{} ({})", register_name(r), name);
+}
+
+}  // namespace ptxdsl::detail

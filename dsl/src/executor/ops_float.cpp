@@ -1,0 +1,284 @@
+#include <cfenv>
+#include <cmath>
+
+#include "numeric.hpp"
+#include "program.hpp"
+
+// Floating-point arithmetic. f32 in round-to-nearest (what kernels use) runs on the host FPU
+// directly; every other mode, ftz, sat, f16/bf16 and packed pairs go through the exact path
+// (numeric.hpp). Approximate instructions (rsqrt, ex2, lg2, rcp/div/sqrt .approx) return the
+// correctly rounded value, which lies within every error bound PTX documents for them.
+namespace ptxdsl::detail {
+namespace {
+
+inline std::uint64_t canonical_f32(float v) {
+  return v != v ? kCanonicalNanF32 : bits_of(v);
+}
+
+template <Op O>
+void fast_f32_binary(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const float x = f32_of(a[l]), y = f32_of(b[l]);
+    float r;
+    if constexpr (O == Op::Add) {
+      r = x + y;
+    } else if constexpr (O == Op::Sub) {
+      r = x - y;
+    } else if constexpr (O == Op::Mul) {
+      r = x * y;
+    } else if constexpr (O == Op::Div) {
+      r = x / y;
+    } else if constexpr (O == Op::Min) {
+      r = static_cast<float>(canonical_min(x, y));
+    } else {
+      r = static_cast<float>(canonical_max(x, y));
+    }
+    d[l] = canonical_f32(r);
+  });
+}
+
+void fast_f32_fma(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const std::uint64_t* cc = c.row(in.src[2]);
+  each_lane(exec, [&](std::uint32_t l) {
+    d[l] = canonical_f32(std::fma(f32_of(a[l]), f32_of(b[l]), f32_of(cc[l])));
+  });
+}
+
+template <Op O>
+void fast_f32_unary(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const float x = f32_of(a[l]);
+    float r;
+    if constexpr (O == Op::Sqrt) {
+      r = std::sqrt(x);
+    } else if constexpr (O == Op::Rcp) {
+      r = 1.0f / x;
+    } else if constexpr (O == Op::Rsqrt) {
+      r = static_cast<float>(1.0 / std::sqrt(static_cast<double>(x)));
+    } else if constexpr (O == Op::Ex2) {
+      r = static_cast<float>(std::exp2(static_cast<double>(x)));
+    } else {
+      r = static_cast<float>(std::log2(static_cast<double>(x)));
+    }
+    d[l] = canonical_f32(r);
+  });
+}
+
+// f64 fma in a directed mode: the one place the host's rounding mode is switched.
+double fma_f64_directed(double a, double b, double c, Rounding r) {
+  int mode = FE_TONEAREST;
+  switch (r) {
+    case Rounding::Rz:
+      mode = FE_TOWARDZERO;
+      break;
+    case Rounding::Rm:
+      mode = FE_DOWNWARD;
+      break;
+    case Rounding::Rp:
+      mode = FE_UPWARD;
+      break;
+    default:
+      break;
+  }
+  volatile double va = a, vb = b, vc = c;
+  std::fesetround(mode);
+  volatile double out = std::fma(va, vb, vc);
+  std::fesetround(FE_TONEAREST);
+  return out;
+}
+
+// One scalar lane of any float op in any mode.
+template <Fmt F>
+std::uint64_t float_lane(const DInstr& in, std::uint64_t ab, std::uint64_t bb, std::uint64_t cb) {
+  const FloatFormat& f = format_of(F);
+  double a = decode(F, ab), b = decode(F, bb), c = decode(F, cb);
+  if (in.ftz) {
+    a = flush(a, f);
+    b = flush(b, f);
+    c = flush(c, f);
+  }
+  Rounding mode = in.rounding;
+  if (mode == Rounding::None || in.precision != Precision::Exact) mode = Rounding::Rn;
+  Exact e{0};
+  switch (in.op) {
+    case Op::Add:
+      e = exact_add(a, b);
+      break;
+    case Op::Sub:
+      e = exact_add(a, -b);
+      break;
+    case Op::Mul:
+      e = exact_mul(a, b);
+      break;
+    case Op::Fma:
+    case Op::Mad:
+      if constexpr (F == Fmt::F64) {
+        e = {mode == Rounding::Rn ? std::fma(a, b, c) : fma_f64_directed(a, b, c, mode)};
+        mode = Rounding::Rn;
+      } else {
+        e = exact_fma_narrow(a, b, c);
+      }
+      break;
+    case Op::Div:
+      e = exact_div(a, b);
+      break;
+    case Op::Rcp:
+      e = exact_div(1.0, a);
+      break;
+    case Op::Sqrt:
+      e = exact_sqrt(a);
+      break;
+    case Op::Rsqrt:
+      e = {1.0 / std::sqrt(a)};
+      break;
+    case Op::Ex2:
+      e = {std::exp2(a)};
+      break;
+    case Op::Lg2:
+      e = {std::log2(a)};
+      break;
+    case Op::Min:
+      e = {canonical_min(a, b)};
+      break;
+    case Op::Max:
+      e = {canonical_max(a, b)};
+      break;
+    case Op::Abs:
+      e = {std::fabs(a)};
+      break;
+    case Op::Neg:
+      e = {-a};
+      break;
+    default:
+      break;
+  }
+  double r = round_to_format(e.x, e.sticky, mode, f);
+  if (in.ftz) r = flush(r, f);
+  if (in.sat) r = std::isnan(r) ? 0.0 : std::fmin(std::fmax(r, 0.0), 1.0);
+  if ((in.op == Op::Abs || in.op == Op::Neg) && std::isnan(r)) {
+    // abs/neg act on the sign bit of whatever NaN came in.
+    const int bits = F == Fmt::F32 ? 31 : (F == Fmt::F64 ? 63 : 15);
+    const std::uint64_t sign = std::uint64_t{1} << bits;
+    return in.op == Op::Abs ? (ab & ~sign) : (ab ^ sign);
+  }
+  return encode(F, r);
+}
+
+template <Fmt F>
+void generic(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = in.nsrc > 1 ? c.row(in.src[1]) : a;
+  const std::uint64_t* cc = in.nsrc > 2 ? c.row(in.src[2]) : a;
+  each_lane(exec, [&](std::uint32_t l) { d[l] = float_lane<F>(in, a[l], b[l], cc[l]); });
+}
+
+// f16x2 / bf16x2: the op on each half.
+template <Fmt F>
+void generic_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = in.nsrc > 1 ? c.row(in.src[1]) : a;
+  const std::uint64_t* cc = in.nsrc > 2 ? c.row(in.src[2]) : a;
+  each_lane(exec, [&](std::uint32_t l) {
+    std::uint64_t out = 0;
+    for (int half = 0; half < 2; ++half) {
+      const int s = 16 * half;
+      out |= (float_lane<F>(in, (a[l] >> s) & 0xFFFF, (b[l] >> s) & 0xFFFF, (cc[l] >> s) & 0xFFFF) &
+              0xFFFF)
+             << s;
+    }
+    d[l] = out;
+  });
+}
+
+Handler fast_f32(const Instr& in) {
+  const bool nearest = in.rounding == Rounding::None || in.rounding == Rounding::Rn;
+  if (in.ftz || in.sat || !nearest) return nullptr;
+  switch (in.op) {
+    case Op::Add:
+      return &fast_f32_binary<Op::Add>;
+    case Op::Sub:
+      return &fast_f32_binary<Op::Sub>;
+    case Op::Mul:
+      return &fast_f32_binary<Op::Mul>;
+    case Op::Div:
+      return &fast_f32_binary<Op::Div>;
+    case Op::Min:
+      return &fast_f32_binary<Op::Min>;
+    case Op::Max:
+      return &fast_f32_binary<Op::Max>;
+    case Op::Fma:
+    case Op::Mad:
+      return &fast_f32_fma;
+    case Op::Sqrt:
+      return &fast_f32_unary<Op::Sqrt>;
+    case Op::Rcp:
+      return &fast_f32_unary<Op::Rcp>;
+    case Op::Rsqrt:
+      return &fast_f32_unary<Op::Rsqrt>;
+    case Op::Ex2:
+      return &fast_f32_unary<Op::Ex2>;
+    case Op::Lg2:
+      return &fast_f32_unary<Op::Lg2>;
+    default:
+      return nullptr;
+  }
+}
+
+bool is_float_op(Op op) {
+  switch (op) {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Mad:
+    case Op::Fma:
+    case Op::Div:
+    case Op::Min:
+    case Op::Max:
+    case Op::Abs:
+    case Op::Neg:
+    case Op::Rcp:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Ex2:
+    case Op::Lg2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Handler select_float(const Instr& in) {
+  if (!is_float_op(in.op)) return nullptr;
+  if (in.mul == MulMode::Hi || in.mul == MulMode::Wide) return nullptr;
+  switch (in.type) {
+    case ScalarType::F32:
+      if (Handler h = fast_f32(in)) return h;
+      return &generic<Fmt::F32>;
+    case ScalarType::F64:
+      return &generic<Fmt::F64>;
+    case ScalarType::F16:
+      return &generic<Fmt::F16>;
+    case ScalarType::BF16:
+      return &generic<Fmt::BF16>;
+    case ScalarType::F16x2:
+      return &generic_pair<Fmt::F16>;
+    case ScalarType::BF16x2:
+      return &generic_pair<Fmt::BF16>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ptxdsl::detail

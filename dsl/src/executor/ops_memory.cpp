@@ -1,0 +1,284 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "numeric.hpp"
+#include "program.hpp"
+
+// ld / st in global, shared and param space (scalar, v2, v4; cache hints have no effect here),
+// atom/red add.f32. Every access is checked: alignment, bounds, and in shared memory, that some
+// thread wrote the bytes before they are read.
+namespace ptxdsl::detail {
+namespace {
+
+const char* verb(bool write) {
+  return write ? "write" : "read";
+}
+
+[[noreturn]] void global_fault(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                               std::uint32_t bytes, bool write) {
+  const auto& allocs = *c.launch->allocations;
+  std::string where = "no allocation is near it";
+  const Allocation* best = nullptr;
+  std::uint64_t best_distance = ~std::uint64_t{0};
+  for (const Allocation* a : allocs) {
+    const std::uint64_t end = a->base + a->size;
+    const std::uint64_t distance = address < a->base ? a->base - address
+                                   : address >= end  ? address - end
+                                                     : 0;
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = a;
+    }
+  }
+  if (best != nullptr && best_distance < (std::uint64_t{1} << 32)) {
+    const std::string name = best->name.empty() ? std::string("(unnamed)") : best->name;
+    if (address < best->base) {
+      where = fmt::format("{} bytes before the start of allocation '{}' [{:#x}, +{})",
+                          best->base - address, name, best->base, best->size);
+    } else if (address + bytes > best->base + best->size && address < best->base + best->size) {
+      where =
+          fmt::format("it runs {} bytes past the end of allocation '{}' [{:#x}, +{})",
+                      address + bytes - (best->base + best->size), name, best->base, best->size);
+    } else {
+      where = fmt::format("{} bytes past the end of allocation '{}' [{:#x}, +{})",
+                          address - (best->base + best->size), name, best->base, best->size);
+    }
+  }
+  fault(c, in, lane,
+        fmt::format("out-of-bounds global {} of {} bytes at {:#x}: {}", verb(write), bytes, address,
+                    where));
+}
+
+inline std::uint32_t access_bytes(const DInstr& in) {
+  return std::uint32_t{in.elem_bytes} * in.vec;
+}
+
+std::string shared_map(const Ctx& c) {
+  std::string s;
+  for (const SharedRange& r : c.shared_ranges) {
+    s += fmt::format("{}'{}' [{:#x}, {:#x})", s.empty() ? "" : ", ", r.name, r.begin, r.end);
+  }
+  return s.empty() ? std::string("the kernel declares no shared memory") : "shared arrays: " + s;
+}
+
+std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                        std::uint32_t bytes, bool write) {
+  if (address % bytes != 0) {
+    fault(c, in, lane,
+          fmt::format("misaligned shared {} of {} bytes at {:#x}: it must be {}-byte aligned",
+                      verb(write), bytes, address, bytes));
+  }
+  const SharedRange* range = nullptr;
+  for (const SharedRange& r : c.shared_ranges) {
+    if (address >= r.begin && address + bytes <= r.end) {
+      range = &r;
+      break;
+    }
+  }
+  if (range == nullptr) {
+    fault(c, in, lane,
+          fmt::format("out-of-bounds shared {} of {} bytes at {:#x}; {}", verb(write), bytes,
+                      address, shared_map(c)));
+  }
+  const auto offset = static_cast<std::size_t>(address);
+  std::uint8_t* init = c.shared_init.data() + offset;
+  if (write) {
+    std::memset(init, 0xFF, bytes);
+  } else if (c.launch->options.check_uninitialized_shared) {
+    for (std::uint32_t i = 0; i < bytes; ++i) {
+      if (init[i] != 0xFF) {
+        fault(c, in, lane,
+              fmt::format("reads shared memory at {:#x} ('{}' + {}) that no thread of the CTA "
+                          "wrote",
+                          address + i, range->name, address + i - range->begin));
+      }
+    }
+  }
+  return c.shared.data() + offset;
+}
+
+inline std::uint64_t load_elem(const std::byte* p, std::uint32_t bytes) {
+  switch (bytes) {
+    case 2: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+  }
+}
+
+inline void store_elem(std::byte* p, std::uint64_t v, std::uint32_t bytes) {
+  switch (bytes) {
+    case 2: {
+      const auto x = static_cast<std::uint16_t>(v);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case 4: {
+      const auto x = static_cast<std::uint32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    default:
+      std::memcpy(p, &v, 8);
+      break;
+  }
+}
+
+void ld_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint32_t bytes = access_bytes(in), elem = in.elem_bytes;
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
+    const std::byte* p = global_bytes(c, in, l, address, bytes, false);
+    for (std::uint32_t i = 0; i < in.vec; ++i) c.row(in.dst[i])[l] = load_elem(p + i * elem, elem);
+  });
+}
+
+void st_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint32_t bytes = access_bytes(in), elem = in.elem_bytes;
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
+    std::byte* p = global_bytes(c, in, l, address, bytes, true);
+    for (std::uint32_t i = 0; i < in.vec; ++i)
+      store_elem(p + i * elem, c.row(in.src[1 + i])[l], elem);
+  });
+}
+
+void ld_shared(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint32_t bytes = access_bytes(in), elem = in.elem_bytes;
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::int64_t address =
+        static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset;
+    const std::byte* p = shared_bytes(c, in, l, address, bytes, false);
+    for (std::uint32_t i = 0; i < in.vec; ++i) c.row(in.dst[i])[l] = load_elem(p + i * elem, elem);
+  });
+}
+
+void st_shared(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint32_t bytes = access_bytes(in), elem = in.elem_bytes;
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::int64_t address =
+        static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset;
+    std::byte* p = shared_bytes(c, in, l, address, bytes, true);
+    for (std::uint32_t i = 0; i < in.vec; ++i)
+      store_elem(p + i * elem, c.row(in.src[1 + i])[l], elem);
+  });
+}
+
+void ld_param(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t v = load_elem(c.launch->params.data() + in.aux, in.elem_bytes);
+  std::uint64_t* d = c.row(in.dst[0]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = v; });
+}
+
+// atom.global.add.f32 / red.global.add.f32: round to nearest even, subnormal inputs and results
+// flushed to sign-preserving zero, as PTX documents for the f32 atomic add.
+float atomic_add_f32(std::byte* p, float v) {
+  const auto add = [](std::uint32_t old_bits, float x) {
+    float old = f32_of(old_bits);
+    if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
+    float r = old + x;
+    if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
+    return static_cast<std::uint32_t>(r != r ? kCanonicalNanF32 : bits_of(r));
+  };
+  if (is_subnormal(v, kF32)) v = std::copysign(0.0f, v);
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
+    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
+    std::uint32_t old = ref.load(std::memory_order_relaxed);
+    while (!ref.compare_exchange_weak(old, add(old, v), std::memory_order_relaxed)) {
+    }
+    return f32_of(old);
+  }
+  std::uint32_t old;
+  std::memcpy(&old, p, 4);
+  const std::uint32_t next = add(old, v);
+  std::memcpy(p, &next, 4);
+  return f32_of(old);
+}
+
+void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint64_t* v = c.row(in.src[1]);
+  std::uint64_t* d = c.row(in.dst[0]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
+    std::byte* p = global_bytes(c, in, l, address, 4, true);
+    d[l] = bits_of(atomic_add_f32(p, f32_of(v[l])));
+  });
+}
+
+void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint64_t* v = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
+    atomic_add_f32(global_bytes(c, in, l, address, 4, true), f32_of(v[l]));
+  });
+}
+
+}  // namespace
+
+std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                        std::uint32_t bytes, bool write) {
+  if (address % bytes != 0) {
+    fault(c, in, lane,
+          fmt::format("misaligned global {} of {} bytes at {:#x}: it must be {}-byte aligned",
+                      verb(write), bytes, address, bytes));
+  }
+  const Allocation* a = c.last_alloc;
+  if (a == nullptr || address - a->base >= a->size || a->size - (address - a->base) < bytes) {
+    const auto& allocs = *c.launch->allocations;
+    const auto it =
+        std::upper_bound(allocs.begin(), allocs.end(), address,
+                         [](std::uint64_t x, const Allocation* b) { return x < b->base; });
+    if (it == allocs.begin()) global_fault(c, in, lane, address, bytes, write);
+    a = *(it - 1);
+    if (address - a->base >= a->size || a->size - (address - a->base) < bytes) {
+      global_fault(c, in, lane, address, bytes, write);
+    }
+    c.last_alloc = a;
+  }
+  return a->host + (address - a->base);
+}
+
+Handler select_memory(const Instr& in) {
+  const int elem = size_bytes(in.type);
+  if (elem != 2 && elem != 4 && elem != 8) return nullptr;
+  if (in.vec != 1 && in.vec != 2 && in.vec != 4) return nullptr;
+  switch (in.op) {
+    case Op::Ld:
+      if (in.space == Space::Global) return &ld_global;
+      if (in.space == Space::Shared) return &ld_shared;
+      if (in.space == Space::Param) return &ld_param;
+      return nullptr;
+    case Op::St:
+      if (in.space == Space::Global) return &st_global;
+      if (in.space == Space::Shared) return &st_shared;
+      return nullptr;
+    case Op::Atom:
+      return in.space == Space::Global && in.type == ScalarType::F32 ? &atom_global : nullptr;
+    case Op::Red:
+      return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ptxdsl::detail

@@ -1,0 +1,348 @@
+#include <fmt/format.h>
+
+#include "numeric.hpp"
+#include "program.hpp"
+
+// mov (copies, packs, special registers), setp, selp, shfl.sync, cvta.
+namespace ptxdsl::detail {
+namespace {
+
+void mov_copy(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = a[l]; });
+}
+
+void mov_pack(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* lo = c.row(in.src[0]);
+  const std::uint64_t* hi = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = (lo[l] & 0xFFFFu) | ((hi[l] & 0xFFFFu) << 16); });
+}
+
+void mov_unpack(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* lo = c.row(in.dst[0]);
+  std::uint64_t* hi = c.row(in.dst[1]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t v = a[l];
+    lo[l] = v & 0xFFFFu;
+    hi[l] = (v >> 16) & 0xFFFFu;
+  });
+}
+
+void mov_special(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const LaunchConfig& cfg = c.launch->config;
+  const std::uint32_t warp = c.w->index;
+  const auto nwarps = static_cast<std::uint32_t>(c.warps.size());
+  each_lane(exec, [&](std::uint32_t l) {
+    const Dim3 t = c.thread_of(warp, l);
+    std::uint32_t v = 0;
+    switch (static_cast<Special>(in.aux)) {
+      case Special::TidX:
+        v = t.x;
+        break;
+      case Special::TidY:
+        v = t.y;
+        break;
+      case Special::TidZ:
+        v = t.z;
+        break;
+      case Special::NtidX:
+        v = cfg.block.x;
+        break;
+      case Special::NtidY:
+        v = cfg.block.y;
+        break;
+      case Special::NtidZ:
+        v = cfg.block.z;
+        break;
+      case Special::CtaidX:
+        v = c.cta.x;
+        break;
+      case Special::CtaidY:
+        v = c.cta.y;
+        break;
+      case Special::CtaidZ:
+        v = c.cta.z;
+        break;
+      case Special::NctaidX:
+        v = cfg.grid.x;
+        break;
+      case Special::NctaidY:
+        v = cfg.grid.y;
+        break;
+      case Special::NctaidZ:
+        v = cfg.grid.z;
+        break;
+      case Special::LaneId:
+        v = l;
+        break;
+      case Special::WarpId:
+        v = warp;
+        break;
+      case Special::NwarpId:
+        v = nwarps;
+        break;
+      case Special::SmId:
+        v = 0;
+        break;
+    }
+    d[l] = v;
+  });
+}
+
+void cvta(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  mov_copy(c, in, exec);
+}
+
+void selp(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const std::uint64_t* p = c.row(in.src[2]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = p[l] ? a[l] : b[l]; });
+}
+
+// ---- setp ----
+template <class T>
+bool compare_int(Cmp cmp, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+  switch (cmp) {
+    case Cmp::Eq:
+    case Cmp::Equ:
+      return a == b;
+    case Cmp::Ne:
+    case Cmp::Neu:
+      return a != b;
+    case Cmp::Lt:
+    case Cmp::Ltu:
+      return a < b;
+    case Cmp::Le:
+    case Cmp::Leu:
+      return a <= b;
+    case Cmp::Gt:
+    case Cmp::Gtu:
+      return a > b;
+    case Cmp::Ge:
+    case Cmp::Geu:
+      return a >= b;
+    case Cmp::Lo:
+      return ua < ub;
+    case Cmp::Ls:
+      return ua <= ub;
+    case Cmp::Hi:
+      return ua > ub;
+    case Cmp::Hs:
+      return ua >= ub;
+    case Cmp::Num:
+      return true;
+    case Cmp::Nan:
+      return false;
+  }
+  return false;
+}
+
+bool compare_float(Cmp cmp, double a, double b) {
+  const bool unordered = std::isnan(a) || std::isnan(b);
+  switch (cmp) {
+    case Cmp::Eq:
+      return !unordered && a == b;
+    case Cmp::Ne:
+      return !unordered && a != b;
+    case Cmp::Lt:
+      return !unordered && a < b;
+    case Cmp::Le:
+      return !unordered && a <= b;
+    case Cmp::Gt:
+      return !unordered && a > b;
+    case Cmp::Ge:
+      return !unordered && a >= b;
+    case Cmp::Equ:
+      return unordered || a == b;
+    case Cmp::Neu:
+      return unordered || a != b;
+    case Cmp::Ltu:
+      return unordered || a < b;
+    case Cmp::Leu:
+      return unordered || a <= b;
+    case Cmp::Gtu:
+      return unordered || a > b;
+    case Cmp::Geu:
+      return unordered || a >= b;
+    case Cmp::Num:
+      return !unordered;
+    case Cmp::Nan:
+      return unordered;
+    // lo/ls/hi/hs are integer comparisons; ptxas rejects them on floats.
+    case Cmp::Lo:
+      return !unordered && a < b;
+    case Cmp::Ls:
+      return !unordered && a <= b;
+    case Cmp::Hi:
+      return !unordered && a > b;
+    case Cmp::Hs:
+      return !unordered && a >= b;
+  }
+  return false;
+}
+
+template <class T>
+void setp_int(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const Cmp cmp = in.cmp;
+  each_lane(exec, [&](std::uint32_t l) {
+    d[l] = compare_int<T>(cmp, static_cast<T>(a[l]), static_cast<T>(b[l])) ? 1 : 0;
+  });
+}
+
+void setp_f32(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const Cmp cmp = in.cmp;
+  const bool ftz = in.ftz;
+  each_lane(exec, [&](std::uint32_t l) {
+    double x = f32_of(a[l]), y = f32_of(b[l]);
+    if (ftz) {
+      x = flush(x, kF32);
+      y = flush(y, kF32);
+    }
+    d[l] = compare_float(cmp, x, y) ? 1 : 0;
+  });
+}
+
+template <Fmt F>
+void setp_float(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) {
+    double x = decode(F, a[l]), y = decode(F, b[l]);
+    if (in.ftz) {
+      x = flush(x, format_of(F));
+      y = flush(y, format_of(F));
+    }
+    d[l] = compare_float(in.cmp, x, y) ? 1 : 0;
+  });
+}
+
+// ---- shfl.sync ----
+void shfl(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint32_t first = static_cast<std::uint32_t>(std::countr_zero(exec));
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const std::uint64_t* cc = c.row(in.src[2]);
+  const std::uint64_t* mm = c.row(in.src[3]);
+  const auto member = static_cast<std::uint32_t>(mm[first]);
+  const Warp& w = *c.w;
+  if ((exec & ~member) != 0) {
+    fault(c, in, static_cast<std::uint32_t>(std::countr_zero(exec & ~member)),
+          fmt::format("executes shfl.sync but is not in its member mask {:#010x}", member));
+  }
+  const std::uint32_t missing = member & w.exists & ~w.exited & ~exec;
+  if (missing != 0) {
+    const auto lane = static_cast<std::uint32_t>(std::countr_zero(missing));
+    fault(c, in, first,
+          fmt::format("shfl.sync with member mask {:#010x}, but lane {} of the warp is not "
+                      "executing it with this thread (divergent, waiting, or guard false)",
+                      member, lane));
+  }
+  std::uint64_t value[kLanes];
+  for (std::uint32_t l = 0; l < kLanes; ++l) value[l] = a[l];
+  each_lane(exec, [&](std::uint32_t lane) {
+    if (static_cast<std::uint32_t>(mm[lane]) != member) {
+      fault(c, in, lane,
+            fmt::format("member mask {:#x} differs from lane {}'s {:#x}",
+                        static_cast<std::uint32_t>(mm[lane]), first, member));
+    }
+    const auto bval = static_cast<std::uint32_t>(b[lane]) & 0x1Fu;
+    const auto cv = static_cast<std::uint32_t>(cc[lane]);
+    const std::uint32_t clamp = cv & 0x1Fu;
+    const std::uint32_t segmask = (cv >> 8) & 0x1Fu;
+    const std::uint32_t max_lane = (lane & segmask) | (clamp & ~segmask);
+    const std::uint32_t min_lane = lane & segmask;
+    std::int64_t j = 0;
+    bool in_range = false;
+    switch (in.shfl) {
+      case ShflMode::Up:
+        j = static_cast<std::int64_t>(lane) - bval;
+        in_range = j >= static_cast<std::int64_t>(max_lane);
+        break;
+      case ShflMode::Down:
+        j = static_cast<std::int64_t>(lane) + bval;
+        in_range = j <= static_cast<std::int64_t>(max_lane);
+        break;
+      case ShflMode::Bfly:
+        j = lane ^ bval;
+        in_range = j <= static_cast<std::int64_t>(max_lane);
+        break;
+      case ShflMode::Idx:
+        j = min_lane | (bval & ~segmask);
+        in_range = j <= static_cast<std::int64_t>(max_lane);
+        break;
+    }
+    if (!in_range) j = lane;
+    const auto src = static_cast<std::uint32_t>(j);
+    if (((exec >> src) & 1u) == 0) {
+      fault(c, in, lane,
+            fmt::format("shfl.sync reads lane {}, which does not execute this shfl.sync (exited, "
+                        "inactive, or not a thread of the CTA): its value is undefined",
+                        src));
+    }
+    d[lane] = value[src];
+  });
+}
+
+}  // namespace
+
+Handler select_misc(const Instr& in) {
+  switch (in.op) {
+    case Op::Mov:
+      if (in.ops.at(0).kind == Operand::Kind::Vec) return &mov_unpack;
+      if (in.ops.at(1).kind == Operand::Kind::Vec) return &mov_pack;
+      if (in.ops.at(1).kind == Operand::Kind::Special) return &mov_special;
+      return &mov_copy;
+    case Op::Cvta:
+      return &cvta;
+    case Op::Selp:
+      return &selp;
+    case Op::Shfl:
+      return &shfl;
+    case Op::Setp:
+      switch (in.type) {
+        case ScalarType::B16:
+        case ScalarType::U16:
+          return &setp_int<std::uint16_t>;
+        case ScalarType::B32:
+        case ScalarType::U32:
+          return &setp_int<std::uint32_t>;
+        case ScalarType::S32:
+          return &setp_int<std::int32_t>;
+        case ScalarType::B64:
+        case ScalarType::U64:
+          return &setp_int<std::uint64_t>;
+        case ScalarType::S64:
+          return &setp_int<std::int64_t>;
+        case ScalarType::F32:
+          return &setp_f32;
+        case ScalarType::F64:
+          return &setp_float<Fmt::F64>;
+        case ScalarType::F16:
+          return &setp_float<Fmt::F16>;
+        case ScalarType::BF16:
+          return &setp_float<Fmt::BF16>;
+        default:
+          return nullptr;  // f16x2 compares give two predicates; the DSL has one
+      }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace ptxdsl::detail

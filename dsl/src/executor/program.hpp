@@ -1,0 +1,172 @@
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptxdsl/dsl/executor.hpp"
+#include "ptxdsl/dsl/ir.hpp"
+#include "ptxdsl/dsl/kernel.hpp"
+
+// The executor's private pieces: the decoded program (a flat array of instructions with resolved
+// register slots and a handler each), and the state one host thread runs a CTA with.
+namespace ptxdsl::detail {
+
+inline constexpr std::uint32_t kLanes = 32;
+inline constexpr std::uint32_t kFullMask = 0xFFFFFFFFu;
+inline constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
+inline constexpr std::uint32_t kNoPc = 0xFFFFFFFFu;
+
+struct Ctx;
+struct DInstr;
+// Runs one instruction for the lanes in `exec` (active and guard true, never 0).
+using Handler = void (*)(Ctx&, const DInstr&, std::uint32_t exec);
+
+enum class Flow : std::uint8_t { Normal, Bra, Bar, Ret };
+
+// One instruction, decoded once: every register operand and immediate is a slot of the warp's
+// register file (immediates live in constant slots, filled for all lanes at launch).
+struct DInstr {
+  Handler fn = nullptr;
+  Flow flow = Flow::Normal;
+  Op op = Op::Mov;
+  ScalarType type = ScalarType::B32;
+  ScalarType src_type = ScalarType::B32;
+  Rounding rounding = Rounding::None;
+  Precision precision = Precision::Exact;
+  Cmp cmp = Cmp::Eq;
+  MulMode mul = MulMode::None;
+  Space space = Space::None;
+  ShflMode shfl = ShflMode::Bfly;
+  bool ftz = false;
+  bool sat = false;
+  bool uniform = false;
+  bool guard_negated = false;
+  std::uint8_t vec = 1;
+  std::uint8_t elem_bytes = 0;  // memory element size
+  std::uint8_t ndst = 0;
+  std::uint8_t nsrc = 0;
+  std::uint32_t guard = kNoSlot;
+  std::array<std::uint32_t, 4> dst{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+  // Sources in PTX order; for memory, src[0] is the address base (kNoSlot for param space).
+  std::array<std::uint32_t, 6> src{kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+  std::int64_t offset = 0;  // address constant
+  std::uint32_t aux = 0;    // branch target; param byte offset; Special; barrier id
+  std::uint32_t index = 0;  // in Kernel::instructions()
+};
+
+struct SharedRange {
+  std::uint32_t begin = 0, end = 0;
+  std::string name;
+};
+
+struct Program {
+  const Kernel* kernel = nullptr;
+  std::vector<DInstr> code;
+  std::uint32_t slots = 0;        // registers + constants
+  std::uint32_t first_const = 0;  // slots [first_const, slots) are constants
+  std::vector<std::uint64_t> consts;
+  std::array<std::uint32_t, kRegClassCount> class_base{};
+  std::vector<SharedRange> shared;  // static arrays, then the dynamic one (end set at launch)
+  std::uint32_t static_shared_end = 0;
+  bool has_dynamic_shared = false;
+  std::uint32_t dynamic_align = 16;
+  std::vector<std::uint32_t> param_offsets;
+  std::uint32_t param_bytes = 0;
+  RegId reg_of(std::uint32_t slot) const;  // for messages
+};
+
+// Builds the program; throws Error naming an instruction the executor cannot run.
+Program decode(const Kernel& k);
+
+struct Allocation {
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+  std::byte* host = nullptr;
+  std::vector<std::byte> owned;
+  std::string name;
+};
+
+struct Warp {
+  std::vector<std::uint64_t> regs;  // slot * 32 + lane
+  std::vector<std::uint32_t> init;  // per slot: lanes that wrote it
+  std::uint32_t index = 0;
+  std::uint32_t exists = 0;  // lanes that are threads of the CTA
+  std::uint32_t exited = 0;
+  std::uint32_t waiting = 0;  // at a barrier
+  std::uint32_t active = 0;   // the lanes at `pc`, running together
+  std::uint32_t pc = 0;
+  std::uint32_t parked_min = kNoPc;             // least pc of the runnable lanes not in `active`
+  std::array<std::uint32_t, kLanes> lane_pc{};  // for lanes not in `active`
+  std::array<std::uint32_t, kLanes> bar_pc{};   // the bar.sync a waiting lane stopped at
+  std::array<std::uint32_t, kLanes> exit_pc{};  // the ret an exited lane ran
+};
+
+struct LaunchState;
+
+// One host thread's CTA: shared memory, warps, and the handlers' view of the launch.
+struct Ctx {
+  const Program* prog = nullptr;
+  const LaunchState* launch = nullptr;
+  Dim3 cta{0, 0, 0};
+  std::vector<std::byte> shared;
+  std::vector<std::uint8_t> shared_init;  // 0xFF where some thread wrote the byte
+  std::vector<SharedRange> shared_ranges;
+  std::vector<Warp> warps;
+  Warp* w = nullptr;
+  std::uint64_t* regs = nullptr;  // w->regs
+  const Allocation* last_alloc = nullptr;
+  std::uint64_t warp_instructions = 0;
+  std::uint64_t lane_instructions = 0;
+  std::vector<TraceRecord>* trace = nullptr;  // set while the traced CTA runs
+
+  std::uint64_t* row(std::uint32_t slot) { return regs + std::size_t{slot} * kLanes; }
+  Dim3 thread_of(std::uint32_t warp, std::uint32_t lane) const;
+};
+
+struct LaunchState {
+  const Kernel* kernel = nullptr;
+  LaunchConfig config;
+  ExecOptions options;
+  std::vector<std::byte> params;
+  const std::vector<Allocation*>* allocations = nullptr;  // sorted by base
+  std::uint32_t shared_bytes = 0;
+};
+
+// The one place memory faults and other run-time errors are worded: kernel, instruction, thread.
+[[noreturn]] void fault(const Ctx& c, const DInstr& in, std::uint32_t lane,
+                        const std::string& what);
+std::string describe_slot(const Program& p, std::uint32_t slot);
+
+// Global memory: the host bytes of [address, address + bytes), checked for bounds and alignment.
+std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                        std::uint32_t bytes, bool write);
+
+// Runs CTA `cta` to completion on `c`.
+void run_cta(Ctx& c, Dim3 cta);
+void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch);
+
+template <class F>
+inline void each_lane(std::uint32_t mask, F&& f) {
+  if (mask == kFullMask) {
+    for (std::uint32_t l = 0; l < kLanes; ++l) f(l);
+    return;
+  }
+  while (mask != 0) {
+    const auto l = static_cast<std::uint32_t>(std::countr_zero(mask));
+    mask &= mask - 1;
+    f(l);
+  }
+}
+
+// Handler selection, one family per file.
+Handler select_int(const Instr& in);      // ops_int.cpp: integer and logic
+Handler select_float(const Instr& in);    // ops_float.cpp
+Handler select_convert(const Instr& in);  // ops_convert.cpp: cvt, cvt pack
+Handler select_memory(const Instr& in);   // ops_memory.cpp
+Handler select_misc(const Instr& in);     // ops_misc.cpp: mov, setp, selp, shfl, cvta
+
+}  // namespace ptxdsl::detail
