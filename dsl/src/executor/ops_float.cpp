@@ -160,6 +160,14 @@ std::uint64_t float_lane(const DInstr& in, std::uint64_t ab, std::uint64_t bb, s
     default:
       break;
   }
+  if (e.x == 0 && e.sticky == 0 && mode == Rounding::Rm &&
+      (in.op == Op::Add || in.op == Op::Sub ||
+       ((in.op == Op::Fma || in.op == Op::Mad) && F != Fmt::F64))) {
+    // An exact zero sum is -0 when rounding down, unless both addends are +0.
+    const double p = in.op == Op::Add ? a : (in.op == Op::Sub ? a : a * b);
+    const double q = in.op == Op::Add ? b : (in.op == Op::Sub ? -b : c);
+    e.x = !std::signbit(p) && !std::signbit(q) ? 0.0 : -0.0;
+  }
   double r = round_to_format(e.x, e.sticky, mode, f);
   if (in.ftz) r = flush(r, f);
   if (in.sat) r = std::isnan(r) ? 0.0 : std::fmin(std::fmax(r, 0.0), 1.0);
