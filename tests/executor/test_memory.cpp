@@ -1,0 +1,277 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "support.hpp"
+
+using namespace ptxdsl;
+using Catch::Matchers::Contains;
+
+TEST_CASE("ld/st global: scalar, v2, v4, 16-bit elements, cache hints", "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("copy");
+  auto x = k.param_ptr<F32>("x");
+  auto y = k.param_ptr<F32>("y");
+  auto h = k.param_ptr<F16>("h");
+  auto hy = k.param_ptr<F16>("hy");
+  Reg<U32> t = k.tid_x();
+  auto v = k.ld_v<4>(k.index(x, k.mul(t, 4u)), kNcNoAllocate);
+  k.st_v<4>(k.index(y, k.mul(t, 4u)), Vec<F32, 4>{v[3], v[2], v[1], v[0]}, kStreaming);
+  auto pair = k.ld_v<2>(k.index(x, k.mul(t, 2u)) + 64, kNc);
+  k.st_v<2>(k.index(y, k.mul(t, 2u)) + 64, pair);
+  k.st(k.index(y, t) + 96, k.ld(k.index(x, t) + 96, MemHints{.cache = CacheOp::Cg}));
+  k.st(k.index(hy, t), k.ld(k.index(h, t)));
+  k.finalize();
+  std::vector<float> host(128);
+  std::iota(host.begin(), host.end(), 0.0f);
+  std::vector<std::uint16_t> halves(16);
+  for (std::size_t i = 0; i < halves.size(); ++i)
+    halves[i] = f32_to_f16_bits(static_cast<float>(i) / 4);
+  std::vector<float> out(128, -1.0f);
+  std::vector<std::uint16_t> hout(16, 0);
+  CpuDevice dev;
+  dev.launch(k, {1, 16},
+             {dev.upload<float>(host, "x"), dev.map<float>(out, "y"),
+              dev.upload<std::uint16_t>(halves, "h"), dev.map<std::uint16_t>(hout, "hy")});
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 4; ++j) CHECK(out[i * 4 + j] == host[i * 4 + 3 - j]);
+  }
+  for (int i = 64; i < 112; ++i) CHECK(out[i] == host[i]);
+  CHECK(hout == halves);
+}
+
+TEST_CASE("shared memory: static and dynamic arrays, across warps with bar.sync",
+          "[executor][memory]") {
+  for (bool dynamic : {false, true}) {
+    Module m;
+    Kernel& k = m.kernel("rotate");
+    auto out = k.param_ptr<U32>("out");
+    Reg<U32> t = k.tid_x();
+    SharedPtr<U32> s =
+        dynamic ? k.shared_dynamic<U32>("s", 256 * 4) : k.shared_array<U32>("s", 256);
+    k.st(k.index(s, t), k.mul(t, 3u));
+    k.bar_sync();
+    Reg<U32> next = k.and_(k.add(t, 1u), 255u);
+    k.st(k.index(out, t), k.ld(k.index(s, next)));
+    k.finalize();
+    std::vector<std::uint32_t> host(256);
+    CpuDevice dev;
+    dev.launch(k, {1, 256, dynamic ? 1024u : 0u}, {dev.map<std::uint32_t>(host, "out")});
+    for (std::uint32_t i = 0; i < 256; ++i) CHECK(host[i] == ((i + 1) % 256) * 3);
+  }
+}
+
+TEST_CASE("parameters of every scalar type", "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("params");
+  auto out = k.param_ptr<U64>("out");
+  auto a = k.param<U32>("a");
+  auto b = k.param<S32>("b");
+  auto c = k.param<U64>("c");
+  auto d = k.param<F32>("d");
+  auto e = k.param<F64>("e");
+  auto f = k.param<U16>("f");
+  k.st(out.as<U32>(), a);
+  k.st(out.as<S32>() + 2, b);
+  k.st(out + 2, c);
+  k.st(out.as<F32>() + 6, d);
+  k.st(out.as<F64>() + 4, e);
+  k.st(out.as<U16>() + 20, f);
+  k.finalize();
+  std::vector<std::uint64_t> host(6, 0);
+  CpuDevice dev;
+  dev.launch(k, {1, 1},
+             {dev.map<std::uint64_t>(host, "out"), 7u, -3, std::uint64_t{1} << 40, 2.5f, 0.125,
+              std::uint16_t{99}});
+  CHECK(static_cast<std::uint32_t>(host[0]) == 7);
+  CHECK(static_cast<std::int32_t>(host[1]) == -3);
+  CHECK(host[2] == std::uint64_t{1} << 40);
+  CHECK(test::f32(host[3]) == 2.5f);
+  CHECK(test::f64(host[4]) == 0.125);
+  CHECK((host[5] & 0xFFFF) == 99);
+}
+
+TEST_CASE("atom and red add.f32", "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("atomics");
+  auto sum = k.param_ptr<F32>("sum");
+  auto old = k.param_ptr<F32>("old");
+  Reg<U32> t = k.tid_x();
+  k.st(k.index(old, t), k.atom_add(sum, 1.0f));
+  k.red_add(sum + 1, k.mov<F32>(0.5f));
+  k.finalize();
+  for (unsigned threads : {1u, 2u}) {
+    std::vector<float> s = {0.0f, 0.0f}, o(128 * 4, -1.0f);
+    CpuDevice dev;
+    ExecOptions opt;
+    opt.threads = threads;
+    const DevicePtr ds = dev.map<float>(s, "sum"), dold = dev.map<float>(o, "old");
+    for (std::uint32_t cta = 0; cta < 4; ++cta)
+      dev.launch(k, {1, 128}, {ds, dold + cta * 512}, opt);
+    CHECK(s[0] == 512.0f);
+    CHECK(s[1] == 256.0f);
+    std::sort(o.begin(), o.end());
+    for (int i = 0; i < 512; ++i) CHECK(o[i] == static_cast<float>(i));
+  }
+}
+
+namespace {
+
+std::string launch_error(const std::function<void(Kernel&)>& body, std::uint32_t threads,
+                         std::size_t floats, std::uint32_t dynamic = 0) {
+  Module m;
+  Kernel& k = m.kernel("faulty");
+  body(k);
+  k.finalize();
+  CpuDevice dev;
+  const DevicePtr x = dev.alloc(floats * 4, "x", 0);
+  try {
+    dev.launch(k, {2, threads, dynamic}, {x});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("memcheck: out-of-bounds global accesses are caught and named", "[executor][memcheck]") {
+  const std::string read = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        Reg<U32> i = k.mad(k.ctaid_x(), 64u, k.tid_x());
+        k.st(k.index(x, i), k.add(k.ld(k.index(x, i)), 1.0f));
+      },
+      64, 100);
+  CHECK_THAT(read, Contains("kernel 'faulty'"));
+  CHECK_THAT(read, Contains("ld.global.f32"));
+  CHECK_THAT(read, Contains("thread (36, 0, 0) of CTA (1, 0, 0)"));
+  CHECK_THAT(read, Contains("out-of-bounds global read of 4 bytes"));
+  CHECK_THAT(read, Contains("0 bytes past the end of allocation 'x'"));
+  const std::string write = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        k.st(k.index(x, k.tid_x()) - 1, k.mov<F32>(1.0f));
+      },
+      32, 32);
+  CHECK_THAT(write, Contains("out-of-bounds global write of 4 bytes"));
+  CHECK_THAT(write, Contains("4 bytes before the start of allocation 'x'"));
+  CHECK_THAT(write, Contains("thread (0, 0, 0) of CTA (0, 0, 0)"));
+}
+
+TEST_CASE("memcheck: misaligned vector and scalar accesses", "[executor][memcheck]") {
+  const std::string v4 = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        auto v = k.ld_v<4>(k.index(x, k.mov<U32>(1u)));
+        k.st(x, v[0]);
+      },
+      1, 64);
+  CHECK_THAT(v4, Contains("misaligned global read of 16 bytes"));
+  CHECK_THAT(v4, Contains("ld.global.v4.f32"));
+  const std::string scalar = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<U16>("x");
+        k.st(k.index(x, k.mov<U32>(1u)).as<F32>(), k.mov<F32>(1.0f));
+      },
+      1, 64);
+  CHECK_THAT(scalar, Contains("misaligned global write of 4 bytes"));
+  CHECK_THAT(scalar, Contains("it must be 4-byte aligned"));
+}
+
+TEST_CASE("memcheck: shared memory bounds and reads of bytes no thread wrote",
+          "[executor][memcheck]") {
+  const std::string unwritten = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        SharedPtr<F32> s = k.shared_array<F32>("s", 64);
+        Reg<U32> t = k.tid_x();
+        k.st(k.index(s, t), k.mov<F32>(1.0f));
+        k.bar_sync();
+        k.st(k.index(x, t), k.ld(k.index(s, k.add(t, 1u))));
+      },
+      32, 64);
+  CHECK_THAT(
+      unwritten,
+      Contains("reads shared memory at 0x80 ('faulty_s' + 128) that no thread of the CTA wrote"));
+  CHECK_THAT(unwritten, Contains("thread (31, 0, 0)"));
+  const std::string outside = launch_error(
+      [](Kernel& k) {
+        SharedPtr<F32> s = k.shared_array<F32>("s", 32);
+        k.st(k.index(s, k.add(k.tid_x(), 8u)), k.mov<F32>(1.0f));
+        (void)k.param_ptr<F32>("x");
+      },
+      32, 64);
+  CHECK_THAT(outside, Contains("out-of-bounds shared write of 4 bytes at 0x80"));
+  CHECK_THAT(outside, Contains("'faulty_s' [0x0, 0x80)"));
+  const std::string dyn = launch_error(
+      [](Kernel& k) {
+        SharedPtr<F32> s = k.shared_dynamic<F32>("d", 64);
+        k.st(k.index(s, k.tid_x()), k.mov<F32>(1.0f));
+        (void)k.param_ptr<F32>("x");
+      },
+      32, 64, 64);
+  CHECK_THAT(dyn, Contains("out-of-bounds shared write"));
+  CHECK_THAT(dyn, Contains("thread (16, 0, 0)"));
+  const std::string misaligned = launch_error(
+      [](Kernel& k) {
+        SharedPtr<F32> s = k.shared_array<F32>("s", 64);
+        k.st_v<2>(k.index(s, k.mov<U32>(1u)), Vec<F32, 2>{k.mov<F32>(1.0f), k.mov<F32>(2.0f)});
+        (void)k.param_ptr<F32>("x");
+      },
+      1, 64);
+  CHECK_THAT(misaligned, Contains("misaligned shared write of 8 bytes at 0x4"));
+}
+
+TEST_CASE("memcheck: a barrier some threads never reach, an uninitialized register",
+          "[executor][memcheck]") {
+  const std::string barrier = launch_error(
+      [](Kernel& k) {
+        (void)k.param_ptr<F32>("x");
+        k.if_(k.setp(Cmp::Ge, k.tid_x(), 40u), [&] { k.ret(); });
+        k.bar_sync();
+      },
+      64, 1);
+  CHECK_THAT(barrier, Contains("bar.sync"));
+  CHECK_THAT(barrier, Contains("24 of the CTA's 64 threads exited without reaching it"));
+  CHECK_THAT(barrier, Contains("first: thread (40, 0, 0)"));
+  const std::string reg = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        Reg<F32> never = k.reg<F32>("acc");
+        k.st(x, k.add(never, 1.0f));
+      },
+      1, 1);
+  CHECK_THAT(reg, Contains("reads register %f1 (acc), which this thread never wrote"));
+  CHECK_THAT(reg, Contains("add.f32"));
+}
+
+TEST_CASE("launch checks: arguments against the contract, block shape, finalize",
+          "[executor][launch]") {
+  Module m;
+  Kernel& k = m.kernel("checked");
+  auto x = k.param_ptr<F32>("x");
+  auto n = k.param<U32>("n");
+  k.require_threads(64);
+  k.st(x, k.cvt<F32>(n));
+  CpuDevice dev;
+  const DevicePtr p = dev.alloc(4, "x");
+  CHECK_THROWS_WITH(dev.launch(k, {1, 64}, {p, 1u}), Contains("finalize"));
+  k.finalize();
+  CHECK_NOTHROW(dev.launch(k, {1, 64}, {p, 1u}));
+  CHECK_THROWS_WITH(dev.launch(k, {1, 64}, {p}), Contains("takes 2 arguments (x, n), got 1"));
+  CHECK_THROWS_WITH(dev.launch(k, {1, 64}, {p, 1}),
+                    Contains("argument 1 ('n'): expected u32, got s32"));
+  CHECK_THROWS_WITH(dev.launch(k, {1, 64}, {1u, 1u}),
+                    Contains("expected a device pointer to f32, got u32"));
+  CHECK_THROWS_WITH(dev.launch(k, {1, 32}, {p, 1u}), Contains(".reqntid"));
+  CHECK_THROWS_WITH(dev.launch(k, {0, 64}, {p, 1u}), Contains("grid must be at least 1"));
+  const auto named = args_by_name(k, {{"n", 5u}, {"x", p}});
+  dev.launch(k, {1, 64}, named);
+  CHECK(dev.download<float>(p, 1)[0] == 5.0f);
+  CHECK_THROWS_WITH(args_by_name(k, {{"x", p}}), Contains("no argument named 'n'"));
+  CHECK_THROWS_WITH(args_by_name(k, {{"x", p}, {"n", 1u}, {"eps", 1.0f}}),
+                    Contains("no parameter 'eps'"));
+  CHECK_THROWS_WITH(dev.free(DevicePtr{12}), Contains("not an address"));
+}
