@@ -63,6 +63,10 @@ Context::Context(int device) {
   (void)d;
 }
 
+Context Context::share() const {
+  return Context(state_);
+}
+
 int Context::device() const {
   return state_->info.ordinal;
 }

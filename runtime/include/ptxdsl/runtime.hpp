@@ -9,4 +9,5 @@
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
+#include "ptxdsl/runtime/norms.hpp"
 #include "ptxdsl/runtime/stream.hpp"

@@ -33,6 +33,9 @@ class Context {
   Context& operator=(const Context&) = delete;
   ~Context() = default;
 
+  // Another handle to the same primary context (objects that outlive the caller's handle keep one).
+  Context share() const;
+
   int device() const;
   const DeviceInfo& info() const;
   int sm_count() const { return info().sm_count; }
@@ -46,6 +49,7 @@ class Context {
   const std::shared_ptr<const detail::ContextState>& state() const { return state_; }
 
  private:
+  explicit Context(std::shared_ptr<const detail::ContextState> state) : state_(std::move(state)) {}
   std::shared_ptr<const detail::ContextState> state_;
 };
 

@@ -1,0 +1,162 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "ptxdsl/kernels/norm.hpp"
+#include "ptxdsl/runtime/context.hpp"
+#include "ptxdsl/runtime/handles.hpp"
+#include "ptxdsl/runtime/memory.hpp"
+#include "ptxdsl/runtime/module.hpp"
+
+// The norms' host API: one object per (norm, dtype, weight dtype, width), whose forward and
+// backward launch the right kernels on device pointers. Objects build (or fetch from the module
+// cache) the kernels they need on first use: one JIT per (kernel, width, dtype, device) in the
+// program.
+//
+// Before any launch: batch 0 returns at once; null pointers, a stride below the width, a row count
+// a buffer cannot hold, a width or element size other than the object's are refused with
+// ptxdsl::Error. A pointer or stride that breaks the kernels' 16-byte vector accesses selects a
+// variant with narrower vectors (8, 4, 2 or 1 elements), never a misaligned access.
+//
+// An object is used from one thread at a time (it holds the backward's workspace); the module cache
+// behind it is thread-safe, so objects on several threads share the JIT.
+namespace ptxdsl::runtime {
+
+using kernels::DType;
+
+// A device array as the norms take it: an address, and, when the caller's type says so, its size
+// in bytes and its element size, which are then checked. A raw std::uint64_t address converts too.
+struct DeviceView {
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;          // 0: unknown, unchecked
+  std::uint32_t element_bytes = 0;  // 0: unknown, unchecked
+
+  DeviceView() = default;
+  DeviceView(std::uint64_t a) : address(a) {}  // NOLINT: raw device addresses
+  template <class T>
+  DeviceView(const DeviceBuffer<T>& b)  // NOLINT
+      : address(b.address()), bytes(b.bytes()), element_bytes(sizeof(T)) {}
+  template <class T>
+  DeviceView(DevicePtr<T> p)  // NOLINT
+      : address(p.address), element_bytes(sizeof(T)) {}
+};
+
+// Partial-sum scratch for a backward, when the caller owns it (at least 16-byte aligned).
+struct Workspace {
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct NormOptions {
+  kernels::NormKnobs knobs;               // sm_count defaults to the device's SM count
+  std::optional<Arch> arch;               // default: from the device's compute capability
+  std::optional<PtxVersion> ptx_version;  // default: 7.8 (or the target's minimum)
+  ModuleCache* cache = nullptr;           // default: ModuleCache::global()
+};
+
+// Rows are `width` elements `stride` elements apart (0: stride = width); x, y, dy, dx use it.
+// mean and rstd are f32, one per row. `width`, when set, must equal the object's.
+struct LayerNormForwardArgs {
+  DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  float eps = 1e-5f;
+  StreamRef stream{};
+  std::uint32_t width = 0;
+};
+struct LayerNormBackwardArgs {
+  DeviceView dy{}, x{}, w{}, mean{}, rstd{}, dx{}, dw{}, db{};
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  StreamRef stream{};
+  Workspace workspace{};  // none: the object's own, grown as needed
+  std::uint32_t width = 0;
+};
+struct RmsNormForwardArgs {
+  DeviceView x{}, w{}, y{}, rstd{};
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  float eps = 1e-5f;
+  StreamRef stream{};
+  std::uint32_t width = 0;
+};
+struct RmsNormBackwardArgs {
+  DeviceView dy{}, x{}, w{}, rstd{}, dx{}, dw{};
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  StreamRef stream{};
+  Workspace workspace{};
+  std::uint32_t width = 0;
+};
+
+namespace detail {
+class NormPair;
+}
+
+class LayerNorm {
+ public:
+  LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
+            NormOptions options = {});
+  LayerNorm(LayerNorm&&) noexcept;
+  LayerNorm& operator=(LayerNorm&&) noexcept;
+  ~LayerNorm();
+
+  // y = (x − mean)·rstd·w + b per row; writes mean and rstd.
+  void forward(const LayerNormForwardArgs& args);
+  void forward(DeviceView x, DeviceView w, DeviceView b, DeviceView y, DeviceView mean,
+               DeviceView rstd, std::uint32_t batch, float eps = 1e-5f, StreamRef stream = {},
+               std::uint32_t stride = 0);
+  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run).
+  void backward(const LayerNormBackwardArgs& args);
+  void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean, DeviceView rstd,
+                DeviceView dx, DeviceView dw, DeviceView db, std::uint32_t batch,
+                StreamRef stream = {}, std::uint32_t stride = 0);
+
+  // Builds and JITs the forward and backward now (for `vector_elems`; 0: the aligned variant), so
+  // the first call pays no JIT. Objects on different threads may prepare at once.
+  void prepare(std::uint32_t vector_elems = 0);
+  // Bytes of workspace a backward of `batch` rows needs with 16-byte-aligned pointers.
+  std::uint64_t workspace_bytes(std::uint32_t batch);
+  std::uint32_t width() const;
+  DType dtype() const;
+  DType weight_dtype() const;
+  // Elements per vector access the last forward or backward used (0 before any).
+  std::uint32_t last_vector_elems() const;
+
+ private:
+  std::unique_ptr<detail::NormPair> impl_;
+};
+
+class RmsNorm {
+ public:
+  RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
+          NormOptions options = {});
+  RmsNorm(RmsNorm&&) noexcept;
+  RmsNorm& operator=(RmsNorm&&) noexcept;
+  ~RmsNorm();
+
+  // y = x·rstd·w per row; writes rstd.
+  void forward(const RmsNormForwardArgs& args);
+  void forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd, std::uint32_t batch,
+               float eps = 1e-5f, StreamRef stream = {}, std::uint32_t stride = 0);
+  // dx, and dw summed over the batch in a fixed order.
+  void backward(const RmsNormBackwardArgs& args);
+  void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
+                DeviceView dw, std::uint32_t batch, StreamRef stream = {},
+                std::uint32_t stride = 0);
+
+  void prepare(std::uint32_t vector_elems = 0);
+  std::uint64_t workspace_bytes(std::uint32_t batch);
+  std::uint32_t width() const;
+  DType dtype() const;
+  DType weight_dtype() const;
+  std::uint32_t last_vector_elems() const;
+
+ private:
+  std::unique_ptr<detail::NormPair> impl_;
+};
+
+}  // namespace ptxdsl::runtime

@@ -1,0 +1,503 @@
+#include "ptxdsl/runtime/norms.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "ptxdsl/runtime/launch.hpp"
+
+namespace ptxdsl::runtime {
+
+using kernels::NormKind;
+
+namespace detail {
+namespace {
+
+// What a kernel parameter is bound to, by its name in the contract.
+enum class Bind : std::uint8_t {
+  X,
+  W,
+  B,
+  Y,
+  Mean,
+  Rstd,
+  Dy,
+  Dx,
+  Dw,
+  Db,
+  PartialDw,
+  PartialDb,  // pointers
+  Batch,
+  Stride,
+  PartialRows,
+  Eps,
+};
+constexpr int kPointerBinds = 12;
+
+struct BindName {
+  std::string_view name;
+  Bind bind;
+};
+constexpr BindName kBindNames[] = {
+    {"x", Bind::X},
+    {"w", Bind::W},
+    {"b", Bind::B},
+    {"y", Bind::Y},
+    {"mean", Bind::Mean},
+    {"rstd", Bind::Rstd},
+    {"dy", Bind::Dy},
+    {"dx", Bind::Dx},
+    {"dw", Bind::Dw},
+    {"db", Bind::Db},
+    {"partial_dw", Bind::PartialDw},
+    {"partials", Bind::PartialDw},
+    {"partial_db", Bind::PartialDb},
+    {"batch", Bind::Batch},
+    {"stride", Bind::Stride},
+    {"partial_rows", Bind::PartialRows},
+    {"eps", Bind::Eps},
+};
+
+// How a pointer argument is shaped: rows of the input dtype, a row of weights, or one f32 per row.
+enum class Role : std::uint8_t { Rows, Weights, PerRow };
+
+struct PointerArg {
+  const char* name;
+  Bind bind;
+  Role role;
+  const DeviceView* view;
+};
+
+int log2_index(std::uint32_t v) {
+  return std::countr_zero(v);
+}
+
+}  // namespace
+
+// What the kernels read at launch: every parameter of every step points into one of these.
+struct CallValues {
+  std::uint64_t pointers[kPointerBinds] = {};
+  std::uint32_t batch = 0, stride = 0, partial_rows = 0;
+  float eps = 0;
+};
+
+struct PreparedStep {
+  Function function;
+  kernels::GridRule grid;
+  std::uint32_t block = 0;
+  std::uint32_t shared = 0;
+  std::vector<void*> params;  // into NormPair::values_
+};
+
+struct Variant {
+  kernels::BuiltNorm built;
+  std::vector<PreparedStep> steps;
+};
+
+// One norm (layer or RMS) at one (dtype, weight dtype, width): its forward and backward variants by
+// vector width, the workspace, and the values the launches read. Heap-allocated so the parameter
+// pointers stay valid when the public object moves.
+class NormPair {
+ public:
+  NormPair(const Context& ctx, bool layer, DType dtype, DType weight_dtype, std::uint32_t width,
+           NormOptions options)
+      : ctx_(ctx.share()), layer_(layer), options_(options) {
+    spec_.dtype = dtype;
+    spec_.weight_dtype = weight_dtype;
+    spec_.width = width;
+    spec_.arch = options.arch.value_or(arch_of(ctx.info()));
+    spec_.ptx_version = options.ptx_version.value_or(PtxVersion{7, 8});
+    spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
+    spec_.knobs = options.knobs;
+    if (!spec_.knobs.sm_count) spec_.knobs.sm_count = static_cast<std::uint32_t>(ctx.sm_count());
+    spec_.kind = forward_kind();
+    kernels::validate(spec_);
+    spec_.kind = backward_kind();
+    kernels::validate(spec_);
+    max_vec_ = spec_.knobs.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
+    spec_.knobs.vector_elems.reset();  // chosen per call, from the alignment
+    cache_ = options.cache != nullptr ? options.cache : &ModuleCache::global();
+  }
+
+  NormKind forward_kind() const { return layer_ ? NormKind::LayerNormFwd : NormKind::RmsNormFwd; }
+  NormKind backward_kind() const { return layer_ ? NormKind::LayerNormBwd : NormKind::RmsNormBwd; }
+  int elem() const { return kernels::dtype_bytes(spec_.dtype); }
+  int weight_elem() const { return kernels::dtype_bytes(spec_.weight_dtype); }
+  std::uint32_t width() const { return spec_.width; }
+  DType dtype() const { return spec_.dtype; }
+  DType weight_dtype() const { return spec_.weight_dtype; }
+  std::uint32_t last_vec() const { return last_vec_; }
+
+  std::string describe(bool backward) const {
+    return fmt::format("{}({}, weights {}, width {}).{}", layer_ ? "LayerNorm" : "RmsNorm",
+                       kernels::dtype_name(spec_.dtype), kernels::dtype_name(spec_.weight_dtype),
+                       spec_.width, backward ? "backward" : "forward");
+  }
+
+  // Checks every pointer and the shape, picks the vector width, fills values_, and returns the
+  // variant to launch. Formats nothing unless a check fails.
+  const Variant& check_and_bind(bool backward, std::span<const PointerArg> args,
+                                std::uint32_t batch, std::uint32_t stride,
+                                std::uint32_t width_check) {
+    if (width_check != 0 && width_check != spec_.width) [[unlikely]] {
+      fail(backward, fmt::format("called with width {}; this object was built for width {} "
+                                 "(make one object per width)",
+                                 width_check, spec_.width));
+    }
+    if (stride < spec_.width) [[unlikely]] {
+      fail(backward,
+           fmt::format("stride must be at least the width {}, got {}", spec_.width, stride));
+    }
+    std::uint64_t row_bits = 0, weight_bits = 0;
+    for (const PointerArg& a : args) {
+      const std::uint32_t e = expected_elem(a.role);
+      const DeviceView& v = *a.view;
+      if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
+          (v.bytes != 0 && v.bytes < needed_bytes(a.role, batch, stride))) [[unlikely]] {
+        fail_pointer(backward, a, batch, stride);
+      }
+      values_.pointers[static_cast<int>(a.bind)] = v.address;
+      if (a.role == Role::Rows) row_bits |= v.address;
+      if (a.role == Role::Weights) weight_bits |= v.address;
+    }
+    const std::uint32_t vec = std::min(
+        max_vec_,
+        kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, stride, row_bits, weight_bits));
+    last_vec_ = vec;
+    values_.batch = batch;
+    values_.stride = stride;
+    return variant(backward, vec);
+  }
+
+  void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
+    for (const PreparedStep& s : v.steps) {
+      launch_raw(s.function, s.grid.grid(batch, spec_.width), s.block, s.shared, stream,
+                 const_cast<void**>(s.params.data()));
+    }
+  }
+
+  void set_eps(float eps) { values_.eps = eps; }
+
+  // Binds the partial sums: the caller's workspace, or the object's own, grown as needed.
+  void bind_workspace(bool backward, const Variant& v, std::uint32_t batch, const Workspace& ws) {
+    const std::uint64_t need = v.built.workspace_bytes(batch);
+    std::uint64_t base = ws.address;
+    if (base != 0) {
+      if (ws.bytes < need || base % 16 != 0) [[unlikely]] {
+        fail(backward,
+             fmt::format("the workspace at 0x{:x} holds {} bytes; a batch of {} needs "
+                         "{} bytes, 16-byte aligned (workspace_bytes(batch) says how many)",
+                         base, ws.bytes, batch, need));
+      }
+    } else {
+      if (owned_.bytes() < need) grow(need);
+      base = owned_.address();
+    }
+    values_.pointers[static_cast<int>(Bind::PartialDw)] = base;
+    values_.pointers[static_cast<int>(Bind::PartialDb)] = base + v.built.partial_db_offset(batch);
+    values_.partial_rows = v.built.partial_rows(batch);
+  }
+
+  std::uint64_t workspace_bytes(std::uint32_t batch) {
+    return variant(true, max_vec_).built.workspace_bytes(batch);
+  }
+
+  void prepare(std::uint32_t vec) {
+    if (vec == 0) vec = max_vec_;
+    if (vec > max_vec_ || !std::has_single_bit(vec)) {
+      fail(false, fmt::format("prepare: vector_elems must be a power of two in [1, {}], got {}",
+                              max_vec_, vec));
+    }
+    variant(false, vec);
+    variant(true, vec);
+  }
+
+ private:
+  static Arch arch_of(const DeviceInfo& info) {
+    if (info.cc_major >= 10) return Arch::Sm100;
+    if (info.cc_major == 9) return Arch::Sm90;
+    if (info.cc_major == 8) return Arch::Sm80;
+    throw Error(fmt::format("the norm kernels need sm_80 or newer; device {} ({}) is sm_{}{}",
+                            info.ordinal, info.name, info.cc_major, info.cc_minor));
+  }
+
+  std::uint32_t expected_elem(Role r) const {
+    switch (r) {
+      case Role::Rows:
+        return static_cast<std::uint32_t>(elem());
+      case Role::Weights:
+        return static_cast<std::uint32_t>(weight_elem());
+      case Role::PerRow:
+        return 4;
+    }
+    return 0;
+  }
+
+  std::uint64_t needed_bytes(Role r, std::uint32_t batch, std::uint32_t stride) const {
+    switch (r) {
+      case Role::Rows:
+        return (std::uint64_t{batch - 1} * stride + spec_.width) *
+               static_cast<std::uint64_t>(elem());
+      case Role::Weights:
+        return std::uint64_t{spec_.width} * static_cast<std::uint64_t>(weight_elem());
+      case Role::PerRow:
+        return std::uint64_t{batch} * 4;
+    }
+    return 0;
+  }
+
+  [[noreturn]] void fail(bool backward, const std::string& problem) const {
+    throw Error(fmt::format("{}: {}", describe(backward), problem));
+  }
+
+  [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, std::uint32_t batch,
+                                 std::uint32_t stride) const {
+    const DeviceView& v = *a.view;
+    const std::uint32_t e = expected_elem(a.role);
+    const std::string_view type = a.role == Role::Rows ? kernels::dtype_name(spec_.dtype)
+                                  : a.role == Role::Weights
+                                      ? kernels::dtype_name(spec_.weight_dtype)
+                                      : "f32";
+    if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", a.name));
+    if (v.element_bytes != 0 && v.element_bytes != e) {
+      fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)", a.name,
+                                 v.element_bytes, type, e));
+    }
+    if (v.address % e != 0) {
+      fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements", a.name,
+                                 v.address, e, type));
+    }
+    const std::string shape = a.role == Role::Rows ? fmt::format("batch {} × stride {} (width {})",
+                                                                 batch, stride, spec_.width)
+                              : a.role == Role::Weights ? fmt::format("width {}", spec_.width)
+                                                        : fmt::format("batch {}", batch);
+    fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes, shape,
+                               needed_bytes(a.role, batch, stride), type));
+  }
+
+  void grow(std::uint64_t need) {
+    // The old workspace may still be read by launched work; growth is rare, so wait for it.
+    ctx_.synchronize();
+    const std::uint64_t rounded = (need + (1u << 20) - 1) & ~std::uint64_t{(1u << 20) - 1};
+    owned_ = DeviceBuffer<std::byte>();
+    owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
+  }
+
+  const Variant& variant(bool backward, std::uint32_t vec) {
+    std::unique_ptr<Variant>& slot = (backward ? backward_ : forward_)[log2_index(vec)];
+    if (!slot) [[unlikely]] {
+      slot = build(backward, vec);
+    }
+    return *slot;
+  }
+
+  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec) {
+    kernels::NormSpec spec = spec_;
+    spec.kind = backward ? backward_kind() : forward_kind();
+    spec.knobs.vector_elems = vec;
+    auto v = std::make_unique<Variant>();
+    v->built = kernels::build_norm(spec);
+    const std::string name = fmt::format(
+        "{} ({} elements a vector)",
+        v->built.steps.empty() ? describe(backward) : v->built.steps[0].contract.entry, vec);
+    std::shared_ptr<const Module> module = cache_->get(ctx_, v->built.ptx, name);
+    for (const kernels::LaunchStep& step : v->built.steps) {
+      PreparedStep p{Function(module, step.contract),
+                     step.grid,
+                     step.contract.block_threads,
+                     step.contract.dynamic_shared_bytes,
+                     {}};
+      for (const ParamSpec& param : step.contract.params) p.params.push_back(slot_for(step, param));
+      v->steps.push_back(std::move(p));
+    }
+    return v;
+  }
+
+  void* slot_for(const kernels::LaunchStep& step, const ParamSpec& param) {
+    const auto it = std::find_if(std::begin(kBindNames), std::end(kBindNames),
+                                 [&](const BindName& b) { return b.name == param.name; });
+    if (it == std::end(kBindNames)) {
+      throw Error(
+          fmt::format("kernel '{}' has a parameter '{}' the runtime does not know how to "
+                      "bind",
+                      step.contract.entry, param.name));
+    }
+    const int index = static_cast<int>(it->bind);
+    const bool want_pointer = index < kPointerBinds;
+    const ScalarType want = it->bind == Bind::Eps ? ScalarType::F32 : ScalarType::U32;
+    if (param.pointer != want_pointer || (!want_pointer && param.type != want)) {
+      throw Error(fmt::format("kernel '{}' parameter '{}' is a {}; the runtime binds it as {}",
+                              step.contract.entry, param.name,
+                              param.pointer ? "pointer" : ptx_name(param.type),
+                              want_pointer ? "a pointer" : ptx_name(want)));
+    }
+    switch (it->bind) {
+      case Bind::Batch:
+        return &values_.batch;
+      case Bind::Stride:
+        return &values_.stride;
+      case Bind::PartialRows:
+        return &values_.partial_rows;
+      case Bind::Eps:
+        return &values_.eps;
+      default:
+        return &values_.pointers[index];
+    }
+  }
+
+  Context ctx_;
+  bool layer_;
+  NormOptions options_;
+  kernels::NormSpec spec_;
+  std::uint32_t max_vec_ = 8;
+  std::uint32_t last_vec_ = 0;
+  ModuleCache* cache_ = nullptr;
+  std::array<std::unique_ptr<Variant>, 4> forward_, backward_;
+  DeviceBuffer<std::byte> owned_;
+  CallValues values_;
+};
+
+}  // namespace detail
+
+using detail::Bind;
+using detail::PointerArg;
+using detail::Role;
+
+// ---- LayerNorm ----
+
+LayerNorm::LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
+                     NormOptions options)
+    : impl_(std::make_unique<detail::NormPair>(ctx, true, dtype, weight_dtype, width, options)) {}
+LayerNorm::LayerNorm(LayerNorm&&) noexcept = default;
+LayerNorm& LayerNorm::operator=(LayerNorm&&) noexcept = default;
+LayerNorm::~LayerNorm() = default;
+
+void LayerNorm::forward(const LayerNormForwardArgs& a) {
+  if (a.batch == 0) return;
+  const PointerArg ptrs[] = {
+      {"x", Bind::X, Role::Rows, &a.x},
+      {"w", Bind::W, Role::Weights, &a.w},
+      {"b", Bind::B, Role::Weights, &a.b},
+      {"y", Bind::Y, Role::Rows, &a.y},
+      {"mean", Bind::Mean, Role::PerRow, &a.mean},
+      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
+  };
+  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
+  const detail::Variant& v = impl_->check_and_bind(false, ptrs, a.batch, stride, a.width);
+  impl_->set_eps(a.eps);
+  impl_->launch_steps(v, a.batch, a.stream);
+}
+
+void LayerNorm::forward(DeviceView x, DeviceView w, DeviceView b, DeviceView y, DeviceView mean,
+                        DeviceView rstd, std::uint32_t batch, float eps, StreamRef stream,
+                        std::uint32_t stride) {
+  forward(LayerNormForwardArgs{x, w, b, y, mean, rstd, batch, stride, eps, stream, 0});
+}
+
+void LayerNorm::backward(const LayerNormBackwardArgs& a) {
+  if (a.batch == 0) return;
+  const PointerArg ptrs[] = {
+      {"dy", Bind::Dy, Role::Rows, &a.dy},         {"x", Bind::X, Role::Rows, &a.x},
+      {"w", Bind::W, Role::Weights, &a.w},         {"mean", Bind::Mean, Role::PerRow, &a.mean},
+      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd}, {"dx", Bind::Dx, Role::Rows, &a.dx},
+      {"dw", Bind::Dw, Role::Weights, &a.dw},      {"db", Bind::Db, Role::Weights, &a.db},
+  };
+  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
+  const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
+  impl_->bind_workspace(true, v, a.batch, a.workspace);
+  impl_->launch_steps(v, a.batch, a.stream);
+}
+
+void LayerNorm::backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean,
+                         DeviceView rstd, DeviceView dx, DeviceView dw, DeviceView db,
+                         std::uint32_t batch, StreamRef stream, std::uint32_t stride) {
+  backward(LayerNormBackwardArgs{dy, x, w, mean, rstd, dx, dw, db, batch, stride, stream, {}, 0});
+}
+
+void LayerNorm::prepare(std::uint32_t vector_elems) {
+  impl_->prepare(vector_elems);
+}
+std::uint64_t LayerNorm::workspace_bytes(std::uint32_t batch) {
+  return impl_->workspace_bytes(batch);
+}
+std::uint32_t LayerNorm::width() const {
+  return impl_->width();
+}
+DType LayerNorm::dtype() const {
+  return impl_->dtype();
+}
+DType LayerNorm::weight_dtype() const {
+  return impl_->weight_dtype();
+}
+std::uint32_t LayerNorm::last_vector_elems() const {
+  return impl_->last_vec();
+}
+
+// ---- RmsNorm ----
+
+RmsNorm::RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
+                 NormOptions options)
+    : impl_(std::make_unique<detail::NormPair>(ctx, false, dtype, weight_dtype, width, options)) {}
+RmsNorm::RmsNorm(RmsNorm&&) noexcept = default;
+RmsNorm& RmsNorm::operator=(RmsNorm&&) noexcept = default;
+RmsNorm::~RmsNorm() = default;
+
+void RmsNorm::forward(const RmsNormForwardArgs& a) {
+  if (a.batch == 0) return;
+  const PointerArg ptrs[] = {
+      {"x", Bind::X, Role::Rows, &a.x},
+      {"w", Bind::W, Role::Weights, &a.w},
+      {"y", Bind::Y, Role::Rows, &a.y},
+      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
+  };
+  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
+  const detail::Variant& v = impl_->check_and_bind(false, ptrs, a.batch, stride, a.width);
+  impl_->set_eps(a.eps);
+  impl_->launch_steps(v, a.batch, a.stream);
+}
+
+void RmsNorm::forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd,
+                      std::uint32_t batch, float eps, StreamRef stream, std::uint32_t stride) {
+  forward(RmsNormForwardArgs{x, w, y, rstd, batch, stride, eps, stream, 0});
+}
+
+void RmsNorm::backward(const RmsNormBackwardArgs& a) {
+  if (a.batch == 0) return;
+  const PointerArg ptrs[] = {
+      {"dy", Bind::Dy, Role::Rows, &a.dy}, {"x", Bind::X, Role::Rows, &a.x},
+      {"w", Bind::W, Role::Weights, &a.w}, {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
+      {"dx", Bind::Dx, Role::Rows, &a.dx}, {"dw", Bind::Dw, Role::Weights, &a.dw},
+  };
+  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
+  const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
+  impl_->bind_workspace(true, v, a.batch, a.workspace);
+  impl_->launch_steps(v, a.batch, a.stream);
+}
+
+void RmsNorm::backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
+                       DeviceView dw, std::uint32_t batch, StreamRef stream, std::uint32_t stride) {
+  backward(RmsNormBackwardArgs{dy, x, w, rstd, dx, dw, batch, stride, stream, {}, 0});
+}
+
+void RmsNorm::prepare(std::uint32_t vector_elems) {
+  impl_->prepare(vector_elems);
+}
+std::uint64_t RmsNorm::workspace_bytes(std::uint32_t batch) {
+  return impl_->workspace_bytes(batch);
+}
+std::uint32_t RmsNorm::width() const {
+  return impl_->width();
+}
+DType RmsNorm::dtype() const {
+  return impl_->dtype();
+}
+DType RmsNorm::weight_dtype() const {
+  return impl_->weight_dtype();
+}
+std::uint32_t RmsNorm::last_vector_elems() const {
+  return impl_->last_vec();
+}
+
+}  // namespace ptxdsl::runtime

@@ -1,0 +1,364 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "gpu_support.hpp"
+#include "norm_check.hpp"
+#include "ptxdsl/runtime.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::runtime;
+using test::NormCase;
+
+namespace {
+
+struct Combo {
+  DType dtype, weight_dtype;
+};
+constexpr Combo kCombos[] = {{DType::F32, DType::F32},
+                             {DType::F16, DType::F16},
+                             {DType::F16, DType::F32},
+                             {DType::BF16, DType::BF16},
+                             {DType::BF16, DType::F32}};
+constexpr std::uint32_t kWidths[] = {1,    2,    3,    7,     31,    32,    100,  127,
+                                     128,  255,  256,  1000,  1024,  1151,  2048, 4096,
+                                     4097, 5120, 8192, 12288, 16384, 32768, 65536};
+constexpr std::uint32_t kBatches[] = {1, 3, 1151, 4096};
+// Larger batches run while batch × width stays within this (the float64 reference runs on the CPU).
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 23;
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Runs `work(i)` for i in [0, n) on all hardware threads.
+template <class F>
+void parallel_for(std::size_t n, F work) {
+  const std::size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(threads);
+  for (std::size_t t = 0; t < std::min(threads, n); ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        for (std::size_t i = next++; i < n; i = next++) work(i);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+struct Objects {
+  std::unique_ptr<LayerNorm> ln;
+  std::unique_ptr<RmsNorm> rms;
+};
+
+}  // namespace
+
+TEST_CASE("the norms match the float64 reference over every width, dtype and batch",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  const auto start = Clock::now();
+
+  // One object per (norm, dtypes, width), all built and JIT-compiled up front on every thread.
+  std::vector<NormCase> shapes;
+  for (std::uint32_t width : kWidths) {
+    for (const Combo& combo : kCombos) {
+      for (bool layer : {true, false}) {
+        NormCase c;
+        c.layer = layer;
+        c.dtype = combo.dtype;
+        c.weight_dtype = combo.weight_dtype;
+        c.width = width;
+        shapes.push_back(c);
+      }
+    }
+  }
+  std::vector<Objects> objects(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const NormCase& c = shapes[i];
+    if (c.layer) {
+      objects[i].ln = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width);
+    } else {
+      objects[i].rms = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width);
+    }
+  }
+  const std::uint64_t jits_before = ModuleCache::global().jit_count();
+  parallel_for(objects.size(), [&](std::size_t i) {
+    if (objects[i].ln) objects[i].ln->prepare();
+    if (objects[i].rms) objects[i].rms->prepare();
+  });
+  const double build_s = seconds_since(start);
+
+  // Every case, its inputs and references made on worker threads ahead of the GPU.
+  std::vector<std::pair<std::size_t, NormCase>> cases;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    for (std::uint32_t batch : kBatches) {
+      if (batch > 3 && std::uint64_t{batch} * shapes[i].width > kMaxElements) continue;
+      NormCase c = shapes[i];
+      c.batch = batch;
+      c.seed = 1000 + cases.size();
+      cases.emplace_back(i, c);
+    }
+  }
+  const std::size_t ahead = std::max(2u, std::thread::hardware_concurrency());
+  std::deque<std::future<test::HostCase>> pending;
+  std::size_t queued = 0;
+  const auto refill = [&] {
+    while (queued < cases.size() && pending.size() < ahead) {
+      const NormCase c = cases[queued++].second;
+      pending.push_back(std::async(std::launch::async, [c] { return test::make_host_case(c); }));
+    }
+  };
+  Stream stream(ctx);
+  std::map<std::string, test::Worst> worst;
+  std::size_t failed_cases = 0;
+  double gpu_s = 0;
+  refill();
+  for (const auto& [object, c] : cases) {
+    const test::HostCase host = pending.front().get();
+    pending.pop_front();
+    refill();
+    const auto t = Clock::now();
+    const test::CaseResult r =
+        test::run_case(ctx, objects[object].ln.get(), objects[object].rms.get(), c, host, stream);
+    gpu_s += seconds_since(t);
+    test::check_case(c, r);
+    const std::string key = std::string(c.layer ? "layer norm " : "RMS norm   ") +
+                            std::string(kernels::dtype_name(c.dtype)) + "/" +
+                            std::string(kernels::dtype_name(c.weight_dtype));
+    worst[key].add(r);
+    if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations > 0 ||
+        !r.dwdb_identical) {
+      ++failed_cases;
+    }
+  }
+  std::ostringstream summary;
+  summary << cases.size() << " cases (" << shapes.size() << " objects, "
+          << ModuleCache::global().jit_count() - jits_before << " modules JIT-compiled in "
+          << build_s << " s; whole sweep " << seconds_since(start)
+          << " s, of which GPU round trips " << gpu_s
+          << " s)\nworst per norm and dtype/weights (rel = error / max |reference|):\n";
+  for (const auto& [key, w] : worst) {
+    summary << "  " << key << ": y abs " << w.y_abs << " rel " << w.y_rel << " | dx abs "
+            << w.dx_abs << " rel " << w.dx_rel << " | dw rel " << w.dw_rel << " | db rel "
+            << w.db_rel << " | mean/rstd rel " << w.stats_rel << "  (" << w.cases << " cases)\n";
+  }
+  WARN(summary.str());
+  CHECK(failed_cases == 0);
+}
+
+namespace {
+
+// The widest vector the rows and weights of a case allow: what the runtime must choose.
+std::uint32_t expected_vec(const NormCase& c) {
+  const std::uint32_t s = static_cast<std::uint32_t>(kernels::dtype_bytes(c.dtype));
+  const std::uint32_t ws = static_cast<std::uint32_t>(kernels::dtype_bytes(c.weight_dtype));
+  for (std::uint32_t v = 16 / s; v > 1; v /= 2) {
+    const bool rows = c.row_stride() % v == 0 &&
+                      (c.x_offset | c.y_offset | c.dy_offset | c.dx_offset) % (v * s) == 0;
+    const bool weights = (c.w_offset | c.dw_offset) % std::min(16u, v * ws) == 0;
+    if (rows && weights) return v;
+  }
+  return 1;
+}
+
+}  // namespace
+
+TEST_CASE("strided rows and misaligned pointers take narrower vectors, never a fault",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  std::vector<NormCase> cases;
+  for (const Combo& combo : {kCombos[0], kCombos[1], kCombos[4]}) {
+    for (std::uint32_t width : {1000u, 4097u, 8192u}) {
+      for (bool layer : {true, false}) {
+        const std::uint32_t e = static_cast<std::uint32_t>(kernels::dtype_bytes(combo.dtype));
+        const std::uint32_t we =
+            static_cast<std::uint32_t>(kernels::dtype_bytes(combo.weight_dtype));
+        NormCase base;
+        base.layer = layer;
+        base.dtype = combo.dtype;
+        base.weight_dtype = combo.weight_dtype;
+        base.width = width;
+        base.batch = 129;
+        std::vector<NormCase> variants(8, base);
+        variants[0].stride = width + 8;  // aligned padding
+        variants[1].stride = width + 1;  // rows one element off
+        variants[2].stride = width + 3;
+        variants[2].x_offset = e;  // x one element off
+        variants[3].x_offset = variants[3].dy_offset = 2 * e;
+        variants[4].y_offset = 4 * e;  // y (and dx) four elements off
+        variants[4].dx_offset = 4 * e;
+        variants[5].w_offset = we;       // weights one element off
+        variants[6].dw_offset = 2 * we;  // dw/db two elements off
+        variants[7].stride = width + 2;
+        variants[7].w_offset = 4;
+        for (NormCase& v : variants) {
+          v.seed = 77 + cases.size();
+          cases.push_back(v);
+        }
+      }
+    }
+  }
+  std::map<std::string, std::unique_ptr<LayerNorm>> lns;
+  std::map<std::string, std::unique_ptr<RmsNorm>> rmss;
+  std::map<std::uint32_t, std::size_t> vec_seen;
+  for (const NormCase& c : cases) {
+    const std::string key = c.describe().substr(0, c.describe().find(", batch"));
+    LayerNorm* ln = nullptr;
+    RmsNorm* rms = nullptr;
+    if (c.layer) {
+      auto& p = lns[key];
+      if (!p) p = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width);
+      ln = p.get();
+    } else {
+      auto& p = rmss[key];
+      if (!p) p = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width);
+      rms = p.get();
+    }
+    const test::CaseResult r = test::run_case(ctx, ln, rms, c, test::make_host_case(c), nullptr);
+    INFO(c.describe());
+    test::check_case(c, r);
+    CHECK(r.forward_vec == expected_vec(c));
+    CHECK(r.backward_vec == expected_vec(c));
+    ++vec_seen[r.forward_vec];
+  }
+  std::ostringstream s;
+  s << cases.size() << " strided/misaligned cases; vector widths used:";
+  for (const auto& [v, n] : vec_seen) s << " " << v << " elements × " << n;
+  WARN(s.str());
+}
+
+TEST_CASE("bad input is refused before launch and leaves the context usable",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  NormCase good;
+  good.layer = true;
+  good.dtype = DType::F16;
+  good.weight_dtype = DType::F16;
+  good.width = 4096;
+  good.batch = 64;
+  const test::HostCase host = test::make_host_case(good);
+  LayerNorm ln(ctx, DType::F16, DType::F16, 4096);
+  RmsNorm rms(ctx, DType::BF16, DType::F32, 4096);
+  test::DeviceArray x(ctx, 64 * 4096, DType::F16), y(ctx, 64 * 4096, DType::F16);
+  test::DeviceArray w(ctx, 4096, DType::F16), b(ctx, 4096, DType::F16);
+  test::DeviceArray mean(ctx, 64, DType::F32), rstd(ctx, 64, DType::F32);
+  x.upload(ctx, host.in.x.bytes);
+  w.upload(ctx, host.in.w.bytes);
+  b.upload(ctx, host.in.b.bytes);
+  LayerNormForwardArgs args{.x = x.view(),
+                            .w = w.view(),
+                            .b = b.view(),
+                            .y = y.view(),
+                            .mean = mean.view(),
+                            .rstd = rstd.view(),
+                            .batch = 64};
+
+  SECTION("batch 0 is a no-op, even with null pointers") {
+    y.poison(ctx, nullptr);
+    LayerNormForwardArgs none;
+    CHECK_NOTHROW(ln.forward(none));
+    auto zero = args;
+    zero.batch = 0;
+    CHECK_NOTHROW(ln.forward(zero));
+    CHECK_NOTHROW(rms.backward(RmsNormBackwardArgs{}));
+    ctx.synchronize();
+    const auto out = y.download(ctx);
+    CHECK(std::all_of(out.begin(), out.end(), [](float v) { return std::isnan(v); }));
+  }
+  SECTION("null, mistyped, misaligned, short and mismatched arguments") {
+    auto a = args;
+    a.b = 0;
+    CHECK_THROWS_WITH(ln.forward(a),
+                      "LayerNorm(f16, weights f16, width 4096).forward: b is a "
+                      "null pointer");
+    a = args;
+    a.width = 8192;
+    CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("called with width 8192; this object was "
+                                                     "built for width 4096"));
+    a = args;
+    a.stride = 4000;
+    CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("stride must be at least the width 4096, "
+                                                     "got 4000"));
+    DeviceBuffer<float> f32(ctx, 64 * 4096);
+    a = args;
+    a.x = f32;
+    CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("x has 4-byte elements; it must hold f16 "
+                                                     "(2 bytes)"));
+    a = args;
+    a.y = y.address + 1;  // not even element-aligned: no variant can take it
+    CHECK_THROWS_WITH(
+        ln.forward(a),
+        Catch::Contains("y at 0x") && Catch::Contains("is not aligned to its 2-byte f16 elements"));
+    a = args;
+    a.batch = 65;
+    CHECK_THROWS_WITH(ln.forward(a),
+                      Catch::Contains("x holds 524288 bytes; batch 65 × stride "
+                                      "4096 (width 4096) needs 532480 bytes of f16"));
+    a = args;
+    a.mean = DeviceView(mean.address);  // a raw address: its size is unchecked, but not null
+    CHECK_NOTHROW(ln.forward(a));
+    LayerNormBackwardArgs bw{.dy = x.view(),
+                             .x = x.view(),
+                             .w = w.view(),
+                             .mean = mean.view(),
+                             .rstd = rstd.view(),
+                             .dx = y.view(),
+                             .dw = w.view(),
+                             .db = b.view(),
+                             .batch = 64};
+    bw.workspace = {y.address, 16};
+    CHECK_THROWS_WITH(ln.backward(bw), Catch::Contains("the workspace at 0x") &&
+                                           Catch::Contains("holds 16 bytes; a batch of 64 needs"));
+    CHECK_THROWS_WITH(LayerNorm(ctx, DType::F16, DType::BF16, 4096),
+                      Catch::Contains("weight dtype must be f16 (the input's) or f32, got bf16"));
+    CHECK_THROWS_WITH(RmsNorm(ctx, DType::F16, DType::F16, 0),
+                      Catch::Contains("width must be in [1, 65536], got 0"));
+  }
+  // Whatever was refused above, the context still runs a correct forward.
+  y.poison(ctx, nullptr);
+  ln.forward(args);
+  ctx.synchronize();
+  const auto m = test::measure_rows(y.download(ctx), host.y, good);
+  CHECK(m.dev.nonfinite == 0);
+  CHECK(m.violations == 0);
+}
+
+TEST_CASE("a norm call costs the host little more than its launches", "[runtime][gpu][perf]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  RmsNorm rms(ctx, DType::F16, DType::F16, 4096);
+  test::DeviceArray x(ctx, 4096, DType::F16), y(ctx, 4096, DType::F16);
+  test::DeviceArray w(ctx, 4096, DType::F16), rstd(ctx, 1, DType::F32);
+  Stream s(ctx);
+  RmsNormForwardArgs a{
+      .x = x.view(), .w = w.view(), .y = y.view(), .rstd = rstd.view(), .batch = 1, .stream = s};
+  rms.forward(a);  // builds and JITs
+  s.synchronize();
+  constexpr int kCalls = 200, kRounds = 30;
+  std::vector<double> ns;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kCalls; ++i) rms.forward(a);
+    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls);
+    s.synchronize();
+  }
+  std::sort(ns.begin(), ns.end());
+  WARN("RmsNorm.forward host cost (f16, width 4096, batch 1): median " << ns[kRounds / 2]
+                                                                       << " ns per call");
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# GPU check: from an existing build folder, run the [gpu] tests, the host examples, and
+# compute-sanitizer memcheck and racecheck over the examples. Logs go under $OUT when it is set,
+# else under <build>/gpu-check. Exits non-zero if any step failed.
+#
+#   tools/gpu-check.sh [build-folder]        (default: build)
+#
+# Environment: SANITIZER (path to compute-sanitizer; default: PATH, then /usr/local/cuda/bin),
+# SANITIZER_ARGS (arguments for the examples under the sanitizer; default "64 8192": the sanitizer
+# slows kernels down by orders of magnitude), TEST_FILTER (Catch2 filter; default "[gpu]").
+set -u
+build=${1:-build}
+if [[ ! -d "$build" ]]; then
+  echo "gpu-check: no build folder '$build' (configure and build first)" >&2
+  exit 2
+fi
+logs=${OUT:-$build/gpu-check}
+mkdir -p "$logs"
+summary="$logs/summary.log"
+: >"$summary"
+failed=0
+
+note() { echo "$*" | tee -a "$summary"; }
+
+# step NAME LOG COMMAND...: runs the command, appending its output to LOG, and records the result.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local start=$SECONDS
+  echo "=== $name: $*" >>"$log"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    note "PASS  $name ($((SECONDS - start)) s)"
+  else
+    note "FAIL  $name (exit $rc, $((SECONDS - start)) s; see $(basename "$log"))"
+    failed=1
+  fi
+  return $rc
+}
+
+note "gpu-check on $(hostname) at $(date -u +%FT%TZ), build folder $build"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu: /' |
+    tee -a "$summary"
+fi
+
+# 1. The [gpu] tests of every test binary that has them.
+filter=${TEST_FILTER:-[gpu]}
+for t in test_runtime test_tools; do
+  bin="$build/tests/$t"
+  [[ -x "$bin" ]] || continue
+  step "$t $filter" "$logs/tests.log" "$bin" "$filter" --durations yes
+done
+
+# 2. The host examples, at their full size.
+examples=()
+for e in layer_norm_example rms_norm_example; do
+  bin=$(find "$build" -type f -name "$e" -perm -u+x 2>/dev/null | head -n 1)
+  if [[ -z "$bin" ]]; then
+    note "FAIL  $e: not built (is docs/examples part of the build?)"
+    failed=1
+    continue
+  fi
+  examples+=("$bin")
+  step "$e" "$logs/examples.log" "$bin"
+done
+grep -h "max error" "$logs/examples.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+
+# 3. compute-sanitizer over the examples.
+sanitizer=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+if [[ ! -x "$sanitizer" ]]; then
+  note "FAIL  compute-sanitizer not found (set SANITIZER)"
+  failed=1
+else
+  read -r -a sargs <<<"${SANITIZER_ARGS:-64 8192}"
+  for tool in memcheck racecheck; do
+    for bin in "${examples[@]}"; do
+      step "$tool $(basename "$bin") ${sargs[*]}" "$logs/$tool.log" \
+        "$sanitizer" --tool "$tool" --error-exitcode 3 "$bin" "${sargs[@]}"
+    done
+  done
+  grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/memcheck.log "$logs"/racecheck.log \
+    2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+fi
+
+if [[ $failed -eq 0 ]]; then note "gpu-check: all passed"; else note "gpu-check: FAILED"; fi
+exit $failed
