@@ -1,0 +1,362 @@
+// `ptxdsl bench`: BENCHMARKS.md's method. CUDA events around the host API call, a 256 MB buffer
+// written before every repetition (L2 flush), median of the repetitions, the device-to-device copy
+// bandwidth measured in the same run; checked against float64 before it is timed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "cli.hpp"
+#include "device.hpp"
+#include "json.hpp"
+#include "norm_case.hpp"
+#include "ptxdsl/runtime/driver.hpp"
+#include "ptxdsl/runtime/stream.hpp"
+
+namespace ptxdsl::cli {
+namespace {
+
+using kernels::DType;
+using kernels::NormKind;
+
+constexpr std::uint64_t kFlushBytes = 256ull << 20;
+constexpr std::uint64_t kCopyBytes = 1ull << 30;
+constexpr int kCopyReps = 20;
+
+// One shape of the suite; `bench` times its forward and its backward.
+struct Shape {
+  bool layer_norm;
+  DType dtype;
+  std::uint32_t batch, width;
+};
+
+// BENCHMARKS.md, "The suite".
+std::vector<Shape> standard_suite() {
+  std::vector<Shape> s;
+  for (std::uint32_t n : {1024u, 2048u, 4096u, 8192u, 16384u})
+    s.push_back({true, DType::F16, 4096, n});
+  s.push_back({true, DType::F16, 1151, 8192});
+  s.push_back({true, DType::BF16, 16384, 8192});
+  s.push_back({true, DType::F32, 4096, 8192});
+  s.push_back({false, DType::F32, 2048, 8192});
+  s.push_back({false, DType::F32, 256, 4096});
+  s.push_back({false, DType::BF16, 4096, 4096});
+  s.push_back({false, DType::BF16, 16384, 8192});
+  s.push_back({false, DType::F16, 4096, 8192});
+  s.push_back({false, DType::BF16, 4096, 16384});
+  return s;
+}
+
+struct CaseResult {
+  kernels::NormSpec spec;
+  std::uint32_t batch = 0;
+  std::uint64_t bytes = 0;
+  bool pass = false;
+  std::string error;  // a failure before or while timing
+  double max_abs = 0, max_rel = 0;
+  double us = 0, us_min = 0, us_max = 0;
+  double gbps = 0, pct_copy = 0;
+  std::string name() const {
+    return fmt::format("{} {} {}x{}", kernels::kind_name(spec.kind),
+                       kernels::dtype_name(spec.dtype), batch, spec.width);
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+class Bench {
+ public:
+  Bench(int device, int reps, int warmup)
+      : ctx_(device), stream_(ctx_), flush_(ctx_, kFlushBytes / 4), reps_(reps), warmup_(warmup) {
+    for (int i = 0; i < reps_; ++i) {
+      starts_.emplace_back(ctx_);
+      stops_.emplace_back(ctx_);
+    }
+  }
+  const runtime::Context& ctx() const { return ctx_; }
+
+  // 1 GiB device to device through the driver's copy; bytes read plus written over the median.
+  double copy_gbps() {
+    runtime::DeviceBuffer<std::uint32_t> src(ctx_, kCopyBytes / 4), dst(ctx_, kCopyBytes / 4);
+    src.fill(0x3f800000u);
+    std::vector<double> ms;
+    for (int i = -2; i < kCopyReps; ++i) {
+      runtime::Event start(ctx_), stop(ctx_);
+      start.record();
+      runtime::copy_device(ctx_, dst.address(), src.address(), kCopyBytes);
+      stop.record();
+      stop.synchronize();
+      if (i >= 0) ms.push_back(stop.elapsed_ms_since(start));
+    }
+    return 2.0 * static_cast<double>(kCopyBytes) / (median(ms) * 1e-3) / 1e9;
+  }
+
+  // Correct first: the outputs, poisoned before, against float64; then the timed repetitions.
+  void run_case(GpuNorm& norm, const NormData& data, NormKind kind, CaseResult& r) {
+    norm.poison(kind);
+    norm.call(kind, stream_);
+    stream_.synchronize();
+    const CaseCheck check = compare(kind, data, norm.download(kind));
+    r.max_abs = check.max_abs();
+    r.max_rel = check.max_rel();
+    if (!check.pass()) {
+      r.error = "wrong result: " + check.summary();
+      return;
+    }
+    for (int i = 0; i < warmup_; ++i) norm.call(kind, stream_);
+    for (int i = 0; i < reps_; ++i) {
+      flush_.fill(static_cast<std::uint32_t>(i), stream_);
+      starts_[static_cast<std::size_t>(i)].record(stream_);
+      norm.call(kind, stream_);
+      stops_[static_cast<std::size_t>(i)].record(stream_);
+    }
+    stream_.synchronize();
+    std::vector<double> us;
+    for (int i = 0; i < reps_; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      us.push_back(1e3 * stops_[k].elapsed_ms_since(starts_[k]));
+    }
+    r.us = median(us);
+    r.us_min = *std::min_element(us.begin(), us.end());
+    r.us_max = *std::max_element(us.begin(), us.end());
+    r.pass = true;
+  }
+
+ private:
+  runtime::Context ctx_;
+  runtime::Stream stream_;
+  runtime::DeviceBuffer<std::uint32_t> flush_;
+  std::vector<runtime::Event> starts_, stops_;
+  int reps_, warmup_;
+};
+
+std::string results_json(const runtime::DeviceInfo& info, int driver, double copy_gbps, int reps,
+                         int warmup, std::uint64_t seed, const std::vector<CaseResult>& results) {
+  JsonWriter j;
+  j.begin_object();
+  j.field("tool", "ptxdsl bench");
+  j.field("device", info.name);
+  j.field("compute_capability", fmt::format("{}.{}", info.cc_major, info.cc_minor));
+  j.field("sm_count", info.sm_count);
+  j.field("driver", fmt::format("{}.{}", driver / 1000, driver % 1000 / 10));
+  j.field("copy_gbps", copy_gbps);
+  j.field("copy_bytes", 2 * kCopyBytes);
+  j.field("flush_bytes", kFlushBytes);
+  j.field("reps", reps);
+  j.field("warmup", warmup);
+  j.field("seed", seed);
+  j.field("eps", kEps);
+  j.key("cases").begin_array();
+  for (const CaseResult& r : results) {
+    j.begin_object(true);
+    j.field("kernel", kernels::kind_name(r.spec.kind));
+    j.field("dtype", kernels::dtype_name(r.spec.dtype));
+    j.field("weight_dtype", kernels::dtype_name(r.spec.weight_dtype));
+    j.field("batch", r.batch);
+    j.field("width", r.spec.width);
+    j.field("bytes", r.bytes);
+    j.field("pass", r.pass);
+    const auto timed = [&](std::string_view name, double v) {
+      j.key(name);
+      if (r.pass) {
+        j.value(v);
+      } else {
+        j.null();
+      }
+    };
+    timed("us", r.us);
+    timed("us_min", r.us_min);
+    timed("us_max", r.us_max);
+    timed("gbps", r.gbps);
+    timed("pct_copy", r.pct_copy);
+    j.field("max_abs_err", r.max_abs);
+    j.field("max_rel_err", r.max_rel);
+    if (!r.error.empty()) j.field("error", r.error);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.str();
+}
+
+class BenchCommand : public Command {
+ public:
+  explicit BenchCommand(CLI::App& sub) {
+    sub.add_option("--suite", suite_,
+                   "standard: every case of BENCHMARKS.md, forward and backward");
+    options_.add_to(sub, /*required=*/false);
+    sub.add_option("--batch", batch_, "rows, 1 to 2147483647 (one case, without --suite)");
+    sub.add_option("--json", json_, "also write the results as JSON to FILE");
+    sub.add_option("--reps", reps_, "timed repetitions per case, 100 to 100000 (default 100)");
+    sub.add_option("--warmup", warmup_, "untimed calls before timing, 0 to 1000 (default 10)");
+    sub.add_option("--seed", seed_, "input seed (default 1)");
+    sub.add_option("--device", device_, "GPU ordinal (default 0)");
+  }
+
+  int run() override {
+    const std::vector<CaseResult> planned = plan();
+    const int reps = static_cast<int>(parse_uint("--reps", reps_, 100, 100000));
+    const int warmup = static_cast<int>(parse_uint("--warmup", warmup_, 0, 1000));
+    const std::uint64_t seed =
+        parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
+    const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    require_driver_one_line();
+
+    Bench bench(device, reps, warmup);
+    const runtime::DeviceInfo& info = bench.ctx().info();
+    fmt::print(stderr, "bench: {}; measuring the copy bandwidth (1 GiB device to device)\n",
+               describe_device(info));
+    const double copy_gbps = bench.copy_gbps();
+    fmt::print(stderr, "bench: copy {:.0f} GB/s; {} cases, {} reps each\n", copy_gbps,
+               planned.size(), reps);
+
+    std::vector<CaseResult> results = planned;
+    // Cases come in (forward, backward) pairs of one shape, or alone: one set of inputs each.
+    for (std::size_t i = 0; i < results.size();) {
+      std::size_t n = 1;
+      if (i + 1 < results.size() && results[i + 1].spec.width == results[i].spec.width &&
+          results[i + 1].batch == results[i].batch &&
+          results[i + 1].spec.dtype == results[i].spec.dtype &&
+          is_layer_norm(results[i + 1].spec.kind) == is_layer_norm(results[i].spec.kind)) {
+        n = 2;
+      }
+      run_shape(bench, seed, std::span(results).subspan(i, n), i, results.size(), copy_gbps);
+      i += n;
+    }
+
+    fmt::print(
+        "ptxdsl bench on {}, driver {}.{}: copy {:.0f} GB/s (1 GiB device to device, read + "
+        "written); median of {} reps, L2 flushed ({} MB written) before each\n",
+        describe_device(info), runtime::driver_version() / 1000,
+        runtime::driver_version() % 1000 / 10, copy_gbps, reps, kFlushBytes >> 20);
+    fmt::print("{:<26} {:>10} {:>9} {:>8} {:>12}  {}\n", "case", "µs", "GB/s", "% copy",
+               "max rel err", "check");
+    bool all_pass = true;
+    for (const CaseResult& r : results) {
+      all_pass = all_pass && r.pass;
+      if (r.pass) {
+        fmt::print("{:<26} {:>10.1f} {:>9.0f} {:>7.1f}% {:>12.2e}  PASS\n", r.name(), r.us, r.gbps,
+                   r.pct_copy, r.max_rel);
+      } else {
+        fmt::print("{:<26} {:>10} {:>9} {:>8} {:>12.2e}  FAIL: {}\n", r.name(), "-", "-", "-",
+                   r.max_rel, r.error);
+      }
+    }
+    if (!json_.empty()) {
+      const std::string text =
+          results_json(info, runtime::driver_version(), copy_gbps, reps, warmup, seed, results);
+      std::ofstream out(json_, std::ios::binary | std::ios::trunc);
+      out << text;
+      out.close();
+      if (!out)
+        throw std::runtime_error(fmt::format("cannot write '{}': {}", json_, std::strerror(errno)));
+    }
+    return all_pass ? kExitOk : kExitFailure;
+  }
+
+ private:
+  // The cases to run, from the command line; throws UsageError.
+  std::vector<CaseResult> plan() const {
+    const bool one_case = !options_.kernel.empty() || !options_.width.empty() ||
+                          !options_.dtype.empty() || !batch_.empty();
+    std::vector<CaseResult> cases;
+    if (!suite_.empty()) {
+      if (suite_ != "standard") {
+        throw UsageError(fmt::format("--suite must be 'standard', got '{}'", suite_));
+      }
+      if (one_case) {
+        throw UsageError(
+            "--suite takes no KERNEL, --batch, --width or --dtype: give a suite or one case");
+      }
+      const bool knobs = !options_.threads_per_row.empty() || !options_.rows_per_cta.empty() ||
+                         !options_.vector_elems.empty() || !options_.ctas_per_sm.empty() ||
+                         !options_.sm_count.empty();
+      if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");
+      for (const Shape& s : standard_suite()) {
+        for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
+                                       : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
+          CaseResult r;
+          r.spec = make_spec(k, s.dtype, s.width);
+          r.batch = s.batch;
+          cases.push_back(r);
+        }
+      }
+      return cases;
+    }
+    if (!one_case) {
+      throw UsageError("bench needs --suite standard, or KERNEL --batch B --width N --dtype T");
+    }
+    if (options_.kernel.empty())
+      throw UsageError("KERNEL is required without --suite: ln_fwd, ln_bwd, rms_fwd or rms_bwd");
+    if (batch_.empty()) throw UsageError("--batch is required without --suite");
+    if (options_.width.empty()) throw UsageError("--width is required without --suite");
+    if (options_.dtype.empty()) throw UsageError("--dtype is required without --suite");
+    CaseResult r;
+    r.spec = options_.spec();
+    r.batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
+    cases.push_back(r);
+    return cases;
+  }
+
+  void run_shape(Bench& bench, std::uint64_t seed, std::span<CaseResult> cases, std::size_t first,
+                 std::size_t total, double copy_gbps) const {
+    const CaseResult& lead = cases.front();
+    bool backward = false;
+    for (const CaseResult& r : cases) backward = backward || is_backward(r.spec.kind);
+    try {
+      fmt::print(stderr, "[{}/{}] {}: inputs and float64 reference\n", first + 1, total,
+                 lead.name());
+      const NormData data = make_norm_data(lead.spec, lead.batch, seed, backward);
+      runtime::NormOptions options =
+          suite_.empty() ? options_.norm_options(lead.spec) : runtime::NormOptions{};
+      GpuNorm norm(bench.ctx(), data, options);
+      for (std::size_t i = 0; i < cases.size(); ++i) {
+        CaseResult& r = cases[i];
+        r.bytes = floor_bytes(r.spec.kind, r.spec.dtype, r.batch, r.spec.width);
+        try {
+          bench.run_case(norm, data, r.spec.kind, r);
+        } catch (const std::exception& e) {
+          r.error = e.what();
+        }
+        if (r.pass) {
+          r.gbps = static_cast<double>(r.bytes) / (r.us * 1e-6) / 1e9;
+          r.pct_copy = 100.0 * r.gbps / copy_gbps;
+          fmt::print(stderr, "[{}/{}] {}: {:.1f} µs, {:.0f} GB/s, {:.1f}% of copy\n", first + i + 1,
+                     total, r.name(), r.us, r.gbps, r.pct_copy);
+        } else {
+          fmt::print(stderr, "[{}/{}] {}: FAIL: {}\n", first + i + 1, total, r.name(), r.error);
+        }
+      }
+    } catch (const std::exception& e) {
+      for (CaseResult& r : cases) {
+        if (r.error.empty() && !r.pass) r.error = e.what();
+      }
+      fmt::print(stderr, "[{}/{}] {}: FAIL: {}\n", first + 1, total, lead.name(), e.what());
+    }
+  }
+
+  SpecOptions options_;
+  std::string suite_;
+  std::string batch_;
+  std::string json_;
+  std::string reps_ = "100";
+  std::string warmup_ = "10";
+  std::string seed_ = "1";
+  std::string device_ = "0";
+};
+
+}  // namespace
+
+Registered add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "time kernels by the method of BENCHMARKS.md");
+  return {sub, std::make_unique<BenchCommand>(*sub)};
+}
+
+}  // namespace ptxdsl::cli

@@ -1,0 +1,77 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ptxdsl/kernels/norm.hpp"
+#include "ptxdsl/runtime/norms.hpp"
+
+// The pieces every `ptxdsl` subcommand shares: exit statuses, the usage error, strict number
+// parsing, and the options that name one norm kernel.
+namespace ptxdsl::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // a run-time failure: no driver, JIT error, FAIL
+inline constexpr int kExitUsage = 2;    // bad input on the command line
+
+// Bad input: main prints it as one line and exits with kExitUsage.
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// `text` as an unsigned integer in [lo, hi]; otherwise a UsageError naming `what`.
+std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint64_t lo,
+                         std::uint64_t hi);
+
+// The options that say which kernel to build: KERNEL --width --dtype [--weight-dtype] [--arch]
+// [--ptx-version] and the tuning knobs. Values are kept as text and parsed here, so that every
+// bad value gets a message naming it and what is allowed.
+struct SpecOptions {
+  std::string kernel;
+  std::string width;
+  std::string dtype;
+  std::string weight_dtype;
+  std::string arch;  // empty: sm_90 for emit/check, the device's for run/bench
+  std::string ptx_version;
+  std::string threads_per_row;
+  std::string rows_per_cta;
+  std::string vector_elems;
+  std::string ctas_per_sm;
+  std::string sm_count;
+
+  // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.
+  void add_to(CLI::App& app, bool required = true);
+  void add_knobs_to(CLI::App& app);
+  // Parses and validates; throws UsageError.
+  kernels::NormSpec spec() const;
+  // What a host API object takes: the knobs, and the arch and PTX version where they were given.
+  runtime::NormOptions norm_options(const kernels::NormSpec& spec) const;
+};
+
+// Norm spec from already-parsed pieces (the bench suite's cases); the weights take the input's
+// dtype.
+kernels::NormSpec make_spec(kernels::NormKind kind, kernels::DType dtype, std::uint32_t width);
+
+// A subcommand: it registers its options on its CLI11 app; main runs the one that was parsed.
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual int run() = 0;
+};
+
+using Registered = std::pair<CLI::App*, std::unique_ptr<Command>>;
+Registered add_list(CLI::App& app);
+Registered add_emit(CLI::App& app);
+Registered add_check(CLI::App& app);
+Registered add_run(CLI::App& app);
+Registered add_bench(CLI::App& app);
+Registered add_info(CLI::App& app);
+
+}  // namespace ptxdsl::cli

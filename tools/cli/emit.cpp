@@ -1,0 +1,214 @@
+// `ptxdsl emit` (PTX text, or the launch contract as JSON) and `ptxdsl check` (ptxas's resource
+// report per entry).
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "cli.hpp"
+#include "json.hpp"
+#include "norm_case.hpp"
+#include "ptxdsl/dsl/ptxas.hpp"
+
+namespace ptxdsl::cli {
+namespace {
+
+std::string_view grid_kind_name(kernels::GridRule::Kind k) {
+  switch (k) {
+    case kernels::GridRule::Kind::RowsPerCta:
+      return "rows_per_cta";
+    case kernels::GridRule::Kind::Persistent:
+      return "persistent";
+    case kernels::GridRule::Kind::Columns:
+      return "columns";
+  }
+  return "?";
+}
+
+void write_param(JsonWriter& j, const ParamSpec& p) {
+  j.begin_object(true);
+  j.field("name", p.name);
+  j.field("type", ptx_name(p.type));
+  j.field("bytes", p.size_bytes());
+  j.field("pointer", p.pointer);
+  if (p.pointer) j.field("element", ptx_name(p.element));
+  j.end_object();
+}
+
+void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t width,
+                std::optional<std::uint32_t> batch) {
+  const KernelContract& c = step.contract;
+  j.begin_object();
+  j.field("entry", c.entry);
+  j.key("params").begin_array();
+  for (const ParamSpec& p : c.params) write_param(j, p);
+  j.end_array();
+  j.key("block").begin_array(true).value(c.block_threads).value(1).value(1).end_array();
+  j.field("block_required", c.block_required);
+  j.field("static_shared_bytes", c.static_shared_bytes);
+  j.field("dynamic_shared_bytes", c.dynamic_shared_bytes);
+  j.key("grid_rule").begin_object();
+  j.field("kind", grid_kind_name(step.grid.kind));
+  j.field("rows_per_cta", step.grid.rows_per_cta);
+  j.field("max_ctas", step.grid.max_ctas);
+  j.field("columns_per_cta", step.grid.columns_per_cta);
+  j.field("min_row_groups", step.grid.min_row_groups);
+  j.field("grid_x", step.grid.describe());
+  j.end_object();
+  if (batch)
+    j.key("grid")
+        .begin_array(true)
+        .value(step.grid.grid(*batch, width))
+        .value(1)
+        .value(1)
+        .end_array();
+  j.end_object();
+}
+
+// The launch contract of a built norm: what a foreign loader needs to launch its PTX.
+std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::uint32_t> batch,
+                          const std::string& ptx_file) {
+  const kernels::NormSpec& s = built.spec;
+  JsonWriter j;
+  j.begin_object();
+  j.field("kernel", kernels::kind_name(s.kind));
+  j.field("dtype", kernels::dtype_name(s.dtype));
+  j.field("weight_dtype", kernels::dtype_name(s.weight_dtype));
+  j.field("width", s.width);
+  j.field("arch", arch_name(s.arch));
+  j.field("ptx_version", fmt::format("{}.{}", s.ptx_version.major, s.ptx_version.minor));
+  const auto knobs = [&](std::string_view name, const kernels::NormKnobs& k) {
+    j.key(name).begin_object(true);
+    const auto knob = [&](std::string_view knob_name, const std::optional<std::uint32_t>& v) {
+      j.key(knob_name);
+      if (v) {
+        j.value(*v);
+      } else {
+        j.null();
+      }
+    };
+    knob("threads_per_row", k.threads_per_row);
+    knob("rows_per_cta", k.rows_per_cta);
+    knob("vector_elems", k.vector_elems);
+    knob("ctas_per_sm", k.ctas_per_sm);
+    knob("sm_count", k.sm_count);
+    j.end_object();
+  };
+  knobs("knobs", s.knobs);        // as given (null: the heuristic's)
+  knobs("chosen", built.chosen);  // as built
+  j.key("scalars").begin_object();
+  j.field("batch", "rows in this launch (u32)");
+  j.field("stride", "elements from one row to the next, >= width (u32)");
+  j.field("eps", "added to the variance (f32), 1e-5 in the suite");
+  j.field("partial_rows", "rows of partials the first backward step wrote: its grid (u32)");
+  j.end_object();
+  j.key("steps").begin_array();
+  for (const kernels::LaunchStep& step : built.steps) write_step(j, step, s.width, batch);
+  j.end_array();
+  j.key("workspace").begin_object();
+  j.field("element", "f32");
+  j.field("partial_pitch", built.partial_pitch);
+  j.field(
+      "layout",
+      is_backward(s.kind)
+          ? "partial_rows(batch) = the first step's grid; partial_dw at byte 0, rows "
+            "partial_pitch floats apart; partial_db (ln_bwd) at partial_rows * partial_pitch * 4"
+          : "none: the forward needs no workspace");
+  if (batch) {
+    j.field("batch", *batch);
+    j.field("partial_rows", built.partial_rows(*batch));
+    j.field("partial_db_offset", built.partial_db_offset(*batch));
+    j.field("bytes", built.workspace_bytes(*batch));
+  }
+  j.end_object();
+  if (ptx_file.empty()) {
+    j.field("ptx", built.ptx);
+  } else {
+    j.field("ptx_file", ptx_file);
+  }
+  j.end_object();
+  return j.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  out << text;
+  out.close();
+  if (!out)
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+}
+
+class EmitCommand : public Command {
+ public:
+  explicit EmitCommand(CLI::App& sub) {
+    options_.add_to(sub);
+    sub.add_option("-o,--output", output_, "write the PTX to FILE instead of stdout");
+    sub.add_flag("--json", json_, "print the launch contract as JSON (with the PTX unless -o)");
+    sub.add_option("--batch", batch_, "with --json: also the grid and workspace for B rows");
+  }
+  int run() override {
+    const kernels::NormSpec spec = options_.spec();
+    std::optional<std::uint32_t> batch;
+    if (!batch_.empty())
+      batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
+    const kernels::BuiltNorm built = kernels::build_norm(spec);
+    if (!output_.empty()) write_file(output_, built.ptx);
+    if (json_) {
+      std::fputs(contract_json(built, batch, output_).c_str(), stdout);
+    } else if (output_.empty()) {
+      std::fputs(built.ptx.c_str(), stdout);
+    }
+    return kExitOk;
+  }
+
+ private:
+  SpecOptions options_;
+  std::string output_;
+  bool json_ = false;
+  std::string batch_;
+};
+
+class CheckCommand : public Command {
+ public:
+  explicit CheckCommand(CLI::App& sub) { options_.add_to(sub); }
+  int run() override {
+    const kernels::NormSpec spec = options_.spec();
+    const kernels::BuiltNorm built = kernels::build_norm(spec);
+    const std::string_view arch = arch_name(spec.arch);
+    const PtxasResult r = run_ptxas(built.ptx, arch);
+    if (!r.ok()) {
+      std::fputs(r.log.c_str(), stderr);
+      std::fprintf(stderr, "ptxdsl: ptxas -arch=%.*s failed with exit status %d\n",
+                   static_cast<int>(arch.size()), arch.data(), r.exit_code);
+      return kExitFailure;
+    }
+    fmt::print("ptxas {} {}: OK\n", ptxas_path(), arch);
+    fmt::print("{:<40} {:>9} {:>12} {:>11} {:>11} {:>10}\n", "entry", "registers", "spill stores",
+               "spill loads", "stack bytes", "smem bytes");
+    for (const PtxasEntry& e : r.entries) {
+      fmt::print("{:<40} {:>9} {:>12} {:>11} {:>11} {:>10}\n", e.name, e.registers,
+                 e.spill_store_bytes, e.spill_load_bytes, e.stack_frame_bytes, e.shared_bytes);
+    }
+    return kExitOk;
+  }
+
+ private:
+  SpecOptions options_;
+};
+
+}  // namespace
+
+Registered add_emit(CLI::App& app) {
+  auto* sub = app.add_subcommand("emit", "print the PTX of a kernel (or its launch contract)");
+  return {sub, std::make_unique<EmitCommand>(*sub)};
+}
+
+Registered add_check(CLI::App& app) {
+  auto* sub = app.add_subcommand("check", "assemble a kernel with ptxas: registers, spills, smem");
+  return {sub, std::make_unique<CheckCommand>(*sub)};
+}
+
+}  // namespace ptxdsl::cli

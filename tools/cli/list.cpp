@@ -1,0 +1,61 @@
+// `ptxdsl list`: the kernels, the values each option takes, the knobs and their defaults.
+#include <fmt/format.h>
+
+#include "cli.hpp"
+
+namespace ptxdsl::cli {
+namespace {
+
+struct KernelLine {
+  const char* name;
+  const char* what;
+  const char* reads;
+  const char* writes;
+};
+
+constexpr KernelLine kKernels[] = {
+    {"ln_fwd", "layer norm forward, y = (x - mean) * rstd * w + b", "x, w, b", "y, mean, rstd"},
+    {"ln_bwd", "layer norm backward", "x, dy, w, mean, rstd", "dx, dw, db"},
+    {"rms_fwd", "RMS norm forward, y = x * rstd * w", "x, w", "y, rstd"},
+    {"rms_bwd", "RMS norm backward", "x, dy, w, rstd", "dx, dw"},
+};
+
+class ListCommand : public Command {
+ public:
+  int run() override {
+    fmt::print("kernels\n");
+    for (const KernelLine& k : kKernels) {
+      fmt::print("  {:<8} {}; reads {}; writes {}\n", k.name, k.what, k.reads, k.writes);
+    }
+    fmt::print(
+        "\n"
+        "options                 values                                  default\n"
+        "  --width N             1 to {:<33} (required)\n"
+        "  --dtype T             f32, f16, bf16 (x, y, dy, dx)           (required)\n"
+        "  --weight-dtype T      the input's dtype or f32 (w, b, dw, db) the input's dtype\n"
+        "  --arch A              sm_80, sm_90, sm_100                    sm_90\n"
+        "  --ptx-version V       7.0 to 9.0, at least the arch's least   7.8 (8.6 for sm_100)\n"
+        "  --batch B (run/bench) 1 to 2147483647 rows                    (required)\n"
+        "  --seed S (run)        0 to 2^64-1                             1\n"
+        "\n"
+        "knobs (unset: the shape heuristic in kernels/ decides from width, dtype and kernel)\n"
+        "  --threads-per-row N   a power of two <= 32, or a multiple of 32\n"
+        "  --rows-per-cta N      rows one CTA handles\n"
+        "  --vector-elems N      elements per vector access: 1, 2, 4 or 8\n"
+        "  --ctas-per-sm N       backward: persistent grid = SMs x N\n"
+        "  --sm-count N          backward: SMs assumed when sizing the grid\n"
+        "\n"
+        "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
+        kernels::kMaxWidth);
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+Registered add_list(CLI::App& app) {
+  auto* sub = app.add_subcommand("list", "the kernels, their options and knobs, and defaults");
+  return {sub, std::make_unique<ListCommand>()};
+}
+
+}  // namespace ptxdsl::cli
