@@ -11,58 +11,103 @@ namespace {
 
 std::string_view op_name(Op op) {
   switch (op) {
-    case Op::Mov: return "mov";
-    case Op::Add: return "add";
-    case Op::Sub: return "sub";
-    case Op::Mul: return "mul";
-    case Op::Mad: return "mad";
-    case Op::Fma: return "fma";
-    case Op::Div: return "div";
-    case Op::Rem: return "rem";
-    case Op::Min: return "min";
-    case Op::Max: return "max";
-    case Op::Abs: return "abs";
-    case Op::Neg: return "neg";
-    case Op::And: return "and";
-    case Op::Or: return "or";
-    case Op::Xor: return "xor";
-    case Op::Not: return "not";
-    case Op::Shl: return "shl";
-    case Op::Shr: return "shr";
-    case Op::Rcp: return "rcp";
-    case Op::Sqrt: return "sqrt";
-    case Op::Rsqrt: return "rsqrt";
-    case Op::Ex2: return "ex2";
-    case Op::Lg2: return "lg2";
-    case Op::Setp: return "setp";
-    case Op::Selp: return "selp";
+    case Op::Mov:
+      return "mov";
+    case Op::Add:
+      return "add";
+    case Op::Sub:
+      return "sub";
+    case Op::Mul:
+      return "mul";
+    case Op::Mad:
+      return "mad";
+    case Op::Fma:
+      return "fma";
+    case Op::Div:
+      return "div";
+    case Op::Rem:
+      return "rem";
+    case Op::Min:
+      return "min";
+    case Op::Max:
+      return "max";
+    case Op::Abs:
+      return "abs";
+    case Op::Neg:
+      return "neg";
+    case Op::And:
+      return "and";
+    case Op::Or:
+      return "or";
+    case Op::Xor:
+      return "xor";
+    case Op::Not:
+      return "not";
+    case Op::Shl:
+      return "shl";
+    case Op::Shr:
+      return "shr";
+    case Op::Rcp:
+      return "rcp";
+    case Op::Sqrt:
+      return "sqrt";
+    case Op::Rsqrt:
+      return "rsqrt";
+    case Op::Ex2:
+      return "ex2";
+    case Op::Lg2:
+      return "lg2";
+    case Op::Setp:
+      return "setp";
+    case Op::Selp:
+      return "selp";
     case Op::Cvt:
-    case Op::CvtPack: return "cvt";
-    case Op::Cvta: return "cvta";
-    case Op::Ld: return "ld";
-    case Op::St: return "st";
-    case Op::Atom: return "atom";
-    case Op::Red: return "red";
-    case Op::Shfl: return "shfl.sync";
-    case Op::Bar: return "bar.sync";
-    case Op::Bra: return "bra";
-    case Op::Label: return "";
-    case Op::Ret: return "ret";
+    case Op::CvtPack:
+      return "cvt";
+    case Op::Cvta:
+      return "cvta";
+    case Op::Ld:
+      return "ld";
+    case Op::St:
+      return "st";
+    case Op::Atom:
+      return "atom";
+    case Op::Red:
+      return "red";
+    case Op::Shfl:
+      return "shfl.sync";
+    case Op::Bar:
+      return "bar.sync";
+    case Op::Bra:
+      return "bra";
+    case Op::Label:
+      return "";
+    case Op::Ret:
+      return "ret";
   }
   return "?";
 }
 
 std::string_view rounding_name(Rounding r) {
   switch (r) {
-    case Rounding::None: return "";
-    case Rounding::Rn: return ".rn";
-    case Rounding::Rz: return ".rz";
-    case Rounding::Rm: return ".rm";
-    case Rounding::Rp: return ".rp";
-    case Rounding::Rni: return ".rni";
-    case Rounding::Rzi: return ".rzi";
-    case Rounding::Rmi: return ".rmi";
-    case Rounding::Rpi: return ".rpi";
+    case Rounding::None:
+      return "";
+    case Rounding::Rn:
+      return ".rn";
+    case Rounding::Rz:
+      return ".rz";
+    case Rounding::Rm:
+      return ".rm";
+    case Rounding::Rp:
+      return ".rp";
+    case Rounding::Rni:
+      return ".rni";
+    case Rounding::Rzi:
+      return ".rzi";
+    case Rounding::Rmi:
+      return ".rmi";
+    case Rounding::Rpi:
+      return ".rpi";
   }
   return "";
 }
@@ -76,16 +121,21 @@ std::string_view cmp_name(Cmp c) {
 
 std::string_view space_name(Space s) {
   switch (s) {
-    case Space::None: return "";
-    case Space::Global: return ".global";
-    case Space::Shared: return ".shared";
-    case Space::Param: return ".param";
+    case Space::None:
+      return "";
+    case Space::Global:
+      return ".global";
+    case Space::Shared:
+      return ".shared";
+    case Space::Param:
+      return ".param";
   }
   return "";
 }
 
 std::string_view cache_name(CacheOp c) {
-  static constexpr std::string_view kNames[] = {"", ".ca", ".cg", ".cs", ".lu", ".cv", ".wb", ".wt"};
+  static constexpr std::string_view kNames[] = {"",    ".ca", ".cg", ".cs",
+                                                ".lu", ".cv", ".wb", ".wt"};
   return kNames[static_cast<int>(c)];
 }
 
@@ -101,10 +151,10 @@ std::string_view shfl_name(ShflMode m) {
 }
 
 std::string_view special_name(Special s) {
-  static constexpr std::string_view kNames[] = {
-      "%tid.x",    "%tid.y",    "%tid.z",    "%ntid.x",  "%ntid.y",   "%ntid.z",
-      "%ctaid.x",  "%ctaid.y",  "%ctaid.z",  "%nctaid.x", "%nctaid.y", "%nctaid.z",
-      "%laneid",   "%warpid",   "%nwarpid",  "%smid"};
+  static constexpr std::string_view kNames[] = {"%tid.x",   "%tid.y",    "%tid.z",    "%ntid.x",
+                                                "%ntid.y",  "%ntid.z",   "%ctaid.x",  "%ctaid.y",
+                                                "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
+                                                "%laneid",  "%warpid",   "%nwarpid",  "%smid"};
   return kNames[static_cast<int>(s)];
 }
 
@@ -112,10 +162,13 @@ std::string_view special_name(Special s) {
 ScalarType storage_type(ScalarType t) {
   switch (t) {
     case ScalarType::F16:
-    case ScalarType::BF16: return ScalarType::B16;
+    case ScalarType::BF16:
+      return ScalarType::B16;
     case ScalarType::F16x2:
-    case ScalarType::BF16x2: return ScalarType::B32;
-    default: return t;
+    case ScalarType::BF16x2:
+      return ScalarType::B32;
+    default:
+      return t;
   }
 }
 
@@ -123,9 +176,12 @@ ScalarType storage_type(ScalarType t) {
 ScalarType logic_type(ScalarType t) {
   if (t == ScalarType::Pred) return t;
   switch (size_bytes(t)) {
-    case 2: return ScalarType::B16;
-    case 4: return ScalarType::B32;
-    default: return ScalarType::B64;
+    case 2:
+      return ScalarType::B16;
+    case 4:
+      return ScalarType::B32;
+    default:
+      return ScalarType::B64;
   }
 }
 
@@ -153,10 +209,14 @@ std::string float_modifiers(const Instr& in) {
 
 std::string mul_modifier(MulMode m) {
   switch (m) {
-    case MulMode::None: return "";
-    case MulMode::Lo: return ".lo";
-    case MulMode::Hi: return ".hi";
-    case MulMode::Wide: return ".wide";
+    case MulMode::None:
+      return "";
+    case MulMode::Lo:
+      return ".lo";
+    case MulMode::Hi:
+      return ".hi";
+    case MulMode::Wide:
+      return ".wide";
   }
   return "";
 }
@@ -235,22 +295,33 @@ namespace {
 
 std::string format_immediate(const Operand& o) {
   switch (o.imm_type) {
-    case ScalarType::F32: return fmt::format("0f{:08X}", static_cast<std::uint32_t>(o.imm_bits));
-    case ScalarType::F64: return fmt::format("0d{:016X}", o.imm_bits);
+    case ScalarType::F32:
+      return fmt::format("0f{:08X}", static_cast<std::uint32_t>(o.imm_bits));
+    case ScalarType::F64:
+      return fmt::format("0d{:016X}", o.imm_bits);
     case ScalarType::F16:
     case ScalarType::BF16:
-    case ScalarType::B16: return fmt::format("0x{:04X}", static_cast<std::uint16_t>(o.imm_bits));
+    case ScalarType::B16:
+      return fmt::format("0x{:04X}", static_cast<std::uint16_t>(o.imm_bits));
+    case ScalarType::F16x2:
+    case ScalarType::BF16x2:
+      return fmt::format("0x{:08X}", static_cast<std::uint32_t>(o.imm_bits));
     case ScalarType::B32:
-    case ScalarType::B64: return fmt::format("0x{:X}", o.imm_bits);
-    case ScalarType::S32: return fmt::format("{}", static_cast<std::int32_t>(o.imm_bits));
-    case ScalarType::S64: return fmt::format("{}", static_cast<std::int64_t>(o.imm_bits));
-    default: return fmt::format("{}", o.imm_bits);
+    case ScalarType::B64:
+      return fmt::format("0x{:X}", o.imm_bits);
+    case ScalarType::S32:
+      return fmt::format("{}", static_cast<std::int32_t>(o.imm_bits));
+    case ScalarType::S64:
+      return fmt::format("{}", static_cast<std::int64_t>(o.imm_bits));
+    default:
+      return fmt::format("{}", o.imm_bits);
   }
 }
 
 std::string format_operand(const Operand& o) {
   switch (o.kind) {
-    case Operand::Kind::Reg: return register_name(o.reg);
+    case Operand::Kind::Reg:
+      return register_name(o.reg);
     case Operand::Kind::Vec: {
       std::string s = "{";
       for (std::size_t i = 0; i < o.vec.size(); ++i) {
@@ -258,14 +329,17 @@ std::string format_operand(const Operand& o) {
       }
       return s + "}";
     }
-    case Operand::Kind::Imm: return format_immediate(o);
+    case Operand::Kind::Imm:
+      return format_immediate(o);
     case Operand::Kind::Addr: {
       const std::string base = o.has_base ? register_name(o.reg) : o.symbol;
       return o.offset == 0 ? fmt::format("[{}]", base) : fmt::format("[{}+{}]", base, o.offset);
     }
     case Operand::Kind::Label:
-    case Operand::Kind::Symbol: return o.symbol;
-    case Operand::Kind::Special: return std::string(special_name(o.special));
+    case Operand::Kind::Symbol:
+      return o.symbol;
+    case Operand::Kind::Special:
+      return std::string(special_name(o.special));
   }
   return "?";
 }
@@ -299,15 +373,17 @@ std::string emit_kernel(const Kernel& k) {
   out += fmt::format(".visible .entry {}(", k.name());
   const auto& params = k.params();
   for (std::size_t i = 0; i < params.size(); ++i) {
-    out += fmt::format("{}\n\t.param .{} {}", i ? "," : "", ptx_name(params[i].type),
+    // .param has no bf16 or pair types: 16-bit floats and pairs are declared by their bits.
+    out += fmt::format("{}\n\t.param .{} {}", i ? "," : "", ptx_name(storage_type(params[i].type)),
                        params[i].name);
   }
   out += params.empty() ? ")\n" : "\n)\n";
   const KernelContract c = k.contract();
   if (c.block_threads != 0) {
-    out += fmt::format("{} {}, 1, 1\n", c.block_required ? ".reqntid" : ".maxntid",
-                       c.block_threads);
+    out +=
+        fmt::format("{} {}, 1, 1\n", c.block_required ? ".reqntid" : ".maxntid", c.block_threads);
   }
+  if (k.max_registers() != 0) out += fmt::format(".maxnreg {}\n", k.max_registers());
   out += "{\n";
   static constexpr std::string_view kDecl[] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
   for (int c2 = 0; c2 < kRegClassCount; ++c2) {

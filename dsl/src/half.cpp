@@ -26,7 +26,8 @@ std::uint16_t f32_to_f16_bits(float value) {
     if (rest > half || (rest == half && (kept & 1u))) ++result;
     return static_cast<std::uint16_t>(sign | result);
   }
-  std::uint32_t result = ((static_cast<std::uint32_t>(exponent + 15)) << 10) | ((abs >> 13) & 0x3FFu);
+  std::uint32_t result =
+      ((static_cast<std::uint32_t>(exponent + 15)) << 10) | ((abs >> 13) & 0x3FFu);
   const std::uint32_t rest = abs & 0x1FFFu;
   if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
   return static_cast<std::uint16_t>(sign | result);

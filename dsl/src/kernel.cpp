@@ -7,36 +7,45 @@
 
 #include "ptxdsl/dsl/emit.hpp"
 #include "ptxdsl/dsl/module.hpp"
+#include "validate.hpp"
 
 namespace ptxdsl {
 namespace {
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
 
 Kernel::Kernel(Module& module, std::string name) : module_(&module), name_(std::move(name)) {
   if (!is_identifier(name_)) {
-    throw Error(fmt::format("kernel name '{}' is not a PTX identifier (letters, digits, '_'; "
-                            "not starting with a digit)",
-                            name_));
+    throw Error(
+        fmt::format("kernel name '{}' is not a PTX identifier (letters, digits, '_'; "
+                    "not starting with a digit)",
+                    name_));
   }
 }
 
 void Kernel::fail(const std::string& what, const std::string& problem) const {
+  // The instruction being built is abandoned: its operands must not be checked with the next one.
+  pending_owners_.clear();
   throw Error(fmt::format("kernel '{}', {}: {}", name_, what, problem));
 }
 
 void Kernel::fail(const Instr& in, const std::string& problem) const {
+  if (in.op == Op::Label && !in.ops.empty()) {
+    fail(fmt::format("label '{}'", in.ops[0].symbol), problem);
+  }
   fail(fmt::format("instruction '{}'", mnemonic(in)), problem);
 }
 
+// Registers are free to make even after finalize: the instruction that would use one is what fails,
+// with its name in the message.
 RegId Kernel::new_reg(RegClass c, std::string_view debug_name) {
-  if (finalized_) fail("register", "created after finalize");
   RegId id{c, ++reg_counts_[static_cast<int>(c)]};
   if (!debug_name.empty()) reg_names_.emplace_back(id, std::string(debug_name));
   return id;
@@ -57,7 +66,9 @@ Instr Kernel::make(Op op, ScalarType type) {
   return in;
 }
 
-void Kernel::note_owner(const Kernel* owner) { pending_owners_.push_back(owner); }
+void Kernel::note_owner(const Kernel* owner) {
+  pending_owners_.push_back(owner);
+}
 
 void Kernel::commit(Instr in) {
   std::vector<const Kernel*> owners;
@@ -75,6 +86,10 @@ void Kernel::commit(Instr in) {
     in.guard_negated = guard_negated_;
     in.guard = guard_;
   }
+  if (std::string problem = detail::check_instr(in, module_->arch(), module_->version());
+      !problem.empty()) {
+    fail(in, problem);
+  }
   if (!in.ops.empty() && in.ops[0].kind == Operand::Kind::Reg && in.op != Op::St &&
       in.op != Op::Red) {
     in.comment = reg_name(in.ops[0].reg);
@@ -84,38 +99,48 @@ void Kernel::commit(Instr in) {
 
 ScalarType Kernel::bits_type(int bytes) {
   switch (bytes) {
-    case 2: return ScalarType::B16;
-    case 4: return ScalarType::B32;
-    default: return ScalarType::B64;
+    case 2:
+      return ScalarType::B16;
+    case 4:
+      return ScalarType::B32;
+    default:
+      return ScalarType::B64;
   }
 }
 
 ScalarType Kernel::selp_type(ScalarType t) {
   switch (t) {
     case ScalarType::F16:
-    case ScalarType::BF16: return ScalarType::B16;
+    case ScalarType::BF16:
+      return ScalarType::B16;
     case ScalarType::F16x2:
-    case ScalarType::BF16x2: return ScalarType::B32;
-    default: return t;
+    case ScalarType::BF16x2:
+      return ScalarType::B32;
+    default:
+      return t;
   }
 }
 
 Rounding Kernel::default_cvt_rounding(ScalarType to, ScalarType from) {
   const bool to_float = is_float(to), from_float = is_float(from);
-  if (to_float && from_float) return size_bytes(to) < size_bytes(from) ? Rounding::Rn : Rounding::None;
+  if (to_float && from_float) {
+    // Narrowing rounds; so does f16 <-> bf16 (same size, different precision and range).
+    const bool rounds =
+        size_bytes(to) < size_bytes(from) || (size_bytes(to) == size_bytes(from) && to != from);
+    return rounds ? Rounding::Rn : Rounding::None;
+  }
   if (to_float) return Rounding::Rn;     // int → float can round
   if (from_float) return Rounding::Rzi;  // float → int truncates, as C does
   return Rounding::None;
 }
 
-std::uint32_t Kernel::shfl_c_operand(ShflMode mode, std::uint32_t width, const char* what) {
+std::uint32_t Kernel::shfl_c_operand(const Instr& in, std::uint32_t width) const {
   if (width == 0 || width > 32 || (width & (width - 1)) != 0) {
-    pending_owners_.clear();
-    fail(what, fmt::format("segment width must be a power of two in [1, 32], got {}", width));
+    fail(in, fmt::format("segment width must be a power of two in [1, 32], got {}", width));
   }
   // c packs the segment mask (bits 8-12) and the clamp lane (bits 0-4), as shfl.sync defines it.
   const std::uint32_t segment_mask = (32 - width) << 8;
-  return mode == ShflMode::Up ? segment_mask : segment_mask | 0x1Fu;
+  return in.shfl == ShflMode::Up ? segment_mask : segment_mask | 0x1Fu;
 }
 
 Reg<U32> Kernel::special(Special s) {
@@ -131,8 +156,11 @@ Reg<U32> Kernel::special(Special s) {
 
 std::string Kernel::declare_param(std::string_view name, ScalarType type, bool pointer,
                                   ScalarType element) {
+  if (finalized_) fail(fmt::format("parameter '{}'", name), "declared after finalize");
   if (!is_identifier(name)) {
-    fail("parameter", fmt::format("name '{}' is not a PTX identifier", name));
+    fail("parameter", fmt::format("name '{}' is not a PTX identifier (letters, digits, '_'; not "
+                                  "starting with a digit)",
+                                  name));
   }
   for (const ParamSpec& p : params_) {
     if (p.name == name) fail("parameter", fmt::format("'{}' is declared twice", name));
@@ -151,9 +179,15 @@ Operand Kernel::symbol_address(const std::string& symbol) {
 
 std::string Kernel::declare_shared(std::string_view name, std::uint32_t bytes, std::uint32_t align,
                                    bool dynamic) {
-  if (!is_identifier(name)) fail("shared array", fmt::format("name '{}' is not a PTX identifier", name));
+  if (finalized_) fail(fmt::format("shared array '{}'", name), "declared after finalize");
+  if (!is_identifier(name)) {
+    fail("shared array", fmt::format("name '{}' is not a PTX identifier (letters, digits, '_'; not "
+                                     "starting with a digit)",
+                                     name));
+  }
   if (align == 0 || (align & (align - 1)) != 0) {
-    fail("shared array", fmt::format("'{}': alignment must be a power of two, got {}", name, align));
+    fail("shared array",
+         fmt::format("'{}': alignment must be a power of two, got {}", name, align));
   }
   if (!dynamic && bytes == 0) fail("shared array", fmt::format("'{}' has 0 bytes", name));
   std::string symbol = fmt::format("{}_{}", name_, name);
@@ -184,25 +218,21 @@ void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, 
   in.non_coherent = h.nc;
   in.cache = h.cache;
   in.eviction = h.eviction;
+  const bool vector = first.kind == Operand::Kind::Vec || second.kind == Operand::Kind::Vec;
   in.ops = {std::move(first), std::move(second)};
-  if (width != 1 && width != 2 && width != 4) {
-    pending_owners_.clear();
-    in.vec = 1;
+  if (vector ? (width != 2 && width != 4) : width != 1) {
     fail(in, fmt::format("vector width must be 2 or 4, got {}", width));
   }
   const Operand& addr = op == Op::Ld ? in.ops[1] : in.ops[0];
   const std::int64_t access = static_cast<std::int64_t>(width) * size_bytes(t);
   if (addr.offset % access != 0) {
-    pending_owners_.clear();
     fail(in, fmt::format("constant offset {} is not a multiple of the {}-byte access size",
                          addr.offset, access));
   }
   if (h.nc && (op != Op::Ld || s != Space::Global)) {
-    pending_owners_.clear();
     fail(in, ".nc applies to global loads only");
   }
   if (s == Space::Param && op != Op::Ld) {
-    pending_owners_.clear();
     fail(in, "kernel parameters are read-only");
   }
   commit(std::move(in));
@@ -262,10 +292,10 @@ void Kernel::bind(Label l) {
     fail("label", l.kernel ? fmt::format("belongs to kernel '{}'", l.kernel->name())
                            : std::string("was never created"));
   }
-  if (label_bound_.at(l.id)) fail("label", fmt::format("'{}' is bound twice", label_name(l.id)));
-  label_bound_[l.id] = true;
   in.ops = {label_operand(*this, l)};
+  if (label_bound_.at(l.id)) fail(in, "is bound twice");
   commit(std::move(in));
+  label_bound_[l.id] = true;
 }
 
 void Kernel::bra(Label l, bool uniform) {
@@ -291,13 +321,16 @@ void Kernel::bra_if(Pred p, Label l, bool negate) {
   commit(std::move(in));
 }
 
-void Kernel::ret() { commit(make(Op::Ret, ScalarType::B32)); }
+void Kernel::ret() {
+  commit(make(Op::Ret, ScalarType::B32));
+}
 
 void Kernel::predicated(Pred p, const std::function<void()>& body, bool negate) {
   if (guarded_) fail("predicated block", "predicated blocks do not nest");
   if (p.kernel != this) {
-    fail("predicated block", p.kernel ? fmt::format("guard register of kernel '{}'", p.kernel->name())
-                                      : std::string("guard register was never created"));
+    fail("predicated block", p.kernel
+                                 ? fmt::format("guard register of kernel '{}'", p.kernel->name())
+                                 : std::string("guard register was never created"));
   }
   guarded_ = true;
   guard_negated_ = negate;
@@ -351,15 +384,27 @@ void Kernel::for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
 }
 
 void Kernel::require_threads(std::uint32_t x) {
-  if (x == 0 || x > 1024) fail("require_threads", fmt::format("block size must be in [1, 1024], got {}", x));
+  if (finalized_) fail("require_threads", "called after finalize");
+  if (x == 0 || x > 1024)
+    fail("require_threads", fmt::format("block size must be in [1, 1024], got {}", x));
   block_threads_ = x;
   block_required_ = true;
 }
 
 void Kernel::max_threads(std::uint32_t x) {
-  if (x == 0 || x > 1024) fail("max_threads", fmt::format("block size must be in [1, 1024], got {}", x));
+  if (finalized_) fail("max_threads", "called after finalize");
+  if (x == 0 || x > 1024)
+    fail("max_threads", fmt::format("block size must be in [1, 1024], got {}", x));
   block_threads_ = x;
   block_required_ = false;
+}
+
+void Kernel::max_registers(std::uint32_t n) {
+  if (finalized_) fail("max_registers", "called after finalize");
+  if (n < 16 || n > 255) {
+    fail("max_registers", fmt::format("register count must be in [16, 255], got {}", n));
+  }
+  max_registers_ = n;
 }
 
 void Kernel::finalize() {

@@ -8,9 +8,12 @@ namespace ptxdsl {
 
 std::string_view arch_name(Arch a) {
   switch (a) {
-    case Arch::Sm80: return "sm_80";
-    case Arch::Sm90: return "sm_90";
-    case Arch::Sm100: return "sm_100";
+    case Arch::Sm80:
+      return "sm_80";
+    case Arch::Sm90:
+      return "sm_90";
+    case Arch::Sm100:
+      return "sm_100";
   }
   return "?";
 }
@@ -24,18 +27,22 @@ Arch parse_arch(std::string_view name) {
 
 PtxVersion min_ptx_version(Arch a) {
   switch (a) {
-    case Arch::Sm80: return {7, 0};
-    case Arch::Sm90: return {7, 8};
-    case Arch::Sm100: return {8, 6};
+    case Arch::Sm80:
+      return {7, 0};
+    case Arch::Sm90:
+      return {7, 8};
+    case Arch::Sm100:
+      return {8, 6};
   }
   return {7, 8};
 }
 
 PtxVersion parse_ptx_version(std::string_view text) {
   const auto bad = [&] {
-    return Error(fmt::format("PTX version must be MAJOR.MINOR in [7.0, 9.0] (the CUDA 13.0 driver "
-                             "takes 7.8 to 9.0), got '{}'",
-                             text));
+    return Error(
+        fmt::format("PTX version must be MAJOR.MINOR in [7.0, 9.0] (the CUDA 13.0 driver "
+                    "takes 7.8 to 9.0), got '{}'",
+                    text));
   };
   const auto dot = text.find('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 1 >= text.size()) throw bad();
@@ -54,8 +61,8 @@ PtxVersion parse_ptx_version(std::string_view text) {
 
 Module::Module(Arch arch, PtxVersion version) : arch_(arch), version_(version) {
   if (version < PtxVersion{7, 0} || version > PtxVersion{9, 0}) {
-    throw Error(fmt::format("PTX version must be in [7.0, 9.0], got {}.{}", version.major,
-                            version.minor));
+    throw Error(
+        fmt::format("PTX version must be in [7.0, 9.0], got {}.{}", version.major, version.minor));
   }
   const PtxVersion least = min_ptx_version(arch);
   if (version < least) {
@@ -66,7 +73,8 @@ Module::Module(Arch arch, PtxVersion version) : arch_(arch), version_(version) {
 
 Kernel& Module::kernel(std::string_view name) {
   for (const auto& k : kernels_) {
-    if (k->name() == name) throw Error(fmt::format("kernel '{}' is defined twice in the module", name));
+    if (k->name() == name)
+      throw Error(fmt::format("kernel '{}' is defined twice in the module", name));
   }
   kernels_.push_back(std::make_unique<Kernel>(*this, std::string(name)));
   return *kernels_.back();

@@ -52,7 +52,8 @@ std::string shell_quote(const std::string& s) {
 
 void parse_report(PtxasResult& r) {
   static const std::regex kEntry(R"(Compiling entry function '([^']+)')");
-  static const std::regex kFrame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex kFrame(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex kRegs(R"(Used (\d+) registers)");
   static const std::regex kSmem(R"((\d+) bytes smem)");
   std::size_t start = 0;
@@ -70,8 +71,10 @@ void parse_report(PtxasResult& r) {
         e.spill_store_bytes = static_cast<std::uint32_t>(std::stoul(m[2].str()));
         e.spill_load_bytes = static_cast<std::uint32_t>(std::stoul(m[3].str()));
       }
-      if (std::regex_search(line, m, kRegs)) e.registers = static_cast<std::uint32_t>(std::stoul(m[1].str()));
-      if (std::regex_search(line, m, kSmem)) e.shared_bytes = static_cast<std::uint32_t>(std::stoul(m[1].str()));
+      if (std::regex_search(line, m, kRegs))
+        e.registers = static_cast<std::uint32_t>(std::stoul(m[1].str()));
+      if (std::regex_search(line, m, kSmem))
+        e.shared_bytes = static_cast<std::uint32_t>(std::stoul(m[1].str()));
     }
     start = end + 1;
   }
@@ -106,9 +109,10 @@ PtxasResult run_ptxas(std::string_view ptx, std::string_view arch) {
   std::ifstream f(log, std::ios::binary);
   r.log.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   if (r.exit_code == 127) {
-    throw Error(fmt::format("ptxas not found ('{}'); set PTXDSL_PTXAS or put the CUDA toolkit on "
-                            "PATH: {}",
-                            ptxas_path(), r.log));
+    throw Error(
+        fmt::format("ptxas not found ('{}'); set PTXDSL_PTXAS or put the CUDA toolkit on "
+                    "PATH: {}",
+                    ptxas_path(), r.log));
   }
   parse_report(r);
   return r;

@@ -17,8 +17,9 @@ Reg<F32> combine(Kernel& k, Reg<F32> a, Reg<F32> b, ReduceOp op) {
 
 Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width) {
   if (width == 0 || width > 32 || !std::has_single_bit(width)) {
-    throw Error(fmt::format("kernel '{}', warp_reduce: width must be a power of two in [1, 32], got {}",
-                            k.name(), width));
+    throw Error(
+        fmt::format("kernel '{}', warp_reduce: width must be a power of two in [1, 32], got {}",
+                    k.name(), width));
   }
   for (std::uint32_t lane_mask = width / 2; lane_mask >= 1; lane_mask /= 2) {
     v = combine(k, v, k.shfl_bfly(v, lane_mask, width), op);
@@ -34,14 +35,17 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch) {
   const bool sub_warp = group_threads <= 32 && std::has_single_bit(group_threads);
-  const bool warps = group_threads % 32 == 0 && group_threads > 0 && block_threads % group_threads == 0;
+  const bool warps =
+      group_threads % 32 == 0 && group_threads > 0 && block_threads % group_threads == 0;
   if (!sub_warp && !warps) {
-    throw Error(fmt::format("kernel '{}', group_reduce: group size must be a power of two ≤ 32 or a "
-                            "multiple of 32 dividing the block ({}), got {}",
-                            k.name(), block_threads, group_threads));
+    throw Error(
+        fmt::format("kernel '{}', group_reduce: group size must be a power of two ≤ 32 or a "
+                    "multiple of 32 dividing the block ({}), got {}",
+                    k.name(), block_threads, group_threads));
   }
   std::vector<Reg<F32>> out;
-  for (Reg<F32> v : values) out.push_back(warp_reduce(k, v, op, std::min<std::uint32_t>(group_threads, 32)));
+  for (Reg<F32> v : values)
+    out.push_back(warp_reduce(k, v, op, std::min<std::uint32_t>(group_threads, 32)));
   if (group_threads <= 32) return out;
 
   const std::uint32_t n = static_cast<std::uint32_t>(values.size());

@@ -23,8 +23,8 @@ struct ParamSpec {
 struct KernelContract {
   std::string entry;
   std::vector<ParamSpec> params;
-  std::uint32_t block_threads = 0;       // .reqntid x (or .maxntid x), 0 if unset
-  bool block_required = false;           // .reqntid rather than .maxntid
+  std::uint32_t block_threads = 0;  // .reqntid x (or .maxntid x), 0 if unset
+  bool block_required = false;      // .reqntid rather than .maxntid
   std::uint32_t static_shared_bytes = 0;
   std::uint32_t dynamic_shared_bytes = 0;  // what the launch must pass
 };

@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-// Exact host conversions between f32 and the 16-bit float formats (round to nearest even), shared by
-// the emitter (immediates), the CPU executor, the references and the tests.
+// Exact host conversions between f32 and the 16-bit float formats (round to nearest even), shared
+// by the emitter (immediates), the CPU executor, the references and the tests.
 namespace ptxdsl {
 
 std::uint16_t f32_to_f16_bits(float value);

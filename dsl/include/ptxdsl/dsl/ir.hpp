@@ -51,7 +51,26 @@ enum class Op : std::uint8_t {
 };
 
 enum class Rounding : std::uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
-enum class Cmp : std::uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan };
+enum class Cmp : std::uint8_t {
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Lo,
+  Ls,
+  Hi,
+  Hs,
+  Equ,
+  Neu,
+  Ltu,
+  Leu,
+  Gtu,
+  Geu,
+  Num,
+  Nan
+};
 enum class MulMode : std::uint8_t { None, Lo, Hi, Wide };
 enum class Space : std::uint8_t { None, Global, Shared, Param };
 enum class CacheOp : std::uint8_t { None, Ca, Cg, Cs, Lu, Cv, Wb, Wt };
@@ -59,11 +78,26 @@ enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFir
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
 enum class AtomOp : std::uint8_t { Add };
 enum class Special : std::uint8_t {
-  TidX, TidY, TidZ, NtidX, NtidY, NtidZ, CtaidX, CtaidY, CtaidZ, NctaidX, NctaidY, NctaidZ,
-  LaneId, WarpId, NwarpId, SmId,
+  TidX,
+  TidY,
+  TidZ,
+  NtidX,
+  NtidY,
+  NtidZ,
+  CtaidX,
+  CtaidY,
+  CtaidZ,
+  NctaidX,
+  NctaidY,
+  NctaidZ,
+  LaneId,
+  WarpId,
+  NwarpId,
+  SmId,
 };
 
-// Precision choice for rcp/sqrt/div: exact IEEE forms take a rounding mode; approximate ones do not.
+// Precision choice for rcp/sqrt/div: exact IEEE forms take a rounding mode; approximate ones do
+// not.
 enum class Precision : std::uint8_t { Exact, Approx, Full };
 
 struct RegId {
@@ -75,13 +109,13 @@ struct RegId {
 struct Operand {
   enum class Kind : std::uint8_t { Reg, Vec, Imm, Addr, Label, Special, Symbol };
   Kind kind = Kind::Reg;
-  RegId reg{};                 // Reg; Addr base when has_base
-  std::vector<RegId> vec;      // Vec: `{%f1, %f2}`
+  RegId reg{};                            // Reg; Addr base when has_base
+  std::vector<RegId> vec;                 // Vec: `{%f1, %f2}`
   ScalarType imm_type = ScalarType::B32;  // Imm: how the bits print
   std::uint64_t imm_bits = 0;
-  std::string symbol;          // Addr symbol base, Symbol, Label name
-  bool has_base = false;       // Addr: register base, else symbol base
-  std::int64_t offset = 0;     // Addr
+  std::string symbol;       // Addr symbol base, Symbol, Label name
+  bool has_base = false;    // Addr: register base, else symbol base
+  std::int64_t offset = 0;  // Addr
   Special special = Special::TidX;
 };
 
@@ -102,7 +136,7 @@ struct Instr {
   int vec = 1;                // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
-  bool uniform = false;  // bra.uni
+  bool uniform = false;      // bra.uni
   std::vector<Operand> ops;  // destinations first, then sources, as PTX writes them
   // Guard predicate: `@%p1` / `@!%p1`.
   bool guarded = false;

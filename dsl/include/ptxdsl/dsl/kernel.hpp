@@ -31,9 +31,9 @@ struct SharedDecl {
   bool dynamic = false;  // `.extern .shared ... name[]`
 };
 
-// One `.entry`: the builder of its body. Instructions are named after PTX; each call appends exactly
-// the instruction(s) it says, in order. Misuse that types cannot catch throws `ptxdsl::Error` naming
-// the kernel, the instruction and the problem.
+// One `.entry`: the builder of its body. Instructions are named after PTX; each call appends
+// exactly the instruction(s) it says, in order. Misuse that types cannot catch throws
+// `ptxdsl::Error` naming the kernel, the instruction and the problem.
 class Kernel {
  public:
   Kernel(Module& module, std::string name);
@@ -48,7 +48,7 @@ class Kernel {
   Reg<T> reg(std::string_view debug_name = {}) {
     return Reg<T>{this, new_reg(reg_class(T::kType), debug_name)};
   }
-  template <TypeTag T>
+  template <MemTag T>
   Reg<T> param(std::string_view name) {
     Reg<T> r = reg<T>(name);
     Instr in = make(Op::Ld, T::kType);
@@ -99,8 +99,8 @@ class Kernel {
   }
   // Split a 32-bit register into two 16-bit halves (`mov.b32 {%h1, %h2}, %r1`): lo first.
   template <TypeTag H, TypeTag W>
-    requires(H::kBytes == 2 && W::kBytes == 4)
-  std::array<Reg<H>, 2> unpack(Reg<W> packed) {
+  requires(H::kBytes == 2 && W::kBytes == 4) std::array < Reg<H>,
+  2 > unpack(Reg<W> packed) {
     std::array<Reg<H>, 2> halves{reg<H>(), reg<H>()};
     Instr in = make(Op::Mov, ScalarType::B32);
     in.ops = {def_vec(halves), use(packed)};
@@ -109,8 +109,7 @@ class Kernel {
   }
   // Join two 16-bit halves into one 32-bit register (`mov.b32 %r1, {%h1, %h2}`): lo first.
   template <TypeTag W = B32, TypeTag H>
-    requires(H::kBytes == 2 && W::kBytes == 4)
-  Reg<W> pack(Reg<H> lo, Reg<H> hi) {
+  requires(H::kBytes == 2 && W::kBytes == 4) Reg<W> pack(Reg<H> lo, Reg<H> hi) {
     Reg<W> d = reg<W>();
     Instr in = make(Op::Mov, ScalarType::B32);
     in.ops = {def(d), use_vec(std::array<Reg<H>, 2>{lo, hi})};
@@ -119,8 +118,7 @@ class Kernel {
   }
   // Reinterpret the bits of a register as another type of the same size (`mov.b32`).
   template <TypeTag To, TypeTag From>
-    requires(To::kBytes == From::kBytes)
-  Reg<To> bitcast(Reg<From> a) {
+  requires(To::kBytes == From::kBytes) Reg<To> bitcast(Reg<From> a) {
     Reg<To> d = reg<To>();
     Instr in = make(Op::Mov, bits_type(To::kBytes));
     in.ops = {def(d), use(a)};
@@ -195,7 +193,7 @@ class Kernel {
     ternary_into(Op::Fma, d, a, b, c, m, MulMode::None);
   }
   // Division: integers exact; f32 `div.rn` by default, `kApprox` / `kFull` on request.
-  template <ArithTag T>
+  template <DivTag T>
   Reg<T> div(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
     return binary(Op::Div, a, b, m);
   }
@@ -211,34 +209,30 @@ class Kernel {
   Reg<T> max(Reg<T> a, SrcOf<T> b, MathMode m = kDefault) {
     return binary(Op::Max, a, b, m);
   }
-  template <ArithTag T>
+  template <SignedArithTag T>
   Reg<T> abs(Reg<T> a, MathMode m = kDefault) {
     return unary(Op::Abs, a, m);
   }
-  template <ArithTag T>
+  template <SignedArithTag T>
   Reg<T> neg(Reg<T> a, MathMode m = kDefault) {
     return unary(Op::Neg, a, m);
   }
 
   // ---- logic and shifts; `and_` etc. take predicates too ----
   template <TypeTag T>
-    requires(LogicTag<T> || T::kType == ScalarType::Pred)
-  Reg<T> and_(Reg<T> a, SrcOf<T> b) {
+  requires(LogicTag<T> || T::kType == ScalarType::Pred) Reg<T> and_(Reg<T> a, SrcOf<T> b) {
     return binary(Op::And, a, b, kDefault);
   }
   template <TypeTag T>
-    requires(LogicTag<T> || T::kType == ScalarType::Pred)
-  Reg<T> or_(Reg<T> a, SrcOf<T> b) {
+  requires(LogicTag<T> || T::kType == ScalarType::Pred) Reg<T> or_(Reg<T> a, SrcOf<T> b) {
     return binary(Op::Or, a, b, kDefault);
   }
   template <TypeTag T>
-    requires(LogicTag<T> || T::kType == ScalarType::Pred)
-  Reg<T> xor_(Reg<T> a, SrcOf<T> b) {
+  requires(LogicTag<T> || T::kType == ScalarType::Pred) Reg<T> xor_(Reg<T> a, SrcOf<T> b) {
     return binary(Op::Xor, a, b, kDefault);
   }
   template <TypeTag T>
-    requires(LogicTag<T> || T::kType == ScalarType::Pred)
-  Reg<T> not_(Reg<T> a) {
+  requires(LogicTag<T> || T::kType == ScalarType::Pred) Reg<T> not_(Reg<T> a) {
     return unary(Op::Not, a, kDefault);
   }
   template <LogicTag T>
@@ -252,30 +246,29 @@ class Kernel {
   }
 
   // ---- special functions: the precision is always explicit in the PTX ----
-  template <FloatTag T>
+  template <F32OrF64Tag T>
   Reg<T> rcp(Reg<T> a, MathMode m = kRn) {
     return unary(Op::Rcp, a, m);
   }
-  template <FloatTag T>
+  template <F32OrF64Tag T>
   Reg<T> sqrt(Reg<T> a, MathMode m = kRn) {
     return unary(Op::Sqrt, a, m);
   }
-  template <FloatTag T>
+  template <F32OrF64Tag T>
   Reg<T> rsqrt(Reg<T> a, MathMode m = kApprox) {
     return unary(Op::Rsqrt, a, m);
   }
-  template <FloatTag T>
+  template <Ex2Tag T>
   Reg<T> ex2(Reg<T> a, MathMode m = kApprox) {
     return unary(Op::Ex2, a, m);
   }
-  template <FloatTag T>
-  Reg<T> lg2(Reg<T> a, MathMode m = kApprox) {
+  template <TypeTag T>
+  requires(T::kType == ScalarType::F32) Reg<T> lg2(Reg<T> a, MathMode m = kApprox) {
     return unary(Op::Lg2, a, m);
   }
 
   // ---- comparison and selection ----
-  template <TypeTag T>
-    requires(T::kType != ScalarType::Pred)
+  template <CompareTag T>
   Pred setp(Cmp cmp, Reg<T> a, SrcOf<T> b, bool ftz = false) {
     Pred p = reg<PredT>();
     Instr in = make(Op::Setp, T::kType);
@@ -286,23 +279,27 @@ class Kernel {
     return p;
   }
   template <TypeTag T>
-    requires(T::kType != ScalarType::Pred)
-  Reg<T> selp(SrcOf<T> a, SrcOf<T> b, Pred p) {
+  requires(T::kType != ScalarType::Pred) Reg<T> selp(SrcOf<T> a, SrcOf<T> b, Pred p) {
     Reg<T> d = reg<T>();
     Instr in = make(Op::Selp, selp_type(T::kType));
     in.ops = {def(d), use(a), use(b), use(p)};
     commit(std::move(in));
     return d;
   }
+  // The same, with the type taken from the first operand: `k.selp(x, 0.0f, p)`.
+  template <TypeTag T>
+  requires(T::kType != ScalarType::Pred) Reg<T> selp(Reg<T> a, SrcOf<T> b, Pred p) {
+    return selp<T>(SrcOf<T>(a), b, p);
+  }
 
   // ---- conversion: the one way to change type ----
-  template <TypeTag To, TypeTag From>
+  template <CvtTag To, CvtTag From>
   Reg<To> cvt(Reg<From> a, Rounding r = Rounding::None, bool ftz = false, bool sat = false) {
     Reg<To> d = reg<To>();
     cvt(d, a, r, ftz, sat);
     return d;
   }
-  template <TypeTag To, TypeTag From>
+  template <CvtTag To, CvtTag From>
   void cvt(Reg<To> d, Reg<From> a, Rounding r = Rounding::None, bool ftz = false,
            bool sat = false) {
     Instr in = make(Op::Cvt, To::kType);
@@ -316,8 +313,9 @@ class Kernel {
   // Two f32 values to one f16x2/bf16x2 (`cvt.rn.f16x2.f32 d, hi, lo`): `lo` lands in the low half,
   // which is the lower address once stored.
   template <TypeTag Pair>
-    requires(Pair::kType == ScalarType::F16x2 || Pair::kType == ScalarType::BF16x2)
-  Reg<Pair> cvt_pack(Reg<F32> lo, Reg<F32> hi, Rounding r = Rounding::Rn) {
+  requires(Pair::kType == ScalarType::F16x2 ||
+           Pair::kType == ScalarType::BF16x2) Reg<Pair> cvt_pack(Reg<F32> lo, Reg<F32> hi,
+                                                                 Rounding r = Rounding::Rn) {
     Reg<Pair> d = reg<Pair>();
     Instr in = make(Op::CvtPack, Pair::kType);
     in.src_type = ScalarType::F32;
@@ -350,17 +348,20 @@ class Kernel {
   void st_vec(Ptr<S, T> addr, std::span<const Reg<T>> v, MemHints h = kNoHints) {
     memory_op(Op::St, S, T::kType, h, address(addr), use_vec(v), static_cast<int>(v.size()));
   }
+  // What `ld_vec` returns, stored back without spelling the span.
+  template <Space S, MemTag T>
+  void st_vec(Ptr<S, T> addr, const std::vector<Reg<T>>& v, MemHints h = kNoHints) {
+    st_vec(addr, std::span<const Reg<T>>(v), h);
+  }
   template <int N, Space S, MemTag T>
-    requires(N == 2 || N == 4)
-  Vec<T, N> ld_v(Ptr<S, T> addr, MemHints h = kNoHints) {
+  requires(N == 2 || N == 4) Vec<T, N> ld_v(Ptr<S, T> addr, MemHints h = kNoHints) {
     Vec<T, N> d;
     for (auto& r : d) r = reg<T>();
     memory_op(Op::Ld, S, T::kType, h, def_vec(d), address(addr), N);
     return d;
   }
   template <int N, Space S, MemTag T>
-    requires(N == 2 || N == 4)
-  void st_v(Ptr<S, T> addr, const Vec<T, N>& v, MemHints h = kNoHints) {
+  requires(N == 2 || N == 4) void st_v(Ptr<S, T> addr, const Vec<T, N>& v, MemHints h = kNoHints) {
     memory_op(Op::St, S, T::kType, h, address(addr), use_vec(v), N);
   }
   // Masked tails: a load that yields `fallback` where `p` is false, a store that happens only
@@ -372,8 +373,8 @@ class Kernel {
     return d;
   }
   template <int N, Space S, MemTag T>
-    requires(N == 2 || N == 4)
-  Vec<T, N> ld_v_if(Pred p, Ptr<S, T> addr, SrcOf<T> fallback, MemHints h = kNoHints) {
+  requires(N == 2 || N == 4) Vec<T, N> ld_v_if(Pred p, Ptr<S, T> addr, SrcOf<T> fallback,
+                                               MemHints h = kNoHints) {
     Vec<T, N> d;
     for (auto& r : d) r = mov<T>(fallback);
     predicated(p, [&] { memory_op(Op::Ld, S, T::kType, h, def_vec(d), address(addr), N); });
@@ -384,8 +385,8 @@ class Kernel {
     predicated(p, [&] { st(addr, v, h); });
   }
   template <int N, Space S, MemTag T>
-    requires(N == 2 || N == 4)
-  void st_v_if(Pred p, Ptr<S, T> addr, const Vec<T, N>& v, MemHints h = kNoHints) {
+  requires(N == 2 || N == 4) void st_v_if(Pred p, Ptr<S, T> addr, const Vec<T, N>& v,
+                                          MemHints h = kNoHints) {
     predicated(p, [&] { st_v<N>(addr, v, h); });
   }
   // `atom.global.add.f32` returns the old value; `red.global.add.f32` does not.
@@ -395,8 +396,8 @@ class Kernel {
   // ---- address arithmetic, 64-bit by construction ----
   // `p + i` elements with a run-time index: one `mad.wide.u32` (global) or `mad.lo.u32` (shared).
   template <Space S, MemTag T, TypeTag I>
-    requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32)
-  Ptr<S, T> index(Ptr<S, T> p, Reg<I> i) {
+  requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32) Ptr<S, T> index(Ptr<S, T> p,
+                                                                                       Reg<I> i) {
     typename Ptr<S, T>::Base base = reg<typename Ptr<S, T>::Base::Type>();
     Instr in = make(Op::Mad, S == Space::Shared ? ScalarType::U32 : I::kType);
     in.mul = S == Space::Shared ? MulMode::Lo : MulMode::Wide;
@@ -424,43 +425,41 @@ class Kernel {
   }
   // The kernel's dynamic shared memory (`.extern .shared`); `bytes` is what a launch must pass.
   template <MemTag T>
-  SharedPtr<T> shared_dynamic(std::string_view name, std::uint32_t bytes, std::uint32_t align = 16) {
+  SharedPtr<T> shared_dynamic(std::string_view name, std::uint32_t bytes,
+                              std::uint32_t align = 16) {
     return {shared_base(declare_shared(name, bytes, align, true)), 0};
   }
   void bar_sync(std::uint32_t barrier = 0);
 
   // ---- warp shuffles (32-bit values), `width` lanes per segment ----
   template <TypeTag T>
-    requires(T::kBytes == 4)
-  Reg<T> shfl(ShflMode mode, Reg<T> a, Src<U32> lane_or_delta, std::uint32_t width = 32,
-              std::uint32_t member_mask = 0xFFFFFFFFu) {
+  requires(T::kBytes == 4) Reg<T> shfl(ShflMode mode, Reg<T> a, Src<U32> lane_or_delta,
+                                       std::uint32_t width = 32,
+                                       std::uint32_t member_mask = 0xFFFFFFFFu) {
     Reg<T> d = reg<T>();
     Instr in = make(Op::Shfl, ScalarType::B32);
     in.shfl = mode;
-    in.ops = {def(d), use(a), use(lane_or_delta),
-              use(Src<B32>(shfl_c_operand(mode, width, "shfl.sync"))),
-              use(Src<B32>(member_mask))};
+    const std::uint32_t c = shfl_c_operand(in, width);  // checks the width first
+    in.ops = {def(d), use(a), use(lane_or_delta), use(Src<B32>(c)), use(Src<B32>(member_mask))};
     commit(std::move(in));
     return d;
   }
   template <TypeTag T>
-    requires(T::kBytes == 4)
-  Reg<T> shfl_bfly(Reg<T> a, std::uint32_t lane_mask, std::uint32_t width = 32) {
+  requires(T::kBytes == 4) Reg<T> shfl_bfly(Reg<T> a, std::uint32_t lane_mask,
+                                            std::uint32_t width = 32) {
     return shfl(ShflMode::Bfly, a, lane_mask, width);
   }
   template <TypeTag T>
-    requires(T::kBytes == 4)
-  Reg<T> shfl_down(Reg<T> a, std::uint32_t delta, std::uint32_t width = 32) {
+  requires(T::kBytes == 4) Reg<T> shfl_down(Reg<T> a, std::uint32_t delta,
+                                            std::uint32_t width = 32) {
     return shfl(ShflMode::Down, a, delta, width);
   }
   template <TypeTag T>
-    requires(T::kBytes == 4)
-  Reg<T> shfl_up(Reg<T> a, std::uint32_t delta, std::uint32_t width = 32) {
+  requires(T::kBytes == 4) Reg<T> shfl_up(Reg<T> a, std::uint32_t delta, std::uint32_t width = 32) {
     return shfl(ShflMode::Up, a, delta, width);
   }
   template <TypeTag T>
-    requires(T::kBytes == 4)
-  Reg<T> shfl_idx(Reg<T> a, Src<U32> lane, std::uint32_t width = 32) {
+  requires(T::kBytes == 4) Reg<T> shfl_idx(Reg<T> a, Src<U32> lane, std::uint32_t width = 32) {
     return shfl(ShflMode::Idx, a, lane, width);
   }
 
@@ -482,6 +481,11 @@ class Kernel {
   // ---- kernel attributes and contract ----
   void require_threads(std::uint32_t x);  // .reqntid x, 1, 1
   void max_threads(std::uint32_t x);      // .maxntid x, 1, 1
+  // .maxnreg n: the register ceiling ptxas allocates up to. With .reqntid alone ptxas aims for an
+  // occupancy of its own choosing and spills to reach it; a kernel that would rather use more
+  // registers says how many it may.
+  void max_registers(std::uint32_t n);
+  std::uint32_t max_registers() const { return max_registers_; }  // 0: unset
   // Everything is checked; afterwards the kernel accepts no more instructions.
   void finalize();
   bool finalized() const { return finalized_; }
@@ -589,7 +593,7 @@ class Kernel {
   static ScalarType bits_type(int bytes);
   static ScalarType selp_type(ScalarType t);
   static Rounding default_cvt_rounding(ScalarType to, ScalarType from);
-  std::uint32_t shfl_c_operand(ShflMode mode, std::uint32_t width, const char* what);
+  std::uint32_t shfl_c_operand(const Instr& in, std::uint32_t width) const;
 
   Instr make(Op op, ScalarType type);
   void note_owner(const Kernel* owner);
@@ -615,9 +619,11 @@ class Kernel {
   std::vector<std::pair<RegId, std::string>> reg_names_;
   std::vector<std::string> label_hints_;
   std::vector<bool> label_bound_;
-  std::vector<const Kernel*> pending_owners_;
+  // Owners of the operands of the instruction being built; `commit` checks them, `fail` drops them.
+  mutable std::vector<const Kernel*> pending_owners_;
   std::uint32_t block_threads_ = 0;
   bool block_required_ = false;
+  std::uint32_t max_registers_ = 0;
   bool finalized_ = false;
   bool guarded_ = false;
   bool guard_negated_ = false;

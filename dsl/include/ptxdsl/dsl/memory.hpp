@@ -35,9 +35,9 @@ using SharedPtr = Ptr<Space::Shared, T>;
 
 // Cache hints of ld/st, named as PTX names them.
 struct MemHints {
-  bool nc = false;                       // ld.global.nc: read-only path
-  CacheOp cache = CacheOp::None;         // .ca .cg .cs .lu .cv / .wb .cg .cs .wt
-  Eviction eviction = Eviction::None;    // .L1::no_allocate, .L1::evict_last, ...
+  bool nc = false;                     // ld.global.nc: read-only path
+  CacheOp cache = CacheOp::None;       // .ca .cg .cs .lu .cv / .wb .cg .cs .wt
+  Eviction eviction = Eviction::None;  // .L1::no_allocate, .L1::evict_last, ...
 };
 inline constexpr MemHints kNoHints{};
 inline constexpr MemHints kNc{.nc = true};

@@ -1,58 +1,67 @@
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "ptxdsl/dsl/kernel.hpp"
 
-// Operators for the obvious cases; each emits exactly one instruction into the register's kernel.
+// Operators for the obvious cases; each emits exactly one instruction into the operands' kernel.
 namespace ptxdsl {
 namespace detail {
 
-template <TypeTag T>
-Kernel& owner(Reg<T> r) {
-  if (r.kernel == nullptr) throw Error("operator applied to a register that was never created");
-  return *r.kernel;
+// The kernel an operator emits into: the left operand's, else the right one's, so that a default
+// `Reg` on either side is reported by that kernel, naming the instruction.
+inline Kernel& owner(Kernel* left, Kernel* right, std::string_view op) {
+  if (left != nullptr) return *left;
+  if (right != nullptr) return *right;
+  throw Error("operator " + std::string(op) +
+              ": no operand is a register of a kernel (default-constructed Reg)");
+}
+template <TypeTag T, class B>
+Kernel& owner(Reg<T> a, const B& b, std::string_view op) {
+  return owner(a.kernel, b.kernel, op);
 }
 
 }  // namespace detail
 
 template <ArithTag T>
 Reg<T> operator+(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).add(a, b);
+  return detail::owner(a, b, "+").add(a, b);
 }
 template <ArithTag T>
 Reg<T> operator-(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).sub(a, b);
+  return detail::owner(a, b, "-").sub(a, b);
 }
 template <ArithTag T>
 Reg<T> operator*(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).mul(a, b);
+  return detail::owner(a, b, "*").mul(a, b);
 }
 template <LogicTag T>
 Reg<T> operator&(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).and_(a, b);
+  return detail::owner(a, b, "&").and_(a, b);
 }
 template <LogicTag T>
 Reg<T> operator|(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).or_(a, b);
+  return detail::owner(a, b, "|").or_(a, b);
 }
 template <LogicTag T>
 Reg<T> operator^(Reg<T> a, std::type_identity_t<Src<T>> b) {
-  return detail::owner(a).xor_(a, b);
+  return detail::owner(a, b, "^").xor_(a, b);
 }
 template <LogicTag T>
 Reg<T> operator<<(Reg<T> a, Src<U32> amount) {
-  return detail::owner(a).shl(a, amount);
+  return detail::owner(a, amount, "<<").shl(a, amount);
 }
 template <LogicTag T>
 Reg<T> operator>>(Reg<T> a, Src<U32> amount) {
-  return detail::owner(a).shr(a, amount);
+  return detail::owner(a, amount, ">>").shr(a, amount);
 }
 
-#define PTXDSL_COMPARE(op, cmp)                                         \
-  template <ArithTag T>                                                 \
-  Pred operator op(Reg<T> a, std::type_identity_t<Src<T>> b) {          \
-    return detail::owner(a).setp(Cmp::cmp, a, b);                       \
+#define PTXDSL_COMPARE(op, cmp)                                                       \
+  template <ArithTag T>                                                               \
+  requires CompareTag<T> Pred operator op(Reg<T> a, std::type_identity_t<Src<T>> b) { \
+    return detail::owner(a, b, #op).setp(Cmp::cmp, a, b);                             \
   }
 PTXDSL_COMPARE(<, Lt)
 PTXDSL_COMPARE(<=, Le)
@@ -64,9 +73,9 @@ PTXDSL_COMPARE(!=, Ne)
 
 // `p + i`: a run-time element index, one `mad.wide` (global) or `mad.lo` (shared).
 template <Space S, MemTag T, TypeTag I>
-  requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32)
-Ptr<S, T> operator+(Ptr<S, T> p, Reg<I> i) {
-  return detail::owner(i).index(p, i);
+requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32) Ptr<S, T>
+operator+(Ptr<S, T> p, Reg<I> i) {
+  return detail::owner(i.kernel, p.base.kernel, "+").index(p, i);
 }
 
 }  // namespace ptxdsl

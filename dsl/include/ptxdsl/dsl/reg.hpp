@@ -14,7 +14,8 @@ namespace ptxdsl {
 
 class Kernel;
 
-// A typed virtual register: a small value handle owned by one kernel. ptxas allocates the real ones.
+// A typed virtual register: a small value handle owned by one kernel. ptxas allocates the real
+// ones.
 template <TypeTag T>
 struct Reg {
   using Type = T;
@@ -34,11 +35,10 @@ using HostValue = std::conditional_t<
     T::kType == ScalarType::F32, float,
     std::conditional_t<
         T::kType == ScalarType::F64, double,
-        std::conditional_t<is_signed_int(T::kType),
-                           std::conditional_t<T::kBytes == 8, std::int64_t, std::int32_t>,
-                           std::conditional_t<T::kBytes == 8, std::uint64_t,
-                                              std::conditional_t<T::kBytes == 4, std::uint32_t,
-                                                                 std::uint16_t>>>>>;
+        std::conditional_t<
+            is_signed_int(T::kType), std::conditional_t<T::kBytes == 8, std::int64_t, std::int32_t>,
+            std::conditional_t<T::kBytes == 8, std::uint64_t,
+                               std::conditional_t<T::kBytes == 4, std::uint32_t, std::uint16_t>>>>>;
 
 // The bit pattern of an immediate of type T; floats are exact (`0f3F800000`).
 template <TypeTag T, class V>
@@ -60,6 +60,12 @@ std::uint64_t immediate_bits(V value) {
   }
 }
 
+// Types a C++ floating-point literal converts to (single floats, not the f16x2/bf16x2 pairs).
+constexpr bool takes_float_literal(ScalarType t) {
+  return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F32 ||
+         t == ScalarType::F64;
+}
+
 // A source operand of type T: a register of T, or an immediate written as a C++ number.
 template <TypeTag T>
 struct Src {
@@ -70,9 +76,11 @@ struct Src {
     op.kind = Operand::Kind::Reg;
     op.reg = r.id;
   }
+  // Integer registers take integer literals only (`k.add(u, 1.5f)` does not compile); the paired
+  // 16-bit floats take their raw bits.
   template <class V>
-    requires std::is_arithmetic_v<V>
-  Src(V value) {  // NOLINT(google-explicit-constructor)
+  requires std::is_integral_v<V> ||(std::is_floating_point_v<V>&& takes_float_literal(T::kType))
+      Src(V value) {  // NOLINT(google-explicit-constructor)
     op.kind = Operand::Kind::Imm;
     op.imm_type = T::kType;
     op.imm_bits = immediate_bits<T>(value);

@@ -32,57 +32,83 @@ inline constexpr int kRegClassCount = 6;
 
 constexpr std::string_view ptx_name(ScalarType t) {
   switch (t) {
-    case ScalarType::Pred: return "pred";
-    case ScalarType::B16: return "b16";
-    case ScalarType::B32: return "b32";
-    case ScalarType::B64: return "b64";
-    case ScalarType::U16: return "u16";
-    case ScalarType::U32: return "u32";
-    case ScalarType::U64: return "u64";
-    case ScalarType::S32: return "s32";
-    case ScalarType::S64: return "s64";
-    case ScalarType::F16: return "f16";
-    case ScalarType::BF16: return "bf16";
-    case ScalarType::F16x2: return "f16x2";
-    case ScalarType::BF16x2: return "bf16x2";
-    case ScalarType::F32: return "f32";
-    case ScalarType::F64: return "f64";
+    case ScalarType::Pred:
+      return "pred";
+    case ScalarType::B16:
+      return "b16";
+    case ScalarType::B32:
+      return "b32";
+    case ScalarType::B64:
+      return "b64";
+    case ScalarType::U16:
+      return "u16";
+    case ScalarType::U32:
+      return "u32";
+    case ScalarType::U64:
+      return "u64";
+    case ScalarType::S32:
+      return "s32";
+    case ScalarType::S64:
+      return "s64";
+    case ScalarType::F16:
+      return "f16";
+    case ScalarType::BF16:
+      return "bf16";
+    case ScalarType::F16x2:
+      return "f16x2";
+    case ScalarType::BF16x2:
+      return "bf16x2";
+    case ScalarType::F32:
+      return "f32";
+    case ScalarType::F64:
+      return "f64";
   }
   return "?";
 }
 
 constexpr int size_bytes(ScalarType t) {
   switch (t) {
-    case ScalarType::Pred: return 0;
+    case ScalarType::Pred:
+      return 0;
     case ScalarType::B16:
     case ScalarType::U16:
     case ScalarType::F16:
-    case ScalarType::BF16: return 2;
+    case ScalarType::BF16:
+      return 2;
     case ScalarType::B32:
     case ScalarType::U32:
     case ScalarType::S32:
     case ScalarType::F16x2:
     case ScalarType::BF16x2:
-    case ScalarType::F32: return 4;
+    case ScalarType::F32:
+      return 4;
     case ScalarType::B64:
     case ScalarType::U64:
     case ScalarType::S64:
-    case ScalarType::F64: return 8;
+    case ScalarType::F64:
+      return 8;
   }
   return 0;
 }
 
 constexpr RegClass reg_class(ScalarType t) {
   switch (t) {
-    case ScalarType::Pred: return RegClass::Pred;
-    case ScalarType::F32: return RegClass::F32;
-    case ScalarType::F64: return RegClass::F64;
-    default: break;
+    case ScalarType::Pred:
+      return RegClass::Pred;
+    case ScalarType::F32:
+      return RegClass::F32;
+    case ScalarType::F64:
+      return RegClass::F64;
+    default:
+      break;
   }
   switch (size_bytes(t)) {
-    case 2: return RegClass::B16;
-    case 4: return RegClass::B32;
-    default: return RegClass::B64;
+    case 2:
+      return RegClass::B16;
+    case 4:
+      return RegClass::B32;
+    default:
+      return RegClass::B64;
   }
 }
 
@@ -90,19 +116,23 @@ constexpr bool is_float(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::BF16 || t == ScalarType::F16x2 ||
          t == ScalarType::BF16x2 || t == ScalarType::F32 || t == ScalarType::F64;
 }
-constexpr bool is_signed_int(ScalarType t) { return t == ScalarType::S32 || t == ScalarType::S64; }
+constexpr bool is_signed_int(ScalarType t) {
+  return t == ScalarType::S32 || t == ScalarType::S64;
+}
 constexpr bool is_unsigned_int(ScalarType t) {
   return t == ScalarType::U16 || t == ScalarType::U32 || t == ScalarType::U64;
 }
-constexpr bool is_int(ScalarType t) { return is_signed_int(t) || is_unsigned_int(t); }
+constexpr bool is_int(ScalarType t) {
+  return is_signed_int(t) || is_unsigned_int(t);
+}
 constexpr bool is_bits(ScalarType t) {
   return t == ScalarType::B16 || t == ScalarType::B32 || t == ScalarType::B64;
 }
 
 // Build-time type tags: `Reg<F32>`, `GlobalPtr<F16>`...
-#define PTXDSL_TYPE_TAG(Tag, Enum)                          \
-  struct Tag {                                              \
-    static constexpr ScalarType kType = ScalarType::Enum;   \
+#define PTXDSL_TYPE_TAG(Tag, Enum)                              \
+  struct Tag {                                                  \
+    static constexpr ScalarType kType = ScalarType::Enum;       \
     static constexpr int kBytes = size_bytes(ScalarType::Enum); \
   };
 PTXDSL_TYPE_TAG(PredT, Pred)
@@ -134,16 +164,39 @@ template <class T>
 concept BitsTag = TypeTag<T> && is_bits(T::kType);
 // Types with ordinary arithmetic (add, sub, mul, min, max...).
 template <class T>
-concept ArithTag = TypeTag<T> && (is_int(T::kType) || T::kType == ScalarType::F32 ||
-                                  T::kType == ScalarType::F64 || T::kType == ScalarType::F16 ||
-                                  T::kType == ScalarType::BF16 || T::kType == ScalarType::F16x2 ||
-                                  T::kType == ScalarType::BF16x2);
+concept ArithTag = TypeTag<T> &&
+    (is_int(T::kType) || T::kType == ScalarType::F32 || T::kType == ScalarType::F64 ||
+     T::kType == ScalarType::F16 || T::kType == ScalarType::BF16 || T::kType == ScalarType::F16x2 ||
+     T::kType == ScalarType::BF16x2);
 // Types and/or/xor/not/shl/shr take.
 template <class T>
-concept LogicTag = TypeTag<T> && (is_int(T::kType) || is_bits(T::kType));
+concept LogicTag = TypeTag<T> &&(is_int(T::kType) || is_bits(T::kType));
 
 // The single-element scalar type of a tag, for memory elements.
 template <class T>
 concept MemTag = TypeTag<T> && T::kType != ScalarType::Pred;
+
+// abs and neg: signed integers and floats (PTX has no neg.u32).
+template <class T>
+concept SignedArithTag = ArithTag<T> && !is_unsigned_int(T::kType);
+// div: integers and the 32/64-bit floats (no div.f16).
+template <class T>
+concept DivTag = TypeTag<T> &&
+    (is_int(T::kType) || T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
+// rcp, sqrt, rsqrt: f32 and f64.
+template <class T>
+concept F32OrF64Tag = TypeTag<T> &&(T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
+// ex2.approx: f32 and the 16-bit floats, single or paired.
+template <class T>
+concept Ex2Tag = FloatTag<T> && T::kType != ScalarType::F64;
+// Types setp compares: everything but predicates and the paired 16-bit floats.
+template <class T>
+concept CompareTag = TypeTag<T> && T::kType != ScalarType::Pred&& T::kType !=
+                     ScalarType::F16x2&& T::kType != ScalarType::BF16x2;
+// Types cvt converts between: integers and single floats (pairs go through cvt_pack / unpack).
+template <class T>
+concept CvtTag = TypeTag<T> &&
+    (is_int(T::kType) || T::kType == ScalarType::F16 || T::kType == ScalarType::BF16 ||
+     T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
 
 }  // namespace ptxdsl

@@ -1,0 +1,391 @@
+// Misuse the types cannot catch throws ptxdsl::Error naming the kernel, the instruction and the
+// problem. Each check reads the message: all three must be in it.
+#include <limits>
+#include <vector>
+
+#include "support.hpp"
+
+using namespace ptxdsl;
+using Catch::Matchers::Contains;
+using test::error_of;
+
+// `expr` must throw ptxdsl::Error whose message holds the kernel's name, `what` (the instruction or
+// the construct) and `problem`.
+#define CHECK_MISUSE(expr, kernel, what, problem)                                           \
+  CHECK_THAT(error_of([&] { expr; }), Contains(std::string("kernel '") + (kernel) + "'") && \
+                                          Contains(what) && Contains(problem))
+
+namespace {
+
+struct Scratch {
+  Module m{Arch::Sm90};
+  Kernel& k = m.kernel("k");
+  Reg<F32> f = k.reg<F32>();
+  Reg<U32> u = k.reg<U32>();
+  Pred p = k.reg<PredT>();
+  GlobalPtr<F32> g{k.reg<U64>(), 0};
+  SharedPtr<F32> s{k.reg<U32>(), 0};
+};
+
+}  // namespace
+
+TEST_CASE("an unbound label fails at finalize, naming the branch", "[dsl][misuse]") {
+  Scratch x;
+  Label skip = x.k.label("skip");
+  x.k.bra_if(x.p, skip);
+  CHECK_MISUSE(x.k.finalize(), "k", "instruction 'bra'", "label '$L__skip_0' is never bound");
+  CHECK_MISUSE(x.m.emit(), "k", "instruction 'bra'", "is never bound");
+
+  Scratch y;
+  Label top = y.k.label("top");
+  y.k.bra(top, true);
+  CHECK_MISUSE(y.k.finalize(), "k", "instruction 'bra.uni'", "label '$L__top_0' is never bound");
+}
+
+TEST_CASE("labels: bound twice, of another kernel, never created", "[dsl][misuse]") {
+  Scratch x;
+  Label l = x.k.label("again");
+  x.k.bind(l);
+  CHECK_MISUSE(x.k.bind(l), "k", "label '$L__again_0'", "is bound twice");
+  Kernel& other = x.m.kernel("other");
+  Label theirs = other.label("theirs");
+  CHECK_MISUSE(x.k.bra(theirs), "k", "instruction 'bra'", "branches to a label of kernel 'other'");
+  CHECK_MISUSE(x.k.bind(theirs), "k", "label", "belongs to kernel 'other'");
+  CHECK_MISUSE(x.k.bra_if(x.p, theirs), "k", "instruction 'bra'", "label of another kernel");
+  CHECK_MISUSE(x.k.bra(Label{}), "k", "instruction 'bra'", "never created");
+  CHECK_MISUSE(x.k.bind(Label{}), "k", "label", "was never created");
+}
+
+TEST_CASE("a register of another kernel is refused where it is used", "[dsl][misuse]") {
+  Module m(Arch::Sm90);
+  Kernel& a = m.kernel("a");
+  Kernel& b = m.kernel("b");
+  Reg<F32> fa = a.reg<F32>();
+  Reg<F32> fb = b.reg<F32>();
+  CHECK_MISUSE(b.add(fb, fa), "b", "instruction 'add.f32'", "uses a register of kernel 'a'");
+  CHECK_MISUSE(fb + fa, "b", "instruction 'add.f32'", "uses a register of kernel 'a'");
+  CHECK_MISUSE(b.mov(fa, fb), "b", "instruction 'mov.f32'", "uses a register of kernel 'a'");
+  GlobalPtr<F32> pa{a.reg<U64>(), 0};
+  CHECK_MISUSE(b.ld(pa), "b", "instruction 'ld.global.f32'", "uses a register of kernel 'a'");
+  CHECK_MISUSE(b.st(pa + 1, fb), "b", "instruction 'st.global.f32'",
+               "uses a register of kernel 'a'");
+  CHECK_MISUSE(b.ld_v<4>(pa, kNc), "b", "instruction 'ld.global.nc.v4.f32'",
+               "uses a register of kernel 'a'");
+  Pred pred_a = a.reg<PredT>();
+  CHECK_MISUSE(b.predicated(pred_a, [] {}), "b", "predicated block",
+               "guard register of kernel 'a'");
+  CHECK_MISUSE(b.selp(fb, fb, pred_a), "b", "instruction 'selp.f32'",
+               "uses a register of kernel 'a'");
+  CHECK_MISUSE(b.shfl_bfly(fa, 1), "b", "instruction 'shfl.sync.bfly.b32'",
+               "uses a register of kernel 'a'");
+  // The failed instructions left nothing behind: b's next instruction is checked on its own.
+  b.add(fb, fb);
+  CHECK(b.instructions().size() == 1);
+}
+
+TEST_CASE("a default-constructed Reg is refused, naming the instruction", "[dsl][misuse]") {
+  Scratch x;
+  const std::string never = "uses a register that was never created (a default Reg)";
+  CHECK_MISUSE(x.k.add(Reg<F32>{}, 1.0f), "k", "instruction 'add.f32'", never);
+  CHECK_MISUSE(x.k.add(x.f, Reg<F32>{}), "k", "instruction 'add.f32'", never);
+  CHECK_MISUSE(x.k.ld(GlobalPtr<F32>{}), "k", "instruction 'ld.global.f32'", never);
+  CHECK_MISUSE(x.k.st(x.g, Reg<F32>{}), "k", "instruction 'st.global.f32'", never);
+  CHECK_MISUSE(Reg<F32>{} * x.f, "k", "instruction 'mul.f32'", never);
+  CHECK_MISUSE(x.k.cvt<F16>(Reg<F32>{}), "k", "instruction 'cvt.rn.f16.f32'", never);
+  CHECK_MISUSE(x.k.predicated(Pred{}, [] {}), "k", "predicated block", "never created");
+  // With no kernel on either side there is no kernel to name; the operator says so.
+  CHECK_THAT(error_of([] { (void)(Reg<F32>{} + Reg<F32>{}); }),
+             Contains("operator +") && Contains("default-constructed Reg"));
+}
+
+TEST_CASE("nothing is emitted into a finalized kernel", "[dsl][misuse]") {
+  Scratch x;
+  x.k.finalize();
+  const std::string after = "emitted after the kernel was finalized";
+  CHECK_MISUSE(x.k.add(x.f, x.f), "k", "instruction 'add.f32'", after);
+  CHECK_MISUSE(x.k.ld_v<4>(x.g), "k", "instruction 'ld.global.v4.f32'", after);
+  CHECK_MISUSE(x.k.tid_x(), "k", "instruction 'mov.u32'", after);
+  CHECK_MISUSE(x.k.bar_sync(), "k", "instruction 'bar.sync'", after);
+  CHECK_MISUSE(x.k.ret(), "k", "instruction 'ret'", after);
+  CHECK_MISUSE(x.k.bind(x.k.label("late")), "k", "label '$L__late_0'", after);
+  CHECK_MISUSE(x.k.param<F32>("late"), "k", "parameter 'late'", "declared after finalize");
+  CHECK_MISUSE(x.k.shared_array<F32>("late", 4), "k", "shared array 'late'",
+               "declared after finalize");
+  CHECK_MISUSE(x.k.require_threads(128), "k", "require_threads", "called after finalize");
+  CHECK_MISUSE(x.k.max_threads(128), "k", "max_threads", "called after finalize");
+  CHECK(x.k.params().empty());
+  CHECK(x.k.shared().empty());
+  // Finalizing again, or emitting the module, is fine and changes nothing.
+  const std::size_t n = x.k.instructions().size();
+  x.k.finalize();
+  (void)x.m.emit();
+  CHECK(x.k.instructions().size() == n);
+}
+
+TEST_CASE("vector width must be 2 or 4", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.ld_vec(x.g, 3), "k", "instruction 'ld.global.v3.f32'",
+               "vector width must be 2 or 4, got 3");
+  CHECK_MISUSE(x.k.ld_vec(x.g, 1), "k", "instruction 'ld.global.f32'",
+               "vector width must be 2 or 4, got 1");
+  CHECK_MISUSE(x.k.ld_vec(x.s, 8), "k", "instruction 'ld.shared.v8.f32'",
+               "vector width must be 2 or 4, got 8");
+  const std::vector<Reg<F32>> three{x.f, x.f, x.f};
+  CHECK_MISUSE(x.k.st_vec(x.g, three), "k", "instruction 'st.global.v3.f32'",
+               "vector width must be 2 or 4, got 3");
+  // More than 16 bytes in one access.
+  CHECK_MISUSE(x.k.ld_v<4>(x.g.as<F64>()), "k", "instruction 'ld.global.v4.f64'",
+               "one access moves at most 16 bytes, got 32");
+  CHECK(x.k.instructions().empty());
+}
+
+TEST_CASE("a constant offset must be aligned to the access", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.ld_v<4>(x.g + 2, kNc), "k", "instruction 'ld.global.nc.v4.f32'",
+               "constant offset 8 is not a multiple of the 16-byte access size");
+  CHECK_MISUSE(x.k.st_v<2>(x.s + 1, Vec<F32, 2>{x.f, x.f}), "k", "instruction 'st.shared.v2.f32'",
+               "constant offset 4 is not a multiple of the 8-byte access size");
+  CHECK_MISUSE(x.k.ld_v_if<4>(x.p, x.g - 1, 0.0f), "k", "instruction 'ld.global.v4.f32'",
+               "constant offset -4 is not a multiple of the 16-byte access size");
+  CHECK_MISUSE(x.k.ld((x.g.as<F16>() + 1).as<F32>()), "k", "instruction 'ld.global.f32'",
+               "constant offset 2 is not a multiple of the 4-byte access size");
+}
+
+TEST_CASE("predicated blocks do not nest or hold control flow", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.predicated(x.p, [&] { x.k.predicated(x.p, [] {}); }), "k", "predicated block",
+               "predicated blocks do not nest");
+  CHECK_MISUSE(x.k.predicated(x.p, [&] { x.k.if_(x.p, [] {}); }), "k", "instruction 'bra'",
+               "control flow inside a predicated block");
+  CHECK_MISUSE(x.k.predicated(x.p, [&] { x.k.bind(x.k.label("in")); }), "k", "label '$L__in_",
+               "control flow inside a predicated block");
+  CHECK_MISUSE(x.k.predicated(x.p, [&] { x.k.for_range(0u, 4u, 1u, [](Reg<U32>) {}); }), "k",
+               "label", "control flow inside a predicated block");
+  // After a failure inside a block the kernel is unguarded again.
+  x.k.add(x.f, x.f);
+  CHECK_FALSE(x.k.instructions().back().guarded);
+}
+
+TEST_CASE("names must be PTX identifiers and unique", "[dsl][misuse]") {
+  Module m(Arch::Sm90);
+  CHECK_THAT(error_of([&] { m.kernel("1st"); }),
+             Contains("kernel name '1st' is not a PTX identifier"));
+  CHECK_THAT(error_of([&] { m.kernel("rms norm"); }),
+             Contains("kernel name 'rms norm' is not a PTX identifier"));
+  CHECK_THAT(error_of([&] { m.kernel(""); }), Contains("kernel name '' is not a PTX identifier"));
+  Kernel& k = m.kernel("k");
+  CHECK_THAT(error_of([&] { m.kernel("k"); }), Contains("kernel 'k' is defined twice"));
+  CHECK_MISUSE(k.param<F32>("a-b"), "k", "parameter", "name 'a-b' is not a PTX identifier");
+  CHECK_MISUSE(k.param_ptr<F32>("9x"), "k", "parameter", "name '9x' is not a PTX identifier");
+  k.param<F32>("eps");
+  CHECK_MISUSE(k.param<F32>("eps"), "k", "parameter", "'eps' is declared twice");
+  CHECK_MISUSE(k.param_ptr<F16>("eps"), "k", "parameter", "'eps' is declared twice");
+  CHECK_MISUSE(k.shared_array<F32>("x.y", 4), "k", "shared array",
+               "name 'x.y' is not a PTX identifier");
+  k.shared_array<F32>("buf", 4);
+  CHECK_MISUSE(k.shared_array<F32>("buf", 4), "k", "shared array", "'buf' is declared twice");
+  CHECK_MISUSE(k.shared_array<F32>("empty", 0), "k", "shared array", "'empty' has 0 bytes");
+  CHECK_MISUSE(k.shared_array<F32>("odd", 4, 3), "k", "shared array",
+               "alignment must be a power of two, got 3");
+  k.shared_dynamic<F32>("dyn", 1024);
+  CHECK_MISUSE(k.shared_dynamic<F32>("dyn2", 1024), "k", "shared array",
+               "a kernel has one dynamic shared array");
+  CHECK_MISUSE(k.label("bad-hint"), "k", "label", "hint 'bad-hint' is not a PTX identifier");
+  CHECK_MISUSE(k.label(""), "k", "label", "hint '' is not a PTX identifier");
+  CHECK_THAT(error_of([&] { (void)m.find("missing"); }),
+             Contains("the module has no kernel 'missing'"));
+}
+
+TEST_CASE("PTX version and target must agree", "[dsl][misuse]") {
+  CHECK_THAT(error_of([] {
+               Module m(Arch::Sm90, {7, 0});
+             }),
+             Contains("sm_90 needs PTX 7.8 or newer, got 7.0"));
+  CHECK_THAT(error_of([] {
+               Module m(Arch::Sm100, {8, 0});
+             }),
+             Contains("sm_100 needs PTX 8.6 or newer, got 8.0"));
+  CHECK_THAT(error_of([] {
+               Module m(Arch::Sm80, {9, 1});
+             }),
+             Contains("PTX version must be in [7.0, 9.0], got 9.1"));
+  CHECK_THAT(error_of([] {
+               Module m(Arch::Sm80, {6, 4});
+             }),
+             Contains("PTX version must be in [7.0, 9.0], got 6.4"));
+  for (const char* bad : {"9.1", "7", "7.", ".8", "x.y", "10.0", "7.10", ""}) {
+    INFO(bad);
+    CHECK_THAT(error_of([&] { parse_ptx_version(bad); }),
+               Contains("PTX version must be MAJOR.MINOR in [7.0, 9.0]"));
+  }
+  CHECK_THAT(error_of([] { parse_arch("sm_75"); }),
+             Contains("arch must be one of sm_80, sm_90, sm_100, got 'sm_75'"));
+  CHECK_THAT(error_of([] { parse_arch("SM_90"); }), Contains("got 'SM_90'"));
+
+  // An instruction the target lacks, or the PTX version cannot spell, names both.
+  Module sm80(Arch::Sm80);
+  Kernel& k = sm80.kernel("k80");
+  Reg<BF16> bh = k.reg<BF16>();
+  CHECK_MISUSE(k.add(bh, bh), "k80", "instruction 'add.bf16'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k.setp(Cmp::Lt, bh, bh), "k80", "instruction 'setp.lt.bf16'",
+               "needs sm_90 or newer");
+  CHECK_MISUSE(k.cvt<F16>(bh), "k80", "instruction 'cvt.rn.f16.bf16'", "needs sm_90 or newer");
+  Module old(Arch::Sm80, {7, 0});
+  Kernel& ko = old.kernel("k70");
+  GlobalPtr<F32> g{ko.reg<U64>(), 0};
+  CHECK_MISUSE(ko.ld(g, kNcNoAllocate), "k70", "instruction 'ld.global.nc.L1::no_allocate.f32'",
+               "needs PTX 7.4 or newer; the module is PTX 7.0");
+  CHECK_MISUSE(ko.cvt<F32>(ko.reg<BF16>()), "k70", "instruction 'cvt.f32.bf16'",
+               "needs PTX 7.1 or newer; the module is PTX 7.0");
+}
+
+TEST_CASE("shuffle widths and reduction groups must be powers of two", "[dsl][misuse]") {
+  Scratch x;
+  const std::string problem = "segment width must be a power of two in [1, 32], got ";
+  CHECK_MISUSE(x.k.shfl_bfly(x.f, 1, 3), "k", "instruction 'shfl.sync.bfly.b32'", problem + "3");
+  CHECK_MISUSE(x.k.shfl_down(x.u, 1, 0), "k", "instruction 'shfl.sync.down.b32'", problem + "0");
+  CHECK_MISUSE(x.k.shfl_up(x.f, 1, 64), "k", "instruction 'shfl.sync.up.b32'", problem + "64");
+  CHECK_MISUSE(x.k.shfl_idx(x.f, 0u, 24), "k", "instruction 'shfl.sync.idx.b32'", problem + "24");
+  CHECK_MISUSE(warp_reduce_sum(x.k, x.f, 12), "k", "warp_reduce",
+               "width must be a power of two in [1, 32], got 12");
+  const Reg<F32> values[] = {x.f};
+  CHECK_MISUSE(group_reduce(x.k, values, ReduceOp::Sum, 48, 256, x.u, x.s), "k", "group_reduce",
+               "got 48");
+  CHECK_MISUSE(group_reduce(x.k, values, ReduceOp::Sum, 96, 128, x.u, x.s), "k", "group_reduce",
+               "dividing the block (128), got 96");
+  CHECK(x.k.instructions().empty());
+}
+
+TEST_CASE("barriers and block sizes are range-checked", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.bar_sync(16), "k", "instruction 'bar.sync'",
+               "barrier id must be in [0, 15], got 16");
+  CHECK_MISUSE(x.k.require_threads(0), "k", "require_threads",
+               "block size must be in [1, 1024], got 0");
+  CHECK_MISUSE(x.k.max_threads(2048), "k", "max_threads",
+               "block size must be in [1, 1024], got 2048");
+}
+
+TEST_CASE("precision and rounding modifiers must exist for the form", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  Reg<F64> d = k.reg<F64>();
+  Reg<F16> h = k.reg<F16>();
+  Reg<BF16> bh = k.reg<BF16>();
+  Reg<S32> s = k.reg<S32>();
+  CHECK_MISUSE(k.rsqrt(x.f, kRn), "k", "instruction 'rsqrt.rn.f32'",
+               "has only the .approx form (MathMode kApprox)");
+  CHECK_MISUSE(k.ex2(x.f, kDefault), "k", "instruction 'ex2.f32'", "has only the .approx form");
+  CHECK_MISUSE(k.lg2(x.f, kRz), "k", "instruction 'lg2.rz.f32'", "has only the .approx form");
+  CHECK_MISUSE(k.add(x.f, x.f, kApprox), "k", "instruction 'add.approx.f32'",
+               "has no .approx form");
+  CHECK_MISUSE(k.sqrt(d, kApprox), "k", "instruction 'sqrt.approx.f64'", "has no .approx form");
+  CHECK_MISUSE(k.div(d, d, kFull), "k", "instruction 'div.full.f64'",
+               ".full exists for div.f32 only");
+  CHECK_MISUSE(k.div(x.f, x.f, MathMode{Precision::Approx, Rounding::Rn}), "k",
+               "instruction 'div.approx.f32'", "choose .approx/.full or a rounding mode, not both");
+  CHECK_MISUSE(k.rcp(d, kApprox), "k", "instruction 'rcp.approx.f64'",
+               "rcp.approx.f64 needs .ftz (MathMode kApproxFtz)");
+  CHECK_MISUSE(k.min(x.f, x.f, kRn), "k", "instruction 'min.rn.f32'", "takes no rounding mode");
+  CHECK_MISUSE(k.add(x.f, x.f, MathMode{Precision::Exact, Rounding::Rni}), "k",
+               "instruction 'add.rni.f32'", "integer rounding modes");
+  CHECK_MISUSE(k.add(h, h, kRz), "k", "instruction 'add.rz.f16'",
+               "the 16-bit float forms round to nearest (.rn) only");
+  CHECK_MISUSE(k.add(d, d, MathMode{.ftz = true}), "k", "instruction 'add.ftz.f64'",
+               ".ftz does not apply to this form");
+  CHECK_MISUSE(k.fma(bh, bh, bh, MathMode{Precision::Exact, Rounding::Rn, true}), "k",
+               "instruction 'fma.rn.ftz.bf16'", ".ftz does not apply to this form");
+  CHECK_MISUSE(k.ex2(k.reg<BF16>()), "k", "instruction 'ex2.approx.bf16'",
+               "ex2.approx on bf16 needs .ftz (MathMode kApproxFtz)");
+  CHECK_MISUSE(k.ex2(h, kApproxFtz), "k", "instruction 'ex2.approx.ftz.f16'",
+               ".ftz does not apply to this form");
+  CHECK_MISUSE(k.min(x.f, x.f, MathMode{.sat = true}), "k", "instruction 'min.sat.f32'",
+               ".sat applies to add, sub, mul and fma on f32 and f16 only");
+  CHECK_MISUSE(k.add(x.u, x.u, MathMode{.sat = true}), "k", "instruction 'add.sat.u32'",
+               ".sat applies to add.s32 and sub.s32");
+  CHECK_MISUSE(k.mul(s, s, MathMode{.sat = true}), "k", "instruction 'mul.lo.sat.s32'",
+               ".sat applies to add.s32 and sub.s32");
+  CHECK_MISUSE(k.add(x.u, 1u, kRn), "k", "instruction 'add.u32'",
+               "rounding modes and .approx/.full apply to floating-point types only");
+  CHECK_MISUSE(k.min(s, s, MathMode{.ftz = true}), "k", "instruction 'min.s32'",
+               ".ftz applies to floating-point types only");
+  CHECK(k.instructions().empty());
+}
+
+TEST_CASE("16-bit float immediates only move data", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  Reg<F16> h = k.reg<F16>();
+  const std::string problem = "16-bit float immediates are not operands of arithmetic";
+  CHECK_MISUSE(k.add(h, 1.0f), "k", "instruction 'add.f16'", problem);
+  CHECK_MISUSE(k.fma(h, h, 0.5f), "k", "instruction 'fma.rn.f16'", problem);
+  CHECK_MISUSE(k.setp(Cmp::Lt, h, 0.0f), "k", "instruction 'setp.lt.f16'", problem);
+  CHECK_MISUSE(k.max(k.reg<BF16>(), 0.0f), "k", "instruction 'max.bf16'", problem);
+  CHECK_MISUSE(k.add(k.reg<F16x2>(), 0x3C003C00u), "k", "instruction 'add.f16x2'", problem);
+  CHECK(k.instructions().empty());
+  // mov, selp and st take them.
+  k.add(h, k.mov<F16>(1.0f));
+  k.selp<F16>(h, 0.0f, x.p);
+  k.st(x.g.as<F16>(), 0.0f);
+  CHECK(k.instructions().size() == 4);
+}
+
+TEST_CASE("setp comparisons must fit the type", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  CHECK_MISUSE(k.setp(Cmp::Lo, x.f, x.f), "k", "instruction 'setp.lo.f32'",
+               "floats compare with eq, ne, lt, le, gt, ge, equ, neu");
+  CHECK_MISUSE(k.setp(Cmp::Lo, k.reg<S32>(), 0), "k", "instruction 'setp.lo.s32'",
+               "signed integers compare with eq, ne, lt, le, gt and ge");
+  CHECK_MISUSE(k.setp(Cmp::Equ, x.u, 0u), "k", "instruction 'setp.equ.u32'",
+               "unsigned integers compare with eq, ne, lt, le, gt, ge, lo, ls, hi and hs");
+  CHECK_MISUSE(k.setp(Cmp::Lt, k.reg<B32>(), 0u), "k", "instruction 'setp.lt.b32'",
+               "bit types compare with eq and ne only");
+  CHECK_MISUSE(k.setp(Cmp::Lt, k.reg<F64>(), 0.0, true), "k", "instruction 'setp.lt.ftz.f64'",
+               ".ftz applies to setp on f32 and f16 only");
+  CHECK(k.instructions().empty());
+}
+
+TEST_CASE("cvt rounding must fit the conversion", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  Reg<S32> s = k.reg<S32>();
+  Reg<F64> d = k.reg<F64>();
+  CHECK_MISUSE(k.cvt<S32>(x.f, Rounding::Rn), "k", "instruction 'cvt.rn.s32.f32'",
+               "a float-to-integer cvt needs .rni, .rzi, .rmi or .rpi");
+  CHECK_MISUSE(k.cvt<F32>(s, Rounding::Rzi), "k", "instruction 'cvt.rzi.f32.s32'",
+               "an integer-to-float cvt needs .rn, .rz, .rm or .rp");
+  CHECK_MISUSE(k.cvt<F64>(x.f, Rounding::Rn), "k", "instruction 'cvt.rn.f64.f32'",
+               "a widening float cvt is exact and takes no rounding mode");
+  CHECK_MISUSE(k.cvt<F32>(d, Rounding::Rni), "k", "instruction 'cvt.rni.f32.f64'",
+               "a narrowing float cvt needs .rn, .rz, .rm or .rp");
+  CHECK_MISUSE(k.cvt<F32>(x.f, Rounding::Rn), "k", "instruction 'cvt.rn.f32.f32'",
+               "a cvt between equal float types rounds to an integer");
+  CHECK_MISUSE(k.cvt<U32>(k.reg<U64>(), Rounding::Rn), "k", "instruction 'cvt.rn.u32.u64'",
+               "an integer-to-integer cvt takes no rounding mode");
+  CHECK_MISUSE(k.cvt<S32>(d, Rounding::Rzi, true), "k", "instruction 'cvt.rzi.ftz.s32.f64'",
+               ".ftz applies to cvt with an f32 source or destination only");
+  CHECK_MISUSE(k.cvt_pack<F16x2>(x.f, x.f, Rounding::Rm), "k", "instruction 'cvt.rm.f16x2.f32'",
+               "a cvt to a 16-bit float pair rounds with .rn or .rz");
+  CHECK(k.instructions().empty());
+}
+
+TEST_CASE("cache hints must exist for the access", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  CHECK_MISUSE(k.ld(x.g, MemHints{.cache = CacheOp::Wb}), "k", "instruction 'ld.global.wb.f32'",
+               "loads take the cache operators .ca, .cg, .cs, .lu and .cv");
+  CHECK_MISUSE(k.st(x.g, x.f, MemHints{.cache = CacheOp::Ca}), "k",
+               "instruction 'st.global.ca.f32'", "stores take the cache operators .wb, .cg, .cs");
+  CHECK_MISUSE(k.ld(x.g, MemHints{.cache = CacheOp::Cs, .eviction = Eviction::L1NoAllocate}), "k",
+               "instruction 'ld.global.cs.L1::no_allocate.f32'",
+               "a cache operator and an L1 eviction priority do not combine");
+  CHECK_MISUSE(k.ld(x.s, kNoAllocate), "k", "instruction 'ld.shared.L1::no_allocate.f32'",
+               "L1 eviction priorities apply to global memory only");
+  CHECK_MISUSE(k.ld(x.s, kNc), "k", "instruction 'ld.shared.nc.f32'",
+               ".nc applies to global loads only");
+  CHECK_MISUSE(k.st(x.g, x.f, kNc), "k", "instruction 'st.global.nc.f32'",
+               ".nc applies to global loads only");
+  CHECK(k.instructions().empty());
+}
