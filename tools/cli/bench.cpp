@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <limits>
 
 #include "cli.hpp"
@@ -207,6 +208,14 @@ class BenchCommand : public Command {
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    // Opened first: a path that cannot be written fails before minutes of work, not after.
+    std::ofstream json_out;
+    if (!json_.empty()) {
+      json_out.open(json_, std::ios::binary | std::ios::trunc);
+      if (!json_out) {
+        throw std::runtime_error(fmt::format("cannot write '{}': {}", json_, std::strerror(errno)));
+      }
+    }
     require_driver_one_line();
 
     Bench bench(device, reps, warmup);
@@ -218,17 +227,32 @@ class BenchCommand : public Command {
                planned.size(), reps);
 
     std::vector<CaseResult> results = planned;
-    // Cases come in (forward, backward) pairs of one shape, or alone: one set of inputs each.
+    // Cases come in (forward, backward) pairs of one shape, or alone: one set of inputs each,
+    // prepared a few shapes ahead on other threads (the float64 side is most of the run's time).
+    std::vector<std::span<CaseResult>> groups;
     for (std::size_t i = 0; i < results.size();) {
-      std::size_t n = 1;
-      if (i + 1 < results.size() && results[i + 1].spec.width == results[i].spec.width &&
-          results[i + 1].batch == results[i].batch &&
-          results[i + 1].spec.dtype == results[i].spec.dtype &&
-          is_layer_norm(results[i + 1].spec.kind) == is_layer_norm(results[i].spec.kind)) {
-        n = 2;
-      }
-      run_shape(bench, seed, std::span(results).subspan(i, n), i, results.size(), copy_gbps);
+      const std::size_t n =
+          i + 1 < results.size() && same_shape(results[i], results[i + 1]) ? 2 : 1;
+      groups.push_back(std::span(results).subspan(i, n));
       i += n;
+    }
+    std::vector<std::future<NormData>> data(groups.size());
+    const auto prepare = [&](std::size_t g) {
+      if (g >= groups.size()) return;
+      const CaseResult& lead = groups[g].front();
+      const bool backward =
+          std::any_of(groups[g].begin(), groups[g].end(),
+                      [](const CaseResult& r) { return is_backward(r.spec.kind); });
+      data[g] =
+          std::async(std::launch::async, [spec = lead.spec, batch = lead.batch, seed, backward] {
+            return make_norm_data(spec, batch, seed, backward);
+          });
+    };
+    constexpr std::size_t kAhead = 3;
+    for (std::size_t g = 0; g < kAhead; ++g) prepare(g);
+    for (std::size_t g = 0, first = 0; g < groups.size(); first += groups[g].size(), ++g) {
+      run_shape(bench, data[g], groups[g], first, results.size(), copy_gbps);
+      prepare(g + kAhead);
     }
 
     fmt::print(
@@ -252,10 +276,9 @@ class BenchCommand : public Command {
     if (!json_.empty()) {
       const std::string text =
           results_json(info, runtime::driver_version(), copy_gbps, reps, warmup, seed, results);
-      std::ofstream out(json_, std::ios::binary | std::ios::trunc);
-      out << text;
-      out.close();
-      if (!out)
+      json_out << text;
+      json_out.close();
+      if (!json_out)
         throw std::runtime_error(fmt::format("cannot write '{}': {}", json_, std::strerror(errno)));
     }
     return all_pass ? kExitOk : kExitFailure;
@@ -305,15 +328,16 @@ class BenchCommand : public Command {
     return cases;
   }
 
-  void run_shape(Bench& bench, std::uint64_t seed, std::span<CaseResult> cases, std::size_t first,
-                 std::size_t total, double copy_gbps) const {
+  static bool same_shape(const CaseResult& a, const CaseResult& b) {
+    return a.spec.width == b.spec.width && a.batch == b.batch && a.spec.dtype == b.spec.dtype &&
+           is_layer_norm(a.spec.kind) == is_layer_norm(b.spec.kind);
+  }
+
+  void run_shape(Bench& bench, std::future<NormData>& prepared, std::span<CaseResult> cases,
+                 std::size_t first, std::size_t total, double copy_gbps) const {
     const CaseResult& lead = cases.front();
-    bool backward = false;
-    for (const CaseResult& r : cases) backward = backward || is_backward(r.spec.kind);
     try {
-      fmt::print(stderr, "[{}/{}] {}: inputs and float64 reference\n", first + 1, total,
-                 lead.name());
-      const NormData data = make_norm_data(lead.spec, lead.batch, seed, backward);
+      const NormData data = prepared.get();
       runtime::NormOptions options =
           suite_.empty() ? options_.norm_options(lead.spec) : runtime::NormOptions{};
       GpuNorm norm(bench.ctx(), data, options);
