@@ -14,6 +14,7 @@
 #include "gpu_support.hpp"
 #include "norm_check.hpp"
 #include "ptxdsl/runtime.hpp"
+#include "small_kernels.hpp"
 
 using namespace ptxdsl;
 using namespace ptxdsl::runtime;
@@ -143,7 +144,9 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
                             std::string(kernels::dtype_name(c.dtype)) + "/" +
                             std::string(kernels::dtype_name(c.weight_dtype));
     worst[key].add(r);
-    if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations > 0 ||
+    if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations +
+                r.dw.violations + r.db.violations >
+            0 ||
         !r.dwdb_identical) {
       ++failed_cases;
     }
@@ -157,7 +160,10 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
   for (const auto& [key, w] : worst) {
     summary << "  " << key << ": y abs " << w.y_abs << " rel " << w.y_rel << " | dx abs "
             << w.dx_abs << " rel " << w.dx_rel << " | dw rel " << w.dw_rel << " | db rel "
-            << w.db_rel << " | mean/rstd rel " << w.stats_rel << "  (" << w.cases << " cases)\n";
+            << w.db_rel << " | mean/rstd rel " << w.stats_rel << "  (" << w.cases << " cases";
+    if (w.conditioned != 0)
+      summary << ", " << w.conditioned << " elements past 1e-5 within f32 roundoff";
+    summary << ")\n";
   }
   WARN(summary.str());
   CHECK(failed_cases == 0);
@@ -165,14 +171,17 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
 
 namespace {
 
-// The widest vector the rows and weights of a case allow: what the runtime must choose.
-std::uint32_t expected_vec(const NormCase& c) {
+// The widest vector the rows and weights of a case allow: what the runtime must choose. The forward
+// reads x, w, b and writes y; the backward reads dy, x, w and writes dx, dw, db.
+std::uint32_t expected_vec(const NormCase& c, bool backward) {
   const std::uint32_t s = static_cast<std::uint32_t>(kernels::dtype_bytes(c.dtype));
   const std::uint32_t ws = static_cast<std::uint32_t>(kernels::dtype_bytes(c.weight_dtype));
+  const std::uint32_t row_offsets =
+      backward ? (c.x_offset | c.dy_offset | c.dx_offset) : (c.x_offset | c.y_offset);
+  const std::uint32_t weight_offsets = backward ? (c.w_offset | c.dw_offset) : c.w_offset;
   for (std::uint32_t v = 16 / s; v > 1; v /= 2) {
-    const bool rows = c.row_stride() % v == 0 &&
-                      (c.x_offset | c.y_offset | c.dy_offset | c.dx_offset) % (v * s) == 0;
-    const bool weights = (c.w_offset | c.dw_offset) % std::min(16u, v * ws) == 0;
+    const bool rows = c.row_stride() % v == 0 && row_offsets % (v * s) == 0;
+    const bool weights = weight_offsets % std::min(16u, v * ws) == 0;
     if (rows && weights) return v;
   }
   return 1;
@@ -234,12 +243,13 @@ TEST_CASE("strided rows and misaligned pointers take narrower vectors, never a f
     const test::CaseResult r = test::run_case(ctx, ln, rms, c, test::make_host_case(c), nullptr);
     INFO(c.describe());
     test::check_case(c, r);
-    CHECK(r.forward_vec == expected_vec(c));
-    CHECK(r.backward_vec == expected_vec(c));
+    CHECK(r.forward_vec == expected_vec(c, false));
+    CHECK(r.backward_vec == expected_vec(c, true));
     ++vec_seen[r.forward_vec];
+    ++vec_seen[r.backward_vec];
   }
   std::ostringstream s;
-  s << cases.size() << " strided/misaligned cases; vector widths used:";
+  s << cases.size() << " strided/misaligned cases; launches by vector width:";
   for (const auto& [v, n] : vec_seen) s << " " << v << " elements × " << n;
   WARN(s.str());
 }
@@ -340,7 +350,8 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   CHECK(m.violations == 0);
 }
 
-TEST_CASE("a norm call costs the host little more than its launches", "[runtime][gpu][perf]") {
+TEST_CASE("a norm call costs the host within 1 us of a bare cuLaunchKernel",
+          "[runtime][gpu][perf]") {
   PTXDSL_REQUIRE_GPU(ctx);
   RmsNorm rms(ctx, DType::F16, DType::F16, 4096);
   test::DeviceArray x(ctx, 4096, DType::F16), y(ctx, 4096, DType::F16);
@@ -349,16 +360,31 @@ TEST_CASE("a norm call costs the host little more than its launches", "[runtime]
   RmsNormForwardArgs a{
       .x = x.view(), .w = w.view(), .y = y.view(), .rstd = rstd.view(), .batch = 1, .stream = s};
   rms.forward(a);  // builds and JITs
+  // The bare launch: the same one-CTA shape through launch_raw, with a norm's parameter count.
+  const test::SmallKernel empty = test::empty_kernel();
+  const Function bare(ModuleCache::global().get(ctx, empty.ptx, "empty12"), empty.contract);
+  std::uint64_t p = x.address;
+  std::uint32_t batch = 1, stride = 4096, rows = 1;
+  float eps = 1e-5f;
+  void* params[] = {&p, &p, &p, &p, &p, &p, &p, &p, &batch, &stride, &eps, &rows};
   s.synchronize();
   constexpr int kCalls = 200, kRounds = 30;
-  std::vector<double> ns;
+  std::vector<double> norm_ns, raw_ns;
   for (int round = 0; round < kRounds; ++round) {
-    const auto t0 = Clock::now();
+    auto t0 = Clock::now();
     for (int i = 0; i < kCalls; ++i) rms.forward(a);
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls);
+    norm_ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls);
+    s.synchronize();
+    t0 = Clock::now();
+    for (int i = 0; i < kCalls; ++i) launch_raw(bare, 1, 128, 0, s, params);
+    raw_ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / kCalls);
     s.synchronize();
   }
-  std::sort(ns.begin(), ns.end());
-  WARN("RmsNorm.forward host cost (f16, width 4096, batch 1): median " << ns[kRounds / 2]
-                                                                       << " ns per call");
+  std::sort(norm_ns.begin(), norm_ns.end());
+  std::sort(raw_ns.begin(), raw_ns.end());
+  const double norm = norm_ns[kRounds / 2], raw = raw_ns[kRounds / 2];
+  WARN("host cost per call, median of " << kRounds << " rounds of " << kCalls
+                                        << ": RmsNorm.forward (f16, width 4096, batch 1) " << norm
+                                        << " ns, bare launch_raw " << raw << " ns");
+  CHECK(norm - raw < 1000.0);
 }

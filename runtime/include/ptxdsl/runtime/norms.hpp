@@ -28,7 +28,8 @@ namespace ptxdsl::runtime {
 using kernels::DType;
 
 // A device array as the norms take it: an address, and, when the caller's type says so, its size
-// in bytes and its element size, which are then checked. A raw std::uint64_t address converts too.
+// in bytes and its element size, which are then checked. A raw std::uint64_t address converts too;
+// so do byte buffers (DeviceBuffer<std::byte>), whose size is checked but not their element type.
 struct DeviceView {
   std::uint64_t address = 0;
   std::uint64_t bytes = 0;          // 0: unknown, unchecked
@@ -38,10 +39,10 @@ struct DeviceView {
   DeviceView(std::uint64_t a) : address(a) {}  // NOLINT: raw device addresses
   template <class T>
   DeviceView(const DeviceBuffer<T>& b)  // NOLINT
-      : address(b.address()), bytes(b.bytes()), element_bytes(sizeof(T)) {}
+      : address(b.address()), bytes(b.bytes()), element_bytes(sizeof(T) == 1 ? 0 : sizeof(T)) {}
   template <class T>
   DeviceView(DevicePtr<T> p)  // NOLINT
-      : address(p.address), element_bytes(sizeof(T)) {}
+      : address(p.address), element_bytes(sizeof(T) == 1 ? 0 : sizeof(T)) {}
 };
 
 // Partial-sum scratch for a backward, when the caller owns it (at least 16-byte aligned).
