@@ -567,8 +567,10 @@ std::vector<Row> addresses_and_params() {
           k.st(x.gp + 3 + x.u[0], x.a)),
       ROW("mad.lo.u32 %r16, %r1, 4, %r15;", k.index(x.sp, x.u[0])),
       ROW("mad.lo.u32 %r16, %r4, 2, %r15;", k.index(x.sp.as<BF16>(), x.s[0])),
-      ROW("mul.wide.u32 %rd9, %r1, 8192;\nmad.lo.u64 %rd10, %rd9, 4, %rd8;",
-          k.row(x.gp, x.u[0], 8192u)),
+      ROW("mad.wide.u32 %rd9, %r1, 32768, %rd8;", k.row(x.gp, x.u[0], 8192u)),
+      ROW("mad.wide.u32 %rd9, %r1, 4294967294, %rd8;", k.row(x.gp.as<F16>(), x.u[0], 0x7FFFFFFFu)),
+      ROW("mul.wide.u32 %rd9, %r1, 1073741824;\nmad.lo.u64 %rd10, %rd9, 4, %rd8;",
+          k.row(x.gp, x.u[0], 1u << 30)),  // the row's bytes overflow 32 bits: multiply first
       ROW("mul.wide.u32 %rd9, %r1, %r2;\nmad.lo.u64 %rd10, %rd9, 2, %rd8;",
           k.row(x.gp.as<BF16>(), x.u[0], x.u[1])),
       // kernel parameters: scalars, and pointers converted to global addresses
@@ -741,7 +743,7 @@ void check_table(const std::vector<Row>& table, const char* family) {
 
 }  // namespace
 
-TEST_CASE("moves, immediates and special registers", "[dsl][instructions]") {
+TEST_CASE("mov with bit-exact immediates and special registers", "[dsl][instructions]") {
   check_table(moves(), "mov");
   check_table(specials(), "special");
 }
@@ -758,19 +760,20 @@ TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]
   check_table(special_functions(), "sfu");
 }
 
-TEST_CASE("setp with every comparison, and selp", "[dsl][instructions]") {
+TEST_CASE("setp with every comparison and selp", "[dsl][instructions]") {
   check_table(comparisons(), "setp");
 }
 
-TEST_CASE("cvt between the types, with rounding", "[dsl][instructions]") {
+TEST_CASE("cvt between the types with their rounding", "[dsl][instructions]") {
   check_table(conversions(), "cvt");
 }
 
-TEST_CASE("ld and st: spaces, vectors, hints, predication, atomics", "[dsl][instructions]") {
+TEST_CASE("ld and st: spaces and vectors and hints and predicated forms and atomics",
+          "[dsl][instructions]") {
   check_table(memory(), "mem");
 }
 
-TEST_CASE("addresses, parameters and shared memory", "[dsl][instructions]") {
+TEST_CASE("addresses and parameters and shared memory", "[dsl][instructions]") {
   check_table(addresses_and_params(), "addr");
 }
 
@@ -778,7 +781,7 @@ TEST_CASE("warp shuffles and warp reductions", "[dsl][instructions]") {
   check_table(warp(), "warp");
 }
 
-TEST_CASE("labels, branches and structured control flow", "[dsl][instructions]") {
+TEST_CASE("labels and branches and structured control flow", "[dsl][instructions]") {
   check_table(control_flow(), "flow");
 }
 

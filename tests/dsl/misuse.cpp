@@ -29,7 +29,7 @@ struct Scratch {
 
 }  // namespace
 
-TEST_CASE("an unbound label fails at finalize, naming the branch", "[dsl][misuse]") {
+TEST_CASE("an unbound label fails at finalize naming the branch", "[dsl][misuse]") {
   Scratch x;
   Label skip = x.k.label("skip");
   x.k.bra_if(x.p, skip);
@@ -42,7 +42,7 @@ TEST_CASE("an unbound label fails at finalize, naming the branch", "[dsl][misuse
   CHECK_MISUSE(y.k.finalize(), "k", "instruction 'bra.uni'", "label '$L__top_0' is never bound");
 }
 
-TEST_CASE("labels: bound twice, of another kernel, never created", "[dsl][misuse]") {
+TEST_CASE("labels bound twice or of another kernel or never created", "[dsl][misuse]") {
   Scratch x;
   Label l = x.k.label("again");
   x.k.bind(l);
@@ -83,7 +83,7 @@ TEST_CASE("a register of another kernel is refused where it is used", "[dsl][mis
   CHECK(b.instructions().size() == 1);
 }
 
-TEST_CASE("a default-constructed Reg is refused, naming the instruction", "[dsl][misuse]") {
+TEST_CASE("a default-constructed Reg is refused by the instruction that uses it", "[dsl][misuse]") {
   Scratch x;
   const std::string never = "uses a register that was never created (a default Reg)";
   CHECK_MISUSE(x.k.add(Reg<F32>{}, 1.0f), "k", "instruction 'add.f32'", never);

@@ -405,9 +405,21 @@ class Kernel {
     commit(std::move(in));
     return {base, p.offset};
   }
-  // Row `row` of a row-major matrix with `stride` elements per row: 64-bit product, then address.
+  // Row `row` of a row-major matrix with `stride` elements per row, in 64 bits. A constant stride
+  // folds the element size in (one `mad.wide.u32`); a run-time one takes `mul.wide.u32` and then
+  // `mad.lo.u64` by the element size.
   template <MemTag T>
   GlobalPtr<T> row(GlobalPtr<T> p, Reg<U32> row, Src<U32> stride) {
+    constexpr std::uint64_t kMaxU32 = 0xFFFFFFFFu;
+    if (stride.op.kind == Operand::Kind::Imm && stride.op.imm_bits * T::kBytes <= kMaxU32) {
+      Reg<U64> base = reg<U64>();
+      Instr in = make(Op::Mad, ScalarType::U32);
+      in.mul = MulMode::Wide;
+      const auto row_bytes = static_cast<std::uint32_t>(stride.op.imm_bits * T::kBytes);
+      in.ops = {def(base), use(row), use(Src<U32>(row_bytes)), use(p.base)};
+      commit(std::move(in));
+      return {base, p.offset};
+    }
     Reg<U64> elements = mul_wide<U32>(row, stride);
     Reg<U64> base = reg<U64>();
     Instr in = make(Op::Mad, ScalarType::U64);

@@ -1,0 +1,30 @@
+# Run by CTest (tests/CMakeLists.txt): installs the build tree into a scratch prefix, then
+# configures, builds and runs the consumer project against it.
+#   cmake -D BUILD_DIR=... -D SOURCE_DIR=... -D WORK_DIR=... -D GENERATOR=... -D CXX=...
+#         -P check.cmake
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "check.cmake needs -D ${var}=...")
+  endif()
+endforeach()
+
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "consumer: ${what} failed (${rc}):\n${out}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+step("install into ${prefix}" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+step("configure against ${prefix}" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build"
+  -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX}" -DCMAKE_BUILD_TYPE=Release
+  "-DCMAKE_PREFIX_PATH=${prefix}")
+step("build" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+step("run" "${WORK_DIR}/build/ptxdsl_consumer")
+if(NOT step_output MATCHES "\\.visible \\.entry axpy\\(")
+  message(FATAL_ERROR "consumer: the PTX it printed has no entry:\n${step_output}")
+endif()
+message(STATUS "consumer: built and ran against ${prefix}")
