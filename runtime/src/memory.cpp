@@ -32,6 +32,13 @@ void fill_raw(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value, s
   }
 }
 
+// A synchronous copy from pageable memory may return before its DMA lands; work on non-blocking
+// streams is not ordered after it. Waiting for the legacy stream makes "returned" mean "arrived".
+void finish_upload(std::size_t bytes) {
+  PTXDSL_CU_CHECK([&] { return fmt::format("finishing a copy of {} bytes to the device", bytes); },
+                  cuStreamSynchronize, nullptr);
+}
+
 }  // namespace
 
 void copy_to_device(const Context& ctx, std::uint64_t dst, const void* src, std::size_t bytes) {
@@ -39,6 +46,7 @@ void copy_to_device(const Context& ctx, std::uint64_t dst, const void* src, std:
   PTXDSL_CU_CHECK(
       [&] { return fmt::format("copying {} bytes to device address 0x{:x}", bytes, dst); },
       cuMemcpyHtoD, dst, src, bytes);
+  finish_upload(bytes);
 }
 
 void copy_to_host(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes) {
@@ -148,6 +156,7 @@ void RawBuffer::upload(std::size_t offset, const void* src, std::size_t bytes) {
   make_current(ctx_->context);
   PTXDSL_CU_CHECK([&] { return fmt::format("copying {} bytes to the device", bytes); },
                   cuMemcpyHtoD, address_ + offset, src, bytes);
+  finish_upload(bytes);
 }
 
 void RawBuffer::download(std::size_t offset, void* dst, std::size_t bytes) const {

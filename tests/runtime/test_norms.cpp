@@ -35,7 +35,7 @@ constexpr std::uint32_t kWidths[] = {1,    2,    3,    7,     31,    32,    100,
                                      4097, 5120, 8192, 12288, 16384, 32768, 65536};
 constexpr std::uint32_t kBatches[] = {1, 3, 1151, 4096};
 // Larger batches run while batch × width stays within this (the float64 reference runs on the CPU).
-constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 23;
+constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 24;
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {

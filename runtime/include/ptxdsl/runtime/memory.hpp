@@ -13,8 +13,9 @@
 
 namespace ptxdsl::runtime {
 
-// Copies and fills on raw device addresses, in `ctx` (made current). The synchronous forms return
-// when the data has arrived; the stream forms are ordered on `stream`.
+// Copies and fills on raw device addresses, in `ctx` (made current). The synchronous forms run on
+// the legacy default stream and return when the data has arrived; they do not wait for work on
+// non-blocking streams (synchronize those first). The `_async` forms are ordered on `stream`.
 void copy_to_device(const Context& ctx, std::uint64_t dst, const void* src, std::size_t bytes);
 void copy_to_host(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes);
 void copy_device(const Context& ctx, std::uint64_t dst, std::uint64_t src, std::size_t bytes);
