@@ -38,10 +38,16 @@ std::string temp_path(const char* tag) {
   return pattern;
 }
 
+// The binary: $PTXDSL_CLI when set (a test binary carried to another machine), else the build's.
+std::string cli_path() {
+  const char* env = std::getenv("PTXDSL_CLI");
+  return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
+}
+
 // Runs `ptxdsl <args>` through the shell; `args` is shell text.
 Result run_cli(const std::string& args) {
   const std::string out = temp_path("out"), err = temp_path("err");
-  const std::string cmd = std::string(PTXDSL_CLI) + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd = cli_path() + " " + args + " >" + out + " 2>" + err;
   const int raw = std::system(cmd.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
