@@ -5,25 +5,118 @@
 #include <fmt/format.h>
 
 #include "builders.hpp"
+#include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "row_stats.hpp"
 
 namespace ptxdsl::kernels::detail {
 namespace {
 
-// One accumulator (dw or db) over this thread's columns: per chunk, f32 registers or the CTA's
-// partial row in the workspace (read-modify-write by the owning thread only).
-struct Accumulator {
-  std::vector<Values> regs;
-  GlobalDPtr row_start;    // the CTA's partial row
-  GlobalDPtr partial_row;  // this thread's first column in it
-};
+// One accumulator (dw or db) over this thread's columns. Each chunk lives where the plan put it:
+// f32 registers, shared memory, or the CTA's partial row in the workspace; only the owning thread
+// ever touches it, so none of them needs a barrier.
+class Accumulator {
+ public:
+  Accumulator(Kernel& k, const Plan& plan, const RowMasks& columns, GlobalDPtr row_start,
+              GlobalDPtr partial_row, std::optional<SharedPtr<F32>> shared)
+      : plan_(plan),
+        columns_(columns),
+        row_start_(row_start),
+        partial_row_(partial_row),
+        shared_(shared) {
+    std::uint32_t staged = 0;
+    regs_.resize(plan.chunks);
+    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
+      shared_index_.push_back(plan.accum[j] == Place::Shared ? staged++ : 0);
+      Values z;
+      for (std::uint32_t e = 0; e < plan.vec; ++e) z.push_back(k.mov<F32>(0.0f));
+      if (plan.accum[j] == Place::Registers) {
+        regs_[j] = z;
+      } else {
+        put(k, j, z);
+      }
+    }
+  }
 
-Values zeros(Kernel& k, std::uint32_t n) {
-  Values v;
-  for (std::uint32_t i = 0; i < n; ++i) v.push_back(k.mov<F32>(0.0f));
-  return v;
-}
+  GlobalDPtr row_start() const { return row_start_; }
+  const Values& registers(std::uint32_t j) const { return regs_[j]; }
+
+  // acc[j] += a·b, or += a; `shift` as for_each_chunk passes it.
+  void add(Kernel& k, std::uint32_t j, const Values& a, const Values* b,
+           std::optional<Reg<U32>> shift) {
+    if (plan_.accum[j] == Place::Registers) {
+      for (std::uint32_t e = 0; e < plan_.vec; ++e) {
+        if (b) {
+          k.fma(regs_[j][e], a[e], (*b)[e], regs_[j][e]);
+        } else {
+          k.add(regs_[j][e], regs_[j][e], a[e]);
+        }
+      }
+      return;
+    }
+    Values v = get(k, j, shift);
+    for (std::uint32_t e = 0; e < plan_.vec; ++e)
+      v[e] = b ? k.fma(a[e], (*b)[e], v[e]) : k.add(v[e], a[e]);
+    put(k, j, v, shift);
+  }
+
+  // The CTA's partial row from this thread's register and shared chunks (workspace chunks are
+  // already there).
+  void write_out(Kernel& k, ChunkFence fence) {
+    std::vector<int> keys;
+    for (std::uint32_t j = 0; j < plan_.chunks; ++j) {
+      keys.push_back(plan_.accum[j] == Place::Shared && columns_.lanes().map().complete(j) ? 1
+                                                                                           : -1);
+    }
+    const std::uint32_t per = per_chunk();
+    for_each_chunk(
+        k, keys, plan_.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          if (plan_.accum[j] == Place::Global) return;
+          store_chunk(k, columns_, shifted(k, partial_row_, shift, per), j, get(k, j, shift),
+                      kNoHints);
+        },
+        fence);
+  }
+
+ private:
+  std::uint32_t per_chunk() const { return plan_.threads_per_row * plan_.vec; }
+  SharedDPtr shared_chunk(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
+    const SharedDPtr base =
+        shifted(k, SharedDPtr{shared_->as<B32>(), DType::F32}, shift, per_chunk());
+    return base + static_cast<std::int64_t>(shared_index_[j]) * per_chunk();
+  }
+  Values get(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift = std::nullopt) {
+    switch (plan_.accum[j]) {
+      case Place::Registers:
+        return regs_[j];
+      case Place::Shared:
+        return decode(k, load_raw(k, shared_chunk(k, j, shift), plan_.vec, std::nullopt, kNoHints));
+      case Place::Global:
+        break;
+    }
+    const GlobalDPtr row = shifted(k, partial_row_, shift, per_chunk());
+    return decode_chunk(k, columns_, j, issue_chunk(k, columns_, row, j, kNoHints));
+  }
+  void put(Kernel& k, std::uint32_t j, const Values& v,
+           std::optional<Reg<U32>> shift = std::nullopt) {
+    if (plan_.accum[j] == Place::Shared) {
+      Raw r;
+      r.f32 = v;
+      store_raw(k, shared_chunk(k, j, shift), r, std::nullopt, kNoHints);
+    } else {
+      store_chunk(k, columns_, shifted(k, partial_row_, shift, per_chunk()), j, v, kNoHints);
+    }
+  }
+
+  const Plan& plan_;
+  const RowMasks& columns_;
+  GlobalDPtr row_start_;
+  GlobalDPtr partial_row_;
+  std::optional<SharedPtr<F32>> shared_;
+  std::vector<std::uint32_t> shared_index_;
+  std::vector<Values> regs_;
+};
 
 // Sums the R row slots' accumulators in slot order through shared memory, then writes the CTA's
 // partial row: column c by thread c, c + block, ...
@@ -36,7 +129,7 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
   for (std::size_t a = 0; a < accs.size(); ++a) {
     for (std::uint32_t j = 0; j < plan.chunks; ++j) {
       Raw r;
-      r.f32 = accs[a].regs[j];
+      r.f32 = accs[a].registers(j);
       store_raw(
           k,
           SharedDPtr{
@@ -49,16 +142,20 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
   const std::uint32_t block = plan.block();
   const SharedPtr<F32> column = k.index(merge, cta.tid);
   for (std::size_t a = 0; a < accs.size(); ++a) {
-    const GlobalPtr<F32> out = k.index(accs[a].row_start.p.as<F32>(), cta.tid);
+    const GlobalPtr<F32> out = k.index(accs[a].row_start().p.as<F32>(), cta.tid);
     for (std::uint32_t first = 0; first < plan.width; first += block) {
-      Reg<F32> sum = k.ld(column + static_cast<std::int64_t>(a * R * span + first));
-      for (std::uint32_t r = 1; r < R; ++r) {
-        sum = k.add(sum, k.ld(column + static_cast<std::int64_t>(a * R * span + r * span + first)));
-      }
-      if (first + block <= plan.width) {
+      const auto column_sum = [&] {
+        Reg<F32> sum = k.ld(column + static_cast<std::int64_t>(a * R * span + first));
+        for (std::uint32_t r = 1; r < R; ++r) {
+          sum =
+              k.add(sum, k.ld(column + static_cast<std::int64_t>(a * R * span + r * span + first)));
+        }
         k.st(out + first, sum);
+      };
+      if (first + block <= plan.width) {
+        column_sum();
       } else {
-        k.st_if(k.setp(Cmp::Lt, cta.tid, plan.width - first), out + first, sum);
+        k.if_(k.setp(Cmp::Lt, cta.tid, plan.width - first), column_sum);
       }
     }
   }
@@ -74,6 +171,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool ln = spec.kind == NormKind::LayerNormBwd;
   Kernel& k = m.kernel(entry_name(spec));
   k.require_threads(plan.block());
+  k.max_registers(plan.max_registers);
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
@@ -95,35 +193,33 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);
 
-  // Dynamic shared memory: [x staging][dy staging][merge of the row slots' partials].
+  // Dynamic shared memory: [x staging][dy staging][dw, db partial sums][merge of row slots].
   const int s = dtype_bytes(spec.dtype);
   const std::uint32_t staging = plan.staging_bytes(s, 1);
+  const std::uint32_t nacc = static_cast<std::uint32_t>(partials.size());
+  const std::uint32_t acc_bytes = plan.accumulator_bytes(1);
   const std::uint32_t span = plan.chunks * T * plan.vec;
-  const std::uint32_t merge =
-      R > 1 ? static_cast<std::uint32_t>(partials.size()) * R * span * 4 : 0;
+  const std::uint32_t merge = R > 1 ? nacc * R * span * 4 : 0;
+  const std::uint32_t dynamic_bytes = 2 * staging + nacc * acc_bytes + merge;
   std::optional<SharedPtr<B32>> dynamic;
-  if (2 * staging + merge > 0) dynamic = k.shared_dynamic<B32>("stage", 2 * staging + merge);
+  if (dynamic_bytes > 0) dynamic = k.shared_dynamic<B32>("stage", dynamic_bytes);
+  const auto region = [&](std::uint32_t byte_offset) {
+    return SharedPtr<F32>{dynamic->base, dynamic->offset + byte_offset};
+  };
   std::optional<SharedDPtr> x_stage, dy_stage;
   if (staging > 0) {
     x_stage = staging_for(k, {*dynamic, spec.dtype}, plan, cta.slot, lanes.first_element());
     dy_stage = *x_stage + staging / s;
   }
 
-  // Accumulators: registers start at zero; workspace-resident columns are zeroed by their owner.
+  // Accumulators start at zero wherever they live.
   const Reg<U32> cta_id = k.ctaid_x();
-  std::vector<Accumulator> accs(partials.size());
-  for (std::size_t a = 0; a < accs.size(); ++a) {
-    accs[a].row_start = row_of(k, partials[a], cta_id, partial_pitch(spec.width));
-    accs[a].partial_row = at(k, accs[a].row_start, lanes.first_element());
-    accs[a].regs.resize(plan.chunks);
-    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-      const Values z = zeros(k, plan.vec);
-      if (plan.accum[j] == Place::Registers) {
-        accs[a].regs[j] = z;
-      } else {
-        store_chunk(k, columns, accs[a].partial_row, j, z, kNoHints);
-      }
-    }
+  std::vector<Accumulator> accs;
+  for (std::uint32_t a = 0; a < nacc; ++a) {
+    const GlobalDPtr row_start = row_of(k, partials[a], cta_id, partial_pitch(spec.width));
+    std::optional<SharedPtr<F32>> shared;
+    if (acc_bytes > 0) shared = k.index(region(2 * staging + a * acc_bytes), lanes.first_element());
+    accs.emplace_back(k, plan, columns, row_start, at(k, row_start, lanes.first_element()), shared);
   }
   const GlobalDPtr w_col = at(k, w, lanes.first_element());
 
@@ -137,6 +233,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     scratch_offset = k.mov<U32>(0u);
   }
   const float inv_width = 1.0f / static_cast<float>(spec.width);
+  // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
+  const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
 
   const Reg<U32> groups = R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
   k.for_range(cta_id, groups, k.nctaid_x(), [&](Reg<U32> g) {
@@ -153,20 +251,22 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     std::optional<Reg<F32>> mean;
     if (ln) mean = row_stat(*mean_in);
     const Reg<F32> rstd = row_stat(rstd_in);
-    RowTile xt(plan.data, x_row, x_stage, kNcNoAllocate);
-    RowTile dyt(plan.data, dy_row, dy_stage, kNcNoAllocate);
-    xt.load(k, masks);
-    dyt.load(k, masks);
+    RowTile xt(map, plan.data, x_row, x_stage, kNcNoAllocate, plan.loop_group);
+    RowTile dyt(map, plan.data, dy_row, dy_stage, kNcNoAllocate, plan.loop_group);
+    xt.load(k, masks, {}, fence);
+    dyt.load(k, masks, {}, fence);
 
     // x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy, for chunk j; masked elements give g = 0.
     struct Terms {
       Values xhat, g, dy;
     };
-    const auto terms = [&](std::uint32_t j) {
+    const std::uint32_t per_chunk = map.threads * map.vec;
+    const auto terms = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
       Terms t;
-      const Values xv = xt.get(k, masks, j);
-      t.dy = dyt.get(k, masks, j);
-      const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, w_col, j, kNc));
+      const Values xv = xt.get(k, masks, j, shift);
+      t.dy = dyt.get(k, masks, j, shift);
+      const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
+      const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, kNc));
       for (std::uint32_t e = 0; e < plan.vec; ++e) {
         t.xhat.push_back(ln ? k.mul(k.sub(xv[e], *mean), rstd) : k.mul(xv[e], rstd));
         t.g.push_back(k.mul(wv[e], t.dy[e]));
@@ -175,36 +275,27 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     };
 
     // Pass 1: Σ x̂·g, Σ g, and dw += dy·x̂, db += dy.
-    RunningSum sum_xg, sum_g;
+    RunningSum sum_xg(k), sum_g(k);
+    std::vector<int> keys = xt.loop_keys();
     for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-      const Terms t = terms(j);
-      Values xg;
-      for (std::uint32_t e = 0; e < plan.vec; ++e) xg.push_back(k.mul(t.xhat[e], t.g[e]));
-      sum_xg.add(k, tree_sum(k, xg));
-      if (ln) sum_g.add(k, tree_sum(k, t.g));
-      for (std::size_t a = 0; a < accs.size(); ++a) {
-        const bool dw = a == 0;
-        if (plan.accum[j] == Place::Registers) {
-          for (std::uint32_t e = 0; e < plan.vec; ++e) {
-            Reg<F32> acc = accs[a].regs[j][e];
-            if (dw) {
-              k.fma(acc, t.dy[e], t.xhat[e], acc);
-            } else {
-              k.add(acc, acc, t.dy[e]);
-            }
-          }
-        } else {
-          Values old = decode_chunk(k, columns, j,
-                                    issue_chunk(k, columns, accs[a].partial_row, j, kNoHints));
-          for (std::uint32_t e = 0; e < plan.vec; ++e) {
-            old[e] = dw ? k.fma(t.dy[e], t.xhat[e], old[e]) : k.add(old[e], t.dy[e]);
-          }
-          store_chunk(k, columns, accs[a].partial_row, j, old, kNoHints);
-        }
-      }
+      // Register accumulators cannot loop; fence them unless their data is in registers too.
+      if (keys[j] > 0 && plan.accum[j] == Place::Registers) keys[j] = -1;
+      if (keys[j] > 0) keys[j] = keys[j] * 4 + 1 + static_cast<int>(plan.accum[j]);
     }
-    std::vector<Reg<F32>> sums{sum_xg.value(k)};
-    if (ln) sums.push_back(sum_g.value(k));
+    for_each_chunk(
+        k, fence_all(keys), plan.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          const Terms t = terms(j, shift);
+          Values xg;
+          for (std::uint32_t e = 0; e < plan.vec; ++e) xg.push_back(k.mul(t.xhat[e], t.g[e]));
+          sum_xg.add(k, tree_sum(k, xg));
+          if (ln) sum_g.add(k, tree_sum(k, t.g));
+          accs[0].add(k, j, t.dy, &t.xhat, shift);          // dw += dy·x̂
+          if (ln) accs[1].add(k, j, t.dy, nullptr, shift);  // db += dy
+        },
+        fence);
+    std::vector<Reg<F32>> sums{sum_xg.value()};
+    if (ln) sums.push_back(sum_g.value());
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
     const auto total = group_reduce(k, sums, ReduceOp::Sum, T, plan.block(), cta.tid, cur);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
@@ -213,30 +304,26 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
     // Pass 2: dx = (g − (x̂·c1 + c2))·rstd.
     const GlobalDPtr dx_row = at(k, row_of(k, dx, row, stride), lanes.first_element());
-    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-      const Terms t = terms(j);
-      Values out;
-      for (std::uint32_t e = 0; e < plan.vec; ++e) {
-        const Reg<F32> fit = ln ? k.fma(t.xhat[e], c1, *c2) : k.mul(t.xhat[e], c1);
-        out.push_back(k.mul(k.sub(t.g[e], fit), rstd));
-      }
-      store_chunk(k, masks, dx_row, j, out, kStreaming);
-    }
+    for_each_chunk(
+        k, fence_all(xt.loop_keys()), plan.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          const Terms t = terms(j, shift);
+          Values out;
+          for (std::uint32_t e = 0; e < plan.vec; ++e) {
+            const Reg<F32> fit = ln ? k.fma(t.xhat[e], c1, *c2) : k.mul(t.xhat[e], c1);
+            out.push_back(k.mul(k.sub(t.g[e], fit), rstd));
+          }
+          store_chunk(k, masks, shifted(k, dx_row, shift, per_chunk), j, out, kStreaming);
+        },
+        fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
   });
 
   // The CTA's partial rows.
   if (R > 1) {
-    const SharedPtr<F32> merge_base{dynamic->base, 2 * static_cast<std::int64_t>(staging)};
-    merge_row_slots(k, plan, cta, lanes, merge_base, accs);
+    merge_row_slots(k, plan, cta, lanes, region(2 * staging), accs);
   } else {
-    for (const Accumulator& acc : accs) {
-      for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-        if (plan.accum[j] == Place::Registers) {
-          store_chunk(k, columns, acc.partial_row, j, acc.regs[j], kNoHints);
-        }
-      }
-    }
+    for (Accumulator& acc : accs) acc.write_out(k, fence);
   }
   k.finalize();
 

@@ -8,6 +8,19 @@
 #include "ptxdsl/dsl/error.hpp"
 
 namespace ptxdsl::kernels {
+namespace detail {
+
+std::string entry_name(const NormSpec& spec, std::string_view step) {
+  // Narrower-vector variants (for unaligned rows) get their own names: "..._n4097_v2".
+  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+  const std::string variant =
+      vec == default_vector_elems(spec.dtype) ? "" : fmt::format("_v{}", vec);
+  return fmt::format("{}{}{}_{}_w{}_n{}{}", kind_name(spec.kind), step.empty() ? "" : "_", step,
+                     dtype_name(spec.dtype), dtype_name(spec.weight_dtype), spec.width, variant);
+}
+
+}  // namespace detail
+
 namespace {
 
 std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
@@ -37,6 +50,10 @@ void validate(const NormSpec& spec) {
   check_dtype(spec.dtype, "dtype");
   check_dtype(spec.weight_dtype, "weight dtype");
   if (spec.weight_dtype != spec.dtype && spec.weight_dtype != DType::F32) {
+    if (spec.dtype == DType::F32) {
+      throw Error(fmt::format("weight dtype must be f32 for f32 inputs, got {}",
+                              dtype_name(spec.weight_dtype)));
+    }
     throw Error(fmt::format("weight dtype must be {} (the input's) or f32, got {}",
                             dtype_name(spec.dtype), dtype_name(spec.weight_dtype)));
   }
@@ -156,22 +173,23 @@ std::uint64_t BuiltNorm::workspace_bytes(std::uint32_t batch) const {
 BuiltNorm build_norm(const NormSpec& spec) {
   validate(spec);
   const detail::Plan plan = detail::plan_norm(spec);
-  Module module(spec.arch, spec.ptx_version);
+  auto module = std::make_shared<Module>(spec.arch, spec.ptx_version);
   BuiltNorm out;
   out.spec = spec;
   if (is_backward(spec.kind)) {
-    out.steps.push_back(detail::build_backward(module, spec, plan));
-    out.steps.push_back(detail::build_column_reduce(module, spec, plan));
+    out.steps.push_back(detail::build_backward(*module, spec, plan));
+    out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
     out.partial_pitch = detail::partial_pitch(spec.width);
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   } else {
-    out.steps.push_back(detail::build_forward(module, spec, plan));
+    out.steps.push_back(detail::build_forward(*module, spec, plan));
   }
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;
-  out.ptx = module.emit();
+  out.ptx = module->emit();
+  out.module = std::move(module);
   return out;
 }
 

@@ -115,6 +115,19 @@ template Raw load_raw(Kernel&, DPtr<Space::Shared>, std::uint32_t, std::optional
 template void store_raw(Kernel&, DPtr<Space::Global>, const Raw&, std::optional<Pred>, MemHints);
 template void store_raw(Kernel&, DPtr<Space::Shared>, const Raw&, std::optional<Pred>, MemHints);
 
+Raw zero_raw(Kernel& k, DType d, std::uint32_t n) {
+  Raw r;
+  r.dtype = d;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (d == DType::F32) r.f32.push_back(k.mov<F32>(0.0f));
+  }
+  if (d != DType::F32 && n == 1) r.halves.push_back(k.mov<B16>(0u));
+  if (d != DType::F32 && n > 1) {
+    for (std::uint32_t i = 0; i < n / 2; ++i) r.pairs.push_back(k.mov<B32>(0u));
+  }
+  return r;
+}
+
 std::vector<Reg<F32>> decode(Kernel& k, const Raw& r) {
   if (r.dtype == DType::F32) return r.f32;
   std::vector<Reg<F32>> out;

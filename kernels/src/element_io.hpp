@@ -52,6 +52,8 @@ Raw load_raw(Kernel& k, DPtr<S> p, std::uint32_t n, std::optional<Pred> pred, Me
 template <Space S>
 void store_raw(Kernel& k, DPtr<S> p, const Raw& r, std::optional<Pred> pred, MemHints h);
 
+// n zero elements of d.
+Raw zero_raw(Kernel& k, DType d, std::uint32_t n);
 // To f32: f16 by cvt.f32.f16; bf16 by moving the bits into the high half (exact, and on sm_80,
 // where cvt.f32.bf16 does not exist).
 std::vector<Reg<F32>> decode(Kernel& k, const Raw& r);

@@ -1,23 +1,18 @@
 // Layer norm and RMS norm forward. One row group (T threads) per row, R rows a CTA; each thread
 // loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
 // holds) or Σx², and the same values are normalized and stored.
-#include <fmt/format.h>
-
 #include "builders.hpp"
+#include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "row_stats.hpp"
 
 namespace ptxdsl::kernels::detail {
 
-std::string entry_name(const NormSpec& spec, std::string_view step) {
-  return fmt::format("{}{}{}_{}_w{}_n{}", kind_name(spec.kind), step.empty() ? "" : "_", step,
-                     dtype_name(spec.dtype), dtype_name(spec.weight_dtype), spec.width);
-}
-
 LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool ln = spec.kind == NormKind::LayerNormFwd;
   Kernel& k = m.kernel(entry_name(spec));
   k.require_threads(plan.block());
+  k.max_registers(plan.max_registers);
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
@@ -52,13 +47,17 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         k.shared_dynamic<B32>("stage", plan.staging_bytes(dtype_bytes(spec.dtype), 1)), spec.dtype};
     staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
   }
-  RowTile xt(plan.data, x_row, staging, kNcNoAllocate);
+  RowTile xt(map, plan.data, x_row, staging, kNcNoAllocate, plan.loop_group);
+  const std::uint32_t per_chunk = map.threads * map.vec;
 
   // Σx (layer norm) or Σx² (RMS) while the loads land.
-  RunningSum first;
-  xt.load(k, masks, [&](std::uint32_t, const Values& v) {
+  // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
+  const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
+  RunningSum first(k);
+  const auto sum = [&](std::uint32_t, const Values& v) {
     first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
-  });
+  };
+  xt.load(k, masks, sum, fence);
   const float inv_width = 1.0f / static_cast<float>(spec.width);
   const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), 1);
   const auto reduce = [&](Reg<F32> v, std::string_view scratch_name) {
@@ -71,14 +70,17 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   std::optional<Reg<F32>> mean;
   Reg<F32> mean_square;
   if (ln) {
-    mean = k.mul(reduce(first.value(k), "sum"), inv_width);
-    RunningSum squares;
-    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-      squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j), *mean));
-    }
-    mean_square = k.mul(reduce(squares.value(k), "squares"), inv_width);
+    mean = k.mul(reduce(first.value(), "sum"), inv_width);
+    RunningSum squares(k);
+    for_each_chunk(
+        k, xt.loop_keys(), plan.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), *mean));
+        },
+        fence);
+    mean_square = k.mul(reduce(squares.value(), "squares"), inv_width);
   } else {
-    mean_square = k.mul(reduce(first.value(k), "squares"), inv_width);
+    mean_square = k.mul(reduce(first.value(), "squares"), inv_width);
   }
   const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
 
@@ -95,22 +97,29 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   std::optional<GlobalDPtr> b_col;
   if (b) b_col = at(k, *b, lanes.first_element());
   const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
-  for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-    const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, w_col, j, kNc));
-    Values bv;
-    if (b_col) bv = decode_chunk(k, columns, j, issue_chunk(k, columns, *b_col, j, kNc));
-    const Values xv = xt.get(k, masks, j);
-    Values out;
-    for (std::size_t e = 0; e < xv.size(); ++e) {
-      if (ln) {
-        const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
-        out.push_back(k.fma(xhat, wv[e], bv[e]));
-      } else {
-        out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
-      }
-    }
-    store_chunk(k, masks, y_row, j, out, kStreaming);
-  }
+  for_each_chunk(
+      k, fence_all(xt.loop_keys()), plan.loop_group,
+      [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+        const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
+        const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, kNc));
+        Values bv;
+        if (b_col) {
+          const GlobalDPtr bj = shifted(k, *b_col, shift, per_chunk);
+          bv = decode_chunk(k, columns, j, issue_chunk(k, columns, bj, j, kNc));
+        }
+        const Values xv = xt.get(k, masks, j, shift);
+        Values out;
+        for (std::size_t e = 0; e < xv.size(); ++e) {
+          if (ln) {
+            const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
+            out.push_back(k.fma(xhat, wv[e], bv[e]));
+          } else {
+            out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
+          }
+        }
+        store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, kStreaming);
+      },
+      fence);
   k.finalize();
 
   LaunchStep step;

@@ -25,12 +25,14 @@ std::uint32_t max_registers(std::uint32_t block) {
   return std::min<std::uint32_t>(255, 65536 / round_up(block, 128) / 8 * 8);
 }
 
-// f32 values a thread may keep in registers across a pass, the rest of its registers going to
-// addresses, predicates, statistics and temporaries.
-std::uint32_t value_budget(std::uint32_t block, bool backward) {
-  const std::uint32_t regs = max_registers(block);
-  if (!backward) return std::min<std::uint32_t>(32, regs - 24);
-  return std::min<std::uint32_t>(96, regs - 32);
+// f32 values a thread may keep in registers across the passes, under a register ceiling: the rest
+// goes to addresses, predicates, statistics and the temporaries of the chunk being worked on.
+std::uint32_t value_room(std::uint32_t ceiling, std::uint32_t vec, NormKind kind) {
+  std::uint32_t reserved = 40 + 2 * vec;                        // RMS forward
+  if (kind == NormKind::LayerNormFwd) reserved = 64 + 2 * vec;  // mean, two reductions
+  if (is_backward(kind)) reserved = 64 + 3 * vec;               // x, dy, w of the chunk at hand
+  return std::min<std::uint32_t>(is_backward(kind) ? 96 : 32,
+                                 ceiling > reserved ? ceiling - reserved : 0);
 }
 
 // Forward: ≤ 2 vectors a thread for short rows (sub-warp groups), a warp up to 32 values a thread,
@@ -53,8 +55,7 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
   double best_share = -1;
   for (std::uint32_t t = first; t >= 32; t = t / 2 / 32 * 32) {
     const std::uint32_t chunks = ceil_div(vectors, t);
-    const std::uint32_t budget = value_budget(t, true);
-    const std::uint32_t room = budget > 2 * vec ? budget - 2 * vec : 0;
+    const std::uint32_t room = value_room(max_registers(t), vec, NormKind::LayerNormBwd);
     const std::uint32_t acc_chunks = std::min(chunks, room / (nacc * vec));
     const double share = static_cast<double>(acc_chunks) / chunks;
     if (share > best_share + 1e-9) {
@@ -82,6 +83,12 @@ std::uint32_t Plan::staged_chunks() const {
   return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Shared));
 }
 
+std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
+  const auto shared =
+      static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Shared));
+  return shared * threads_per_row * vec * 4 * accumulators;
+}
+
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
   return staged_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
          rows_per_cta * static_cast<std::uint32_t>(tensors);
@@ -106,43 +113,41 @@ Plan plan_norm(const NormSpec& spec) {
       tpr < target_block && target_block % tpr == 0 ? target_block / tpr : std::max(1u, 32 / tpr));
   p.chunks = ceil_div(vectors, tpr);
 
-  // Registers first for the last chunks (the last holds the masked tail), then shared memory while
-  // it fits, then global memory.
-  const std::uint32_t budget = value_budget(p.block(), backward);
-  std::uint32_t data_regs = 0;
+  // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
+  // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
+  p.max_registers = backward ? max_registers(p.block()) : max_registers(std::max(512u, p.block()));
+  std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
+  p.loop_group = p.max_registers >= 128 ? (backward ? 2 : 4) : 1;
   std::uint32_t acc_regs = 0;
   if (backward) {
-    const std::uint32_t room = budget > 2 * p.vec ? budget - 2 * p.vec : 0;
-    acc_regs = std::min(p.chunks, room / (nacc * p.vec));
-    data_regs = std::min(
-        p.chunks, std::max(1u, (budget - std::min(budget, acc_regs * nacc * p.vec)) / (2 * p.vec)));
-  } else {
-    data_regs = std::min(p.chunks, std::max(1u, budget / p.vec));
-  }
-  const std::uint32_t tensors = backward ? 2 : 1;
-  const std::uint32_t chunk_bytes = tpr * p.vec * s * p.rows_per_cta * tensors;
-  std::uint32_t shared_left = shared_budget(spec.arch);
-  p.data.assign(p.chunks, Place::Registers);
-  for (std::uint32_t j = 0; j + data_regs < p.chunks; ++j) {
-    if (chunk_bytes <= shared_left) {
-      p.data[j] = Place::Shared;
-      shared_left -= chunk_bytes;
-    } else {
-      p.data[j] = Place::Global;
-    }
-  }
-  if (backward) {
+    acc_regs = std::min(p.chunks, kn.accumulator_register_chunks.value_or(room / (nacc * p.vec)));
     // Several row slots a CTA share one partial row (merged at the end): registers only.
     if (p.rows_per_cta > 1) acc_regs = p.chunks;
-    p.accum.assign(p.chunks, Place::Registers);
-    for (std::uint32_t j = acc_regs; j < p.chunks; ++j) p.accum[j] = Place::Global;
-
+    room -= std::min(room, acc_regs * nacc * p.vec);
+  }
+  const std::uint32_t tensors = backward ? 2 : 1;
+  const std::uint32_t data_regs =
+      std::min(p.chunks, kn.register_chunks.value_or(room / (tensors * p.vec)));
+  std::uint32_t shared_left = shared_budget(spec.arch);
+  const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
+                         std::uint32_t chunk_bytes) {
+    places.assign(p.chunks, Place::Registers);
+    for (std::uint32_t j = 0; j + in_registers < p.chunks; ++j) {
+      places[j] = chunk_bytes <= shared_left ? Place::Shared : Place::Global;
+      if (places[j] == Place::Shared) shared_left -= chunk_bytes;
+    }
+  };
+  if (backward) {
+    place(p.accum, acc_regs, tpr * p.vec * 4 * nacc);
+  }
+  place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors);
+  if (backward) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory...
     const std::uint32_t values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
-    const std::uint32_t regs = round_up(values + 32, 8);
+    const std::uint32_t regs = std::min(p.max_registers, round_up(values + 40 + 3 * p.vec, 8));
     const std::uint32_t smem =
-        std::max(p.staging_bytes(static_cast<int>(s), 2),
-                 p.rows_per_cta > 1 ? p.rows_per_cta * round_up(p.width, 4) * 4 : 0u);
+        std::max(p.staging_bytes(static_cast<int>(s), 2) + p.accumulator_bytes(nacc),
+                 p.rows_per_cta > 1 ? nacc * p.rows_per_cta * p.chunks * tpr * p.vec * 4 : 0u);
     std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));
     if (smem > 0) fit = std::min(fit, (shared_budget(spec.arch) + 4096) / (smem + 1024));
     p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));

@@ -24,7 +24,7 @@ struct Plan {
   std::uint32_t rows_per_cta = 1;
   std::uint32_t chunks = 1;  // vector slots per thread: ceil(ceil(width / vec) / threads_per_row)
   std::vector<Place> data;   // per chunk: x (and dy) placement
-  std::vector<Place> accum;  // backward, per chunk: dw/db partials in Registers or Global
+  std::vector<Place> accum;  // backward, per chunk: dw/db partial sums
   // Backward only.
   std::uint32_t ctas_per_sm = 1;
   std::uint32_t sm_count = 132;
@@ -33,10 +33,18 @@ struct Plan {
   std::uint32_t reduce_columns = 32;
   std::uint32_t reduce_slices = 8;
 
+  // .maxnreg: what one CTA may use (backward), or enough for 4 CTAs of 128 (forward). Without it
+  // ptxas picks its own occupancy target and spills to meet it.
+  std::uint32_t max_registers = 255;
+  // Chunks per iteration where a pass loops over chunks outside registers.
+  std::uint32_t loop_group = 2;
+
   std::uint32_t block() const { return threads_per_row * rows_per_cta; }
   std::uint32_t staged_chunks() const;  // chunks placed in Shared
   // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes.
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
+  // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
+  std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;
 };
 
 // The smallest alignment-free vector: 16 bytes of the dtype.

@@ -16,14 +16,15 @@ Reg<F32> tree_sum_squares(Kernel& k, const Values& v);
 Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
                           Reg<F32> mean);
 
-// A running f32 sum that starts with its first term (no mov of zero).
+// A running f32 sum in one register, added to in place (so it also sums across a run-time loop).
 class RunningSum {
  public:
-  void add(Kernel& k, Reg<F32> term) { sum_ = sum_ ? k.add(*sum_, term) : term; }
-  Reg<F32> value(Kernel& k) const { return sum_ ? *sum_ : k.mov<F32>(0.0f); }
+  explicit RunningSum(Kernel& k) : sum_(k.mov<F32>(0.0f)) {}
+  void add(Kernel& k, Reg<F32> term) { k.add(sum_, sum_, term); }
+  Reg<F32> value() const { return sum_; }
 
  private:
-  std::optional<Reg<F32>> sum_;
+  Reg<F32> sum_;
 };
 
 // 1 / sqrt(mean_square + eps) from sqrt.rn and rcp.rn: each step correctly rounded, so the result

@@ -1,5 +1,7 @@
 #include "row_tile.hpp"
 
+#include "chunk_loop.hpp"
+
 namespace ptxdsl::kernels::detail {
 namespace {
 
@@ -15,8 +17,9 @@ RowLanes::RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane) : map_(m), lane_(l
   first_ = m.vec == 1 ? lane : k.mul(lane, m.vec);
   const std::uint32_t last = m.chunks - 1;
   if (m.complete(last)) return;
+  // With full == 0 this is never true: the chunk's elements past the tail are never valid.
   const std::uint32_t full = m.full_lanes(last);
-  if (full > 0) last_full_ = k.setp(Cmp::Lt, lane, full);
+  last_full_ = k.setp(Cmp::Lt, lane, full);
   if (m.tail() > 0) {
     last_tail_ = k.setp(Cmp::Eq, lane, full);
     last_any_ = k.setp(Cmp::Le, lane, full);
@@ -90,68 +93,84 @@ void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint3
   }
 }
 
-RowTile::RowTile(const std::vector<Place>& places, GlobalDPtr thread_row,
-                 std::optional<SharedDPtr> staging, MemHints hints)
-    : places_(places), row_(thread_row), staging_(staging), hints_(hints) {
+RowTile::RowTile(const RowMap& map, const std::vector<Place>& places, GlobalDPtr thread_row,
+                 std::optional<SharedDPtr> staging, MemHints hints, std::uint32_t loop_group)
+    : map_(map),
+      places_(places),
+      row_(thread_row),
+      staging_(staging),
+      hints_(hints),
+      loop_group_(loop_group) {
   std::uint32_t staged = 0;
   for (Place p : places_) staged_index_.push_back(p == Place::Shared ? staged++ : 0);
   regs_.resize(places_.size());
 }
 
-void RowTile::load(Kernel& k, const RowMasks& m,
-                   const std::function<void(std::uint32_t, const Values&)>& first_use) {
-  const RowMap& map = m.lanes().map();
-  const auto n = static_cast<std::uint32_t>(places_.size());
-  const auto use = [&](std::uint32_t j, const Values& v) {
-    if (first_use) first_use(j, v);
-  };
-  // Chunks that do not stay in registers, a few at a time so their registers are reused.
-  std::vector<std::uint32_t> batch;
-  const auto flush = [&] {
-    std::vector<ChunkLoad> loads;
-    for (std::uint32_t j : batch) loads.push_back(issue_chunk(k, m, row_, j, hints_));
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const std::uint32_t j = batch[i];
-      if (places_[j] == Place::Shared) {
-        const SharedDPtr s =
-            *staging_ + static_cast<std::int64_t>(staged_index_[j]) * map.threads * map.vec;
-        store_raw(k, s, *loads[i].vector, std::nullopt, kNoHints);
-      }
-      if (first_use) use(j, decode_chunk(k, m, j, loads[i]));
-    }
-    batch.clear();
-  };
-  for (std::uint32_t j = 0; j < n; ++j) {
-    if (places_[j] == Place::Registers) continue;
-    if (places_[j] == Place::Global && !first_use) continue;
-    batch.push_back(j);
-    if (batch.size() == 4) flush();
+std::vector<int> RowTile::loop_keys() const {
+  std::vector<int> keys;
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    int key = 1 + static_cast<int>(places_[j]);
+    if (!map_.complete(j)) key = -1;
+    if (places_[j] == Place::Registers) key = 0;
+    keys.push_back(key);
   }
-  flush();
+  return keys;
+}
+
+SharedDPtr RowTile::staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
+  const std::uint32_t per_chunk = map_.threads * map_.vec;
+  return shifted(k, *staging_, shift, per_chunk) +
+         static_cast<std::int64_t>(staged_index_[j]) * per_chunk;
+}
+
+void RowTile::load(Kernel& k, const RowMasks& m,
+                   const std::function<void(std::uint32_t, const Values&)>& first_use,
+                   std::optional<ChunkFence> fence) {
+  const auto n = static_cast<std::uint32_t>(places_.size());
+  const std::uint32_t per_chunk = map_.threads * map_.vec;
+  // Chunks that do not stay in registers: staged now, or only summed when asked to.
+  std::vector<int> keys = loop_keys();
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (places_[j] == Place::Global && !first_use) keys[j] = 0;
+  }
+  const auto stage = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+    if (places_[j] == Place::Registers || (places_[j] == Place::Global && !first_use)) return;
+    const ChunkLoad c = issue_chunk(k, m, shifted(k, row_, shift, per_chunk), j, hints_);
+    if (places_[j] == Place::Shared) {
+      // The vector as loaded (zeros where masked), then the tail lane's lone elements over it.
+      const SharedDPtr s = staged(k, j, shift);
+      store_raw(k, s, c.vector ? *c.vector : zero_raw(k, row_.dtype, map_.vec), std::nullopt,
+                kNoHints);
+      if (const auto t = m.tail(j)) {
+        for (std::uint32_t e = 0; e < c.tail.size(); ++e)
+          store_raw(k, s + e, c.tail[e], *t, kNoHints);
+      }
+    }
+    if (first_use) first_use(j, decode_chunk(k, m, j, c));
+  };
+  for_each_chunk(k, keys, loop_group_, stage, fence);
+  // Register chunks: every load in flight before the first use.
   std::vector<std::pair<std::uint32_t, ChunkLoad>> loads;
   for (std::uint32_t j = 0; j < n; ++j) {
     if (places_[j] == Place::Registers) loads.emplace_back(j, issue_chunk(k, m, row_, j, hints_));
   }
   for (const auto& [j, c] : loads) {
     regs_[j] = decode_chunk(k, m, j, c);
-    use(j, regs_[j]);
+    if (first_use) first_use(j, regs_[j]);
   }
 }
 
-Values RowTile::get(Kernel& k, const RowMasks& m, std::uint32_t j) {
-  const RowMap& map = m.lanes().map();
+Values RowTile::get(Kernel& k, const RowMasks& m, std::uint32_t j, std::optional<Reg<U32>> shift) {
   switch (places_[j]) {
     case Place::Registers:
       return regs_[j];
-    case Place::Shared: {
-      const SharedDPtr s =
-          *staging_ + static_cast<std::int64_t>(staged_index_[j]) * map.threads * map.vec;
-      return decode(k, load_raw(k, s, map.vec, std::nullopt, kNoHints));
-    }
+    case Place::Shared:
+      return decode(k, load_raw(k, staged(k, j, shift), map_.vec, std::nullopt, kNoHints));
     case Place::Global:
       break;
   }
-  return decode_chunk(k, m, j, issue_chunk(k, m, row_, j, hints_));
+  const GlobalDPtr row = shifted(k, row_, shift, map_.threads * map_.vec);
+  return decode_chunk(k, m, j, issue_chunk(k, m, row, j, hints_));
 }
 
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,

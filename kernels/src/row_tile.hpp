@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "chunk_loop.hpp"
 #include "element_io.hpp"
 #include "heuristics.hpp"
 
@@ -91,23 +92,34 @@ void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint3
 class RowTile {
  public:
   // `staging`: this thread's first staged element in shared memory (staged chunks follow at
-  // T*V elements apart), needed when any chunk is placed in Shared.
-  RowTile(const std::vector<Place>& places, GlobalDPtr thread_row,
-          std::optional<SharedDPtr> staging, MemHints hints);
-  // Issues every load (staged chunks in batches of 4, register chunks all at once), stages what the
-  // plan stages, and hands each chunk's f32 values to `first_use` (may be empty) in chunk order.
+  // T*V elements apart), needed when any chunk is placed in Shared. `loop_group`: chunks an
+  // iteration when loading runs of staged chunks.
+  RowTile(const RowMap& map, const std::vector<Place>& places, GlobalDPtr thread_row,
+          std::optional<SharedDPtr> staging, MemHints hints, std::uint32_t loop_group);
+  // Issues every load, stages what the plan stages, and hands each chunk's f32 values to
+  // `first_use` (may be empty): the chunks not kept in registers first, then those kept (their
+  // loads all issued before the first use).
+  // `fence` as for_each_chunk takes it.
   void load(Kernel& k, const RowMasks& m,
-            const std::function<void(std::uint32_t, const Values&)>& first_use = {});
-  // Chunk j's f32 values for a later pass.
-  Values get(Kernel& k, const RowMasks& m, std::uint32_t j);
+            const std::function<void(std::uint32_t, const Values&)>& first_use = {},
+            std::optional<ChunkFence> fence = std::nullopt);
+  // Chunk j's f32 values for a later pass; `shift` as for_each_chunk passes it.
+  Values get(Kernel& k, const RowMasks& m, std::uint32_t j,
+             std::optional<Reg<U32>> shift = std::nullopt);
+  // for_each_chunk keys: chunks outside registers may loop, by placement.
+  std::vector<int> loop_keys() const;
 
  private:
+  RowMap map_;
   std::vector<Place> places_;
   GlobalDPtr row_;
   std::optional<SharedDPtr> staging_;
   MemHints hints_;
+  std::uint32_t loop_group_;
   std::vector<std::uint32_t> staged_index_;
   std::vector<Values> regs_;
+
+  SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const;
 };
 
 // This thread's first staged element for CTA row slot `slot` (0..R-1), staged chunks laid out as

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,12 @@ struct NormKnobs {
   std::optional<std::uint32_t> vector_elems;  // elements per vector access: 1, 2, 4 or 8
   std::optional<std::uint32_t> ctas_per_sm;   // backward: persistent grid size = SMs × this
   std::optional<std::uint32_t> sm_count;      // backward: SMs assumed when sizing the grid
+  // Chunks (one vector a thread each) of x (and dy) kept in f32 registers between passes; the rest
+  // are staged in shared memory, or read again from global memory (L2) when that is full.
+  std::optional<std::uint32_t> register_chunks;
+  // Backward: chunks of the dw/db partial sums kept in registers; the rest live in shared memory,
+  // or in the CTA's partial row of the workspace when that is full.
+  std::optional<std::uint32_t> accumulator_register_chunks;
 };
 
 // Allowed knob values (validate() checks them):
@@ -87,6 +94,9 @@ struct BuiltNorm {
   NormSpec spec;
   std::string ptx;
   std::vector<LaunchStep> steps;
+  // The IR the PTX was printed from (finalized): `module->find(steps[i].contract.entry)` is what
+  // the CPU executor runs.
+  std::shared_ptr<const Module> module;
   // Every knob as the heuristics resolved it (the spec's own knobs where it set them).
   NormKnobs chosen;
   // Backward: f32 elements from one partial row to the next (the width rounded up to 4).

@@ -1,0 +1,188 @@
+#include "ptxdsl/kernels/reference.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ptxdsl/dsl/error.hpp"
+
+namespace ptxdsl::kernels {
+namespace {
+
+void check_sizes(std::span<const float> rows, std::span<const float> w, std::uint32_t batch,
+                 std::uint32_t width, std::uint32_t stride, const char* what) {
+  check_batch(batch);
+  check_stride(width, stride);
+  const std::size_t need = (static_cast<std::size_t>(batch) - 1) * stride + width;
+  if (rows.size() < need) {
+    throw Error(fmt::format("{}: {} rows of stride {} need {} elements, got {}", what, batch,
+                            stride, need, rows.size()));
+  }
+  if (w.size() < width) {
+    throw Error(fmt::format("{}: weights need {} elements, got {}", what, width, w.size()));
+  }
+}
+
+// Mean and 1/sqrt(var + eps) of one row, two passes.
+std::pair<double, double> ln_stats(const float* x, std::uint32_t width, double eps) {
+  double sum = 0;
+  for (std::uint32_t i = 0; i < width; ++i) sum += x[i];
+  const double mean = sum / width;
+  double sq = 0;
+  for (std::uint32_t i = 0; i < width; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  return {mean, 1.0 / std::sqrt(sq / width + eps)};
+}
+
+double rms_rstd(const float* x, std::uint32_t width, double eps) {
+  double sq = 0;
+  for (std::uint32_t i = 0; i < width; ++i) sq += static_cast<double>(x[i]) * x[i];
+  return 1.0 / std::sqrt(sq / width + eps);
+}
+
+}  // namespace
+
+LayerNormFwdRef layer_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
+                                   std::span<const float> b, std::uint32_t batch,
+                                   std::uint32_t width, std::uint32_t stride, double eps) {
+  check_sizes(x, w, batch, width, stride, "layer_norm_fwd_ref");
+  if (b.size() < width)
+    throw Error(fmt::format("layer_norm_fwd_ref: bias needs {} elements, got {}", width, b.size()));
+  LayerNormFwdRef r;
+  r.y.resize(static_cast<std::size_t>(batch) * width);
+  r.mean.resize(batch);
+  r.rstd.resize(batch);
+  for (std::uint32_t row = 0; row < batch; ++row) {
+    const float* xr = x.data() + static_cast<std::size_t>(row) * stride;
+    const auto [mean, rstd] = ln_stats(xr, width, eps);
+    r.mean[row] = mean;
+    r.rstd[row] = rstd;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      r.y[static_cast<std::size_t>(row) * width + i] = (xr[i] - mean) * rstd * w[i] + b[i];
+    }
+  }
+  return r;
+}
+
+LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
+                                   std::span<const float> dy, std::uint32_t batch,
+                                   std::uint32_t width, std::uint32_t stride, double eps) {
+  check_sizes(x, w, batch, width, stride, "layer_norm_bwd_ref");
+  check_sizes(dy, w, batch, width, stride, "layer_norm_bwd_ref (dy)");
+  LayerNormBwdRef r;
+  r.dx.resize(static_cast<std::size_t>(batch) * width);
+  r.dw.assign(width, 0.0);
+  r.db.assign(width, 0.0);
+  std::vector<double> xhat(width), g(width);
+  for (std::uint32_t row = 0; row < batch; ++row) {
+    const float* xr = x.data() + static_cast<std::size_t>(row) * stride;
+    const float* dyr = dy.data() + static_cast<std::size_t>(row) * stride;
+    const auto [mean, rstd] = ln_stats(xr, width, eps);
+    double sum_xg = 0, sum_g = 0;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      xhat[i] = (xr[i] - mean) * rstd;
+      g[i] = static_cast<double>(w[i]) * dyr[i];
+      sum_xg += xhat[i] * g[i];
+      sum_g += g[i];
+      r.dw[i] += dyr[i] * xhat[i];
+      r.db[i] += dyr[i];
+    }
+    const double c1 = sum_xg / width, c2 = sum_g / width;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      r.dx[static_cast<std::size_t>(row) * width + i] = (g[i] - (xhat[i] * c1 + c2)) * rstd;
+      r.dx_scale =
+          std::max(r.dx_scale, rstd * (std::abs(g[i]) + std::abs(xhat[i] * c1) + std::abs(c2)));
+    }
+  }
+  return r;
+}
+
+RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
+                               std::uint32_t batch, std::uint32_t width, std::uint32_t stride,
+                               double eps) {
+  check_sizes(x, w, batch, width, stride, "rms_norm_fwd_ref");
+  RmsNormFwdRef r;
+  r.y.resize(static_cast<std::size_t>(batch) * width);
+  r.rstd.resize(batch);
+  for (std::uint32_t row = 0; row < batch; ++row) {
+    const float* xr = x.data() + static_cast<std::size_t>(row) * stride;
+    const double rstd = rms_rstd(xr, width, eps);
+    r.rstd[row] = rstd;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      r.y[static_cast<std::size_t>(row) * width + i] = xr[i] * rstd * w[i];
+    }
+  }
+  return r;
+}
+
+RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
+                               std::span<const float> dy, std::uint32_t batch, std::uint32_t width,
+                               std::uint32_t stride, double eps) {
+  check_sizes(x, w, batch, width, stride, "rms_norm_bwd_ref");
+  check_sizes(dy, w, batch, width, stride, "rms_norm_bwd_ref (dy)");
+  RmsNormBwdRef r;
+  r.dx.resize(static_cast<std::size_t>(batch) * width);
+  r.dw.assign(width, 0.0);
+  std::vector<double> xhat(width), g(width);
+  for (std::uint32_t row = 0; row < batch; ++row) {
+    const float* xr = x.data() + static_cast<std::size_t>(row) * stride;
+    const float* dyr = dy.data() + static_cast<std::size_t>(row) * stride;
+    const double rstd = rms_rstd(xr, width, eps);
+    double sum_xg = 0;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      xhat[i] = xr[i] * rstd;
+      g[i] = static_cast<double>(w[i]) * dyr[i];
+      sum_xg += xhat[i] * g[i];
+      r.dw[i] += dyr[i] * xhat[i];
+    }
+    const double c1 = sum_xg / width;
+    for (std::uint32_t i = 0; i < width; ++i) {
+      r.dx[static_cast<std::size_t>(row) * width + i] = (g[i] - xhat[i] * c1) * rstd;
+      r.dx_scale = std::max(r.dx_scale, rstd * (std::abs(g[i]) + std::abs(xhat[i] * c1)));
+    }
+  }
+  return r;
+}
+
+Deviation deviation(std::span<const float> got, std::span<const double> want) {
+  return deviation(got, want, 0.0);
+}
+
+Deviation deviation(std::span<const float> got, std::span<const double> want, double scale_floor) {
+  if (got.size() != want.size()) {
+    throw Error(
+        fmt::format("deviation: {} values against {} reference values", got.size(), want.size()));
+  }
+  Deviation d;
+  double scale = scale_floor;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) {
+      if (d.nonfinite++ == 0) d.worst = i;
+      d.max_abs = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    const double e = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (e > d.max_abs) {
+      d.max_abs = e;
+      d.worst = i;
+    }
+  }
+  d.max_rel = scale > 0 ? d.max_abs / scale : d.max_abs;
+  return d;
+}
+
+double tolerance(DType d) {
+  switch (d) {
+    case DType::F32:
+      return 1e-5;
+    case DType::F16:
+      return 2e-3;  // the output rounded to 2^-11, four times over
+    case DType::BF16:
+      return 1.6e-2;  // the output rounded to 2^-8, four times over
+  }
+  return 0;
+}
+
+}  // namespace ptxdsl::kernels

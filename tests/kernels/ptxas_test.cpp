@@ -1,0 +1,135 @@
+// Every norm kernel × dtype × weight dtype × width × arch assembles with ptxas, without spills.
+// Kernels of one (kind, dtypes, arch) share a module so ptxas starts once per group; two groups
+// assemble at a time.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "ptxdsl/dsl/ptxas.hpp"
+#include "ptxdsl/kernels/norm.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::kernels;
+
+namespace {
+
+const std::vector<std::uint32_t> kWidths = {1,    2,    3,    7,     31,    32,    100,  127,
+                                            128,  255,  256,  1000,  1024,  1151,  2048, 4096,
+                                            4097, 5120, 8192, 12288, 16384, 32768, 65536};
+
+// Several built modules as one: the header once, then every module's entries (their names and
+// shared symbols are unique per spec).
+std::string join_modules(const std::vector<BuiltNorm>& built) {
+  std::string out;
+  for (std::size_t i = 0; i < built.size(); ++i) {
+    const std::string& ptx = built[i].ptx;
+    const std::size_t body = ptx.find(".address_size 64");
+    REQUIRE(body != std::string::npos);
+    out += i == 0 ? ptx : ptx.substr(body + std::string(".address_size 64").size());
+  }
+  return out;
+}
+
+struct Group {
+  std::string label;
+  std::vector<BuiltNorm> built;
+};
+
+struct Outcome {
+  std::string label;
+  PtxasResult result;
+};
+
+void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr) {
+  std::vector<Outcome> outcomes(groups.size());
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < groups.size(); i = next++) {
+      const std::string arch(arch_for_all ? arch_for_all : arch_name(groups[i].built[0].spec.arch));
+      outcomes[i] = {groups[i].label, run_ptxas(join_modules(groups[i].built), arch)};
+    }
+  };
+  auto a = std::async(std::launch::async, worker);
+  auto b = std::async(std::launch::async, worker);
+  a.get();
+  b.get();
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    INFO(o.label << "\n" << o.result.log.substr(0, 4000));
+    REQUIRE(o.result.ok());
+    std::size_t entries = 0;
+    for (const BuiltNorm& b : groups[i].built) entries += b.steps.size();
+    REQUIRE(o.result.entries.size() == entries);
+    for (const PtxasEntry& e : o.result.entries) {
+      INFO(o.label << ": " << e.name << " uses " << e.registers << " registers, "
+                   << e.spill_store_bytes << " bytes of spill stores");
+      CHECK(e.spill_store_bytes == 0);
+      CHECK(e.spill_load_bytes == 0);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptxas]") {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Group> groups;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (DType weights : {dtype, DType::F32}) {
+        if (dtype == DType::F32 && weights != dtype) continue;
+        for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+          Group g;
+          g.label = fmt::format("{} {} w{} {}", kind_name(kind), dtype_name(dtype),
+                                dtype_name(weights), arch_name(arch));
+          for (std::uint32_t width : kWidths) {
+            NormSpec spec;
+            spec.kind = kind;
+            spec.dtype = dtype;
+            spec.weight_dtype = weights;
+            spec.width = width;
+            spec.arch = arch;
+            g.built.push_back(build_norm(spec));
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  WARN(fmt::format("built and assembled {} norm modules in {:.1f} s", 4 * 5 * 2 * kWidths.size(),
+                   seconds));
+}
+
+TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
+  std::vector<Group> groups;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      Group g;
+      g.label = fmt::format("{} {} narrow vectors", kind_name(kind), dtype_name(dtype));
+      for (std::uint32_t vec : {1u, 2u, 4u, 8u}) {
+        if (vec * static_cast<std::uint32_t>(dtype_bytes(dtype)) > 16) continue;
+        for (std::uint32_t width : {3u, 7u, 127u, 1151u, 4097u}) {
+          NormSpec spec;
+          spec.kind = kind;
+          spec.dtype = dtype;
+          spec.weight_dtype = dtype;
+          spec.width = width;
+          spec.knobs.vector_elems = vec;
+          g.built.push_back(build_norm(spec));
+          CHECK(g.built.back().chosen.vector_elems == vec);
+        }
+      }
+      groups.push_back(std::move(g));
+    }
+  }
+  assemble_all(std::move(groups));
+}

@@ -1,0 +1,92 @@
+// Bad specs and shapes throw ptxdsl::Error naming the value and the allowed range.
+#include <catch2/catch.hpp>
+
+#include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/kernels/norm.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::kernels;
+
+namespace {
+
+NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
+  NormSpec s;
+  s.kind = kind;
+  s.dtype = dtype;
+  s.weight_dtype = dtype;
+  s.width = width;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("width outside [1, 65536] is refused", "[validate]") {
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    REQUIRE_THROWS_WITH(build_norm(spec_of(kind, DType::F16, 0)),
+                        "width must be in [1, 65536], got 0");
+    REQUIRE_THROWS_WITH(validate(spec_of(kind, DType::F32, 65537)),
+                        "width must be in [1, 65536], got 65537");
+    REQUIRE_NOTHROW(validate(spec_of(kind, DType::BF16, 1)));
+    REQUIRE_NOTHROW(validate(spec_of(kind, DType::BF16, 65536)));
+  }
+}
+
+TEST_CASE("dtypes: unknown names and values, weights of a third type", "[validate]") {
+  REQUIRE_THROWS_WITH(parse_dtype("f64"), "dtype must be one of f32, f16, bf16, got 'f64'");
+  REQUIRE_THROWS_WITH(parse_kind("softmax"),
+                      "kernel must be one of ln_fwd, ln_bwd, rms_fwd, rms_bwd, got 'softmax'");
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 128);
+  s.dtype = static_cast<DType>(9);
+  REQUIRE_THROWS_WITH(validate(s), "dtype must be one of f32, f16, bf16, got enum value 9");
+  s = spec_of(NormKind::RmsNormFwd, DType::F16, 128);
+  s.weight_dtype = DType::BF16;
+  REQUIRE_THROWS_WITH(validate(s), "weight dtype must be f16 (the input's) or f32, got bf16");
+  s.weight_dtype = DType::F32;
+  REQUIRE_NOTHROW(validate(s));
+  s = spec_of(NormKind::LayerNormFwd, DType::F32, 128);
+  s.weight_dtype = DType::F16;
+  REQUIRE_THROWS_WITH(validate(s), "weight dtype must be f32 for f32 inputs, got f16");
+}
+
+TEST_CASE("knobs outside their ranges are refused", "[validate]") {
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::F32, 1000);
+  s.knobs.vector_elems = 8;
+  REQUIRE_THROWS_WITH(validate(s), "vector_elems must be a power of two in [1, 4] for f32, got 8");
+  s.knobs.vector_elems = 3;
+  REQUIRE_THROWS_WITH(validate(s), "vector_elems must be a power of two in [1, 4] for f32, got 3");
+  s = spec_of(NormKind::LayerNormFwd, DType::F16, 1000);
+  s.knobs.threads_per_row = 48;
+  REQUIRE_THROWS_WITH(validate(s), Catch::Contains("threads_per_row must be a power of two ≤ 32"));
+  s.knobs.threads_per_row = 8;
+  s.knobs.rows_per_cta = 2;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "threads_per_row × rows_per_cta must be a multiple of 32 in "
+                      "[32, 1024], got 8 × 2 = 16");
+  s.knobs.rows_per_cta = 4;
+  REQUIRE_NOTHROW(validate(s));
+  s = spec_of(NormKind::LayerNormBwd, DType::F16, 1000);
+  s.knobs.ctas_per_sm = 0;
+  REQUIRE_THROWS_WITH(validate(s), "ctas_per_sm must be in [1, 32], got 0");
+  s.knobs.ctas_per_sm = 2;
+  s.knobs.sm_count = 0;
+  REQUIRE_THROWS_WITH(validate(s), "sm_count must be in [1, 1024], got 0");
+}
+
+TEST_CASE("launch shape checks: batch and stride", "[validate]") {
+  REQUIRE_THROWS_WITH(check_batch(0), "batch must be ≥ 1, got 0");
+  REQUIRE_NOTHROW(check_batch(1));
+  REQUIRE_THROWS_WITH(check_stride(4096, 4095), "stride must be ≥ the width (4096), got 4095");
+  REQUIRE_NOTHROW(check_stride(4096, 4096));
+  REQUIRE_NOTHROW(check_stride(7, 9));
+}
+
+TEST_CASE("vector_elems_for picks the widest vector the addresses and stride allow", "[validate]") {
+  REQUIRE(vector_elems_for(DType::F16, DType::F16, 4096, 0x1000, 0x2000) == 8);
+  REQUIRE(vector_elems_for(DType::F16, DType::F16, 4100, 0x1000, 0x2000) == 4);
+  REQUIRE(vector_elems_for(DType::F16, DType::F16, 4096, 0x1002, 0x2000) == 1);
+  REQUIRE(vector_elems_for(DType::F16, DType::F32, 4096, 0x1000, 0x2008) == 2);
+  REQUIRE(vector_elems_for(DType::F32, DType::F32, 4097, 0x1000, 0x2000) == 1);
+  REQUIRE(vector_elems_for(DType::F32, DType::F32, 4098, 0x1008, 0x2000) == 2);
+  REQUIRE(vector_elems_for(DType::BF16, DType::BF16, 64, 0, 0) == 8);
+}
