@@ -53,7 +53,9 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
       std::min<std::uint32_t>(1024, round_up(ceil_div(vectors, per_thread), 32));
   std::uint32_t best = first;
   double best_share = -1;
-  for (std::uint32_t t = first; t >= 32; t = t / 2 / 32 * 32) {
+  // Not below 512 threads for wide rows: fewer warps than that hide too little latency.
+  const std::uint32_t least = std::min<std::uint32_t>(first, 512);
+  for (std::uint32_t t = first; t >= least; t = t / 2 / 32 * 32) {
     const std::uint32_t chunks = ceil_div(vectors, t);
     const std::uint32_t room = value_room(max_registers(t), vec, NormKind::LayerNormBwd);
     const std::uint32_t acc_chunks = std::min(chunks, room / (nacc * vec));
@@ -62,7 +64,7 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
       best = t;
       best_share = share;
     }
-    if (share >= 1.0 || t == 32) break;
+    if (share >= 1.0 || t <= 32) break;
   }
   return best;
 }
@@ -115,10 +117,17 @@ Plan plan_norm(const NormSpec& spec) {
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
-  p.max_registers = backward ? max_registers(p.block()) : max_registers(std::max(512u, p.block()));
+  // Forward: 72 registers (64 for 1024-thread CTAs), about 900 threads an SM at least (ptxas on its
+  // own picks 64 and spills now and then). Backward: what one CTA may use; the grid sizes by it.
+  p.max_registers = backward ? max_registers(p.block()) : p.block() > 512 ? 64 : 72;
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   p.loop_group = p.max_registers >= 128 ? (backward ? 2 : 4) : 1;
   std::uint32_t acc_regs = 0;
+  // A backward thread with a few chunks keeps everything in registers when it fits with room for
+  // the rest; ptxas handles short unrolled passes well.
+  const bool all_in_registers =
+      backward && p.chunks <= 4 && (2 + nacc) * p.chunks * p.vec + 40 <= p.max_registers;
+  if (all_in_registers) room = (2 + nacc) * p.chunks * p.vec;
   if (backward) {
     acc_regs = std::min(p.chunks, kn.accumulator_register_chunks.value_or(room / (nacc * p.vec)));
     // Several row slots a CTA share one partial row (merged at the end): registers only.
@@ -126,8 +135,11 @@ Plan plan_norm(const NormSpec& spec) {
     room -= std::min(room, acc_regs * nacc * p.vec);
   }
   const std::uint32_t tensors = backward ? 2 : 1;
-  const std::uint32_t data_regs =
-      std::min(p.chunks, kn.register_chunks.value_or(room / (tensors * p.vec)));
+  // Forward rows of ≤ 32 values a thread stay whole in registers (no staging, nothing else
+  // competes); beyond that the room above decides.
+  std::uint32_t default_regs = room / (tensors * p.vec);
+  if (!backward && p.chunks * p.vec <= 32) default_regs = p.chunks;
+  const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(spec.arch);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
                          std::uint32_t chunk_bytes) {

@@ -1,0 +1,151 @@
+// What build_norm promises a host: entries, parameters in order, blocks, grid rules, workspace;
+// and that generating a kernel's PTX stays cheap.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "ptxdsl/kernels/norm.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::kernels;
+
+namespace {
+
+NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
+  NormSpec s;
+  s.kind = kind;
+  s.dtype = dtype;
+  s.weight_dtype = dtype;
+  s.width = width;
+  return s;
+}
+
+std::vector<std::string> names(const KernelContract& c) {
+  std::vector<std::string> out;
+  for (const ParamSpec& p : c.params) out.push_back(p.name);
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("forward contracts: parameters in order, types, rows a CTA", "[contract]") {
+  const BuiltNorm ln = build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 4096));
+  REQUIRE(ln.steps.size() == 1);
+  const KernelContract& c = ln.steps[0].contract;
+  REQUIRE(c.entry == "ln_fwd_f16_wf16_n4096");
+  REQUIRE(names(c) == Names{"x", "w", "b", "y", "mean", "rstd", "batch", "stride", "eps"});
+  REQUIRE(c.params[0].pointer);
+  REQUIRE(c.params[0].element == ScalarType::F16);
+  REQUIRE(c.params[4].element == ScalarType::F32);
+  REQUIRE(c.params[6].type == ScalarType::U32);
+  REQUIRE(c.params[8].type == ScalarType::F32);
+  REQUIRE(c.block_required);
+  REQUIRE(c.block_threads == *ln.chosen.threads_per_row * *ln.chosen.rows_per_cta);
+  REQUIRE(ln.ptx.find(".entry ln_fwd_f16_wf16_n4096") != std::string::npos);
+  REQUIRE(ln.workspace_bytes(1000) == 0);
+  REQUIRE(ln.partial_rows(1000) == 0);
+
+  const BuiltNorm rms = build_norm(spec_of(NormKind::RmsNormFwd, DType::BF16, 100));
+  REQUIRE(names(rms.steps[0].contract) == Names{"x", "w", "y", "rstd", "batch", "stride", "eps"});
+  const GridRule& g = rms.steps[0].grid;
+  REQUIRE(g.kind == GridRule::Kind::RowsPerCta);
+  REQUIRE(g.rows_per_cta == *rms.chosen.rows_per_cta);
+  REQUIRE(g.grid(1, 100) == 1);
+  REQUIRE(g.grid(g.rows_per_cta + 1, 100) == 2);
+  REQUIRE(rms.module->find(rms.steps[0].contract.entry).finalized());
+}
+
+TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[contract]") {
+  NormSpec s = spec_of(NormKind::LayerNormBwd, DType::F16, 1151);
+  s.weight_dtype = DType::F32;
+  s.knobs.sm_count = 10;
+  s.knobs.ctas_per_sm = 2;
+  const BuiltNorm ln = build_norm(s);
+  REQUIRE(ln.steps.size() == 2);
+  const KernelContract& main = ln.steps[0].contract;
+  REQUIRE(main.entry == "ln_bwd_f16_wf32_n1151");
+  REQUIRE(names(main) == Names{"x", "w", "mean", "rstd", "dy", "dx", "partial_dw", "partial_db",
+                               "batch", "stride"});
+  REQUIRE(main.params[1].element == ScalarType::F32);
+  const GridRule& g = ln.steps[0].grid;
+  REQUIRE(g.kind == GridRule::Kind::Persistent);
+  REQUIRE(g.max_ctas == 20);
+  REQUIRE(g.grid(1, 1151) == 1);
+  REQUIRE(g.grid(100000, 1151) == 20);
+  const KernelContract& reduce = ln.steps[1].contract;
+  REQUIRE(reduce.entry == "ln_bwd_dwdb_f16_wf32_n1151");
+  REQUIRE(names(reduce) == Names{"partial_dw", "partial_db", "dw", "db", "partial_rows"});
+  REQUIRE(reduce.params[2].element == ScalarType::F32);
+  REQUIRE(ln.steps[1].grid.kind == GridRule::Kind::Columns);
+  REQUIRE(ln.steps[1].grid.grid(5, 1151) == (1151 + 31) / 32);
+  // One f32 partial row per CTA, 16-byte aligned rows, dw then db.
+  REQUIRE(ln.partial_pitch == 1152);
+  REQUIRE(ln.partial_rows(100000) == 20);
+  REQUIRE(ln.partial_db_offset(100000) == 20ull * 1152 * 4);
+  REQUIRE(ln.workspace_bytes(100000) == 2ull * 20 * 1152 * 4);
+  REQUIRE(ln.workspace_bytes(1) == 2ull * 1152 * 4);
+
+  const BuiltNorm rms = build_norm(spec_of(NormKind::RmsNormBwd, DType::F32, 8192));
+  REQUIRE(names(rms.steps[0].contract) ==
+          Names{"x", "w", "rstd", "dy", "dx", "partial_dw", "batch", "stride"});
+  REQUIRE(names(rms.steps[1].contract) == Names{"partial_dw", "dw", "partial_rows"});
+  REQUIRE(rms.workspace_bytes(4096) == std::uint64_t{rms.partial_rows(4096)} * 8192 * 4);
+  REQUIRE(rms.partial_rows(4096) <= *rms.chosen.sm_count * *rms.chosen.ctas_per_sm);
+}
+
+TEST_CASE("every knob can be set and is honoured", "[contract]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 4096);
+  s.knobs.threads_per_row = 256;
+  s.knobs.rows_per_cta = 2;
+  s.knobs.vector_elems = 4;
+  s.knobs.register_chunks = 2;
+  const BuiltNorm b = build_norm(s);
+  REQUIRE(b.chosen.threads_per_row == 256u);
+  REQUIRE(b.chosen.rows_per_cta == 2u);
+  REQUIRE(b.chosen.vector_elems == 4u);
+  REQUIRE(b.steps[0].contract.block_threads == 512);
+  REQUIRE(b.steps[0].contract.entry == "rms_fwd_f16_wf16_n4096_v4");
+  // 4096 / (256 × 4) = 4 chunks, 2 kept in registers: 2 staged for each of the 2 rows.
+  REQUIRE(b.steps[0].contract.dynamic_shared_bytes == 2 * 2 * 256 * 4 * 2);
+}
+
+TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {
+  const BuiltNorm f = build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 65536));
+  REQUIRE(f.steps[0].contract.dynamic_shared_bytes > 48 * 1024);
+  REQUIRE(f.steps[0].contract.dynamic_shared_bytes <= 227 * 1024);
+  NormSpec s80 = spec_of(NormKind::LayerNormBwd, DType::F32, 65536);
+  s80.arch = Arch::Sm80;
+  const BuiltNorm b = build_norm(s80);
+  REQUIRE(b.steps[0].contract.dynamic_shared_bytes <= 163 * 1024);
+}
+
+TEST_CASE("generating one norm kernel's PTX takes at most 2 ms", "[contract][timing]") {
+  double worst = 0;
+  std::string worst_name;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (std::uint32_t width : {1024u, 4096u, 8192u}) {
+      const NormSpec s = spec_of(kind, DType::F16, width);
+      std::vector<double> ms;
+      for (int i = 0; i < 9; ++i) {
+        const auto a = std::chrono::steady_clock::now();
+        const BuiltNorm b = build_norm(s);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a)
+                         .count());
+      }
+      std::sort(ms.begin(), ms.end());
+      if (ms[4] > worst) {
+        worst = ms[4];
+        worst_name = fmt::format("{} f16 {}", kind_name(kind), width);
+      }
+    }
+  }
+  WARN(fmt::format("slowest PTX generation: {} in {:.3f} ms (median of 9)", worst_name, worst));
+  CHECK(worst <= 2.0);
+}
