@@ -12,21 +12,28 @@
 namespace ptxdsl {
 namespace {
 
-bool is_identifier(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+// Why `s` cannot name something in PTX, or empty. (PTX allows more, e.g. `$`; we keep to C-like
+// names, which every tool prints and parses alike.)
+std::string identifier_problem(std::string_view what, std::string_view s) {
+  const bool c_like = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+                      std::all_of(s.begin(), s.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                      });
+  if (!c_like) {
+    return fmt::format(
+        "{} '{}' is not a PTX identifier (letters, digits, '_'; not starting with "
+        "a digit)",
+        what, s);
+  }
+  if (s == "WARP_SZ") return fmt::format("{} '{}' is a predefined PTX constant", what, s);
+  return {};
 }
 
 }  // namespace
 
 Kernel::Kernel(Module& module, std::string name) : module_(&module), name_(std::move(name)) {
-  if (!is_identifier(name_)) {
-    throw Error(
-        fmt::format("kernel name '{}' is not a PTX identifier (letters, digits, '_'; "
-                    "not starting with a digit)",
-                    name_));
+  if (std::string problem = identifier_problem("kernel name", name_); !problem.empty()) {
+    throw Error(problem);
   }
 }
 
@@ -157,13 +164,15 @@ Reg<U32> Kernel::special(Special s) {
 std::string Kernel::declare_param(std::string_view name, ScalarType type, bool pointer,
                                   ScalarType element) {
   if (finalized_) fail(fmt::format("parameter '{}'", name), "declared after finalize");
-  if (!is_identifier(name)) {
-    fail("parameter", fmt::format("name '{}' is not a PTX identifier (letters, digits, '_'; not "
-                                  "starting with a digit)",
-                                  name));
+  if (std::string problem = identifier_problem("name", name); !problem.empty()) {
+    fail("parameter", problem);
   }
   for (const ParamSpec& p : params_) {
     if (p.name == name) fail("parameter", fmt::format("'{}' is declared twice", name));
+  }
+  for (const SharedDecl& d : shared_) {
+    // A parameter would hide the module-level array inside the entry.
+    if (d.name == name) fail("parameter", fmt::format("'{}' is a shared array's symbol", name));
   }
   params_.push_back(ParamSpec{std::string(name), type, pointer, element});
   return std::string(name);
@@ -180,10 +189,8 @@ Operand Kernel::symbol_address(const std::string& symbol) {
 std::string Kernel::declare_shared(std::string_view name, std::uint32_t bytes, std::uint32_t align,
                                    bool dynamic) {
   if (finalized_) fail(fmt::format("shared array '{}'", name), "declared after finalize");
-  if (!is_identifier(name)) {
-    fail("shared array", fmt::format("name '{}' is not a PTX identifier (letters, digits, '_'; not "
-                                     "starting with a digit)",
-                                     name));
+  if (std::string problem = identifier_problem("name", name); !problem.empty()) {
+    fail("shared array", problem);
   }
   if (align == 0 || (align & (align - 1)) != 0) {
     fail("shared array",
@@ -194,6 +201,12 @@ std::string Kernel::declare_shared(std::string_view name, std::uint32_t bytes, s
   for (const SharedDecl& d : shared_) {
     if (d.name == symbol) fail("shared array", fmt::format("'{}' is declared twice", name));
     if (dynamic && d.dynamic) fail("shared array", "a kernel has one dynamic shared array");
+  }
+  for (const ParamSpec& p : params_) {
+    if (p.name == symbol) {
+      fail("shared array",
+           fmt::format("'{}' has the symbol '{}', a parameter's name", name, symbol));
+    }
   }
   shared_.push_back(SharedDecl{symbol, bytes, align, dynamic});
   return symbol;
@@ -264,7 +277,9 @@ void Kernel::bar_sync(std::uint32_t barrier) {
 }
 
 Label Kernel::label(std::string_view hint) {
-  if (!is_identifier(hint)) fail("label", fmt::format("hint '{}' is not a PTX identifier", hint));
+  if (std::string problem = identifier_problem("hint", hint); !problem.empty()) {
+    fail("label", problem);
+  }
   label_hints_.emplace_back(hint);
   label_bound_.push_back(false);
   return Label{this, static_cast<std::uint32_t>(label_hints_.size() - 1)};
@@ -365,6 +380,9 @@ void Kernel::if_else(Pred p, const std::function<void()>& then_body,
 
 void Kernel::for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
                        const std::function<void(Reg<U32>)>& body) {
+  if (step.op.kind == Operand::Kind::Imm && step.op.imm_bits == 0) {
+    fail("for_range", "a step of 0 never ends the loop");
+  }
   Reg<U32> i = mov<U32>(lo);
   Label top = label("loop");
   Label end = label("loop_end");

@@ -44,6 +44,7 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
                     k.name(), block_threads, group_threads));
   }
   std::vector<Reg<F32>> out;
+  if (values.empty()) return out;
   for (Reg<F32> v : values)
     out.push_back(warp_reduce(k, v, op, std::min<std::uint32_t>(group_threads, 32)));
   if (group_threads <= 32) return out;

@@ -194,6 +194,34 @@ TEST_CASE("names must be PTX identifiers and unique", "[dsl][misuse]") {
   CHECK_MISUSE(k.label(""), "k", "label", "hint '' is not a PTX identifier");
   CHECK_THAT(error_of([&] { (void)m.find("missing"); }),
              Contains("the module has no kernel 'missing'"));
+  CHECK_THAT(error_of([&] { m.kernel("WARP_SZ"); }),
+             Contains("kernel name 'WARP_SZ' is a predefined PTX constant"));
+  CHECK_MISUSE(k.param<U32>("WARP_SZ"), "k", "parameter", "is a predefined PTX constant");
+  // A parameter may not hide one of the kernel's shared arrays, nor the other way round.
+  CHECK_MISUSE(k.param<U32>("k_buf"), "k", "parameter", "'k_buf' is a shared array's symbol");
+  Kernel& j = m.kernel("j");
+  j.param<U32>("j_tile");
+  CHECK_MISUSE(j.shared_array<F32>("tile", 4), "j", "shared array",
+               "'tile' has the symbol 'j_tile', a parameter's name");
+}
+
+TEST_CASE("shared symbols must be unique across the module", "[dsl][misuse]") {
+  Module m(Arch::Sm90);
+  m.kernel("a_b").shared_array<F32>("c", 4);
+  m.kernel("a").shared_array<F32>("b_c", 4);  // also a_b_c
+  CHECK_MISUSE(m.emit(), "a", "shared array",
+               "its symbol 'a_b_c' is also a shared array of kernel 'a_b'; rename one");
+  Module n(Arch::Sm90);
+  n.kernel("x").shared_array<F32>("y", 4);  // x_y
+  n.kernel("x_y");
+  CHECK_MISUSE(n.emit(), "x", "shared array", "its symbol 'x_y' is also kernel 'x_y'");
+}
+
+TEST_CASE("a loop with a constant step of 0 is refused", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.for_range(0u, x.u, 0u, [](Reg<U32>) {}), "k", "for_range",
+               "a step of 0 never ends the loop");
+  CHECK(x.k.instructions().empty());
 }
 
 TEST_CASE("PTX version and target must agree", "[dsl][misuse]") {

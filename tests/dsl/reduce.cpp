@@ -97,3 +97,14 @@ TEST_CASE("block_reduce_sum is group_reduce over the whole CTA", "[dsl][reduce]"
   CHECK(k.contract().static_shared_bytes == 8 * 4);
   test::require_assembles(m, /*no_spills=*/true);
 }
+
+TEST_CASE("group_reduce of no values emits nothing", "[dsl][reduce]") {
+  Module m;
+  Kernel& k = m.kernel("nothing");
+  const SharedPtr<F32> scratch = k.shared_array<F32>("scratch", 8);
+  const Reg<U32> tid = k.tid_x();
+  const std::size_t before = k.instructions().size();
+  CHECK(
+      group_reduce(k, std::span<const Reg<F32>>{}, ReduceOp::Sum, 256, 256, tid, scratch).empty());
+  CHECK(k.instructions().size() == before);
+}

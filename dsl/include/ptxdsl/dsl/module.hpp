@@ -41,6 +41,8 @@ class Module {
   std::string emit();
 
  private:
+  void check_symbols() const;
+
   Arch arch_;
   PtxVersion version_;
   std::vector<std::unique_ptr<Kernel>> kernels_;
