@@ -1,0 +1,312 @@
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include <ptxdsl/dsl/executor.hpp>
+#include <ptxdsl/kernels/inputs.hpp>
+#include <ptxdsl/kernels/norm.hpp>
+#include <ptxdsl/kernels/reference.hpp>
+
+// The four norm kernels on the CPU executor against the float64 references, every dtype, a grid
+// of widths (1, odd, unaligned, two full-size) and batches, every step of each launch plan, with
+// the executor's memcheck on. Outputs are poisoned with NaN first; inputs are drawn per case
+// (`--rng-seed N` draws other ones; a failure prints the seed).
+using namespace ptxdsl;
+using namespace ptxdsl::kernels;
+
+namespace {
+
+constexpr std::uint32_t kWidths[] = {1, 7, 100, 1000, 1151, 4097, 8192};
+constexpr std::uint32_t kBatches[] = {1, 3, 17};
+constexpr DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
+constexpr float kEps = 1e-5f;
+
+struct Totals {
+  std::uint64_t launches = 0, lane_instructions = 0, warp_instructions = 0;
+  double seconds = 0;
+};
+Totals& totals() {
+  static Totals t;
+  return t;
+}
+
+bool is_backward(NormKind k) {
+  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
+}
+
+struct Output {
+  std::string name;
+  DType dtype;
+  std::size_t count;
+  std::vector<double> want;
+  bool per_element;  // y/dx: checked element by element; dw/db, mean, rstd: against their largest
+  double scale = 0;  // dx: the size of the terms it is the difference of (0: max |want|)
+};
+
+// f32: every error within 1e-5 of the tensor's scale (its largest value, or for dx the largest
+// rstd·|w·dy| term, since dx cancels terms that size: at width 1 it is all cancellation).
+// 16-bit y/dx: within 1e-2 plus the format's half ulp (bf16 cannot hold 4.3 closer than 0.016);
+// 16-bit dw/db: within 1e-2 of their largest magnitude.
+void check(const Output& o, std::span<const float> got) {
+  const Deviation d = deviation(got, o.want);
+  double top = 0;
+  for (double v : o.want) top = std::max(top, std::fabs(v));
+  const double scale = std::max(top, o.scale);
+  const double half_ulp = o.dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  std::size_t bad = 0, first_bad = 0;
+  for (std::size_t i = 0; i < o.want.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - o.want[i]);
+    double bound;
+    if (o.dtype == DType::F32) {
+      bound = 1e-5 * scale;
+    } else if (o.per_element) {
+      bound = 1e-2 + half_ulp * std::fabs(o.want[i]);
+    } else {
+      bound = 1e-2 * scale;
+    }
+    if (!(err <= bound) && bad++ == 0) first_bad = i;
+  }
+  INFO("output " << o.name << " (" << dtype_name(o.dtype) << "): max abs error " << d.max_abs
+                 << ", max error / scale " << d.max_abs / std::max(scale, 1e-300) << " (scale "
+                 << scale << ") at " << d.worst << ", " << d.nonfinite << " non-finite; " << bad
+                 << " out of bounds, first at " << first_bad << ": got " << got[first_bad]
+                 << ", want " << o.want[first_bad]);
+  CHECK(d.nonfinite == 0);
+  CHECK(bad == 0);
+}
+
+// max over elements of rstd_row · |w_i · dy_i|.
+double dx_scale(const NormInputs& in, std::span<const double> rstd) {
+  double s = 0;
+  for (std::uint32_t r = 0; r < in.batch; ++r) {
+    for (std::uint32_t i = 0; i < in.width; ++i) {
+      const double g =
+          static_cast<double>(in.w.values[i]) * in.dy.values[std::size_t{r} * in.stride + i];
+      s = std::max(s, rstd[r] * std::fabs(g));
+    }
+  }
+  return s;
+}
+
+std::uint64_t seed_for(NormKind kind, DType dtype, std::uint32_t width, std::uint32_t batch) {
+  return (std::uint64_t{Catch::rngSeed()} << 32) ^
+         (static_cast<std::uint64_t>(kind) * 1000003 + static_cast<std::uint64_t>(dtype) * 10007 +
+          std::uint64_t{width} * 31 + batch);
+}
+
+// The float64 reference's outputs for `spec` (and, for the backward, its mean/rstd inputs
+// uploaded).
+std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in, std::size_t rows,
+                                     CpuDevice& dev, std::map<std::string, DevicePtr>& ptrs) {
+  const std::uint32_t batch = in.batch, width = in.width, stride = in.stride;
+  if (spec.kind == NormKind::LayerNormFwd) {
+    LayerNormFwdRef r =
+        layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, batch, width, stride, kEps);
+    return {{"y", spec.dtype, rows, std::move(r.y), true},
+            {"mean", DType::F32, batch, std::move(r.mean), false},
+            {"rstd", DType::F32, batch, std::move(r.rstd), false}};
+  }
+  if (spec.kind == NormKind::RmsNormFwd) {
+    RmsNormFwdRef r = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
+    return {{"y", spec.dtype, rows, std::move(r.y), true},
+            {"rstd", DType::F32, batch, std::move(r.rstd), false}};
+  }
+  if (spec.kind == NormKind::LayerNormBwd) {
+    const LayerNormFwdRef f =
+        layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, batch, width, stride, kEps);
+    LayerNormBwdRef r =
+        layer_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
+    ptrs["mean"] = dev.upload<float>(to_f32(f.mean), "mean");
+    ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
+    return {{"dx", spec.dtype, rows, std::move(r.dx), true, dx_scale(in, f.rstd)},
+            {"dw", spec.weight_dtype, width, std::move(r.dw), false},
+            {"db", spec.weight_dtype, width, std::move(r.db), false}};
+  }
+  const RmsNormFwdRef f = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
+  RmsNormBwdRef r =
+      rms_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
+  ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
+  return {{"dx", spec.dtype, rows, std::move(r.dx), true, dx_scale(in, f.rstd)},
+          {"dw", spec.weight_dtype, width, std::move(r.dw), false}};
+}
+
+// Runs every step of `built` for one batch and checks every output.
+void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride) {
+  const NormSpec& spec = built.spec;
+  const std::uint32_t width = spec.width;
+  const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
+  INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " weights "
+                            << dtype_name(spec.weight_dtype) << " width " << width << " batch "
+                            << batch << " stride " << stride << " seed " << seed);
+  const NormInputs in = make_inputs(spec, batch, stride, seed);
+  CpuDevice dev;
+  std::map<std::string, DevicePtr> ptrs;
+  const auto upload = [&](const char* name, const HostTensor& t) {
+    if (!t.bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t.bytes), name);
+  };
+  upload("x", in.x);
+  upload("w", in.w);
+  upload("b", in.b);
+  upload("dy", in.dy);
+  const std::size_t rows = static_cast<std::size_t>(batch) * stride;
+  const std::vector<Output> outs = expected_outputs(spec, in, rows, dev, ptrs);
+  if (is_backward(spec.kind)) {
+    const std::uint64_t ws = built.workspace_bytes(batch);
+    const DevicePtr base = dev.alloc(std::max<std::uint64_t>(ws, 4), "workspace");
+    ptrs["partial_dw"] = base;
+    ptrs["partial_db"] = base + static_cast<std::int64_t>(built.partial_db_offset(batch));
+  }
+  for (const Output& o : outs) {
+    // NaN in every format (0xFF bytes), so an element the kernel never wrote fails the check.
+    ptrs[o.name] =
+        dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name, 0xFF);
+  }
+  std::map<std::string, Arg> scalars{{"batch", Arg(batch)},
+                                     {"stride", Arg(stride)},
+                                     {"eps", Arg(kEps)},
+                                     {"partial_rows", Arg(built.partial_rows(batch))}};
+  for (const LaunchStep& step : built.steps) {
+    const Kernel& kernel = built.module->find(step.contract.entry);
+    std::vector<Arg> args;
+    for (const ParamSpec& p : kernel.params()) {
+      if (p.pointer) {
+        REQUIRE(ptrs.count(p.name) == 1);
+        args.emplace_back(ptrs.at(p.name));
+      } else {
+        REQUIRE(scalars.count(p.name) == 1);
+        args.push_back(scalars.at(p.name));
+      }
+    }
+    const LaunchConfig config{step.grid.grid(batch, width), step.contract.block_threads,
+                              step.contract.dynamic_shared_bytes};
+    const LaunchStats s = dev.launch(kernel, config, args);
+    Totals& t = totals();
+    ++t.launches;
+    t.lane_instructions += s.lane_instructions;
+    t.warp_instructions += s.warp_instructions;
+    t.seconds += s.seconds;
+  }
+  for (const Output& o : outs) {
+    const auto bytes = dev.download<std::byte>(
+        ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
+    std::vector<float> got = to_floats(bytes, o.dtype, o.count);
+    if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
+    check(o, got);
+  }
+}
+
+void run_kind(NormKind kind, std::span<const DType> dtypes) {
+  const auto start = std::chrono::steady_clock::now();
+  for (DType dtype : dtypes) {
+    for (std::uint32_t width : kWidths) {
+      NormSpec spec;
+      spec.kind = kind;
+      spec.dtype = dtype;
+      spec.weight_dtype = dtype;
+      spec.width = width;
+      // What the runtime picks for rows `width` apart at aligned addresses.
+      spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, width, 0, 0);
+      const BuiltNorm built = build_norm(spec);
+      REQUIRE(built.module != nullptr);
+      for (std::uint32_t batch : kBatches) run_batch(built, batch, width);
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const Totals t = totals();
+  totals() = {};
+  std::printf(
+      "executor norm check %s: %.2f s; %llu launches ran %.3g lane-instructions in %.2f s "
+      "(%.3g lane-instructions/s)\n",
+      std::string(kind_name(kind)).c_str(), secs, static_cast<unsigned long long>(t.launches),
+      static_cast<double>(t.lane_instructions), t.seconds,
+      t.seconds > 0 ? static_cast<double>(t.lane_instructions) / t.seconds : 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("layer norm forward on the executor matches the float64 reference", "[executor][norm]") {
+  run_kind(NormKind::LayerNormFwd, kDtypes);
+}
+
+TEST_CASE("layer norm backward on the executor matches the float64 reference", "[executor][norm]") {
+  run_kind(NormKind::LayerNormBwd, kDtypes);
+}
+
+TEST_CASE("RMS norm forward on the executor matches the float64 reference", "[executor][norm]") {
+  run_kind(NormKind::RmsNormFwd, kDtypes);
+}
+
+TEST_CASE("RMS norm backward on the executor matches the float64 reference", "[executor][norm]") {
+  run_kind(NormKind::RmsNormBwd, kDtypes);
+}
+
+TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
+          "[executor][norm]") {
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    NormSpec spec;
+    spec.kind = kind;
+    spec.dtype = DType::F16;
+    spec.weight_dtype = DType::F32;
+    spec.width = 1000;
+    spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, 1000, 0, 0);
+    run_batch(build_norm(spec), 5, 1000);
+    spec.weight_dtype = DType::BF16;
+    spec.dtype = DType::BF16;
+    spec.width = 100;
+    spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, 136, 0, 0);
+    run_batch(build_norm(spec), 3, 136);  // 36 NaN elements between rows
+  }
+}
+
+TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persistent grids",
+          "[executor][norm]") {
+  std::size_t built_count = 0, oversized = 0;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (std::uint32_t width : {100u, 1151u, 4097u}) {
+      for (std::uint32_t tpr : {1u, 4u, 32u, 64u, 256u}) {
+        for (std::uint32_t rows : {1u, 2u, 8u}) {
+          NormSpec spec;
+          spec.kind = kind;
+          spec.dtype = width == 1151 ? DType::BF16 : DType::F16;
+          spec.weight_dtype = width == 4097 ? DType::F32 : spec.dtype;
+          spec.width = width;
+          spec.knobs.threads_per_row = tpr;
+          spec.knobs.rows_per_cta = rows;
+          spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, width, 0, 0);
+          spec.knobs.sm_count = 3;  // a small persistent grid: CTAs walk several row groups
+          try {
+            validate(spec);
+          } catch (const Error&) {
+            continue;  // a combination the family does not build (block size, shared memory)
+          }
+          ++built_count;
+          const BuiltNorm built = build_norm(spec);
+          std::uint32_t shared = 0;
+          for (const LaunchStep& step : built.steps) {
+            shared = std::max(
+                shared, step.contract.static_shared_bytes + step.contract.dynamic_shared_bytes);
+          }
+          if (shared > 227 * 1024) {
+            // validate() accepted a kernel no GPU can launch; the executor would refuse it too.
+            WARN(kind_name(kind) << " width " << width << " threads_per_row " << tpr
+                                 << " rows_per_cta " << rows
+                                 << ": validate() accepts it, but it needs " << shared
+                                 << " bytes of shared memory per CTA");
+            ++oversized;
+            continue;
+          }
+          run_batch(built, 11, width);
+        }
+      }
+    }
+  }
+  CHECK(built_count >= 40);
+  CHECK_NOFAIL(oversized == 0);  // a kernels/ bug, reported; not this executor's
+}
