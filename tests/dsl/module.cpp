@@ -189,33 +189,38 @@ TEST_CASE("16-bit float parameters are declared by their bits", "[dsl][module]")
 }
 
 TEST_CASE("emission is deterministic and finalize is idempotent", "[dsl][module]") {
-  Module a, b;
-  build_scale(a);
-  build_stage(a);
-  build_scale(b);
-  build_stage(b);
-  const std::string first = a.emit();
-  CHECK(first == b.emit());
-  CHECK(first == a.emit());
-  CHECK(a.find("scale").finalized());
-  // The order of kernels is the order they were made in.
-  CHECK(first.find(".entry scale(") < first.find(".entry stage("));
+  for (Arch arch : test::kArches) {
+    Module a(arch), b(arch);
+    build_scale(a);
+    build_stage(a);
+    build_scale(b);
+    build_stage(b);
+    const std::string first = a.emit();
+    CHECK(first == b.emit());
+    CHECK(first == a.emit());
+    CHECK(a.find("scale").finalized());
+    // The order of kernels is the order they were made in.
+    CHECK(first.find(".entry scale(") < first.find(".entry stage("));
+    test::require_assembles(a, /*no_spills=*/true);
+  }
 }
 
 TEST_CASE("finalize ends every path with ret once", "[dsl][module]") {
-  Module m;
-  Kernel& empty = m.kernel("empty");
-  Kernel& ends = m.kernel("ends");
-  ends.ret();
-  Kernel& guarded = m.kernel("guarded");
-  Pred p = guarded.setp(Cmp::Eq, guarded.tid_x(), 0u);
-  guarded.predicated(p, [&] { guarded.ret(); });
-  m.emit();
-  CHECK(test::body_text(empty) == "ret;");
-  CHECK(test::body_text(ends) == "ret;");
-  CHECK(test::body_text(guarded) ==
-        "mov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n@%p1 ret;\nret;");
-  test::require_assembles(m);
+  for (Arch arch : test::kArches) {
+    Module m(arch);
+    Kernel& empty = m.kernel("empty");
+    Kernel& ends = m.kernel("ends");
+    ends.ret();
+    Kernel& guarded = m.kernel("guarded");
+    Pred p = guarded.setp(Cmp::Eq, guarded.tid_x(), 0u);
+    guarded.predicated(p, [&] { guarded.ret(); });
+    m.emit();
+    CHECK(test::body_text(empty) == "ret;");
+    CHECK(test::body_text(ends) == "ret;");
+    CHECK(test::body_text(guarded) ==
+          "mov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n@%p1 ret;\nret;");
+    test::require_assembles(m);
+  }
 }
 
 TEST_CASE("targets and PTX versions print as given and assemble", "[dsl][module]") {
