@@ -181,6 +181,8 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
     out.partial_pitch = detail::partial_pitch(spec.width);
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
+    out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
+        std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
     out.chosen.sm_count = plan.sm_count;
   } else {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
@@ -188,6 +190,8 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;
+  out.chosen.register_chunks = static_cast<std::uint32_t>(
+      std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <vector>
 
 namespace ptxdsl::kernels::detail {
 namespace {
@@ -53,9 +54,17 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
       std::min<std::uint32_t>(1024, round_up(ceil_div(vectors, per_thread), 32));
   std::uint32_t best = first;
   double best_share = -1;
-  // Not below 512 threads for wide rows: fewer warps than that hide too little latency.
-  const std::uint32_t least = std::min<std::uint32_t>(first, 512);
-  for (std::uint32_t t = first; t >= least; t = t / 2 / 32 * 32) {
+  // Candidates: the first choice, then halvings; not below 512 threads for wide rows (fewer warps
+  // hide too little latency), but 512 itself is always tried.
+  std::vector<std::uint32_t> candidates;
+  for (std::uint32_t t = first; t >= 32; t = t / 2 / 32 * 32) {
+    if (t < std::min<std::uint32_t>(first, 512)) break;
+    candidates.push_back(t);
+  }
+  if (first > 512 && std::find(candidates.begin(), candidates.end(), 512u) == candidates.end()) {
+    candidates.push_back(512);
+  }
+  for (std::uint32_t t : candidates) {
     const std::uint32_t chunks = ceil_div(vectors, t);
     const std::uint32_t room = value_room(max_registers(t), vec, NormKind::LayerNormBwd);
     const std::uint32_t acc_chunks = std::min(chunks, room / (nacc * vec));
@@ -64,7 +73,7 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
       best = t;
       best_share = share;
     }
-    if (share >= 1.0 || t <= 32) break;
+    if (share >= 1.0) break;
   }
   return best;
 }
@@ -121,12 +130,16 @@ Plan plan_norm(const NormSpec& spec) {
   // own picks 64 and spills now and then). Backward: what one CTA may use; the grid sizes by it.
   p.max_registers = backward ? max_registers(p.block()) : p.block() > 512 ? 64 : 72;
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
+  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
+  // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
+  if (wide_weights) room -= std::min(room, p.vec);
   p.loop_group = p.max_registers >= 128 ? (backward ? 2 : 4) : 1;
   std::uint32_t acc_regs = 0;
   // A backward thread with a few chunks keeps everything in registers when it fits with room for
   // the rest; ptxas handles short unrolled passes well.
   const bool all_in_registers =
-      backward && p.chunks <= 4 && (2 + nacc) * p.chunks * p.vec + 40 <= p.max_registers;
+      backward && p.chunks <= 4 &&
+      (2 + nacc) * p.chunks * p.vec + 48 + (wide_weights ? 2 * p.vec : 0) <= p.max_registers;
   if (all_in_registers) room = (2 + nacc) * p.chunks * p.vec;
   if (backward) {
     acc_regs = std::min(p.chunks, kn.accumulator_register_chunks.value_or(room / (nacc * p.vec)));
