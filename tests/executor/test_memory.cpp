@@ -275,3 +275,66 @@ TEST_CASE("launch checks: arguments against the contract, block shape, finalize"
                     Contains("no parameter 'eps'"));
   CHECK_THROWS_WITH(dev.free(DevicePtr{12}), Contains("not an address"));
 }
+
+TEST_CASE("racecheck: shared memory touched by two warps with no barrier between",
+          "[executor][memcheck]") {
+  const std::string war = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        SharedPtr<F32> s = k.shared_array<F32>("s", 64);
+        Reg<U32> t = k.tid_x();
+        k.st(k.index(s, t), k.mov<F32>(1.0f));
+        k.bar_sync();
+        Reg<F32> v = k.ld_if(k.setp(Cmp::Lt, t, 32u), k.index(s, k.add(t, 32u)), 0.0f);
+        k.st(k.index(s, t), v);  // warp 1 overwrites what warp 0 just read: no barrier
+        k.st(k.index(x, t), v);
+      },
+      64, 128);
+  CHECK_THAT(war, Contains("shared memory race at 0x80 ('faulty_s' + 128)"));
+  CHECK_THAT(war, Contains("this write follows a read by thread (0, 0, 0) of warp 0"));
+  CHECK_THAT(war, Contains("thread (32, 0, 0)"));
+  const std::string raw = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        SharedPtr<F32> s = k.shared_array<F32>("s", 64);
+        Reg<U32> t = k.tid_x();
+        k.st(k.index(s, t), k.cvt<F32>(t));
+        k.st(k.index(x, t), k.ld(k.index(s, k.xor_(t, 32u))));  // no barrier before the read
+      },
+      64, 128);
+  // Warp 0 runs first, so its read finds bytes warp 1 has not written yet: still caught.
+  CHECK_THAT(
+      raw,
+      Contains("reads shared memory at 0x80 ('faulty_s' + 128) that no thread of the CTA wrote"));
+  const std::string reuse = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        SharedPtr<F32> scratch = k.shared_array<F32>("scratch", 8);
+        Reg<U32> t = k.tid_x();
+        Reg<F32> a = block_reduce_sum(k, k.cvt<F32>(t), 128, t, scratch);
+        Reg<F32> b = block_reduce_sum(k, a, 128, t, scratch);  // scratch reused with no barrier
+        k.st(k.index(x, t), b);
+      },
+      128, 256);
+  CHECK_THAT(reuse, Contains("shared memory race"));
+  CHECK_THAT(reuse, Contains("this read follows a write by thread (0, 0, 0) of warp 0"));
+  const std::string waw = launch_error(
+      [](Kernel& k) {
+        (void)k.param_ptr<F32>("x");
+        SharedPtr<U32> s = k.shared_array<U32>("flag", 1);
+        k.st(s, k.tid_x());
+      },
+      64, 1);
+  CHECK_THAT(waw, Contains("this write follows a write by thread (31, 0, 0) of warp 0"));
+  // Lanes of one warp are ordered: exchanging through shared memory needs no barrier.
+  const std::string warp = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        SharedPtr<F32> s = k.shared_array<F32>("s", 64);
+        Reg<U32> t = k.tid_x();
+        k.st(k.index(s, t), k.cvt<F32>(t));
+        k.st(k.index(x, t), k.ld(k.index(s, k.xor_(t, 1u))));
+      },
+      64, 128);
+  CHECK(warp == "(no error)");
+}

@@ -140,6 +140,12 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
   }
   c.shared.assign(launch.shared_bytes, std::byte{0});
   c.shared_init.assign(launch.shared_bytes, 0);
+  if (launch.options.check_shared_races) {
+    c.write_epoch.assign(launch.shared_bytes, 0);
+    c.read_epoch.assign(launch.shared_bytes, 0);
+    c.writer.assign(launch.shared_bytes, 0);
+    c.reader.assign(launch.shared_bytes, 0);
+  }
   c.shared_ranges = p.shared;
   if (p.has_dynamic_shared) {
     c.shared_ranges.back().end = c.shared_ranges.back().begin + launch.config.dynamic_shared_bytes;
@@ -286,6 +292,7 @@ bool release_barrier(Ctx& c) {
     each_lane(w.waiting, [&](std::uint32_t l) { w.lane_pc[l] = w.bar_pc[l] + 1; });
     w.waiting = 0;
   }
+  ++c.epoch;
   return true;
 }
 
@@ -293,6 +300,7 @@ bool release_barrier(Ctx& c) {
 
 void run_cta(Ctx& c, Dim3 cta) {
   c.cta = cta;
+  ++c.epoch;
   const Program& p = *c.prog;
   if (c.launch->options.check_uninitialized_shared && !c.shared_init.empty()) {
     std::memset(c.shared_init.data(), 0, c.shared_init.size());

@@ -64,6 +64,45 @@ std::string shared_map(const Ctx& c) {
   return s.empty() ? std::string("the kernel declares no shared memory") : "shared arrays: " + s;
 }
 
+// Accesses of one warp are ordered (its lanes run in program order); accesses of two warps are
+// ordered only by a barrier between them.
+void check_race(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
+                std::size_t offset, std::uint32_t bytes, bool write) {
+  const auto me = static_cast<std::uint16_t>(c.w->index * kLanes + lane);
+  const std::uint32_t warp = c.w->index, epoch = c.epoch;
+  const auto other_warp = [&](std::uint16_t thread) {
+    return thread == kManyReaders || thread / kLanes != warp;
+  };
+  const auto race = [&](std::size_t at, std::uint16_t thread, const char* what) {
+    const Dim3 t = c.thread_of(thread / kLanes, thread % kLanes);
+    fault(c, in, lane,
+          fmt::format("shared memory race at {:#x} ('{}' + {}): {} with no bar.sync in between "
+                      "(warps run in no fixed order on a GPU)",
+                      at, range.name, at - range.begin,
+                      thread == kManyReaders ? std::string(what) + " threads of several warps"
+                                             : fmt::format("{} thread ({}, {}, {}) of warp {}",
+                                                           what, t.x, t.y, t.z, thread / kLanes)));
+  };
+  for (std::size_t i = offset; i < offset + bytes; ++i) {
+    if (c.write_epoch[i] == epoch && other_warp(c.writer[i])) {
+      race(i, c.writer[i],
+           write ? "this write follows a write by" : "this read follows a write by");
+    }
+    if (write) {
+      if (c.read_epoch[i] == epoch && other_warp(c.reader[i])) {
+        race(i, c.reader[i], "this write follows a read by");
+      }
+      c.write_epoch[i] = epoch;
+      c.writer[i] = me;
+    } else if (c.read_epoch[i] != epoch) {
+      c.read_epoch[i] = epoch;
+      c.reader[i] = me;
+    } else if (c.reader[i] != kManyReaders && c.reader[i] / kLanes != warp) {
+      c.reader[i] = kManyReaders;
+    }
+  }
+}
+
 std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
                         std::uint32_t bytes, bool write) {
   if (address % bytes != 0) {
@@ -84,6 +123,7 @@ std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64
                       address, shared_map(c)));
   }
   const auto offset = static_cast<std::size_t>(address);
+  if (c.launch->options.check_shared_races) check_race(c, in, lane, *range, offset, bytes, write);
   std::uint8_t* init = c.shared_init.data() + offset;
   if (write) {
     std::memset(init, 0xFF, bytes);

@@ -19,6 +19,7 @@ inline constexpr std::uint32_t kLanes = 32;
 inline constexpr std::uint32_t kFullMask = 0xFFFFFFFFu;
 inline constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
 inline constexpr std::uint32_t kNoPc = 0xFFFFFFFFu;
+inline constexpr std::uint16_t kManyReaders = 0xFFFFu;
 
 struct Ctx;
 struct DInstr;
@@ -114,6 +115,11 @@ struct Ctx {
   Dim3 cta{0, 0, 0};
   std::vector<std::byte> shared;
   std::vector<std::uint8_t> shared_init;  // 0xFF where some thread wrote the byte
+  // Race check, per shared byte: the barrier interval (epoch) and thread of the last write and of
+  // the last read (kManyReaders: threads of several warps read it).
+  std::vector<std::uint32_t> write_epoch, read_epoch;
+  std::vector<std::uint16_t> writer, reader;
+  std::uint32_t epoch = 1;  // grows at every barrier release and every CTA, never reused
   std::vector<SharedRange> shared_ranges;
   std::vector<Warp> warps;
   Warp* w = nullptr;

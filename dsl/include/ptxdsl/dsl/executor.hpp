@@ -119,6 +119,9 @@ struct ExecOptions {
   bool check_uninitialized_registers = true;
   // Reading shared memory that no thread of the CTA wrote is an error.
   bool check_uninitialized_shared = true;
+  // Two warps of a CTA touching the same shared byte between two barriers, at least one of them
+  // writing, is an error (the order the GPU runs them in is not defined: a missing bar.sync).
+  bool check_shared_races = true;
   // Run CTAs on this many host threads (1 runs them in order; atomics stay atomic either way).
   unsigned threads = 1;
   // Stop a launch (with an Error) after this many warp-instructions: a kernel that loops forever.
