@@ -198,9 +198,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const std::uint32_t staging = plan.staging_bytes(s, 1);
   const std::uint32_t nacc = static_cast<std::uint32_t>(partials.size());
   const std::uint32_t acc_bytes = plan.accumulator_bytes(1);
-  const std::uint32_t span = plan.chunks * T * plan.vec;
-  const std::uint32_t merge = R > 1 ? nacc * R * span * 4 : 0;
-  const std::uint32_t dynamic_bytes = 2 * staging + nacc * acc_bytes + merge;
+  const std::uint32_t dynamic_bytes = plan.dynamic_shared_bytes(spec);
   std::optional<SharedPtr<B32>> dynamic;
   if (dynamic_bytes > 0) dynamic = k.shared_dynamic<B32>("stage", dynamic_bytes);
   const auto region = [&](std::uint32_t byte_offset) {

@@ -97,13 +97,12 @@ void validate(const NormSpec& spec) {
                     p.threads_per_row, p.rows_per_cta, p.block()));
   }
   const std::uint32_t budget = detail::shared_budget(spec.arch);
-  const std::uint32_t staged =
-      p.staging_bytes(dtype_bytes(spec.dtype), is_backward(spec.kind) ? 2 : 1);
-  if (staged > budget) {
+  const std::uint32_t shared = p.dynamic_shared_bytes(spec);
+  if (shared > budget) {
     throw Error(
-        fmt::format("the row staging needs {} bytes of shared memory, more than the {} "
-                    "{} allows; use more threads_per_row",
-                    staged, budget, arch_name(spec.arch)));
+        fmt::format("the kernel needs {} bytes of shared memory, more than the {} that {} "
+                    "allows; use fewer rows_per_cta or more threads_per_row",
+                    shared, budget, arch_name(spec.arch)));
   }
 }
 

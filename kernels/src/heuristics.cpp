@@ -100,6 +100,17 @@ std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
   return shared * threads_per_row * vec * 4 * accumulators;
 }
 
+std::uint32_t Plan::merge_bytes(std::uint32_t accumulators) const {
+  return rows_per_cta > 1 ? accumulators * rows_per_cta * chunks * threads_per_row * vec * 4 : 0;
+}
+
+std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
+  const int s = dtype_bytes(spec.dtype);
+  if (!is_backward(spec.kind)) return staging_bytes(s, 1);
+  const std::uint32_t nacc = accumulators(spec.kind);
+  return staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc);
+}
+
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
   return staged_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
          rows_per_cta * static_cast<std::uint32_t>(tensors);
@@ -170,9 +181,7 @@ Plan plan_norm(const NormSpec& spec) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory...
     const std::uint32_t values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
     const std::uint32_t regs = std::min(p.max_registers, round_up(values + 40 + 3 * p.vec, 8));
-    const std::uint32_t smem =
-        std::max(p.staging_bytes(static_cast<int>(s), 2) + p.accumulator_bytes(nacc),
-                 p.rows_per_cta > 1 ? nacc * p.rows_per_cta * p.chunks * tpr * p.vec * 4 : 0u);
+    const std::uint32_t smem = p.dynamic_shared_bytes(spec);
     std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));
     if (smem > 0) fit = std::min(fit, (shared_budget(spec.arch) + 4096) / (smem + 1024));
     p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));

@@ -45,6 +45,11 @@ struct Plan {
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
   // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
   std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;
+  // Backward with several row slots: shared memory to merge their partial sums, in bytes.
+  std::uint32_t merge_bytes(std::uint32_t accumulators) const;
+  // The kernel's dynamic shared memory: forward [x staging]; backward [x staging][dy staging]
+  // [dw, db partial sums][merge of row slots].
+  std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const;
 };
 
 // The smallest alignment-free vector: 16 bytes of the dtype.

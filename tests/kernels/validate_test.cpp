@@ -73,6 +73,17 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_THROWS_WITH(validate(s), "sm_count must be in [1, 1024], got 0");
 }
 
+TEST_CASE("shapes that need more shared memory than the target has are refused", "[validate]") {
+  // 8 row slots of 32 threads, each staging x and dy and merging dw/db partials (17 chunks).
+  NormSpec s = spec_of(NormKind::LayerNormBwd, DType::F16, 4097);
+  s.knobs.threads_per_row = 32;
+  s.knobs.rows_per_cta = 8;
+  REQUIRE_THROWS_WITH(validate(s), Catch::Contains("bytes of shared memory, more than the 228352 "
+                                                   "that sm_90 allows; use fewer rows_per_cta"));
+  s.knobs.rows_per_cta = 1;
+  REQUIRE_NOTHROW(validate(s));
+}
+
 TEST_CASE("launch shape checks: batch and stride", "[validate]") {
   REQUIRE_THROWS_WITH(check_batch(0), "batch must be ≥ 1, got 0");
   REQUIRE_NOTHROW(check_batch(1));
