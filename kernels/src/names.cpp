@@ -7,10 +7,14 @@ namespace ptxdsl::kernels {
 
 std::string_view kind_name(NormKind k) {
   switch (k) {
-    case NormKind::LayerNormFwd: return "ln_fwd";
-    case NormKind::LayerNormBwd: return "ln_bwd";
-    case NormKind::RmsNormFwd: return "rms_fwd";
-    case NormKind::RmsNormBwd: return "rms_bwd";
+    case NormKind::LayerNormFwd:
+      return "ln_fwd";
+    case NormKind::LayerNormBwd:
+      return "ln_bwd";
+    case NormKind::RmsNormFwd:
+      return "rms_fwd";
+    case NormKind::RmsNormBwd:
+      return "rms_bwd";
   }
   return "?";
 }
@@ -20,14 +24,18 @@ NormKind parse_kind(std::string_view name) {
                      NormKind::RmsNormBwd}) {
     if (kind_name(k) == name) return k;
   }
-  throw Error(fmt::format("kernel must be one of ln_fwd, ln_bwd, rms_fwd, rms_bwd, got '{}'", name));
+  throw Error(
+      fmt::format("kernel must be one of ln_fwd, ln_bwd, rms_fwd, rms_bwd, got '{}'", name));
 }
 
 std::string_view dtype_name(DType d) {
   switch (d) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -39,6 +47,8 @@ DType parse_dtype(std::string_view name) {
   throw Error(fmt::format("dtype must be one of f32, f16, bf16, got '{}'", name));
 }
 
-int dtype_bytes(DType d) { return d == DType::F32 ? 4 : 2; }
+int dtype_bytes(DType d) {
+  return d == DType::F32 ? 4 : 2;
+}
 
 }  // namespace ptxdsl::kernels
