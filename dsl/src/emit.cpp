@@ -158,31 +158,9 @@ std::string_view special_name(Special s) {
   return kNames[static_cast<int>(s)];
 }
 
-// Types as data-movement instructions spell them: 16-bit floats move as b16, pairs as b32.
-ScalarType storage_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::F16:
-    case ScalarType::BF16:
-      return ScalarType::B16;
-    case ScalarType::F16x2:
-    case ScalarType::BF16x2:
-      return ScalarType::B32;
-    default:
-      return t;
-  }
-}
-
 // Types as logic instructions spell them: and/or/xor/not/shl take bit types.
 ScalarType logic_type(ScalarType t) {
-  if (t == ScalarType::Pred) return t;
-  switch (size_bytes(t)) {
-    case 2:
-      return ScalarType::B16;
-    case 4:
-      return ScalarType::B32;
-    default:
-      return ScalarType::B64;
-  }
+  return t == ScalarType::Pred ? t : bits_type(size_bytes(t));
 }
 
 std::string float_modifiers(const Instr& in) {

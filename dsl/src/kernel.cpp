@@ -104,30 +104,6 @@ void Kernel::commit(Instr in) {
   body_.push_back(std::move(in));
 }
 
-ScalarType Kernel::bits_type(int bytes) {
-  switch (bytes) {
-    case 2:
-      return ScalarType::B16;
-    case 4:
-      return ScalarType::B32;
-    default:
-      return ScalarType::B64;
-  }
-}
-
-ScalarType Kernel::selp_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::F16:
-    case ScalarType::BF16:
-      return ScalarType::B16;
-    case ScalarType::F16x2:
-    case ScalarType::BF16x2:
-      return ScalarType::B32;
-    default:
-      return t;
-  }
-}
-
 Rounding Kernel::default_cvt_rounding(ScalarType to, ScalarType from) {
   const bool to_float = is_float(to), from_float = is_float(from);
   if (to_float && from_float) {

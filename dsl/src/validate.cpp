@@ -22,30 +22,6 @@ bool is_integer_rounding(Rounding r) {
   return r == Rounding::Rni || r == Rounding::Rzi || r == Rounding::Rmi || r == Rounding::Rpi;
 }
 
-bool is_math(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Mad:
-    case Op::Fma:
-    case Op::Div:
-    case Op::Rem:
-    case Op::Min:
-    case Op::Max:
-    case Op::Abs:
-    case Op::Neg:
-    case Op::Rcp:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Ex2:
-    case Op::Lg2:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_add_sub_mul(Op op) {
   return op == Op::Add || op == Op::Sub || op == Op::Mul;
 }
@@ -213,7 +189,7 @@ std::string check_immediates(const Instr& in) {
 
 std::string check_form(const Instr& in) {
   if (std::string p = check_immediates(in); !p.empty()) return p;
-  if (is_math(in.op)) return is_float(in.type) ? check_float_math(in) : check_integer_math(in);
+  if (is_math_op(in.op)) return is_float(in.type) ? check_float_math(in) : check_integer_math(in);
   switch (in.op) {
     case Op::Setp:
       return check_setp(in);

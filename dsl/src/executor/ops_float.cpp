@@ -242,27 +242,9 @@ Handler fast_f32(const Instr& in) {
   }
 }
 
+// Every arithmetic family has a float form except rem.
 bool is_float_op(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Mad:
-    case Op::Fma:
-    case Op::Div:
-    case Op::Min:
-    case Op::Max:
-    case Op::Abs:
-    case Op::Neg:
-    case Op::Rcp:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Ex2:
-    case Op::Lg2:
-      return true;
-    default:
-      return false;
-  }
+  return is_math_op(op) && op != Op::Rem;
 }
 
 }  // namespace

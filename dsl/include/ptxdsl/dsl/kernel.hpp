@@ -281,7 +281,7 @@ class Kernel {
   template <TypeTag T>
   requires(T::kType != ScalarType::Pred) Reg<T> selp(SrcOf<T> a, SrcOf<T> b, Pred p) {
     Reg<T> d = reg<T>();
-    Instr in = make(Op::Selp, selp_type(T::kType));
+    Instr in = make(Op::Selp, storage_type(T::kType));
     in.ops = {def(d), use(a), use(b), use(p)};
     commit(std::move(in));
     return d;
@@ -602,8 +602,6 @@ class Kernel {
     in.ftz = m.ftz;
     in.sat = m.sat;
   }
-  static ScalarType bits_type(int bytes);
-  static ScalarType selp_type(ScalarType t);
   static Rounding default_cvt_rounding(ScalarType to, ScalarType from);
   std::uint32_t shfl_c_operand(const Instr& in, std::uint32_t width) const;
 

@@ -129,6 +129,33 @@ constexpr bool is_bits(ScalarType t) {
   return t == ScalarType::B16 || t == ScalarType::B32 || t == ScalarType::B64;
 }
 
+// The bit type of a size: b16, b32 or b64 (what logic instructions and bit casts spell).
+constexpr ScalarType bits_type(int bytes) {
+  switch (bytes) {
+    case 2:
+      return ScalarType::B16;
+    case 4:
+      return ScalarType::B32;
+    default:
+      return ScalarType::B64;
+  }
+}
+
+// Types as data-movement instructions spell them (mov, selp, ld, st, .param): 16-bit floats move
+// as b16, pairs as b32.
+constexpr ScalarType storage_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::F16:
+    case ScalarType::BF16:
+      return ScalarType::B16;
+    case ScalarType::F16x2:
+    case ScalarType::BF16x2:
+      return ScalarType::B32;
+    default:
+      return t;
+  }
+}
+
 // Build-time type tags: `Reg<F32>`, `GlobalPtr<F16>`...
 #define PTXDSL_TYPE_TAG(Tag, Enum)                              \
   struct Tag {                                                  \
