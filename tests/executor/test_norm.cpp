@@ -7,6 +7,7 @@
 #include <map>
 
 #include <ptxdsl/dsl/executor.hpp>
+#include <ptxdsl/kernels/cpu_run.hpp>
 #include <ptxdsl/kernels/inputs.hpp>
 #include <ptxdsl/kernels/norm.hpp>
 #include <ptxdsl/kernels/reference.hpp>
@@ -32,10 +33,6 @@ struct Totals {
 Totals& totals() {
   static Totals t;
   return t;
-}
-
-bool is_backward(NormKind k) {
-  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
 }
 
 struct Output {
@@ -154,42 +151,17 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   upload("dy", in.dy);
   const std::size_t rows = static_cast<std::size_t>(batch) * stride;
   const std::vector<Output> outs = expected_outputs(spec, in, rows, dev, ptrs);
-  if (is_backward(spec.kind)) {
-    const std::uint64_t ws = built.workspace_bytes(batch);
-    const DevicePtr base = dev.alloc(std::max<std::uint64_t>(ws, 4), "workspace");
-    ptrs["partial_dw"] = base;
-    ptrs["partial_db"] = base + static_cast<std::int64_t>(built.partial_db_offset(batch));
-  }
   for (const Output& o : outs) {
     // NaN in every format (0xFF bytes), so an element the kernel never wrote fails the check.
     ptrs[o.name] =
         dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name, 0xFF);
   }
-  std::map<std::string, Arg> scalars{{"batch", Arg(batch)},
-                                     {"stride", Arg(stride)},
-                                     {"eps", Arg(kEps)},
-                                     {"partial_rows", Arg(built.partial_rows(batch))}};
-  for (const LaunchStep& step : built.steps) {
-    const Kernel& kernel = built.module->find(step.contract.entry);
-    std::vector<Arg> args;
-    for (const ParamSpec& p : kernel.params()) {
-      if (p.pointer) {
-        REQUIRE(ptrs.count(p.name) == 1);
-        args.emplace_back(ptrs.at(p.name));
-      } else {
-        REQUIRE(scalars.count(p.name) == 1);
-        args.push_back(scalars.at(p.name));
-      }
-    }
-    const LaunchConfig config{step.grid.grid(batch, width), step.contract.block_threads,
-                              step.contract.dynamic_shared_bytes};
-    const LaunchStats s = dev.launch(kernel, config, args);
-    Totals& t = totals();
-    ++t.launches;
-    t.lane_instructions += s.lane_instructions;
-    t.warp_instructions += s.warp_instructions;
-    t.seconds += s.seconds;
-  }
+  const CpuNormRun run = run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps);
+  Totals& t = totals();
+  t.launches += run.launches;
+  t.lane_instructions += run.lane_instructions;
+  t.warp_instructions += run.warp_instructions;
+  t.seconds += run.seconds;
   for (const Output& o : outs) {
     const auto bytes = dev.download<std::byte>(
         ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));

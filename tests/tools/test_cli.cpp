@@ -227,7 +227,9 @@ TEST_CASE("with a driver, info and run work", "[tools][gpu]") {
 #if __has_include("ptxdsl/dsl/executor.hpp")
 TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
   for (const char* args : {"run rms_fwd --batch 4 --width 1000 --dtype f16 --cpu",
-                           "run ln_bwd --batch 5 --width 256 --dtype f32 --cpu --seed 3"}) {
+                           "run ln_bwd --batch 5 --width 256 --dtype f32 --cpu --seed 3",
+                           // rows an odd number of elements apart: narrower vectors, as on a GPU
+                           "run ln_bwd --batch 17 --width 1151 --dtype bf16 --cpu"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 0);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ptxdsl/dsl/executor.hpp"
+#include "ptxdsl/kernels/cpu_run.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
 namespace ptxdsl::cli {
@@ -328,7 +329,13 @@ std::vector<Output> GpuNorm::download(NormKind kind) const {
 // ---- CPU executor ----
 
 std::vector<Output> run_on_cpu(const NormData& data) {
-  const kernels::NormSpec& spec = data.spec;
+  kernels::NormSpec spec = data.spec;
+  // As the runtime does on a GPU: no wider vectors than rows `width` apart allow.
+  const std::uint32_t widest =
+      kernels::vector_elems_for(spec.dtype, spec.weight_dtype, spec.width, 0, 0);
+  if (!spec.knobs.vector_elems || *spec.knobs.vector_elems > widest) {
+    spec.knobs.vector_elems = widest;
+  }
   const kernels::BuiltNorm built = kernels::build_norm(spec);
   CpuDevice dev;
   std::map<std::string, DevicePtr> ptrs;
@@ -342,10 +349,6 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   if (is_backward(spec.kind)) {
     put("mean", data.mean_in);
     put("rstd", data.rstd_in);
-    const std::uint64_t ws = built.workspace_bytes(data.batch);
-    const DevicePtr base = dev.alloc(std::max<std::uint64_t>(ws, 16), "workspace");
-    ptrs["partial_dw"] = base;
-    ptrs["partial_db"] = base + static_cast<std::int64_t>(built.partial_db_offset(data.batch));
   }
   const std::vector<OutputShape> shapes = output_shapes(spec, data.batch);
   for (const OutputShape& o : shapes) {
@@ -354,39 +357,8 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   }
   ExecOptions options;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
-  for (const kernels::LaunchStep& step : built.steps) {
-    const Kernel& kernel = built.module->find(step.contract.entry);
-    std::vector<Arg> args;
-    for (const ParamSpec& p : kernel.params()) {
-      if (p.pointer) {
-        const auto it = ptrs.find(p.name);
-        if (it == ptrs.end()) {
-          throw std::runtime_error(
-              fmt::format("no buffer for parameter '{}' of {}", p.name, kernel.name()));
-        }
-        args.emplace_back(it->second);
-      } else if (p.name == "eps") {
-        const float eps = static_cast<float>(kEps);
-        std::uint32_t bits = 0;
-        std::memcpy(&bits, &eps, sizeof bits);
-        args.push_back(Arg::of(p.type, bits));
-      } else if (p.name == "batch") {
-        args.push_back(Arg::of(p.type, data.batch));
-      } else if (p.name == "stride") {
-        args.push_back(Arg::of(p.type, spec.width));
-      } else if (p.name == "partial_rows") {
-        args.push_back(Arg::of(p.type, built.partial_rows(data.batch)));
-      } else {
-        throw std::runtime_error(
-            fmt::format("no value for parameter '{}' of {}", p.name, kernel.name()));
-      }
-    }
-    LaunchConfig config;
-    config.grid = Dim3(step.grid.grid(data.batch, spec.width));
-    config.block = Dim3(step.contract.block_threads);
-    config.dynamic_shared_bytes = step.contract.dynamic_shared_bytes;
-    dev.launch(kernel, config, args, options);
-  }
+  kernels::run_norm_on_cpu(built, dev, ptrs, data.batch, spec.width, static_cast<float>(kEps),
+                           options);
   std::vector<Output> outs;
   for (const OutputShape& o : shapes) {
     const auto bytes = dev.download<std::byte>(

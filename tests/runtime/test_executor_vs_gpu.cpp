@@ -1,0 +1,180 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu_support.hpp"
+#include "ptxdsl/dsl/executor.hpp"
+#include "ptxdsl/kernels/cpu_run.hpp"
+#include "ptxdsl/kernels/inputs.hpp"
+#include "ptxdsl/kernels/reference.hpp"
+
+// The same kernels on the same inputs, once on the CPU executor and once on the GPU: the executor
+// must compute what the hardware computes. Differences are allowed only where PTX leaves rounding
+// to the hardware (ptxas may contract mul+add into fma; approximate functions): f32 within a few
+// units in the last place of the tensor's scale, 16-bit outputs within one unit of their format.
+using namespace ptxdsl;
+using namespace ptxdsl::kernels;
+
+namespace {
+
+constexpr float kEps = 1e-5f;
+constexpr std::uint32_t kBatch = 3;
+
+struct Tensor {
+  std::string name;
+  DType dtype;
+  std::size_t count;
+};
+
+std::vector<Tensor> outputs_of(NormKind kind, DType dtype, DType weight_dtype,
+                               std::uint32_t width) {
+  const std::size_t rows = std::size_t{kBatch} * width;
+  switch (kind) {
+    case NormKind::LayerNormFwd:
+      return {{"y", dtype, rows}, {"mean", DType::F32, kBatch}, {"rstd", DType::F32, kBatch}};
+    case NormKind::RmsNormFwd:
+      return {{"y", dtype, rows}, {"rstd", DType::F32, kBatch}};
+    case NormKind::LayerNormBwd:
+      return {{"dx", dtype, rows}, {"dw", weight_dtype, width}, {"db", weight_dtype, width}};
+    case NormKind::RmsNormBwd:
+      return {{"dx", dtype, rows}, {"dw", weight_dtype, width}};
+  }
+  return {};
+}
+
+// One unit in the last place of `d` at `v` (f32: four units, for contraction and approximations).
+double allowed(DType d, double v, double scale) {
+  switch (d) {
+    case DType::F32:
+      return 4 * 0x1p-24 * scale;
+    case DType::F16:
+      return std::max(0x1p-10 * std::fabs(v), 0x1p-24);
+    case DType::BF16:
+      return std::max(0x1p-7 * std::fabs(v), 0x1p-133);
+  }
+  return 0;
+}
+
+void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& ctx) {
+  const DType weight_dtype = dtype;
+  INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width << " batch " << kBatch);
+  NormSpec spec;
+  spec.kind = kind;
+  spec.dtype = dtype;
+  spec.weight_dtype = weight_dtype;
+  spec.width = width;
+  spec.arch = Arch::Sm90;
+  spec.knobs.sm_count = ctx.sm_count();  // the grid the host API picks on this device
+  const BuiltNorm built = build_norm(spec);
+  const NormInputs in = make_inputs(spec, kBatch, width, 20261129 + width);
+
+  // Statistics the backward reads: the reference's, identical on both sides.
+  std::vector<float> mean(kBatch, 0.0f), rstd(kBatch, 0.0f);
+  if (kind == NormKind::LayerNormBwd) {
+    const LayerNormFwdRef f =
+        layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, kBatch, width, width, kEps);
+    mean = to_f32(f.mean);
+    rstd = to_f32(f.rstd);
+  } else if (kind == NormKind::RmsNormBwd) {
+    rstd = to_f32(rms_norm_fwd_ref(in.x.values, in.w.values, kBatch, width, width, kEps).rstd);
+  }
+
+  // CPU executor.
+  CpuDevice dev;
+  std::map<std::string, DevicePtr> cpu;
+  const auto put = [&](const char* name, std::span<const std::byte> bytes) {
+    if (!bytes.empty()) cpu[name] = dev.upload(bytes, name);
+  };
+  put("x", in.x.bytes);
+  put("w", in.w.bytes);
+  put("b", in.b.bytes);
+  put("dy", in.dy.bytes);
+  put("mean", std::as_bytes(std::span<const float>(mean)));
+  put("rstd", std::as_bytes(std::span<const float>(rstd)));
+  const std::vector<Tensor> outs = outputs_of(kind, dtype, weight_dtype, width);
+  for (const Tensor& o : outs) {
+    cpu[o.name] = dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name);
+  }
+  run_norm_on_cpu(built, dev, cpu, kBatch, width, kEps);
+
+  // GPU, through the host API.
+  std::map<std::string, runtime::DeviceBuffer<std::byte>> gpu;
+  const auto upload = [&](const char* name, std::span<const std::byte> bytes) {
+    gpu.emplace(name, runtime::DeviceBuffer<std::byte>(ctx, bytes));
+  };
+  upload("x", in.x.bytes);
+  upload("w", in.w.bytes);
+  upload("b", in.b.bytes.empty() ? std::span<const std::byte>(in.w.bytes) : in.b.bytes);
+  upload("dy", in.dy.bytes.empty() ? std::span<const std::byte>(in.x.bytes) : in.dy.bytes);
+  upload("mean", std::as_bytes(std::span<const float>(mean)));
+  upload("rstd", std::as_bytes(std::span<const float>(rstd)));
+  for (const Tensor& o : outs) {
+    std::vector<std::byte> poison(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)),
+                                  std::byte{0xFF});
+    gpu.erase(o.name);
+    upload(o.name.c_str(), poison);
+  }
+  const auto g = [&](const char* name) { return runtime::DeviceView(gpu.at(name)); };
+  if (kind == NormKind::LayerNormFwd || kind == NormKind::LayerNormBwd) {
+    runtime::LayerNorm ln(ctx, dtype, weight_dtype, width);
+    if (kind == NormKind::LayerNormFwd) {
+      ln.forward(g("x"), g("w"), g("b"), g("y"), g("mean"), g("rstd"), kBatch, kEps);
+    } else {
+      ln.backward(g("dy"), g("x"), g("w"), g("mean"), g("rstd"), g("dx"), g("dw"), g("db"), kBatch);
+    }
+  } else {
+    runtime::RmsNorm rms(ctx, dtype, weight_dtype, width);
+    if (kind == NormKind::RmsNormFwd) {
+      rms.forward(g("x"), g("w"), g("y"), g("rstd"), kBatch, kEps);
+    } else {
+      rms.backward(g("dy"), g("x"), g("w"), g("rstd"), g("dx"), g("dw"), kBatch);
+    }
+  }
+  ctx.synchronize();
+
+  for (const Tensor& o : outs) {
+    INFO("output " << o.name);
+    const std::size_t bytes = o.count * static_cast<std::size_t>(dtype_bytes(o.dtype));
+    const std::vector<std::byte> cpu_bytes = dev.download<std::byte>(cpu.at(o.name), bytes);
+    const std::vector<std::byte> gpu_bytes = gpu.at(o.name).to_host();
+    const std::vector<float> c = to_floats(cpu_bytes, o.dtype, o.count);
+    const std::vector<float> d = to_floats(gpu_bytes, o.dtype, o.count);
+    double scale = 0;
+    for (float v : c) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+    std::size_t identical = 0, outside = 0, first = 0;
+    for (std::size_t i = 0; i < o.count; ++i) {
+      const std::size_t at = i * static_cast<std::size_t>(dtype_bytes(o.dtype));
+      if (std::equal(cpu_bytes.begin() + at, cpu_bytes.begin() + at + dtype_bytes(o.dtype),
+                     gpu_bytes.begin() + at)) {
+        ++identical;
+        continue;
+      }
+      const double diff = std::fabs(static_cast<double>(c[i]) - d[i]);
+      if (!(diff <= allowed(o.dtype, c[i], scale)) && outside++ == 0) first = i;
+    }
+    INFO(identical << " of " << o.count << " bit-identical; " << outside
+                   << " beyond rounding, first at " << first << ": executor " << c[first]
+                   << ", GPU " << d[first]);
+    std::printf("executor vs GPU %s %s n=%u %s: %zu/%zu bit-identical\n",
+                std::string(kind_name(kind)).c_str(), std::string(dtype_name(dtype)).c_str(), width,
+                o.name.c_str(), identical, o.count);
+    CHECK(outside == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the CPU executor computes what the GPU computes", "[gpu][executor]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (std::uint32_t width : {7u, 1000u, 4097u}) compare(kind, dtype, width, ctx);
+    }
+  }
+}
