@@ -28,3 +28,21 @@ if(NOT step_output MATCHES "\\.visible \\.entry axpy\\(")
   message(FATAL_ERROR "consumer: the PTX it printed has no entry:\n${step_output}")
 endif()
 message(STATUS "consumer: built and ran against ${prefix}")
+
+# The host examples of docs/examples, built the way a user's project builds them.
+if(DEFINED EXAMPLES_DIR)
+  step("configure the examples against ${prefix}" "${CMAKE_COMMAND}" -S "${EXAMPLES_DIR}"
+    -B "${WORK_DIR}/examples" -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX}"
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")
+  step("build the examples" "${CMAKE_COMMAND}" --build "${WORK_DIR}/examples")
+  foreach(example layer_norm rms_norm)
+    # A GPU runs it (PASS); without a driver it says so and exits 1.
+    execute_process(COMMAND "${WORK_DIR}/examples/${example}_example" 64 1024
+      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(NOT (rc EQUAL 0 AND out MATCHES "PASS") AND
+       NOT (rc EQUAL 1 AND out MATCHES "no CUDA driver found \\(libcuda\\.so\\.1\\)"))
+      message(FATAL_ERROR "consumer: ${example}_example exited ${rc}:\n${out}")
+    endif()
+  endforeach()
+  message(STATUS "consumer: the examples built and ran against ${prefix}")
+endif()
