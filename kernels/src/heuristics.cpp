@@ -36,13 +36,26 @@ std::uint32_t value_room(std::uint32_t ceiling, std::uint32_t vec, NormKind kind
                                  ceiling > reserved ? ceiling - reserved : 0);
 }
 
-// Forward: ≤ 2 vectors a thread for short rows (sub-warp groups), a warp up to 32 values a thread,
-// then as many warps as keep ≤ 32 values a thread, up to 1024 threads.
-std::uint32_t forward_threads(std::uint32_t vectors, std::uint32_t vec) {
+// Forward: ≤ 2 vectors a thread for short rows (sub-warp groups), a warp up to 32 values a thread;
+// then as many warps as keep ≤ 16 values a thread in registers, up to 512 threads (about 56
+// registers for layer norm, 40 for RMS: 2-3 CTAs and 32-48 warps an SM). Wider 16-bit rows take
+// 512 threads with the whole row staged in shared memory (40 registers, 3 CTAs an SM): measured
+// on the H200, keeping 32 values a thread in registers instead holds one 512-thread CTA an SM and
+// 1024-thread CTAs lose at every width. f32 rows stay in registers (ptxas keeps staged f32
+// values in 72 registers anyway), up to 32 values a thread and 1024 threads.
+struct ForwardShape {
+  std::uint32_t threads = 32;
+  bool stage_all = false;  // every chunk in shared memory
+};
+ForwardShape forward_shape(std::uint32_t vectors, std::uint32_t vec, bool narrow) {
   const std::uint32_t per_thread = std::max<std::uint32_t>(1, 32 / vec);
-  if (vectors <= 64) return std::bit_ceil(ceil_div(vectors, 2));
-  if (ceil_div(vectors, per_thread) <= 32) return 32;
-  return std::min<std::uint32_t>(1024, round_up(ceil_div(vectors, per_thread), 32));
+  if (vectors <= 64) return {std::bit_ceil(ceil_div(vectors, 2)), false};
+  if (ceil_div(vectors, per_thread) <= 32) return {32, false};
+  const std::uint32_t half = std::max<std::uint32_t>(1, 16 / vec);
+  const std::uint32_t threads = round_up(ceil_div(vectors, half), 32);
+  if (threads <= 512) return {threads, false};
+  if (narrow) return {512, true};
+  return {std::min<std::uint32_t>(1024, round_up(ceil_div(vectors, per_thread), 32)), false};
 }
 
 // Backward: x and dy at ≤ 16 values a thread each; then fewer threads when that lets every
@@ -126,8 +139,10 @@ Plan plan_norm(const NormSpec& spec) {
   p.width = spec.width;
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);
-  p.threads_per_row = kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc)
-                                                           : forward_threads(vectors, p.vec));
+  const bool narrow = s < 4;
+  const ForwardShape fwd = forward_shape(vectors, p.vec, narrow);
+  p.threads_per_row =
+      kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc) : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
   const std::uint32_t target_block = backward ? 256 : 128;
   const std::uint32_t tpr = p.threads_per_row;
@@ -139,7 +154,10 @@ Plan plan_norm(const NormSpec& spec) {
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
   // Forward: 72 registers (64 for 1024-thread CTAs), about 900 threads an SM at least (ptxas on its
   // own picks 64 and spills now and then). Backward: what one CTA may use; the grid sizes by it.
-  p.max_registers = backward ? max_registers(p.block()) : p.block() > 512 ? 64 : 72;
+  // A ctas_per_sm knob on the backward also caps the registers so that many CTAs fit an SM.
+  p.max_registers = backward          ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
+                    : p.block() > 512 ? 64
+                                      : 72;
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
@@ -163,6 +181,11 @@ Plan plan_norm(const NormSpec& spec) {
   // competes); beyond that the room above decides.
   std::uint32_t default_regs = room / (tensors * p.vec);
   if (!backward && p.chunks * p.vec <= 32) default_regs = p.chunks;
+  // 16-bit rows too wide for 16 values a thread: all staged (also under a threads_per_row knob
+  // that leaves more than 32 values a thread).
+  if (!backward && narrow && (kn.threads_per_row ? p.chunks * p.vec > 32 : fwd.stage_all)) {
+    default_regs = 0;
+  }
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(spec.arch);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
