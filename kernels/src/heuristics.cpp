@@ -37,25 +37,31 @@ std::uint32_t value_room(std::uint32_t ceiling, std::uint32_t vec, NormKind kind
 }
 
 // Forward: ≤ 2 vectors a thread for short rows (sub-warp groups), a warp up to 32 values a thread;
-// then as many warps as keep ≤ 16 values a thread in registers, up to 512 threads (about 56
-// registers for layer norm, 40 for RMS: 2-3 CTAs and 32-48 warps an SM). Wider 16-bit rows take
-// 512 threads with the whole row staged in shared memory (40 registers, 3 CTAs an SM): measured
-// on the H200, keeping 32 values a thread in registers instead holds one 512-thread CTA an SM and
-// 1024-thread CTAs lose at every width. f32 rows stay in registers (ptxas keeps staged f32
-// values in 72 registers anyway), up to 32 values a thread and 1024 threads.
+// then, measured on the H200:
+// - RMS and f32 rows: as many warps as keep ≤ 16 values a thread in registers, up to 512 threads
+//   (40 registers for RMS: 3 CTAs, 48 warps an SM);
+// - 16-bit layer norm: 32 values a thread in registers up to 256 threads (72 registers, 3 CTAs an
+//   SM; 16 values at 512 threads takes 56 registers, 2 CTAs, and ran 20-30% slower);
+// - 16-bit rows too wide for that: 512 threads with the whole row staged in shared memory (40
+//   registers, 3 CTAs an SM). Keeping 32 values a thread in registers at 512 threads holds one CTA
+//   an SM (1.45x slower), and 1024-thread CTAs lose at every width.
+// - f32 rows too wide: up to 32 values a thread in registers and 1024 threads (ptxas keeps staged
+//   f32 values in 72 registers anyway).
 struct ForwardShape {
   std::uint32_t threads = 32;
   bool stage_all = false;  // every chunk in shared memory
 };
-ForwardShape forward_shape(std::uint32_t vectors, std::uint32_t vec, bool narrow) {
+ForwardShape forward_shape(std::uint32_t vectors, std::uint32_t vec, bool narrow, bool layer_norm) {
   const std::uint32_t per_thread = std::max<std::uint32_t>(1, 32 / vec);
   if (vectors <= 64) return {std::bit_ceil(ceil_div(vectors, 2)), false};
   if (ceil_div(vectors, per_thread) <= 32) return {32, false};
+  const std::uint32_t full = round_up(ceil_div(vectors, per_thread), 32);  // 32 values a thread
   const std::uint32_t half = std::max<std::uint32_t>(1, 16 / vec);
-  const std::uint32_t threads = round_up(ceil_div(vectors, half), 32);
+  const std::uint32_t threads =
+      narrow && layer_norm ? (full <= 256 ? full : 1024) : round_up(ceil_div(vectors, half), 32);
   if (threads <= 512) return {threads, false};
   if (narrow) return {512, true};
-  return {std::min<std::uint32_t>(1024, round_up(ceil_div(vectors, per_thread), 32)), false};
+  return {std::min<std::uint32_t>(1024, full), false};
 }
 
 // Backward: x and dy at ≤ 16 values a thread each; then fewer threads when that lets every
@@ -140,7 +146,8 @@ Plan plan_norm(const NormSpec& spec) {
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);
   const bool narrow = s < 4;
-  const ForwardShape fwd = forward_shape(vectors, p.vec, narrow);
+  const ForwardShape fwd =
+      forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
   p.threads_per_row =
       kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc) : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
