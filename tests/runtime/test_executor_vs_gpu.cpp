@@ -70,6 +70,8 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
   spec.width = width;
   spec.arch = Arch::Sm90;
   spec.knobs.sm_count = ctx.sm_count();  // the grid the host API picks on this device
+  // The vector width the host API picks for rows `width` apart at aligned addresses.
+  spec.knobs.vector_elems = vector_elems_for(dtype, weight_dtype, width, 0, 0);
   const BuiltNorm built = build_norm(spec);
   const NormInputs in = make_inputs(spec, kBatch, width, 20261129 + width);
 
