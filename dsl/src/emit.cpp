@@ -204,26 +204,10 @@ std::string mul_modifier(MulMode m) {
 std::string mnemonic(const Instr& in) {
   std::string s(op_name(in.op));
   const auto type = [&](ScalarType t) { return fmt::format(".{}", ptx_name(t)); };
+  if (is_math_op(in.op)) return s + mul_modifier(in.mul) + float_modifiers(in) + type(in.type);
   switch (in.op) {
     case Op::Mov:
       return s + type(storage_type(in.type));
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Mad:
-    case Op::Fma:
-    case Op::Div:
-    case Op::Rem:
-    case Op::Min:
-    case Op::Max:
-    case Op::Abs:
-    case Op::Neg:
-    case Op::Rcp:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Ex2:
-    case Op::Lg2:
-      return s + mul_modifier(in.mul) + float_modifiers(in) + type(in.type);
     case Op::And:
     case Op::Or:
     case Op::Xor:
@@ -260,6 +244,8 @@ std::string mnemonic(const Instr& in) {
       return s;
     case Op::Bra:
       return s + (in.uniform ? ".uni" : "");
+    default:  // the arithmetic families, above
+      break;
   }
   return s;
 }

@@ -9,20 +9,12 @@
 #include <vector>
 
 #include "ptxdsl/kernels/norm.hpp"
+#include "spec_of.hpp"
 
 using namespace ptxdsl;
 using namespace ptxdsl::kernels;
 
 namespace {
-
-NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
-  NormSpec s;
-  s.kind = kind;
-  s.dtype = dtype;
-  s.weight_dtype = dtype;
-  s.width = width;
-  return s;
-}
 
 std::vector<std::string> names(const KernelContract& c) {
   std::vector<std::string> out;

@@ -3,22 +3,10 @@
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/kernels/norm.hpp"
+#include "spec_of.hpp"
 
 using namespace ptxdsl;
 using namespace ptxdsl::kernels;
-
-namespace {
-
-NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
-  NormSpec s;
-  s.kind = kind;
-  s.dtype = dtype;
-  s.weight_dtype = dtype;
-  s.width = width;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("width outside [1, 65536] is refused", "[validate]") {
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
