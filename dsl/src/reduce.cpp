@@ -13,16 +13,37 @@ Reg<F32> combine(Kernel& k, Reg<F32> a, Reg<F32> b, ReduceOp op) {
   return op == ReduceOp::Sum ? k.add(a, b) : k.max(a, b);
 }
 
-}  // namespace
-
-Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width) {
+void check_width(const Kernel& k, std::uint32_t width) {
   if (width == 0 || width > 32 || !std::has_single_bit(width)) {
     throw Error(
         fmt::format("kernel '{}', warp_reduce: width must be a power of two in [1, 32], got {}",
                     k.name(), width));
   }
+}
+
+}  // namespace
+
+Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width) {
+  check_width(k, width);
   for (std::uint32_t lane_mask = width / 2; lane_mask >= 1; lane_mask /= 2) {
     v = combine(k, v, k.shfl_bfly(v, lane_mask, width), op);
+  }
+  return v;
+}
+
+std::vector<Reg<F32>> warp_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
+                                  const Combine& combine, std::uint32_t width) {
+  check_width(k, width);
+  std::vector<Reg<F32>> v(tuple.begin(), tuple.end());
+  for (std::uint32_t lane_mask = width / 2; lane_mask >= 1; lane_mask /= 2) {
+    std::vector<Reg<F32>> other;
+    for (Reg<F32> r : v) other.push_back(k.shfl_bfly(r, lane_mask, width));
+    v = combine(v, other);
+    if (v.size() != other.size()) {
+      throw Error(
+          fmt::format("kernel '{}', warp_reduce: combine returned {} values for tuples of {}",
+                      k.name(), v.size(), other.size()));
+    }
   }
   return v;
 }
@@ -34,6 +55,21 @@ std::uint32_t group_reduce_scratch_floats(std::uint32_t block_threads, std::uint
 std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch) {
+  // Each value on its own: one butterfly of a single register at a time.
+  const Combine each = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    std::vector<Reg<F32>> out;
+    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(combine(k, a[i], b[i], op));
+    return out;
+  };
+  const float id = op == ReduceOp::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
+  const std::vector<float> identity(values.size(), id);
+  return group_reduce(k, values, each, identity, group_threads, block_threads, tid, scratch);
+}
+
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                   const Combine& combine, std::span<const float> identity,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch) {
   const bool sub_warp = group_threads <= 32 && std::has_single_bit(group_threads);
   const bool warps =
       group_threads % 32 == 0 && group_threads > 0 && block_threads % group_threads == 0;
@@ -43,10 +79,13 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
                     "multiple of 32 dividing the block ({}), got {}",
                     k.name(), block_threads, group_threads));
   }
-  std::vector<Reg<F32>> out;
-  if (values.empty()) return out;
-  for (Reg<F32> v : values)
-    out.push_back(warp_reduce(k, v, op, std::min<std::uint32_t>(group_threads, 32)));
+  if (identity.size() != values.size()) {
+    throw Error(fmt::format("kernel '{}', group_reduce: {} identity values for tuples of {}",
+                            k.name(), identity.size(), values.size()));
+  }
+  if (values.empty()) return {};
+  std::vector<Reg<F32>> out =
+      warp_reduce(k, values, combine, std::min<std::uint32_t>(group_threads, 32));
   if (group_threads <= 32) return out;
 
   const std::uint32_t n = static_cast<std::uint32_t>(values.size());
@@ -67,12 +106,14 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
   Reg<U32> source_warp = k.add(first_warp, lane);
   SharedPtr<F32> theirs = k.index(scratch, n == 1 ? source_warp : k.mul(source_warp, n));
   Pred has_partial = k.setp(Cmp::Lt, lane, warps_per_group);
-  const float identity = op == ReduceOp::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
   const std::uint32_t width = std::bit_ceil(warps_per_group);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    out[i] = warp_reduce(k, k.ld_if(has_partial, theirs + i, identity), op, width);
-    // Lanes past the first segment reduced only identities: take lane 0's result.
-    if (width < 32) out[i] = k.shfl_idx(out[i], 0u);
+  std::vector<Reg<F32>> partials;
+  for (std::uint32_t i = 0; i < n; ++i)
+    partials.push_back(k.ld_if(has_partial, theirs + i, identity[i]));
+  out = warp_reduce(k, partials, combine, width);
+  // Lanes past the first segment reduced only identities: take lane 0's result.
+  if (width < 32) {
+    for (Reg<F32>& r : out) r = k.shfl_idx(r, 0u);
   }
   return out;
 }

@@ -86,6 +86,9 @@ void validate(const NormSpec& spec) {
   if (kn.ctas_per_sm && (*kn.ctas_per_sm < 1 || *kn.ctas_per_sm > 32)) {
     throw Error(fmt::format("ctas_per_sm must be in [1, 32], got {}", *kn.ctas_per_sm));
   }
+  if (kn.max_registers && (*kn.max_registers < 32 || *kn.max_registers > 255)) {
+    throw Error(fmt::format("max_registers must be in [32, 255], got {}", *kn.max_registers));
+  }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
   }
@@ -189,6 +192,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;
+  out.chosen.max_registers = plan.max_registers;
   out.chosen.register_chunks = static_cast<std::uint32_t>(
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.ptx = module->emit();

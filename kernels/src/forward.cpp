@@ -1,6 +1,6 @@
 // Layer norm and RMS norm forward. One row group (T threads) per row, R rows a CTA; each thread
-// loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
-// holds) or Σx², and the same values are normalized and stored.
+// loads its slice of x once, the group reduces Σx² (RMS) or merges the threads' (count, mean, M2)
+// triples (layer norm), and the same values are normalized and stored.
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
@@ -59,28 +59,34 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   };
   xt.load(k, masks, sum, fence);
   const float inv_width = 1.0f / static_cast<float>(spec.width);
-  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), 1);
-  const auto reduce = [&](Reg<F32> v, std::string_view scratch_name) {
-    SharedPtr<F32> scratch{};
-    if (T > 32) scratch = k.shared_array<F32>(scratch_name, scratch_floats);
-    const Reg<F32> values[] = {v};
-    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, scratch)[0];
-  };
+  SharedPtr<F32> scratch{};
+  if (T > 32) {
+    scratch = k.shared_array<F32>("moments", group_reduce_scratch_floats(plan.block(), ln ? 3 : 1));
+  }
 
+  // One group reduction a row: RMS sums x²; layer norm merges each thread's Welford triple, its
+  // M2 taken about its own mean over the values it still holds (no barrier between the passes).
   std::optional<Reg<F32>> mean;
   Reg<F32> mean_square;
   if (ln) {
-    mean = k.mul(reduce(first.value(), "sum"), inv_width);
+    const LocalMoments local = local_moments(k, lanes, first.value());
     RunningSum squares(k);
     for_each_chunk(
         k, xt.loop_keys(), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-          squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), *mean));
+          squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), local.mean));
         },
         fence);
-    mean_square = k.mul(reduce(squares.value(), "squares"), inv_width);
+    const Reg<F32> moments[] = {local.count, local.mean, squares.value()};
+    const std::vector<Reg<F32>> total = group_reduce(
+        k, moments, [&](auto a, auto b) { return merge_moments(k, a, b); }, kMomentsIdentity, T,
+        plan.block(), cta.tid, scratch);
+    mean = total[1];
+    mean_square = k.mul(total[2], inv_width);
   } else {
-    mean_square = k.mul(reduce(first.value(), "squares"), inv_width);
+    const Reg<F32> values[] = {first.value()};
+    mean_square = k.mul(
+        group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, scratch)[0], inv_width);
   }
   const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
 

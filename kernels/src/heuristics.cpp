@@ -162,9 +162,10 @@ Plan plan_norm(const NormSpec& spec) {
   // Forward: 72 registers (64 for 1024-thread CTAs), about 900 threads an SM at least (ptxas on its
   // own picks 64 and spills now and then). Backward: what one CTA may use; the grid sizes by it.
   // A ctas_per_sm knob on the backward also caps the registers so that many CTAs fit an SM.
-  p.max_registers = backward          ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
-                    : p.block() > 512 ? 64
-                                      : 72;
+  p.max_registers =
+      kn.max_registers.value_or(backward ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
+                                : p.block() > 512 ? 64
+                                                  : 72);
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.

@@ -31,6 +31,13 @@ std::optional<Pred> RowLanes::element_valid(std::uint32_t j, std::uint32_t e) co
   return e < map_.tail() ? last_any_ : last_full_;
 }
 
+Reg<F32> RowLanes::by_last_chunk(Kernel& k, float whole, float ragged, float nothing) const {
+  if (!last_full_) return k.mov<F32>(whole);
+  const Reg<F32> rest =
+      last_tail_ ? k.selp<F32>(ragged, nothing, *last_tail_) : k.mov<F32>(nothing);
+  return k.selp<F32>(whole, rest, *last_full_);
+}
+
 RowMasks::RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok)
     : lanes_(&lanes), row_ok_(row_ok) {
   if (lanes.last_full_) last_vector_ = both(k, row_ok, lanes.last_full_);
@@ -154,16 +161,16 @@ void RowTile::load(Kernel& k, const RowMasks& m,
   for (std::uint32_t j = 0; j < n; ++j) {
     if (places_[j] == Place::Registers) loads.emplace_back(j, issue_chunk(k, m, row_, j, hints_));
   }
-  for (const auto& [j, c] : loads) {
-    regs_[j] = decode_chunk(k, m, j, c);
-    if (first_use) first_use(j, regs_[j]);
+  for (auto& [j, c] : loads) {
+    if (first_use) first_use(j, decode_chunk(k, m, j, c));
+    regs_[j] = std::move(c);
   }
 }
 
 Values RowTile::get(Kernel& k, const RowMasks& m, std::uint32_t j, std::optional<Reg<U32>> shift) {
   switch (places_[j]) {
     case Place::Registers:
-      return regs_[j];
+      return decode_chunk(k, m, j, regs_[j]);
     case Place::Shared:
       return decode(k, load_raw(k, staged(k, j, shift), map_.vec, std::nullopt, kNoHints));
     case Place::Global:

@@ -46,6 +46,9 @@ class RowLanes {
   Reg<U32> first_element() const { return first_; }  // lane * V
   // Element e of chunk j is inside the row (nullopt: always).
   std::optional<Pred> element_valid(std::uint32_t j, std::uint32_t e) const;
+  // A value chosen by how much of the last chunk this lane holds: all of its vector, the width's
+  // ragged end, or nothing (a constant when the last chunk is complete).
+  Reg<F32> by_last_chunk(Kernel& k, float whole, float ragged, float nothing) const;
 
  private:
   friend class RowMasks;
@@ -117,7 +120,9 @@ class RowTile {
   MemHints hints_;
   std::uint32_t loop_group_;
   std::vector<std::uint32_t> staged_index_;
-  std::vector<Values> regs_;
+  // Register chunks as loaded: 16-bit rows stay packed two to a b32 register (half the registers
+  // of f32 values) and are decoded again by each pass.
+  std::vector<ChunkLoad> regs_;
 
   SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const;
 };

@@ -59,6 +59,13 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.ctas_per_sm = 2;
   s.knobs.sm_count = 0;
   REQUIRE_THROWS_WITH(validate(s), "sm_count must be in [1, 1024], got 0");
+  s.knobs.sm_count = 132;
+  s.knobs.max_registers = 31;
+  REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 31");
+  s.knobs.max_registers = 256;
+  REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 256");
+  s.knobs.max_registers = 96;
+  REQUIRE_NOTHROW(validate(s));
 }
 
 TEST_CASE("shapes that need more shared memory than the target has are refused", "[validate]") {

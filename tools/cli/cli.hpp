@@ -44,6 +44,9 @@ struct SpecOptions {
   std::string rows_per_cta;
   std::string vector_elems;
   std::string ctas_per_sm;
+  std::string register_chunks;
+  std::string accumulator_register_chunks;
+  std::string max_registers;
   std::string sm_count;
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.

@@ -93,6 +93,9 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     knob("vector_elems", k.vector_elems);
     knob("ctas_per_sm", k.ctas_per_sm);
     knob("sm_count", k.sm_count);
+    knob("register_chunks", k.register_chunks);
+    knob("accumulator_register_chunks", k.accumulator_register_chunks);
+    knob("max_registers", k.max_registers);
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)

@@ -44,6 +44,9 @@ class ListCommand : public Command {
         "  --vector-elems N      elements per vector access: 1, 2, 4 or 8\n"
         "  --ctas-per-sm N       backward: persistent grid = SMs x N\n"
         "  --sm-count N          backward: SMs assumed when sizing the grid\n"
+        "  --register-chunks N   chunks of x (and dy) a thread keeps in registers\n"
+        "  --accumulator-register-chunks N  backward: dw/db partial chunks in registers\n"
+        "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

@@ -56,6 +56,14 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
       ->group(group);
   app.add_option("--sm-count", sm_count, "backward: SMs assumed when sizing the grid")
       ->group(group);
+  app.add_option("--register-chunks", register_chunks,
+                 "chunks of x (and dy) a thread keeps in registers between passes")
+      ->group(group);
+  app.add_option("--accumulator-register-chunks", accumulator_register_chunks,
+                 "backward: chunks of the dw/db partials kept in registers")
+      ->group(group);
+  app.add_option("--max-registers", max_registers, "registers a thread (.maxnreg), 32 to 255")
+      ->group(group);
 }
 
 namespace {
@@ -74,6 +82,12 @@ auto usage(F&& f) {
 std::optional<std::uint32_t> knob(std::string_view name, const std::string& text) {
   if (text.empty()) return std::nullopt;
   return static_cast<std::uint32_t>(parse_uint(name, text, 1, 1u << 20));
+}
+
+// A knob where 0 means "none" (chunk counts).
+std::optional<std::uint32_t> knob0(std::string_view name, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return static_cast<std::uint32_t>(parse_uint(name, text, 0, 1u << 20));
 }
 
 PtxVersion default_ptx_version(Arch arch) {
@@ -106,6 +120,10 @@ kernels::NormSpec SpecOptions::spec() const {
   s.knobs.vector_elems = knob("--vector-elems", vector_elems);
   s.knobs.ctas_per_sm = knob("--ctas-per-sm", ctas_per_sm);
   s.knobs.sm_count = knob("--sm-count", sm_count);
+  s.knobs.register_chunks = knob0("--register-chunks", register_chunks);
+  s.knobs.accumulator_register_chunks =
+      knob0("--accumulator-register-chunks", accumulator_register_chunks);
+  s.knobs.max_registers = knob("--max-registers", max_registers);
   usage([&] { kernels::validate(s); });
   return s;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -30,6 +31,19 @@ std::uint32_t group_reduce_scratch_floats(std::uint32_t block_threads, std::uint
 // `scratch` and a `bar.sync` that every thread of the CTA must reach; `scratch` (at least
 // `group_reduce_scratch_floats` floats) may be written again only after another barrier.
 std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch);
+
+// A custom reduction over tuples of f32 values (a Welford (count, mean, M2) triple, an (index,
+// value) argmax, ...): `combine(a, b)` returns the tuple for a and b together and must be
+// associative; `identity` is its neutral tuple. For every lane of a group to end with bit-identical
+// results, combine(a, b) must equal combine(b, a) bit for bit (a butterfly meets the two orders).
+using Combine =
+    std::function<std::vector<Reg<F32>>(std::span<const Reg<F32>> a, std::span<const Reg<F32>> b)>;
+std::vector<Reg<F32>> warp_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
+                                  const Combine& combine, std::uint32_t width = 32);
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
+                                   const Combine& combine, std::span<const float> identity,
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch);
 

@@ -38,13 +38,16 @@ struct NormKnobs {
   // Backward: chunks of the dw/db partial sums kept in registers; the rest live in shared memory,
   // or in the CTA's partial row of the workspace when that is full.
   std::optional<std::uint32_t> accumulator_register_chunks;
+  // Registers a thread (.maxnreg): fewer let more CTAs share an SM, more keep more values resident.
+  std::optional<std::uint32_t> max_registers;
 };
 
 // Allowed knob values (validate() checks them):
 // - vector_elems: 1, 2, 4 or 8, at most 16 bytes of the dtype (f32: 1, 2, 4);
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
-// - ctas_per_sm in [1, 32], sm_count in [1, 1024].
+// - ctas_per_sm in [1, 32], sm_count in [1, 1024];
+// - max_registers in [32, 255].
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
