@@ -22,7 +22,7 @@ run() {
 run auto
 if [[ $knob == -- ]]; then
   # shellcheck disable=SC2086 # each setting is a list of options
-  for setting in "$@"; do run "$(echo $setting | tr -d ' -')" $setting; done
+  for setting in "$@"; do run "${setting//--/}" $setting; done
 else
   for v in "$@"; do run "$knob=$v" "$knob" "$v"; done
 fi
