@@ -89,6 +89,9 @@ void validate(const NormSpec& spec) {
   if (kn.max_registers && (*kn.max_registers < 32 || *kn.max_registers > 255)) {
     throw Error(fmt::format("max_registers must be in [32, 255], got {}", *kn.max_registers));
   }
+  if (kn.prefetch_rows && *kn.prefetch_rows > 1) {
+    throw Error(fmt::format("prefetch_rows must be 0 or 1, got {}", *kn.prefetch_rows));
+  }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
   }
@@ -182,13 +185,16 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_backward(*module, spec, plan));
     out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
     out.partial_pitch = detail::partial_pitch(spec.width);
-    out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
-    out.chosen.sm_count = plan.sm_count;
   } else {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
   }
+  if (plan.persistent) {
+    out.chosen.ctas_per_sm = plan.ctas_per_sm;
+    out.chosen.sm_count = plan.sm_count;
+  }
+  out.chosen.prefetch_rows = plan.prefetch ? 1u : 0u;
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;

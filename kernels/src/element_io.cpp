@@ -115,6 +115,16 @@ template Raw load_raw(Kernel&, DPtr<Space::Shared>, std::uint32_t, std::optional
 template void store_raw(Kernel&, DPtr<Space::Global>, const Raw&, std::optional<Pred>, MemHints);
 template void store_raw(Kernel&, DPtr<Space::Shared>, const Raw&, std::optional<Pred>, MemHints);
 
+void assign(Kernel& k, const Raw& to, const Raw& from) {
+  if (to.f32.size() != from.f32.size() || to.pairs.size() != from.pairs.size() ||
+      to.halves.size() != from.halves.size()) {
+    throw Error("assign: raw element groups differ in shape");
+  }
+  for (std::size_t i = 0; i < to.f32.size(); ++i) k.mov(to.f32[i], from.f32[i]);
+  for (std::size_t i = 0; i < to.pairs.size(); ++i) k.mov(to.pairs[i], from.pairs[i]);
+  for (std::size_t i = 0; i < to.halves.size(); ++i) k.mov(to.halves[i], from.halves[i]);
+}
+
 Raw zero_raw(Kernel& k, DType d, std::uint32_t n) {
   Raw r;
   r.dtype = d;

@@ -52,6 +52,8 @@ Raw load_raw(Kernel& k, DPtr<S> p, std::uint32_t n, std::optional<Pred> pred, Me
 template <Space S>
 void store_raw(Kernel& k, DPtr<S> p, const Raw& r, std::optional<Pred> pred, MemHints h);
 
+// Overwrites `to`'s registers with `from`'s (same dtype and shape): a loop-carried copy.
+void assign(Kernel& k, const Raw& to, const Raw& from);
 // n zero elements of d.
 Raw zero_raw(Kernel& k, DType d, std::uint32_t n);
 // To f32: f16 by cvt.f32.f16; bf16 by moving the bits into the high half (exact, and on sm_80,

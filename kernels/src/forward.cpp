@@ -30,108 +30,144 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const CtaLayout cta = cta_layout(k, plan);
   const RowMap map = RowMap::of(plan);
   const std::uint32_t T = plan.threads_per_row;
-  // One row a CTA: the grid is the batch, every row is real. Several: the last CTA masks rows
-  // past the batch (it cannot return early: the group reduction needs every thread).
-  const Reg<U32> row =
-      plan.rows_per_cta == 1 ? k.ctaid_x() : k.mad(k.ctaid_x(), plan.rows_per_cta, cta.slot);
-  std::optional<Pred> row_ok;
-  if (plan.rows_per_cta > 1) row_ok = k.setp(Cmp::Lt, row, batch);
-
+  const std::uint32_t R = plan.rows_per_cta;
   const RowLanes lanes(k, map, cta.lane);
-  const RowMasks masks(k, lanes, row_ok);
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
-  const GlobalDPtr x_row = at(k, row_of(k, x, row, stride), lanes.first_element());
+  // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
+  // batch (it cannot return early: the group reduction needs every thread).
+  const auto row_of_group = [&](Reg<U32> g) { return R == 1 ? g : k.mad(g, R, cta.slot); };
+  const auto x_row_at = [&](Reg<U32> row) {
+    return at(k, row_of(k, x, row, stride), lanes.first_element());
+  };
   std::optional<SharedDPtr> staging;
   if (plan.staged_chunks() > 0) {
     const SharedDPtr base{
         k.shared_dynamic<B32>("stage", plan.staging_bytes(dtype_bytes(spec.dtype), 1)), spec.dtype};
     staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
   }
-  RowTile xt(map, plan.data, x_row, staging, kNcNoAllocate, plan.loop_group);
+  const Reg<U32> first_group = k.ctaid_x();
+  const Reg<U32> first_row = row_of_group(first_group);
+  RowTile xt(map, plan.data, x_row_at(first_row), staging, kNcNoAllocate, plan.loop_group);
   const std::uint32_t per_chunk = map.threads * map.vec;
-
-  // Σx (layer norm) or Σx² (RMS) while the loads land.
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
-  RunningSum first(k);
-  const auto sum = [&](std::uint32_t, const Values& v) {
-    first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
-  };
-  xt.load(k, masks, sum, fence);
   const float inv_width = 1.0f / static_cast<float>(spec.width);
+  // The group reduction's scratch; a persistent CTA alternates two, so that a fast warp's next
+  // row cannot overwrite partials a slow warp is still reading (one barrier a row).
+  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), ln ? 3 : 1);
   SharedPtr<F32> scratch{};
+  std::optional<Reg<U32>> scratch_offset;
   if (T > 32) {
-    scratch = k.shared_array<F32>("moments", group_reduce_scratch_floats(plan.block(), ln ? 3 : 1));
+    scratch = k.shared_array<F32>("moments", (plan.persistent ? 2 : 1) * scratch_floats);
+    if (plan.persistent) scratch_offset = k.mov<U32>(0u);
   }
-
-  // One group reduction a row: RMS sums x²; layer norm merges each thread's Welford triple, its
-  // M2 taken about its own mean over the values it still holds (no barrier between the passes).
-  std::optional<Reg<F32>> mean;
-  Reg<F32> mean_square;
-  if (ln) {
-    const LocalMoments local = local_moments(k, lanes, first.value());
-    RunningSum squares(k);
-    for_each_chunk(
-        k, xt.loop_keys(), plan.loop_group,
-        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-          squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), local.mean));
-        },
-        fence);
-    const Reg<F32> moments[] = {local.count, local.mean, squares.value()};
-    const std::vector<Reg<F32>> total = group_reduce(
-        k, moments, [&](auto a, auto b) { return merge_moments(k, a, b); }, kMomentsIdentity, T,
-        plan.block(), cta.tid, scratch);
-    mean = total[1];
-    mean_square = k.mul(total[2], inv_width);
-  } else {
-    const Reg<F32> values[] = {first.value()};
-    mean_square = k.mul(
-        group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, scratch)[0], inv_width);
-  }
-  const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
-
-  // Lane 0 of each row group writes the row's statistics.
-  Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
-  if (row_ok) writer = k.and_(writer, *row_ok);
-  k.predicated(writer, [&] {
-    if (mean) k.st(at(k, *mean_out, row).p.as<F32>(), *mean);
-    k.st(at(k, rstd_out, row).p.as<F32>(), rstd);
-  });
-
-  // y = (x − mean)·rstd·w + b, or x·rstd·w.
   const GlobalDPtr w_col = at(k, w, lanes.first_element());
   std::optional<GlobalDPtr> b_col;
   if (b) b_col = at(k, *b, lanes.first_element());
-  const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
-  for_each_chunk(
-      k, fence_all(xt.loop_keys()), plan.loop_group,
-      [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-        const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
-        const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, kNc));
-        Values bv;
-        if (b_col) {
-          const GlobalDPtr bj = shifted(k, *b_col, shift, per_chunk);
-          bv = decode_chunk(k, columns, j, issue_chunk(k, columns, bj, j, kNc));
-        }
-        const Values xv = xt.get(k, masks, j, shift);
-        Values out;
-        for (std::size_t e = 0; e < xv.size(); ++e) {
-          if (ln) {
-            const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
-            out.push_back(k.fma(xhat, wv[e], bv[e]));
-          } else {
-            out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
+
+  const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
+    const RowMasks masks(k, lanes, row_ok);
+    xt.set_row(x_row_at(row));
+    // Σx (layer norm) or Σx² (RMS) while the loads land.
+    RunningSum first(k);
+    const auto sum = [&](std::uint32_t, const Values& v) {
+      first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
+    };
+    xt.load(k, masks, sum, fence);
+    const SharedPtr<F32> cur = scratch_offset ? k.index(scratch, *scratch_offset) : scratch;
+
+    // One group reduction a row: RMS sums x²; layer norm merges each thread's Welford triple, its
+    // M2 taken about its own mean over the values it still holds (no barrier between the passes).
+    std::optional<Reg<F32>> mean;
+    Reg<F32> mean_square;
+    if (ln) {
+      const LocalMoments local = local_moments(k, lanes, first.value());
+      RunningSum squares(k);
+      for_each_chunk(
+          k, xt.loop_keys(), plan.loop_group,
+          [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+            squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), local.mean));
+          },
+          fence);
+      const Reg<F32> moments[] = {local.count, local.mean, squares.value()};
+      const std::vector<Reg<F32>> total = group_reduce(
+          k, moments, [&](auto a, auto b) { return merge_moments(k, a, b); }, kMomentsIdentity, T,
+          plan.block(), cta.tid, cur);
+      mean = total[1];
+      mean_square = k.mul(total[2], inv_width);
+    } else {
+      const Reg<F32> values[] = {first.value()};
+      mean_square = k.mul(
+          group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, cur)[0], inv_width);
+    }
+    if (scratch_offset) k.mov(*scratch_offset, k.xor_(*scratch_offset, scratch_floats));
+    const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
+
+    // Lane 0 of each row group writes the row's statistics.
+    Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
+    if (row_ok) writer = k.and_(writer, *row_ok);
+    k.predicated(writer, [&] {
+      if (mean) k.st(at(k, *mean_out, row).p.as<F32>(), *mean);
+      k.st(at(k, rstd_out, row).p.as<F32>(), rstd);
+    });
+
+    // y = (x − mean)·rstd·w + b, or x·rstd·w.
+    const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
+    for_each_chunk(
+        k, fence_all(xt.loop_keys()), plan.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
+          const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, kNc));
+          Values bv;
+          if (b_col) {
+            const GlobalDPtr bj = shifted(k, *b_col, shift, per_chunk);
+            bv = decode_chunk(k, columns, j, issue_chunk(k, columns, bj, j, kNc));
           }
-        }
-        store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, kStreaming);
-      },
-      fence);
+          const Values xv = xt.get(k, masks, j, shift);
+          Values out;
+          for (std::size_t e = 0; e < xv.size(); ++e) {
+            if (ln) {
+              const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
+              out.push_back(k.fma(xhat, wv[e], bv[e]));
+            } else {
+              out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
+            }
+          }
+          store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, kStreaming);
+        },
+        fence);
+  };
+  const auto row_ok_of = [&](Reg<U32> row) -> std::optional<Pred> {
+    if (R == 1) return std::nullopt;
+    return k.setp(Cmp::Lt, row, batch);
+  };
+
+  if (!plan.persistent) {
+    // One row group a CTA: the grid covers the batch.
+    normalize_row(first_row, row_ok_of(first_row));
+  } else {
+    // Persistent CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
+    // groups, so the first is real); the next group's register chunks load during this one.
+    const Reg<U32> groups = R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
+    const Reg<U32> grid = k.nctaid_x();
+    xt.preload(k, RowMasks(k, lanes, row_ok_of(first_row)));
+    k.for_range(first_group, groups, grid, [&](Reg<U32> g) {
+      const Reg<U32> row = row_of_group(g);
+      const Reg<U32> next_row = row_of_group(k.add(g, grid));
+      // Past the batch (or past the groups, R = 1) nothing loads; the loop ends before it is used.
+      const RowMasks next(k, lanes, k.setp(Cmp::Lt, next_row, batch));
+      const std::vector<ChunkLoad> ahead = xt.prefetch(k, next, x_row_at(next_row));
+      normalize_row(row, row_ok_of(row));
+      xt.advance(k, ahead);
+    });
+  }
   k.finalize();
 
   LaunchStep step;
   step.contract = k.contract();
-  step.grid.kind = GridRule::Kind::RowsPerCta;
+  step.grid.kind = plan.persistent ? GridRule::Kind::Persistent : GridRule::Kind::RowsPerCta;
   step.grid.rows_per_cta = plan.rows_per_cta;
+  step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   return step;
 }
 

@@ -208,15 +208,24 @@ Plan plan_norm(const NormSpec& spec) {
     place(p.accum, acc_regs, tpr * p.vec * 4 * nacc);
   }
   place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors);
-  if (backward) {
-    // Persistent grid: as many CTAs as fit on an SM by registers and shared memory...
-    const std::uint32_t values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
-    const std::uint32_t regs = std::min(p.max_registers, round_up(values + 40 + 3 * p.vec, 8));
+  p.prefetch = kn.prefetch_rows.value_or(0) == 1;
+  p.persistent = backward || p.prefetch;
+  if (p.persistent) {
+    // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
+    // estimates what it uses, the forward takes its ceiling)...
+    std::uint32_t regs = p.max_registers;
+    if (backward) {
+      const std::uint32_t values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
+      const std::uint32_t prefetched = p.prefetch ? data_regs * 2 * p.vec * s / 4 : 0;
+      regs = std::min(p.max_registers, round_up(values + prefetched + 40 + 3 * p.vec, 8));
+    }
     const std::uint32_t smem = p.dynamic_shared_bytes(spec);
     std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));
     if (smem > 0) fit = std::min(fit, (shared_budget(spec.arch) + 4096) / (smem + 1024));
     p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
     p.sm_count = kn.sm_count.value_or(132);
+  }
+  if (backward) {
     // ...but each walking enough rows that the f32 partials (written, then read by the reduce) stay
     // within about a quarter of the kernel's own traffic (x, dy read, dx written).
     const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);

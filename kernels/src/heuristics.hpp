@@ -25,10 +25,12 @@ struct Plan {
   std::uint32_t chunks = 1;  // vector slots per thread: ceil(ceil(width / vec) / threads_per_row)
   std::vector<Place> data;   // per chunk: x (and dy) placement
   std::vector<Place> accum;  // backward, per chunk: dw/db partial sums
-  // Backward only.
+  // Persistent grid (every backward; a forward that prefetches rows): SMs × ctas_per_sm CTAs.
+  bool persistent = false;
+  bool prefetch = false;  // the next row's register chunks load during this row's work
   std::uint32_t ctas_per_sm = 1;
   std::uint32_t sm_count = 132;
-  std::uint32_t min_row_groups_per_cta = 1;  // sizes the partials to the batch
+  std::uint32_t min_row_groups_per_cta = 1;  // backward: sizes the partials to the batch
   // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows.
   std::uint32_t reduce_columns = 32;
   std::uint32_t reduce_slices = 8;

@@ -156,14 +156,37 @@ void RowTile::load(Kernel& k, const RowMasks& m,
     if (first_use) first_use(j, decode_chunk(k, m, j, c));
   };
   for_each_chunk(k, keys, loop_group_, stage, fence);
-  // Register chunks: every load in flight before the first use.
-  std::vector<std::pair<std::uint32_t, ChunkLoad>> loads;
-  for (std::uint32_t j = 0; j < n; ++j) {
-    if (places_[j] == Place::Registers) loads.emplace_back(j, issue_chunk(k, m, row_, j, hints_));
+  // Register chunks: every load in flight before the first use (issued earlier when prefetching).
+  if (!prefetching_) {
+    for (std::uint32_t j = 0; j < n; ++j) {
+      if (places_[j] == Place::Registers) regs_[j] = issue_chunk(k, m, row_, j, hints_);
+    }
   }
-  for (auto& [j, c] : loads) {
-    if (first_use) first_use(j, decode_chunk(k, m, j, c));
-    regs_[j] = std::move(c);
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (places_[j] == Place::Registers && first_use) first_use(j, decode_chunk(k, m, j, regs_[j]));
+  }
+}
+
+void RowTile::preload(Kernel& k, const RowMasks& m) {
+  regs_ = prefetch(k, m, row_);
+  prefetching_ = true;
+}
+
+std::vector<ChunkLoad> RowTile::prefetch(Kernel& k, const RowMasks& next,
+                                         GlobalDPtr next_row) const {
+  std::vector<ChunkLoad> loads(places_.size());
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, next, next_row, j, hints_);
+  }
+  return loads;
+}
+
+void RowTile::advance(Kernel& k, const std::vector<ChunkLoad>& next) {
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    if (places_[j] != Place::Registers) continue;
+    if (regs_[j].vector) assign(k, *regs_[j].vector, *next[j].vector);
+    for (std::size_t e = 0; e < regs_[j].tail.size(); ++e)
+      assign(k, regs_[j].tail[e], next[j].tail[e]);
   }
 }
 

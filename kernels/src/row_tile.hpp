@@ -106,6 +106,15 @@ class RowTile {
   void load(Kernel& k, const RowMasks& m,
             const std::function<void(std::uint32_t, const Values&)>& first_use = {},
             std::optional<ChunkFence> fence = std::nullopt);
+  // Persistent kernels, one row after another with the next row's register chunks in flight:
+  // `preload` issues the first row's register chunks (before the row loop); from then on `load`
+  // leaves register chunks to `prefetch` (the next row's, at the top of an iteration, predicated
+  // by its masks) and `advance` (at the bottom: the prefetched values become the current ones).
+  void preload(Kernel& k, const RowMasks& m);
+  std::vector<ChunkLoad> prefetch(Kernel& k, const RowMasks& next, GlobalDPtr next_row) const;
+  void advance(Kernel& k, const std::vector<ChunkLoad>& next);
+  // The row that chunks outside registers are read from (each iteration of a row loop).
+  void set_row(GlobalDPtr thread_row) { row_ = thread_row; }
   // Chunk j's f32 values for a later pass; `shift` as for_each_chunk passes it.
   Values get(Kernel& k, const RowMasks& m, std::uint32_t j,
              std::optional<Reg<U32>> shift = std::nullopt);
@@ -123,6 +132,7 @@ class RowTile {
   // Register chunks as loaded: 16-bit rows stay packed two to a b32 register (half the registers
   // of f32 values) and are decoded again by each pass.
   std::vector<ChunkLoad> regs_;
+  bool prefetching_ = false;
 
   SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const;
 };

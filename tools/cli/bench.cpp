@@ -302,7 +302,7 @@ class BenchCommand : public Command {
                          !options_.vector_elems.empty() || !options_.ctas_per_sm.empty() ||
                          !options_.sm_count.empty() || !options_.register_chunks.empty() ||
                          !options_.accumulator_register_chunks.empty() ||
-                         !options_.max_registers.empty();
+                         !options_.max_registers.empty() || !options_.prefetch_rows.empty();
       if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");
       for (const Shape& s : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}

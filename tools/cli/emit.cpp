@@ -96,6 +96,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     knob("register_chunks", k.register_chunks);
     knob("accumulator_register_chunks", k.accumulator_register_chunks);
     knob("max_registers", k.max_registers);
+    knob("prefetch_rows", k.prefetch_rows);
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)

@@ -42,11 +42,12 @@ class ListCommand : public Command {
         "  --threads-per-row N   a power of two <= 32, or a multiple of 32\n"
         "  --rows-per-cta N      rows one CTA handles\n"
         "  --vector-elems N      elements per vector access: 1, 2, 4 or 8\n"
-        "  --ctas-per-sm N       backward: persistent grid = SMs x N\n"
+        "  --ctas-per-sm N       persistent grid = SMs x N\n"
         "  --sm-count N          backward: SMs assumed when sizing the grid\n"
         "  --register-chunks N   chunks of x (and dy) a thread keeps in registers\n"
         "  --accumulator-register-chunks N  backward: dw/db partial chunks in registers\n"
         "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
+        "  --prefetch-rows 0|1   persistent CTAs load the next row during this one\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

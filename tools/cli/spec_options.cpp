@@ -52,7 +52,7 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
   app.add_option("--rows-per-cta", rows_per_cta, "rows one CTA handles")->group(group);
   app.add_option("--vector-elems", vector_elems, "elements per vector access: 1, 2, 4 or 8")
       ->group(group);
-  app.add_option("--ctas-per-sm", ctas_per_sm, "backward: persistent grid = SMs x this")
+  app.add_option("--ctas-per-sm", ctas_per_sm, "persistent grid = SMs x this")
       ->group(group);
   app.add_option("--sm-count", sm_count, "backward: SMs assumed when sizing the grid")
       ->group(group);
@@ -63,6 +63,9 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
                  "backward: chunks of the dw/db partials kept in registers")
       ->group(group);
   app.add_option("--max-registers", max_registers, "registers a thread (.maxnreg), 32 to 255")
+      ->group(group);
+  app.add_option("--prefetch-rows", prefetch_rows,
+                 "1: persistent CTAs load the next row while working on this one; 0: not")
       ->group(group);
 }
 
@@ -124,6 +127,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.knobs.accumulator_register_chunks =
       knob0("--accumulator-register-chunks", accumulator_register_chunks);
   s.knobs.max_registers = knob("--max-registers", max_registers);
+  s.knobs.prefetch_rows = knob0("--prefetch-rows", prefetch_rows);
   usage([&] { kernels::validate(s); });
   return s;
 }

@@ -30,7 +30,7 @@ struct NormKnobs {
   std::optional<std::uint32_t> threads_per_row;  // power of two ≤ 32, or a multiple of 32
   std::optional<std::uint32_t> rows_per_cta;
   std::optional<std::uint32_t> vector_elems;  // elements per vector access: 1, 2, 4 or 8
-  std::optional<std::uint32_t> ctas_per_sm;   // backward: persistent grid size = SMs × this
+  std::optional<std::uint32_t> ctas_per_sm;   // persistent grid size = SMs × this
   std::optional<std::uint32_t> sm_count;      // backward: SMs assumed when sizing the grid
   // Chunks (one vector a thread each) of x (and dy) kept in f32 registers between passes; the rest
   // are staged in shared memory, or read again from global memory (L2) when that is full.
@@ -40,6 +40,9 @@ struct NormKnobs {
   std::optional<std::uint32_t> accumulator_register_chunks;
   // Registers a thread (.maxnreg): fewer let more CTAs share an SM, more keep more values resident.
   std::optional<std::uint32_t> max_registers;
+  // 1: CTAs stay resident and walk rows (forward too), loading the next row's register chunks
+  // while they work on the current one; 0: each row's loads start when its work does.
+  std::optional<std::uint32_t> prefetch_rows;
 };
 
 // Allowed knob values (validate() checks them):
@@ -47,7 +50,7 @@ struct NormKnobs {
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
-// - max_registers in [32, 255].
+// - max_registers in [32, 255]; prefetch_rows 0 or 1.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
