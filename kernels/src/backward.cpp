@@ -235,22 +235,61 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
 
   const Reg<U32> groups = R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
-  k.for_range(cta_id, groups, k.nctaid_x(), [&](Reg<U32> g) {
-    const Reg<U32> row = R == 1 ? g : k.mad(g, R, cta.slot);
-    std::optional<Pred> row_ok;
-    if (R > 1) row_ok = k.setp(Cmp::Lt, row, batch);
+  const Reg<U32> grid = k.nctaid_x();
+  const auto row_of_group = [&](Reg<U32> g) { return R == 1 ? g : k.mad(g, R, cta.slot); };
+  const auto row_ok_of = [&](Reg<U32> row) -> std::optional<Pred> {
+    if (R == 1) return std::nullopt;
+    return k.setp(Cmp::Lt, row, batch);
+  };
+  const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
+    return at(k, row_of(k, p, row, stride), lanes.first_element());
+  };
+  // The row's mean (layer norm) and rstd, as one raw f32 pair of loads.
+  const auto load_stats = [&](Reg<U32> row, std::optional<Pred> ok) {
+    std::vector<Raw> stats;
+    if (ln) stats.push_back(load_raw(k, at(k, *mean_in, row), 1, ok, kNc));
+    stats.push_back(load_raw(k, at(k, rstd_in, row), 1, ok, kNc));
+    return stats;
+  };
+  // The grid never exceeds the row groups, so every CTA's first group is real.
+  const Reg<U32> first_row = row_of_group(cta_id);
+  RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, kNcNoAllocate, plan.loop_group);
+  RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, kNcNoAllocate,
+              plan.loop_group);
+  std::vector<Raw> stats;
+  if (plan.prefetch) {
+    // The first row's register chunks and statistics load before the loop; each iteration then
+    // loads the next row's while it works on the current one.
+    const std::optional<Pred> ok = row_ok_of(first_row);
+    const RowMasks first(k, lanes, ok);
+    xt.preload(k, first);
+    dyt.preload(k, first);
+    stats = load_stats(first_row, ok);
+  }
+
+  k.for_range(cta_id, groups, grid, [&](Reg<U32> g) {
+    const Reg<U32> row = row_of_group(g);
+    const std::optional<Pred> row_ok = row_ok_of(row);
     const RowMasks masks(k, lanes, row_ok);
 
-    const GlobalDPtr x_row = at(k, row_of(k, x, row, stride), lanes.first_element());
-    const GlobalDPtr dy_row = at(k, row_of(k, dy, row, stride), lanes.first_element());
-    const auto row_stat = [&](GlobalDPtr p) {
-      return decode(k, load_raw(k, at(k, p, row), 1, row_ok, kNc))[0];
-    };
+    std::vector<ChunkLoad> x_ahead, dy_ahead;
+    std::vector<Raw> stats_ahead;
+    if (plan.prefetch) {
+      // Past the batch nothing loads; the loop ends before those values are used.
+      const Reg<U32> next_row = row_of_group(k.add(g, grid));
+      const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
+      const RowMasks next(k, lanes, next_ok);
+      x_ahead = xt.prefetch(k, next, thread_row(x, next_row));
+      dy_ahead = dyt.prefetch(k, next, thread_row(dy, next_row));
+      stats_ahead = load_stats(next_row, next_ok);
+    } else {
+      stats = load_stats(row, row_ok);
+    }
     std::optional<Reg<F32>> mean;
-    if (ln) mean = row_stat(*mean_in);
-    const Reg<F32> rstd = row_stat(rstd_in);
-    RowTile xt(map, plan.data, x_row, x_stage, kNcNoAllocate, plan.loop_group);
-    RowTile dyt(map, plan.data, dy_row, dy_stage, kNcNoAllocate, plan.loop_group);
+    if (ln) mean = decode(k, stats[0])[0];
+    const Reg<F32> rstd = decode(k, stats.back())[0];
+    xt.set_row(thread_row(x, row));
+    dyt.set_row(thread_row(dy, row));
     xt.load(k, masks, {}, fence);
     dyt.load(k, masks, {}, fence);
 
@@ -301,7 +340,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (ln) c2 = k.mul(total[1], inv_width);
 
     // Pass 2: dx = (g − (x̂·c1 + c2))·rstd.
-    const GlobalDPtr dx_row = at(k, row_of(k, dx, row, stride), lanes.first_element());
+    const GlobalDPtr dx_row = thread_row(dx, row);
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
@@ -315,6 +354,11 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
+    if (plan.prefetch) {
+      xt.advance(k, x_ahead);
+      dyt.advance(k, dy_ahead);
+      for (std::size_t i = 0; i < stats.size(); ++i) assign(k, stats[i], stats_ahead[i]);
+    }
   });
 
   // The CTA's partial rows.
