@@ -1,6 +1,7 @@
 // Layer norm and RMS norm forward. One row group (T threads) per row, R rows a CTA; each thread
-// loads its slice of x once, the group reduces Σx² (RMS) or merges the threads' (count, mean, M2)
-// triples (layer norm), and the same values are normalized and stored.
+// loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
+// holds) or Σx², and the same values are normalized and stored. Optionally persistent: CTAs walk
+// rows with the next row's loads in flight.
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
@@ -52,15 +53,25 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
   const float inv_width = 1.0f / static_cast<float>(spec.width);
-  // The group reduction's scratch; a persistent CTA alternates two, so that a fast warp's next
-  // row cannot overwrite partials a slow warp is still reading (one barrier a row).
-  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), ln ? 3 : 1);
+  // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
+  // RMS CTA alternates two, so that a fast warp's next row cannot overwrite partials a slow warp
+  // is still reading: between two uses of a buffer every warp passes another barrier.
+  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), 1);
   SharedPtr<F32> scratch{};
   std::optional<Reg<U32>> scratch_offset;
   if (T > 32) {
-    scratch = k.shared_array<F32>("moments", (plan.persistent ? 2 : 1) * scratch_floats);
-    if (plan.persistent) scratch_offset = k.mov<U32>(0u);
+    scratch = k.shared_array<F32>("red", (ln || plan.persistent ? 2 : 1) * scratch_floats);
+    if (!ln && plan.persistent) scratch_offset = k.mov<U32>(0u);
   }
+  const auto reduce = [&](Reg<F32> v, std::int64_t buffer) {
+    SharedPtr<F32> at_buffer = scratch;
+    if (T > 32) {
+      at_buffer = scratch_offset ? k.index(scratch, *scratch_offset)
+                                 : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
+    }
+    const Reg<F32> values[] = {v};
+    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, at_buffer)[0];
+  };
   const GlobalDPtr w_col = at(k, w, lanes.first_element());
   std::optional<GlobalDPtr> b_col;
   if (b) b_col = at(k, *b, lanes.first_element());
@@ -74,31 +85,24 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
     };
     xt.load(k, masks, sum, fence);
-    const SharedPtr<F32> cur = scratch_offset ? k.index(scratch, *scratch_offset) : scratch;
 
-    // One group reduction a row: RMS sums x²; layer norm merges each thread's Welford triple, its
-    // M2 taken about its own mean over the values it still holds (no barrier between the passes).
+    // Layer norm: the mean, then Σ(x − mean)² over the values the thread still holds (two passes,
+    // exact for rows far from zero). A Welford merge in one reduction measured no faster on the
+    // H200 (docs/performance.md). RMS: Σx².
     std::optional<Reg<F32>> mean;
     Reg<F32> mean_square;
     if (ln) {
-      const LocalMoments local = local_moments(k, lanes, first.value());
+      mean = k.mul(reduce(first.value(), 0), inv_width);
       RunningSum squares(k);
       for_each_chunk(
           k, xt.loop_keys(), plan.loop_group,
           [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-            squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), local.mean));
+            squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), *mean));
           },
           fence);
-      const Reg<F32> moments[] = {local.count, local.mean, squares.value()};
-      const std::vector<Reg<F32>> total = group_reduce(
-          k, moments, [&](auto a, auto b) { return merge_moments(k, a, b); }, kMomentsIdentity, T,
-          plan.block(), cta.tid, cur);
-      mean = total[1];
-      mean_square = k.mul(total[2], inv_width);
+      mean_square = k.mul(reduce(squares.value(), 1), inv_width);
     } else {
-      const Reg<F32> values[] = {first.value()};
-      mean_square = k.mul(
-          group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, cur)[0], inv_width);
+      mean_square = k.mul(reduce(first.value(), 0), inv_width);
     }
     if (scratch_offset) k.mov(*scratch_offset, k.xor_(*scratch_offset, scratch_floats));
     const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);

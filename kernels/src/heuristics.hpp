@@ -28,6 +28,8 @@ struct Plan {
   // Persistent grid (every backward; a forward that prefetches rows): SMs × ctas_per_sm CTAs.
   bool persistent = false;
   bool prefetch = false;  // the next row's register chunks load during this row's work
+  // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
+  bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;
   std::uint32_t sm_count = 132;
   std::uint32_t min_row_groups_per_cta = 1;  // backward: sizes the partials to the batch

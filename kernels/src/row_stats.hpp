@@ -1,8 +1,6 @@
 #pragma once
 
 #include <optional>
-#include <span>
-#include <vector>
 
 #include "row_tile.hpp"
 
@@ -17,21 +15,6 @@ Reg<F32> tree_sum_squares(Kernel& k, const Values& v);
 // Σ (v − mean)² over chunk j, elements past the width excluded (they hold zeros, not the mean).
 Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
                           Reg<F32> mean);
-
-// Layer norm's row moments as Welford triples {count, mean, M2 = Σ(x − mean)²}.
-// This thread's triple, from its Σx and its Σ(x − local mean)² (the caller's second pass, over the
-// values it still holds, with `local_mean`); the count is exact, 1/count a build-time constant.
-struct LocalMoments {
-  Reg<F32> count;
-  Reg<F32> mean;
-};
-LocalMoments local_moments(Kernel& k, const RowLanes& lanes, Reg<F32> sum);
-// Chan's merge, written symmetric in a and b so that both lanes of a butterfly get the same bits:
-// n = na + nb, mean = (na·ma + nb·mb)/n, M2 = M2a + M2b + (mb − ma)²·na·nb/n. Stable: no Σx² is
-// ever formed. Identity {0, 0, 0}.
-std::vector<Reg<F32>> merge_moments(Kernel& k, std::span<const Reg<F32>> a,
-                                    std::span<const Reg<F32>> b);
-inline constexpr float kMomentsIdentity[] = {0.0f, 0.0f, 0.0f};
 
 // A running f32 sum in one register, added to in place (so it also sums across a run-time loop).
 class RunningSum {

@@ -31,13 +31,6 @@ std::optional<Pred> RowLanes::element_valid(std::uint32_t j, std::uint32_t e) co
   return e < map_.tail() ? last_any_ : last_full_;
 }
 
-Reg<F32> RowLanes::by_last_chunk(Kernel& k, float whole, float ragged, float nothing) const {
-  if (!last_full_) return k.mov<F32>(whole);
-  const Reg<F32> rest =
-      last_tail_ ? k.selp<F32>(ragged, nothing, *last_tail_) : k.mov<F32>(nothing);
-  return k.selp<F32>(whole, rest, *last_full_);
-}
-
 RowMasks::RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok)
     : lanes_(&lanes), row_ok_(row_ok) {
   if (lanes.last_full_) last_vector_ = both(k, row_ok, lanes.last_full_);

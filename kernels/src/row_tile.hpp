@@ -46,9 +46,6 @@ class RowLanes {
   Reg<U32> first_element() const { return first_; }  // lane * V
   // Element e of chunk j is inside the row (nullopt: always).
   std::optional<Pred> element_valid(std::uint32_t j, std::uint32_t e) const;
-  // A value chosen by how much of the last chunk this lane holds: all of its vector, the width's
-  // ragged end, or nothing (a constant when the last chunk is complete).
-  Reg<F32> by_last_chunk(Kernel& k, float whole, float ragged, float nothing) const;
 
  private:
   friend class RowMasks;

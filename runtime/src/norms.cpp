@@ -168,7 +168,7 @@ class NormPair {
     last_vec_ = vec;
     values_.batch = batch;
     values_.stride = stride;
-    return variant(backward, vec);
+    return variant(backward, vec, !backward && prefetch_pays(vec, batch));
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -210,7 +210,8 @@ class NormPair {
       fail(false, fmt::format("prepare: vector_elems must be a power of two in [1, {}], got {}",
                               max_vec_, vec));
     }
-    variant(false, vec);
+    variant(false, vec, false);
+    if (!spec_.knobs.prefetch_rows) variant(false, vec, true);
     variant(true, vec);
   }
 
@@ -285,18 +286,34 @@ class NormPair {
     owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
   }
 
-  const Variant& variant(bool backward, std::uint32_t vec) {
-    std::unique_ptr<Variant>& slot = (backward ? backward_ : forward_)[log2_index(vec)];
+  // The forward comes as two variants, one CTA a row group or persistent CTAs that prefetch rows,
+  // picked per batch (kernels::forward_prefetch_batch_limit) unless the options fix the knob.
+  bool prefetch_pays(std::uint32_t vec, std::uint32_t batch) {
+    if (spec_.knobs.prefetch_rows) return false;  // the knob's own variant
+    std::uint32_t& limit = prefetch_limit_[log2_index(vec)];
+    if (limit == kUnknown) [[unlikely]] {
+      kernels::NormSpec spec = spec_;
+      spec.kind = forward_kind();
+      spec.knobs.vector_elems = vec;
+      limit = kernels::forward_prefetch_batch_limit(spec);
+    }
+    return batch <= limit;
+  }
+
+  const Variant& variant(bool backward, std::uint32_t vec, bool prefetch = false) {
+    std::unique_ptr<Variant>& slot =
+        (backward ? backward_ : forward_[prefetch ? 1 : 0])[log2_index(vec)];
     if (!slot) [[unlikely]] {
-      slot = build(backward, vec);
+      slot = build(backward, vec, prefetch);
     }
     return *slot;
   }
 
-  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec) {
+  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec, bool prefetch) {
     kernels::NormSpec spec = spec_;
     spec.kind = backward ? backward_kind() : forward_kind();
     spec.knobs.vector_elems = vec;
+    if (prefetch) spec.knobs.prefetch_rows = 1;
     auto v = std::make_unique<Variant>();
     v->built = kernels::build_norm(spec);
     const std::string name = fmt::format(
@@ -354,7 +371,9 @@ class NormPair {
   std::uint32_t max_vec_ = 8;
   std::uint32_t last_vec_ = 0;
   ModuleCache* cache_ = nullptr;
-  std::array<std::unique_ptr<Variant>, 4> forward_, backward_;
+  std::array<std::unique_ptr<Variant>, 4> forward_[2], backward_;
+  static constexpr std::uint32_t kUnknown = 0xFFFFFFFFu;
+  std::array<std::uint32_t, 4> prefetch_limit_{kUnknown, kUnknown, kUnknown, kUnknown};
   DeviceBuffer<std::byte> owned_;
   CallValues values_;
 };

@@ -83,20 +83,29 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       for (DType weights : {dtype, DType::F32}) {
         if (dtype == DType::F32 && weights != dtype) continue;
-        for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-          Group g;
-          g.label = fmt::format("{} {} w{} {}", kind_name(kind), dtype_name(dtype),
-                                dtype_name(weights), arch_name(arch));
-          for (std::uint32_t width : kWidths) {
-            NormSpec spec;
-            spec.kind = kind;
-            spec.dtype = dtype;
-            spec.weight_dtype = weights;
-            spec.width = width;
-            spec.arch = arch;
-            g.built.push_back(build_norm(spec));
+        // The forward also as persistent CTAs prefetching rows (the runtime's small-batch
+        // variant; same entry names, so a group of its own). The backward always prefetches.
+        const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+        for (const std::uint32_t prefetch : forward ? std::vector{0u, 1u} : std::vector{1u}) {
+          for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+            Group g;
+            g.label = fmt::format("{} {} w{} {} prefetch_rows {}", kind_name(kind),
+                                  dtype_name(dtype), dtype_name(weights), arch_name(arch),
+                                  prefetch);
+            for (std::uint32_t width : kWidths) {
+              NormSpec spec;
+              spec.kind = kind;
+              spec.dtype = dtype;
+              spec.weight_dtype = weights;
+              spec.width = width;
+              spec.arch = arch;
+              if (forward) spec.knobs.prefetch_rows = prefetch;
+              // Forward prefetching only where the runtime would choose it.
+              if (prefetch == 1 && forward_prefetch_batch_limit(spec) == 0) continue;
+              g.built.push_back(build_norm(spec));
+            }
+            groups.push_back(std::move(g));
           }
-          groups.push_back(std::move(g));
         }
       }
     }
@@ -104,7 +113,7 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
   assemble_all(std::move(groups));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  WARN(fmt::format("built and assembled {} norm modules in {:.1f} s", 4 * 5 * 2 * kWidths.size(),
+  WARN(fmt::format("built and assembled {} norm modules in {:.1f} s", 6 * 5 * 2 * kWidths.size(),
                    seconds));
 }
 

@@ -101,6 +101,10 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)
   knobs("chosen", built.chosen);  // as built
+  if (!is_backward(s.kind) && !s.knobs.prefetch_rows) {
+    // The runtime's choice per call: persistent prefetching CTAs up to this batch.
+    j.field("prefetch_batch_limit", kernels::forward_prefetch_batch_limit(s));
+  }
   j.key("scalars").begin_object();
   j.field("batch", "rows in this launch (u32)");
   j.field("stride", "elements from one row to the next, >= width (u32)");

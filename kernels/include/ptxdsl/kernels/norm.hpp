@@ -72,6 +72,11 @@ void check_stride(std::uint32_t width, std::uint32_t stride);
 std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
                                std::uint64_t row_address_bits, std::uint64_t weight_address_bits);
 
+// Forward: the largest batch for which persistent CTAs that prefetch the next row
+// (knobs.prefetch_rows = 1) beat one CTA a row group; the runtime picks the variant per call by it
+// unless the knob is set. Not a kind check: meaningful for forward specs only.
+std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec);
+
 // How many CTAs a step launches for a batch.
 struct GridRule {
   enum class Kind { RowsPerCta, Persistent, Columns };
