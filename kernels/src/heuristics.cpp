@@ -240,6 +240,7 @@ Plan plan_norm(const NormSpec& spec) {
   p.prefetch = kn.prefetch_rows.value_or(prefetch_default ? 1 : 0) == 1;
   p.persistent = backward || p.prefetch;
   p.prefetch_fits = data_regs > 0;
+
   if (!backward && p.prefetch && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, and 16 more
     // (f32 rows: 56; ptxas keeps more of them live). Calibrated on ptxas 13.0, sm_80/sm_90.
