@@ -169,11 +169,11 @@ Plan plan_norm(const NormSpec& spec) {
   const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
-  p.max_registers = kn.max_registers.value_or(
-      backward          ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
-      : p.block() > 512 ? 64
-      : packed_row      ? 56
-                        : 72);
+  p.max_registers =
+      kn.max_registers.value_or(backward ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
+                                : p.block() > 512 ? 64
+                                : packed_row      ? 56
+                                                  : 72);
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
@@ -244,10 +244,10 @@ Plan plan_norm(const NormSpec& spec) {
   if (!backward && p.prefetch && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, and 16 more
     // (f32 rows: 56; ptxas keeps more of them live). Calibrated on ptxas 13.0, sm_80/sm_90.
-    const std::uint32_t need = data_regs * p.vec + prefetched +
-                               (spec.kind == NormKind::LayerNormFwd ? 2 : 1) * p.vec *
-                                   (wide_weights ? 2 : 1) +
-                               (s == 4 ? 56 : 16);
+    const std::uint32_t need =
+        data_regs * p.vec + prefetched +
+        (spec.kind == NormKind::LayerNormFwd ? 2 : 1) * p.vec * (wide_weights ? 2 : 1) +
+        (s == 4 ? 56 : 16);
     const std::uint32_t ceiling = max_registers(p.block());
     p.prefetch_fits = need <= ceiling;
     p.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p.max_registers, ceiling);

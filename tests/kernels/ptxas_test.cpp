@@ -89,9 +89,9 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
         for (const std::uint32_t prefetch : forward ? std::vector{0u, 1u} : std::vector{1u}) {
           for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
             Group g;
-            g.label = fmt::format("{} {} w{} {} prefetch_rows {}", kind_name(kind),
-                                  dtype_name(dtype), dtype_name(weights), arch_name(arch),
-                                  prefetch);
+            g.label =
+                fmt::format("{} {} w{} {} prefetch_rows {}", kind_name(kind), dtype_name(dtype),
+                            dtype_name(weights), arch_name(arch), prefetch);
             for (std::uint32_t width : kWidths) {
               NormSpec spec;
               spec.kind = kind;

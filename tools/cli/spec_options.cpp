@@ -52,8 +52,7 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
   app.add_option("--rows-per-cta", rows_per_cta, "rows one CTA handles")->group(group);
   app.add_option("--vector-elems", vector_elems, "elements per vector access: 1, 2, 4 or 8")
       ->group(group);
-  app.add_option("--ctas-per-sm", ctas_per_sm, "persistent grid = SMs x this")
-      ->group(group);
+  app.add_option("--ctas-per-sm", ctas_per_sm, "persistent grid = SMs x this")->group(group);
   app.add_option("--sm-count", sm_count, "backward: SMs assumed when sizing the grid")
       ->group(group);
   app.add_option("--register-chunks", register_chunks,
