@@ -148,6 +148,58 @@ TEST_CASE("warp, block and group reductions from reduce.hpp", "[executor][shfl]"
   }
 }
 
+TEST_CASE("group_reduce with a custom combine: an argmax every lane agrees on",
+          "[executor][shfl]") {
+  Module m;
+  Kernel& k = m.kernel("argmax");
+  auto out = k.param_ptr<U32>("out");
+  Reg<U32> t = k.tid_x();
+  // Values with ties: (t * 37) % 101; the lowest index wins a tie, so the combine is symmetric.
+  const Reg<F32> value = k.cvt<F32>(k.rem(k.mul(t, 37u), 101u));
+  const Reg<F32> tuple[] = {value, k.cvt<F32>(t)};
+  const Combine argmax = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    const Pred b_wins = k.or_(k.setp(Cmp::Gt, b[0], a[0]),
+                              k.and_(k.setp(Cmp::Eq, b[0], a[0]), k.setp(Cmp::Lt, b[1], a[1])));
+    return std::vector<Reg<F32>>{k.selp(b[0], a[0], b_wins), k.selp(b[1], a[1], b_wins)};
+  };
+  const float identity[] = {-1.0f, 1e9f};
+  SharedPtr<F32> scratch = k.shared_array<F32>("scratch", group_reduce_scratch_floats(256, 2));
+  const auto best = group_reduce(k, tuple, argmax, identity, 64, 256, t, scratch);
+  k.st(k.index(out, k.mul(t, 2u)), k.cvt<U32>(best[0]));
+  k.st(k.index(out, k.mul(t, 2u)) + 1, k.cvt<U32>(best[1]));
+  k.finalize();
+  std::vector<std::uint32_t> got(256 * 2);
+  CpuDevice dev;
+  dev.launch(k, {1, 256}, {dev.map<std::uint32_t>(got, "out")});
+  for (std::uint32_t t2 = 0; t2 < 256; ++t2) {
+    std::uint32_t value_max = 0, index = 0;
+    for (std::uint32_t i = t2 / 64 * 64; i < t2 / 64 * 64 + 64; ++i) {
+      if ((i * 37) % 101 > value_max) value_max = (i * 37) % 101, index = i;
+    }
+    CHECK(got[t2 * 2] == value_max);
+    CHECK(got[t2 * 2 + 1] == index);
+  }
+}
+
+TEST_CASE("group_reduce refuses a combine or identity of the wrong size", "[executor][shfl]") {
+  Module m;
+  Kernel& k = m.kernel("bad_combine");
+  Reg<U32> t = k.tid_x();
+  const Reg<F32> tuple[] = {k.cvt<F32>(t), k.cvt<F32>(t)};
+  SharedPtr<F32> scratch = k.shared_array<F32>("scratch", group_reduce_scratch_floats(64, 2));
+  const Combine first_only = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    return std::vector<Reg<F32>>{k.add(a[0], b[0])};
+  };
+  const float two[] = {0.0f, 0.0f}, one[] = {0.0f};
+  CHECK_THROWS_WITH(group_reduce(k, tuple, first_only, two, 64, 64, t, scratch),
+                    Contains("combine returned 1 values for tuples of 2"));
+  const Combine both = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    return std::vector<Reg<F32>>{k.add(a[0], b[0]), k.add(a[1], b[1])};
+  };
+  CHECK_THROWS_WITH(group_reduce(k, tuple, both, one, 64, 64, t, scratch),
+                    Contains("1 identity values for tuples of 2"));
+}
+
 TEST_CASE("barriers in a loop, barriers reached on both sides of a branch", "[executor][control]") {
   Module m;
   Kernel& k = m.kernel("barriers");
