@@ -234,13 +234,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
 
-  const Reg<U32> groups = R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
+  const RowGroups groups{k, plan, cta.slot, batch};
   const Reg<U32> grid = k.nctaid_x();
-  const auto row_of_group = [&](Reg<U32> g) { return R == 1 ? g : k.mad(g, R, cta.slot); };
-  const auto row_ok_of = [&](Reg<U32> row) -> std::optional<Pred> {
-    if (R == 1) return std::nullopt;
-    return k.setp(Cmp::Lt, row, batch);
-  };
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };
@@ -252,7 +247,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     return stats;
   };
   // The grid never exceeds the row groups, so every CTA's first group is real.
-  const Reg<U32> first_row = row_of_group(cta_id);
+  const Reg<U32> first_row = groups.row(cta_id);
   // x and dy through L1 (.nc, allocating) when one CTA has the SM: 4-9% faster for 8192- and
   // 16384-wide rows on the H200; with several CTAs an SM, 4% slower (4096x4096 f16) than
   // .L1::no_allocate, which they keep (docs/performance.md).
@@ -263,23 +258,23 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   if (plan.prefetch) {
     // The first row's register chunks and statistics load before the loop; each iteration then
     // loads the next row's while it works on the current one.
-    const std::optional<Pred> ok = row_ok_of(first_row);
+    const std::optional<Pred> ok = groups.row_ok(first_row);
     const RowMasks first(k, lanes, ok);
     xt.preload(k, first);
     dyt.preload(k, first);
     stats = load_stats(first_row, ok);
   }
 
-  k.for_range(cta_id, groups, grid, [&](Reg<U32> g) {
-    const Reg<U32> row = row_of_group(g);
-    const std::optional<Pred> row_ok = row_ok_of(row);
+  k.for_range(cta_id, groups.count(), grid, [&](Reg<U32> g) {
+    const Reg<U32> row = groups.row(g);
+    const std::optional<Pred> row_ok = groups.row_ok(row);
     const RowMasks masks(k, lanes, row_ok);
 
     std::vector<ChunkLoad> x_ahead, dy_ahead;
     std::vector<Raw> stats_ahead;
     if (plan.prefetch) {
       // Past the batch nothing loads; the loop ends before those values are used.
-      const Reg<U32> next_row = row_of_group(k.add(g, grid));
+      const Reg<U32> next_row = groups.row(k.add(g, grid));
       const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
       const RowMasks next(k, lanes, next_ok);
       x_ahead = xt.prefetch(k, next, thread_row(x, next_row));

@@ -35,4 +35,27 @@ inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
   return c;
 }
 
+// Row group g of a CTA holds rows g·R + slot (R = rows a CTA). With R > 1 the last group can run
+// past the batch: those rows are masked, never returned early (group reductions need every
+// thread). Written once for the forward and the persistent row walks.
+struct RowGroups {
+  Kernel& k;
+  const Plan& plan;
+  Reg<U32> slot;
+  Reg<U32> batch;
+
+  Reg<U32> row(Reg<U32> g) const {
+    return plan.rows_per_cta == 1 ? g : k.mad(g, plan.rows_per_cta, slot);
+  }
+  // The row is inside the batch (nullopt: always, one row a CTA and no group past the batch).
+  std::optional<Pred> row_ok(Reg<U32> row) const {
+    if (plan.rows_per_cta == 1) return std::nullopt;
+    return k.setp(Cmp::Lt, row, batch);
+  }
+  Reg<U32> count() const {
+    const std::uint32_t R = plan.rows_per_cta;
+    return R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
+  }
+};
+
 }  // namespace ptxdsl::kernels::detail

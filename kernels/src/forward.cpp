@@ -31,12 +31,11 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const CtaLayout cta = cta_layout(k, plan);
   const RowMap map = RowMap::of(plan);
   const std::uint32_t T = plan.threads_per_row;
-  const std::uint32_t R = plan.rows_per_cta;
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
   // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
   // batch (it cannot return early: the group reduction needs every thread).
-  const auto row_of_group = [&](Reg<U32> g) { return R == 1 ? g : k.mad(g, R, cta.slot); };
+  const RowGroups groups{k, plan, cta.slot, batch};
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };
@@ -47,7 +46,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
   }
   const Reg<U32> first_group = k.ctaid_x();
-  const Reg<U32> first_row = row_of_group(first_group);
+  const Reg<U32> first_row = groups.row(first_group);
   // x through L1 (.nc, allocating) and y stored plainly: 3-8% faster on the H200 than
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
   RowTile xt(map, plan.data, x_row_at(first_row), staging, kNc, plan.loop_group);
@@ -144,27 +143,21 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
   };
-  const auto row_ok_of = [&](Reg<U32> row) -> std::optional<Pred> {
-    if (R == 1) return std::nullopt;
-    return k.setp(Cmp::Lt, row, batch);
-  };
-
   if (!plan.persistent) {
     // One row group a CTA: the grid covers the batch.
-    normalize_row(first_row, row_ok_of(first_row));
+    normalize_row(first_row, groups.row_ok(first_row));
   } else {
     // Persistent CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
     // groups, so the first is real); the next group's register chunks load during this one.
-    const Reg<U32> groups = R == 1 ? batch : div_by(k, k.add(batch, R - 1), R);
     const Reg<U32> grid = k.nctaid_x();
-    xt.preload(k, RowMasks(k, lanes, row_ok_of(first_row)));
-    k.for_range(first_group, groups, grid, [&](Reg<U32> g) {
-      const Reg<U32> row = row_of_group(g);
-      const Reg<U32> next_row = row_of_group(k.add(g, grid));
+    xt.preload(k, RowMasks(k, lanes, groups.row_ok(first_row)));
+    k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
+      const Reg<U32> row = groups.row(g);
+      const Reg<U32> next_row = groups.row(k.add(g, grid));
       // Past the batch (or past the groups, R = 1) nothing loads; the loop ends before it is used.
       const RowMasks next(k, lanes, k.setp(Cmp::Lt, next_row, batch));
       const std::vector<ChunkLoad> ahead = xt.prefetch(k, next, x_row_at(next_row));
-      normalize_row(row, row_ok_of(row));
+      normalize_row(row, groups.row_ok(row));
       xt.advance(k, ahead);
     });
   }
