@@ -220,14 +220,15 @@ Plan plan_norm(const NormSpec& spec) {
   // registers allow; the forward gains when few rows are left per resident CTA (the runtime picks
   // it per batch, forward_prefetch_batch_limit) and loses a little on long batches.
   // Registers the prefetched row adds: its raw register chunks and lone tail elements.
-  const std::uint32_t tail_regs = p.width % p.vec == 0 ? 0 : p.width % p.vec;
+  const std::uint32_t tail_regs = p.width % p.vec;
   const std::uint32_t prefetched =
       data_regs > 0 ? tensors * (data_regs * p.vec * s / 4 + tail_regs) : 0;
   // The backward's registers without prefetching: its values and ~40 + 3 vectors for the rest.
   const std::uint32_t backward_values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
   const std::uint32_t backward_regs =
       std::min(p.max_registers, round_up(backward_values + 40 + 3 * p.vec, 8));
-  std::uint32_t backward_fit = std::min(2048 / p.block(), 65536 / (p.block() * backward_regs));
+  const std::uint32_t backward_fit =
+      std::min(2048 / p.block(), 65536 / (p.block() * backward_regs));
   bool prefetch_default = false;
   if (backward && data_regs > 0) {
     // Only where the prefetched row fits the registers the CTAs an SM leave (calibrated on
@@ -267,8 +268,8 @@ Plan plan_norm(const NormSpec& spec) {
     }
   }
   if (backward) {
-    // ...but each walking enough rows that the f32 partials (written, then read by the reduce) stay
-    // within about a quarter of the kernel's own traffic (x, dy read, dx written).
+    // Each backward CTA walks enough rows that the f32 partials (written, then read by the reduce)
+    // stay within about a quarter of the kernel's own traffic (x, dy read, dx written).
     const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);
     p.min_row_groups_per_cta = ceil_div(rows_per_partial, p.rows_per_cta);
   }

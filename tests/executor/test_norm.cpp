@@ -236,6 +236,32 @@ TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
   }
 }
 
+TEST_CASE("prefetching rows, and not: the forward's persistent variant, the backward without",
+          "[executor][norm]") {
+  // The runtime launches the prefetching forward for small batches and the backward prefetches
+  // by default; each is checked here the other way too. Two SMs assumed: CTAs walk many rows, so
+  // the loop-carried row and its masks past the batch are exercised.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                        NormKind::RmsNormBwd}) {
+    const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t width : {1u, 7u, 100u, 1151u, 4097u, 8192u}) {
+        NormSpec spec;
+        spec.kind = kind;
+        spec.dtype = dtype;
+        spec.weight_dtype = dtype;
+        spec.width = width;
+        spec.knobs.vector_elems = vector_elems_for(dtype, dtype, width, 0, 0);
+        spec.knobs.prefetch_rows = forward ? 1 : 0;
+        spec.knobs.sm_count = 2;
+        const BuiltNorm built = build_norm(spec);
+        REQUIRE(built.chosen.prefetch_rows == spec.knobs.prefetch_rows);
+        for (std::uint32_t batch : {1u, 3u, 17u, 40u}) run_batch(built, batch, width);
+      }
+    }
+  }
+}
+
 TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persistent grids",
           "[executor][norm]") {
   std::size_t built_count = 0, oversized = 0;

@@ -107,6 +107,41 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(b.steps[0].contract.dynamic_shared_bytes == 2 * 2 * 256 * 4 * 2);
 }
 
+TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",
+          "[contract]") {
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
+  s.knobs.max_registers = 64;
+  s.knobs.prefetch_rows = 1;
+  s.knobs.sm_count = 10;
+  s.knobs.ctas_per_sm = 3;
+  const BuiltNorm b = build_norm(s);
+  REQUIRE(b.chosen.max_registers == 64u);
+  REQUIRE(b.chosen.prefetch_rows == 1u);
+  REQUIRE(b.ptx.find(".maxnreg 64") != std::string::npos);
+  // A prefetching forward walks rows on a persistent grid.
+  const GridRule& g = b.steps[0].grid;
+  REQUIRE(g.kind == GridRule::Kind::Persistent);
+  REQUIRE(g.grid(100000, 8192) == 30);
+  REQUIRE(g.grid(7, 8192) == 7);
+
+  // One CTA a row by default; the runtime switches to the prefetching variant up to a batch that
+  // scales with the SMs, and never where no chunk sits in registers (the staged 16384 plan).
+  NormSpec fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
+  REQUIRE(build_norm(fwd).steps[0].grid.kind == GridRule::Kind::RowsPerCta);
+  fwd.knobs.sm_count = 132;
+  const std::uint32_t limit = forward_prefetch_batch_limit(fwd);
+  REQUIRE(limit >= 132);
+  fwd.knobs.sm_count = 66;
+  REQUIRE(forward_prefetch_batch_limit(fwd) * 2 == limit);
+  REQUIRE(forward_prefetch_batch_limit(spec_of(NormKind::LayerNormFwd, DType::F16, 16384)) == 0);
+
+  // The backward prefetches by default where its registers allow, and not when told.
+  NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  REQUIRE(build_norm(bwd).chosen.prefetch_rows == 1u);
+  bwd.knobs.prefetch_rows = 0;
+  REQUIRE(build_norm(bwd).chosen.prefetch_rows == 0u);
+}
+
 TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {
   const BuiltNorm f = build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 65536));
   REQUIRE(f.steps[0].contract.dynamic_shared_bytes > 48 * 1024);

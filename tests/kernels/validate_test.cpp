@@ -66,6 +66,8 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 256");
   s.knobs.max_registers = 96;
   REQUIRE_NOTHROW(validate(s));
+  s.knobs.prefetch_rows = 2;
+  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0 or 1, got 2");
 }
 
 TEST_CASE("shapes that need more shared memory than the target has are refused", "[validate]") {
