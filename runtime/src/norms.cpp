@@ -211,7 +211,8 @@ class NormPair {
                               max_vec_, vec));
     }
     variant(false, vec, false);
-    if (!spec_.knobs.prefetch_rows) variant(false, vec, true);
+    // The prefetching forward only where some batch would launch it.
+    if (prefetch_pays(vec, 1)) variant(false, vec, true);
     variant(true, vec);
   }
 

@@ -116,8 +116,9 @@ class LayerNorm {
                 DeviceView dx, DeviceView dw, DeviceView db, std::uint32_t batch,
                 StreamRef stream = {}, std::uint32_t stride = 0);
 
-  // Builds and JITs the forward and backward now (for `vector_elems`; 0: the aligned variant), so
-  // the first call pays no JIT. Objects on different threads may prepare at once.
+  // Builds and JITs the forward (both variants, where the prefetching one can be chosen) and the
+  // backward now (for `vector_elems`; 0: the aligned variant), so the first call pays no JIT.
+  // Objects on different threads may prepare at once.
   void prepare(std::uint32_t vector_elems = 0);
   // Bytes of workspace a backward of `batch` rows needs with 16-byte-aligned pointers.
   std::uint64_t workspace_bytes(std::uint32_t batch);
