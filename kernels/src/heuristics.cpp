@@ -243,12 +243,13 @@ Plan plan_norm(const NormSpec& spec) {
   p.prefetch_fits = data_regs > 0;
 
   if (!backward && p.prefetch && data_regs > 0 && !kn.max_registers) {
-    // The forward's current row decoded, the next one raw, w and b of a chunk, and 16 more
-    // (f32 rows: 56; ptxas keeps more of them live). Calibrated on ptxas 13.0, sm_80/sm_90.
+    // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
+    // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,
+    // each with its own address and mask). Calibrated on ptxas 13.0, sm_80/sm_90.
     const std::uint32_t need =
         data_regs * p.vec + prefetched +
         (spec.kind == NormKind::LayerNormFwd ? 2 : 1) * p.vec * (wide_weights ? 2 : 1) +
-        (s == 4 ? 56 : 16);
+        (s == 4 ? 56 : 16) + (data_regs > 8 ? data_regs - 8 : 0);
     const std::uint32_t ceiling = max_registers(p.block());
     p.prefetch_fits = need <= ceiling;
     p.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p.max_registers, ceiling);
