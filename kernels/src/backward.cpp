@@ -239,7 +239,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };
-  // The row's mean (layer norm) and rstd, as one raw f32 pair of loads.
+  // The row's mean (layer norm) and rstd: one raw f32 load each.
   const auto load_stats = [&](Reg<U32> row, std::optional<Pred> ok) {
     std::vector<Raw> stats;
     if (ln) stats.push_back(load_raw(k, at(k, *mean_in, row), 1, ok, kNc));
