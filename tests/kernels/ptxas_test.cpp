@@ -11,6 +11,7 @@
 
 #include "ptxdsl/dsl/ptxas.hpp"
 #include "ptxdsl/kernels/norm.hpp"
+#include "spec_of.hpp"
 
 using namespace ptxdsl;
 using namespace ptxdsl::kernels;
@@ -94,11 +95,8 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
                                   dtype_name(dtype), dtype_name(weights), arch_name(arch),
                                   forward ? fmt::format("{}", prefetch) : "default");
             for (std::uint32_t width : kWidths) {
-              NormSpec spec;
-              spec.kind = kind;
-              spec.dtype = dtype;
+              NormSpec spec = spec_of(kind, dtype, width);
               spec.weight_dtype = weights;
-              spec.width = width;
               spec.arch = arch;
               if (forward) spec.knobs.prefetch_rows = prefetch;
               // Forward prefetching only where the runtime would choose it.
@@ -132,11 +130,7 @@ TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
         for (std::uint32_t vec : {1u, 2u, 4u, 8u}) {
           if (vec * static_cast<std::uint32_t>(dtype_bytes(dtype)) > 16) continue;
           for (std::uint32_t width : {3u, 7u, 127u, 1151u, 4097u}) {
-            NormSpec spec;
-            spec.kind = kind;
-            spec.dtype = dtype;
-            spec.weight_dtype = dtype;
-            spec.width = width;
+            NormSpec spec = spec_of(kind, dtype, width);
             spec.knobs.vector_elems = vec;
             if (forward) spec.knobs.prefetch_rows = prefetch;
             if (prefetch == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
