@@ -74,6 +74,12 @@ std::string_view op_name(Op op) {
       return "atom";
     case Op::Red:
       return "red";
+    case Op::CpAsync:
+      return "cp.async";
+    case Op::CpAsyncCommit:
+      return "cp.async.commit_group";
+    case Op::CpAsyncWait:
+      return "cp.async.wait_group";
     case Op::Shfl:
       return "shfl.sync";
     case Op::Bar:
@@ -238,6 +244,10 @@ std::string mnemonic(const Instr& in) {
       return s + std::string(space_name(in.space)) + ".add" + type(in.type);
     case Op::Shfl:
       return s + std::string(shfl_name(in.shfl)) + type(in.type);
+    case Op::CpAsync:
+      return s + std::string(cache_name(in.cache)) + ".shared.global";
+    case Op::CpAsyncCommit:
+    case Op::CpAsyncWait:
     case Op::Bar:
     case Op::Ret:
     case Op::Label:

@@ -243,6 +243,39 @@ void Kernel::red_add(GlobalPtr<F32> addr, Src<F32> v) {
   commit(std::move(in));
 }
 
+void Kernel::cp_async_op(Operand dst, Operand src, std::uint32_t bytes,
+                         std::optional<Operand> src_bytes) {
+  Instr in = make(Op::CpAsync, ScalarType::B32);
+  in.space = Space::Shared;
+  in.cache = bytes == 16 ? CacheOp::Cg : CacheOp::Ca;
+  in.ops = {std::move(dst), std::move(src), use(Src<U32>(bytes))};
+  if (src_bytes) in.ops.push_back(std::move(*src_bytes));
+  if (bytes != 4 && bytes != 8 && bytes != 16) {
+    fail(in, fmt::format("copy size must be 4, 8 or 16 bytes, got {}", bytes));
+  }
+  for (const Operand& a : {in.ops[0], in.ops[1]}) {
+    if (a.offset % bytes != 0) {
+      fail(in, fmt::format("constant offset {} is not a multiple of the {}-byte copy size",
+                           a.offset, bytes));
+    }
+  }
+  if (src_bytes && src_bytes->kind == Operand::Kind::Imm && src_bytes->imm_bits > bytes) {
+    fail(in,
+         fmt::format("source size {} exceeds the {}-byte copy size", src_bytes->imm_bits, bytes));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::cp_async_commit() {
+  commit(make(Op::CpAsyncCommit, ScalarType::B32));
+}
+
+void Kernel::cp_async_wait(std::uint32_t newest_pending) {
+  Instr in = make(Op::CpAsyncWait, ScalarType::B32);
+  in.ops = {use(Src<U32>(newest_pending))};
+  commit(std::move(in));
+}
+
 void Kernel::bar_sync(std::uint32_t barrier) {
   Instr in = make(Op::Bar, ScalarType::B32);
   if (barrier > 15) {

@@ -203,6 +203,11 @@ std::string check_form(const Instr& in) {
     case Op::Ld:
     case Op::St:
       return check_memory(in);
+    case Op::CpAsync:
+      if (in.cache == CacheOp::Cg && in.ops.size() > 2 && in.ops[2].imm_bits != 16) {
+        return "cp.async.cg copies 16 bytes only; narrower copies take .ca";
+      }
+      return {};
     default:
       return {};
   }

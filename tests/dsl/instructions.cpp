@@ -594,6 +594,16 @@ std::vector<Row> addresses_and_params() {
           k.st(k.shared_array<F32>("part", 32) + x.u[0], x.a)),
       ROW("bar.sync 0;", k.bar_sync()),
       ROW("bar.sync 15;", k.bar_sync(15)),
+      // asynchronous copies into shared memory
+      ROW("cp.async.cg.shared.global [%r15+16], [%rd8+32], 16;",
+          k.cp_async(x.sp + 4, x.gp + 8, 16)),
+      ROW("cp.async.ca.shared.global [%r15+8], [%rd8], 8;", k.cp_async(x.sp + 2, x.gp, 8)),
+      ROW("cp.async.ca.shared.global [%r15], [%rd8+4], 4, %r1;",
+          k.cp_async_zfill(x.sp, x.gp + 1, 4, x.u[0])),
+      ROW("cp.async.cg.shared.global [%r15], [%rd8], 16, 6;", k.cp_async_zfill(x.sp, x.gp, 16, 6u)),
+      ROW("cp.async.commit_group;", k.cp_async_commit()),
+      ROW("cp.async.wait_group 0;", k.cp_async_wait(0)),
+      ROW("cp.async.wait_group 2;", k.cp_async_wait(2)),
   };
 }
 

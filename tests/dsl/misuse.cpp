@@ -151,6 +151,18 @@ TEST_CASE("a constant offset must be aligned to the access", "[dsl][misuse]") {
                "constant offset 2 is not a multiple of the 4-byte access size");
 }
 
+TEST_CASE("cp.async sizes and offsets are checked", "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.cp_async(x.s, x.g, 2), "k", "instruction 'cp.async.ca.shared.global'",
+               "copy size must be 4, 8 or 16 bytes, got 2");
+  CHECK_MISUSE(x.k.cp_async(x.s + 2, x.g, 16), "k", "instruction 'cp.async.cg.shared.global'",
+               "constant offset 8 is not a multiple of the 16-byte copy size");
+  CHECK_MISUSE(x.k.cp_async(x.s, x.g + 1, 8), "k", "instruction 'cp.async.ca.shared.global'",
+               "constant offset 4 is not a multiple of the 8-byte copy size");
+  CHECK_MISUSE(x.k.cp_async_zfill(x.s, x.g, 8, 12u), "k", "instruction 'cp.async.ca.shared.global'",
+               "source size 12 exceeds the 8-byte copy size");
+}
+
 TEST_CASE("predicated blocks do not nest or hold control flow", "[dsl][misuse]") {
   Scratch x;
   CHECK_MISUSE(x.k.predicated(x.p, [&] { x.k.predicated(x.p, [] {}); }), "k", "predicated block",

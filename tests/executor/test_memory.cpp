@@ -338,3 +338,83 @@ TEST_CASE("racecheck: shared memory touched by two warps with no barrier between
       64, 128);
   CHECK(warp == "(no error)");
 }
+
+TEST_CASE("cp.async: copies land at wait_group, zero-filled past src-size", "[executor][memory]") {
+  // 32 threads of one warp, two rows of 4 f32 each: row r goes to buffer r. Lane l reads the first
+  // (l % 5) * 4 bytes of its 16 (lanes ≡ 0 mod 5 read nothing, and their source lies past the
+  // allocation). The second row is still in flight when the first is read (wait_group 1).
+  Module m;
+  Kernel& k = m.kernel("staged");
+  auto x = k.param_ptr<F32>("x");
+  auto y = k.param_ptr<F32>("y");
+  const SharedPtr<F32> s = k.shared_array<F32>("s", 2 * 32 * 4);
+  const Reg<U32> t = k.tid_x();
+  const Reg<U32> reads = k.mul(k.rem(t, 5u), 4u);
+  const SharedPtr<F32> mine = k.index(s, k.mul(t, 4u));
+  for (std::uint32_t row = 0; row < 2; ++row) {
+    // Nothing-reading lanes point past the end of x.
+    const Reg<U32> column = k.selp<U32>(k.mul(t, 4u), 1000u, k.setp(Cmp::Ne, reads, 0u));
+    k.cp_async_zfill(mine + row * 128, k.index(x + row * 128, column), 16, reads);
+    k.cp_async_commit();
+  }
+  k.cp_async_wait(1);
+  const Vec<F32, 4> first = k.ld_v<4>(mine);
+  k.st_v<4>(k.index(y, k.mul(t, 4u)), first);
+  k.cp_async_wait(0);
+  const Vec<F32, 4> second = k.ld_v<4>(mine + 128);
+  k.st_v<4>(k.index(y, k.mul(t, 4u)) + 128, second);
+  k.finalize();
+  std::vector<float> host(256), out(256, -1.0f);
+  std::iota(host.begin(), host.end(), 1.0f);
+  CpuDevice dev;
+  dev.launch(k, {1, 32}, {dev.upload<float>(host, "x"), dev.map<float>(out, "y")});
+  for (std::uint32_t row = 0; row < 2; ++row) {
+    for (std::uint32_t l = 0; l < 32; ++l) {
+      for (std::uint32_t e = 0; e < 4; ++e) {
+        const std::size_t i = row * 128 + l * 4 + e;
+        INFO("row " << row << " lane " << l << " element " << e);
+        CHECK(out[i] == (e < l % 5 ? host[i] : 0.0f));
+      }
+    }
+  }
+}
+
+TEST_CASE("memcheck: cp.async read before its wait, out-of-bounds and misaligned sources",
+          "[executor][memcheck]") {
+  const std::string early = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        const SharedPtr<F32> s = k.shared_array<F32>("s", 128);
+        const SharedPtr<F32> mine = k.index(s, k.mul(k.tid_x(), 4u));
+        k.cp_async(mine, k.index(x, k.mul(k.tid_x(), 4u)), 16);
+        k.cp_async_commit();
+        k.cp_async_wait(1);  // the newest group may still be in flight
+        k.st(x, k.ld(mine));
+      },
+      32, 128);
+  CHECK_THAT(early, Contains("ld.shared.f32"));
+  CHECK_THAT(early, Contains("reads shared memory at 0x0 ('faulty_s' + 0) that a cp.async in "
+                             "flight will write: wait for its group first"));
+  const std::string outside = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        const SharedPtr<F32> s = k.shared_array<F32>("s", 128);
+        k.cp_async_zfill(k.index(s, k.mul(k.tid_x(), 4u)), k.index(x, k.mul(k.tid_x(), 4u)), 16,
+                         8u);
+        k.cp_async_commit();
+        k.cp_async_wait(0);
+      },
+      32, 60);
+  CHECK_THAT(outside, Contains("cp.async.cg.shared.global"));
+  CHECK_THAT(outside, Contains("out-of-bounds global read of 8 bytes"));
+  CHECK_THAT(outside, Contains("thread (15, 0, 0)"));
+  const std::string misaligned = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        const SharedPtr<F32> s = k.shared_array<F32>("s", 128);
+        k.cp_async(s, k.index(x, k.mov<U32>(2u)), 16);
+      },
+      1, 64);
+  CHECK_THAT(misaligned, Contains("misaligned cp.async source"));
+  CHECK_THAT(misaligned, Contains("it must be 16-byte aligned"));
+}

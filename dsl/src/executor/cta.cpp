@@ -140,6 +140,7 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
   }
   c.shared.assign(launch.shared_bytes, std::byte{0});
   c.shared_init.assign(launch.shared_bytes, 0);
+  c.shared_pending.assign(launch.shared_bytes, 0);
   if (launch.options.check_shared_races) {
     c.write_epoch.assign(launch.shared_bytes, 0);
     c.read_epoch.assign(launch.shared_bytes, 0);
@@ -314,6 +315,13 @@ void run_cta(Ctx& c, Dim3 cta) {
     w.pc = 0;
     w.parked_min = kNoPc;
     w.lane_pc.fill(0);
+    w.copies.clear();
+    w.committed.fill(0);
+  }
+  // Copies a previous CTA never waited for are dropped with it.
+  if (c.copies_in_flight > 0) {
+    std::fill(c.shared_pending.begin(), c.shared_pending.end(), std::uint8_t{0});
+    c.copies_in_flight = 0;
   }
   do {
     for (Warp& w : c.warps) run_warp(c, w);

@@ -275,6 +275,25 @@ class Decoder {
       case Op::Red:
         memory(in, d);
         break;
+      case Op::CpAsync: {
+        // src: shared destination base, global source base, [src-size]; offsets: aux (shared),
+        // offset (global); elem_bytes: the copy size.
+        if (in.ops.size() < 3) fail(in, "cp.async takes [dst], [src], cp-size{, src-size}");
+        address(in, d, in.ops[0]);
+        d.aux = static_cast<std::uint32_t>(static_cast<std::int32_t>(d.offset));
+        address(in, d, in.ops[1]);
+        d.elem_bytes = static_cast<std::uint8_t>(in.ops[2].imm_bits);
+        if (in.ops.size() > 3) add_src(d, source(in, in.ops[3]));
+        break;
+      }
+      case Op::CpAsyncCommit:
+        break;
+      case Op::CpAsyncWait:
+        if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
+          fail(in, "cp.async.wait_group takes one immediate group count");
+        }
+        d.aux = static_cast<std::uint32_t>(in.ops[0].imm_bits);
+        break;
       case Op::Label:
         fail(in, "label");
       default: {
@@ -306,6 +325,9 @@ class Decoder {
       case Op::St:
       case Op::Atom:
       case Op::Red:
+      case Op::CpAsync:
+      case Op::CpAsyncCommit:
+      case Op::CpAsyncWait:
         return select_memory(in);
       case Op::And:
       case Op::Or:

@@ -103,26 +103,40 @@ void check_race(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange&
   }
 }
 
-std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
-                        std::uint32_t bytes, bool write) {
+// The declared shared array holding [address, address + bytes), which must be aligned to bytes.
+const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                                std::uint32_t bytes, bool write) {
   if (address % bytes != 0) {
     fault(c, in, lane,
           fmt::format("misaligned shared {} of {} bytes at {:#x}: it must be {}-byte aligned",
                       verb(write), bytes, address, bytes));
   }
-  const SharedRange* range = nullptr;
   for (const SharedRange& r : c.shared_ranges) {
-    if (address >= r.begin && address + bytes <= r.end) {
-      range = &r;
-      break;
+    if (address >= r.begin && address + bytes <= r.end) return r;
+  }
+  fault(c, in, lane,
+        fmt::format("out-of-bounds shared {} of {} bytes at {:#x}; {}", verb(write), bytes, address,
+                    shared_map(c)));
+}
+
+// A thread may touch bytes a cp.async will write only after waiting for it.
+void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
+                         std::size_t offset, std::uint32_t bytes, bool write) {
+  for (std::size_t i = offset; i < offset + bytes; ++i) {
+    if (c.shared_pending[i] != 0) {
+      fault(c, in, lane,
+            fmt::format("{} shared memory at {:#x} ('{}' + {}) that a cp.async in flight will "
+                        "write: wait for its group first (cp.async.wait_group)",
+                        write ? "writes" : "reads", i, range.name, i - range.begin));
     }
   }
-  if (range == nullptr) {
-    fault(c, in, lane,
-          fmt::format("out-of-bounds shared {} of {} bytes at {:#x}; {}", verb(write), bytes,
-                      address, shared_map(c)));
-  }
+}
+
+std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                        std::uint32_t bytes, bool write) {
+  const SharedRange* range = &shared_range(c, in, lane, address, bytes, write);
   const auto offset = static_cast<std::size_t>(address);
+  if (c.copies_in_flight > 0) check_not_in_flight(c, in, lane, *range, offset, bytes, write);
   if (c.launch->options.check_shared_races) check_race(c, in, lane, *range, offset, bytes, write);
   std::uint8_t* init = c.shared_init.data() + offset;
   if (write) {
@@ -273,6 +287,69 @@ void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
   });
 }
 
+// cp.async: reads src-size bytes of the source now (none when it is 0), zero-fills the rest, and
+// holds them until a wait_group of this thread completes the group.
+void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* dst = c.row(in.src[0]);
+  const std::uint64_t* src = c.row(in.src[1]);
+  const std::uint64_t* src_size = in.nsrc > 2 ? c.row(in.src[2]) : nullptr;
+  const std::uint32_t bytes = in.elem_bytes;
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::int64_t to = static_cast<std::int64_t>(static_cast<std::uint32_t>(dst[l])) +
+                            static_cast<std::int32_t>(in.aux);
+    const std::uint64_t from = src[l] + static_cast<std::uint64_t>(in.offset);
+    const std::uint64_t reads = src_size ? static_cast<std::uint32_t>(src_size[l]) : bytes;
+    if (reads > bytes) {
+      fault(c, in, l, fmt::format("source size {} exceeds the {}-byte copy size", reads, bytes));
+    }
+    if (from % bytes != 0) {
+      fault(
+          c, in, l,
+          fmt::format("misaligned cp.async source {:#x}: it must be {}-byte aligned", from, bytes));
+    }
+    const SharedRange& range = shared_range(c, in, l, to, bytes, true);
+    const auto offset = static_cast<std::size_t>(to);
+    check_not_in_flight(c, in, l, range, offset, bytes, true);
+    AsyncCopy copy;
+    copy.lane = l;
+    copy.group = c.w->committed[l];
+    copy.shared_address = static_cast<std::uint32_t>(to);
+    copy.bytes = bytes;
+    if (reads > 0) {
+      std::memcpy(copy.data.data(),
+                  global_span(c, in, l, from, static_cast<std::uint32_t>(reads), false), reads);
+    }
+    std::memset(c.shared_pending.data() + offset, 1, bytes);
+    ++c.copies_in_flight;
+    c.w->copies.push_back(copy);
+  });
+}
+
+void cp_async_commit(Ctx& c, const DInstr&, std::uint32_t exec) {
+  each_lane(exec, [&](std::uint32_t l) { ++c.w->committed[l]; });
+}
+
+// Completes, for each lane, every copy of its committed groups but the newest `aux`.
+void cp_async_wait(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::vector<AsyncCopy>& copies = c.w->copies;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    const AsyncCopy& copy = copies[i];
+    const std::uint32_t committed = c.w->committed[copy.lane];
+    const bool done =
+        ((exec >> copy.lane) & 1u) != 0 && committed > in.aux && copy.group < committed - in.aux;
+    if (!done) {
+      copies[kept++] = copy;
+      continue;
+    }
+    std::memset(c.shared_pending.data() + copy.shared_address, 0, copy.bytes);
+    --c.copies_in_flight;
+    std::byte* p = shared_bytes(c, in, copy.lane, copy.shared_address, copy.bytes, true);
+    std::memcpy(p, copy.data.data(), copy.bytes);
+  }
+  copies.resize(kept);
+}
+
 }  // namespace
 
 std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
@@ -282,6 +359,11 @@ std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint6
           fmt::format("misaligned global {} of {} bytes at {:#x}: it must be {}-byte aligned",
                       verb(write), bytes, address, bytes));
   }
+  return global_span(c, in, lane, address, bytes, write);
+}
+
+std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                       std::uint32_t bytes, bool write) {
   const Allocation* a = c.last_alloc;
   if (a == nullptr || address - a->base >= a->size || a->size - (address - a->base) < bytes) {
     const auto& allocs = *c.launch->allocations;
@@ -316,6 +398,12 @@ Handler select_memory(const Instr& in) {
       return in.space == Space::Global && in.type == ScalarType::F32 ? &atom_global : nullptr;
     case Op::Red:
       return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
+    case Op::CpAsync:
+      return &cp_async;
+    case Op::CpAsyncCommit:
+      return &cp_async_commit;
+    case Op::CpAsyncWait:
+      return &cp_async_wait;
     default:
       return nullptr;
   }

@@ -91,6 +91,16 @@ struct Allocation {
   std::string name;
 };
 
+// A cp.async in flight: the source is read when it is issued, the shared bytes are written when a
+// cp.async.wait_group of its thread completes its group.
+struct AsyncCopy {
+  std::uint32_t lane = 0;
+  std::uint32_t group = 0;  // the lane's committed-group count when it was issued
+  std::uint32_t shared_address = 0;
+  std::uint32_t bytes = 0;
+  std::array<std::byte, 16> data{};
+};
+
 struct Warp {
   std::vector<std::uint64_t> regs;  // slot * 32 + lane
   std::vector<std::uint32_t> init;  // per slot: lanes that wrote it
@@ -100,10 +110,12 @@ struct Warp {
   std::uint32_t waiting = 0;  // at a barrier
   std::uint32_t active = 0;   // the lanes at `pc`, running together
   std::uint32_t pc = 0;
-  std::uint32_t parked_min = kNoPc;             // least pc of the runnable lanes not in `active`
-  std::array<std::uint32_t, kLanes> lane_pc{};  // for lanes not in `active`
-  std::array<std::uint32_t, kLanes> bar_pc{};   // the bar.sync a waiting lane stopped at
-  std::array<std::uint32_t, kLanes> exit_pc{};  // the ret an exited lane ran
+  std::uint32_t parked_min = kNoPc;               // least pc of the runnable lanes not in `active`
+  std::array<std::uint32_t, kLanes> lane_pc{};    // for lanes not in `active`
+  std::array<std::uint32_t, kLanes> bar_pc{};     // the bar.sync a waiting lane stopped at
+  std::array<std::uint32_t, kLanes> exit_pc{};    // the ret an exited lane ran
+  std::vector<AsyncCopy> copies;                  // cp.async in flight, in issue order
+  std::array<std::uint32_t, kLanes> committed{};  // cp.async.commit_group count per lane
 };
 
 struct LaunchState;
@@ -114,7 +126,9 @@ struct Ctx {
   const LaunchState* launch = nullptr;
   Dim3 cta{0, 0, 0};
   std::vector<std::byte> shared;
-  std::vector<std::uint8_t> shared_init;  // 0xFF where some thread wrote the byte
+  std::vector<std::uint8_t> shared_init;     // 0xFF where some thread wrote the byte
+  std::vector<std::uint8_t> shared_pending;  // 1 where a cp.async in flight will write the byte
+  std::uint32_t copies_in_flight = 0;
   // Race check, per shared byte: the barrier interval (epoch) and thread of the last write and of
   // the last read (kManyReaders: threads of several warps read it).
   std::vector<std::uint32_t> write_epoch, read_epoch;
@@ -150,6 +164,9 @@ std::string describe_slot(const Program& p, std::uint32_t slot);
 // Global memory: the host bytes of [address, address + bytes), checked for bounds and alignment.
 std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                         std::uint32_t bytes, bool write);
+// The same without the alignment check (cp.async sources of any src-size).
+std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                       std::uint32_t bytes, bool write);
 
 // Runs CTA `cta` to completion on `c`.
 void run_cta(Ctx& c, Dim3 cta);

@@ -43,6 +43,9 @@ enum class Op : std::uint8_t {
   St,
   Atom,
   Red,
+  CpAsync,        // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
+  CpAsyncCommit,  // cp.async.commit_group
+  CpAsyncWait,    // cp.async.wait_group N
   Shfl,
   Bar,
   Bra,

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -393,6 +394,25 @@ class Kernel {
   Reg<F32> atom_add(GlobalPtr<F32> addr, Src<F32> v);
   void red_add(GlobalPtr<F32> addr, Src<F32> v);
 
+  // ---- asynchronous copies, global to shared (cp.async, sm_80 and later) ----
+  // `bytes` (4, 8 or 16) from `src` to `dst`, both aligned to `bytes`; nothing waits for it. The
+  // copies a thread issued since its last `cp_async_commit` form one group; after
+  // `cp_async_wait(n)` all but the thread's newest n committed groups have landed and are visible
+  // to that thread (to others only after a barrier). 16-byte copies bypass L1 (.cg), narrower
+  // ones cannot (.ca).
+  template <MemTag T>
+  void cp_async(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes) {
+    cp_async_op(address(dst), address(src), bytes, std::nullopt);
+  }
+  // The same copy reading only the first `src_bytes` (≤ bytes) of `src` and zero-filling the rest
+  // of `dst`: masked tails and masked rows (0 reads nothing, so `src` may lie past an allocation).
+  template <MemTag T>
+  void cp_async_zfill(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes, Src<U32> src_bytes) {
+    cp_async_op(address(dst), address(src), bytes, use(src_bytes));
+  }
+  void cp_async_commit();
+  void cp_async_wait(std::uint32_t newest_pending);
+
   // ---- address arithmetic, 64-bit by construction ----
   // `p + i` elements with a run-time index: one `mad.wide.u32` (global) or `mad.lo.u32` (shared).
   template <Space S, MemTag T, TypeTag I>
@@ -610,6 +630,7 @@ class Kernel {
   void commit(Instr in);
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
+  void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes);
   RegId new_reg(RegClass c, std::string_view debug_name);
   std::string declare_param(std::string_view name, ScalarType type, bool pointer,
                             ScalarType element);
