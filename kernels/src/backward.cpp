@@ -193,9 +193,12 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);
 
-  // Dynamic shared memory: [x staging][dy staging][dw, db partial sums][merge of row slots].
+  // Dynamic shared memory: [x staging][dy staging] (twice with cp.async prefetching), [dw, db
+  // partial sums][merge of row slots].
   const int s = dtype_bytes(spec.dtype);
   const std::uint32_t staging = plan.staging_bytes(s, 1);
+  // Past the staging buffers (two when the next row's x and dy copy in by cp.async).
+  const std::uint32_t staging_end = plan.staging_buffers() * 2 * staging;
   const std::uint32_t nacc = static_cast<std::uint32_t>(partials.size());
   const std::uint32_t acc_bytes = plan.accumulator_bytes(1);
   const std::uint32_t dynamic_bytes = plan.dynamic_shared_bytes(spec);
@@ -216,7 +219,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   for (std::uint32_t a = 0; a < nacc; ++a) {
     const GlobalDPtr row_start = row_of(k, partials[a], cta_id, partial_pitch(spec.width));
     std::optional<SharedPtr<F32>> shared;
-    if (acc_bytes > 0) shared = k.index(region(2 * staging + a * acc_bytes), lanes.first_element());
+    if (acc_bytes > 0) shared = k.index(region(staging_end + a * acc_bytes), lanes.first_element());
     accs.emplace_back(k, plan, columns, row_start, at(k, row_start, lanes.first_element()), shared);
   }
   const GlobalDPtr w_col = at(k, w, lanes.first_element());
@@ -254,6 +257,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const MemHints row_loads = plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate;
   RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, row_loads, plan.loop_group);
   RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, row_loads, plan.loop_group);
+  if (plan.async_staging) {
+    xt.stage_async(k, 2 * staging / s);
+    dyt.stage_async(k, 2 * staging / s);
+  }
   std::vector<Raw> stats;
   if (plan.prefetch) {
     // The first row's register chunks and statistics load before the loop; each iteration then
@@ -262,6 +269,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const RowMasks first(k, lanes, ok);
     xt.preload(k, first);
     dyt.preload(k, first);
+    if (plan.async_staging) k.cp_async_commit();
     stats = load_stats(first_row, ok);
   }
 
@@ -280,6 +288,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       x_ahead = xt.prefetch(k, next, thread_row(x, next_row));
       dy_ahead = dyt.prefetch(k, next, thread_row(dy, next_row));
       stats_ahead = load_stats(next_row, next_ok);
+      if (plan.async_staging) {
+        k.cp_async_commit();
+        k.cp_async_wait(1);  // this row's copies have landed
+      }
     } else {
       stats = load_stats(row, row_ok);
     }
@@ -361,7 +373,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   // The CTA's partial rows.
   if (R > 1) {
-    merge_row_slots(k, plan, cta, lanes, region(2 * staging), accs);
+    merge_row_slots(k, plan, cta, lanes, region(staging_end), accs);
   } else {
     for (Accumulator& acc : accs) acc.write_out(k, fence);
   }

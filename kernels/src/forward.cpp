@@ -40,9 +40,10 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };
   std::optional<SharedDPtr> staging;
+  const std::uint32_t buffer_bytes = plan.staging_bytes(dtype_bytes(spec.dtype), 1);
   if (plan.staged_chunks() > 0) {
     const SharedDPtr base{
-        k.shared_dynamic<B32>("stage", plan.staging_bytes(dtype_bytes(spec.dtype), 1)), spec.dtype};
+        k.shared_dynamic<B32>("stage", plan.staging_buffers() * buffer_bytes), spec.dtype};
     staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
   }
   const Reg<U32> first_group = k.ctaid_x();
@@ -50,6 +51,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // x through L1 (.nc, allocating) and y stored plainly: 3-8% faster on the H200 than
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
   RowTile xt(map, plan.data, x_row_at(first_row), staging, kNc, plan.loop_group);
+  if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
@@ -148,15 +150,21 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     normalize_row(first_row, groups.row_ok(first_row));
   } else {
     // Persistent CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
-    // groups, so the first is real); the next group's register chunks load during this one.
+    // groups, so the first is real); the next group's chunks load during this one: register
+    // chunks into registers, staged ones by cp.async into the other buffer (one group a row).
     const Reg<U32> grid = k.nctaid_x();
     xt.preload(k, RowMasks(k, lanes, groups.row_ok(first_row)));
+    if (plan.async_staging) k.cp_async_commit();
     k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
       const Reg<U32> row = groups.row(g);
       const Reg<U32> next_row = groups.row(k.add(g, grid));
       // Past the batch (or past the groups, R = 1) nothing loads; the loop ends before it is used.
       const RowMasks next(k, lanes, k.setp(Cmp::Lt, next_row, batch));
       const std::vector<ChunkLoad> ahead = xt.prefetch(k, next, x_row_at(next_row));
+      if (plan.async_staging) {
+        k.cp_async_commit();
+        k.cp_async_wait(1);  // this row's copies have landed
+      }
       normalize_row(row, groups.row_ok(row));
       xt.advance(k, ahead);
     });

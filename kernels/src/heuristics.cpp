@@ -125,9 +125,10 @@ std::uint32_t Plan::merge_bytes(std::uint32_t accumulators) const {
 
 std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
   const int s = dtype_bytes(spec.dtype);
-  if (!is_backward(spec.kind)) return staging_bytes(s, 1);
+  if (!is_backward(spec.kind)) return staging_buffers() * staging_bytes(s, 1);
   const std::uint32_t nacc = accumulators(spec.kind);
-  return staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc);
+  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) +
+         merge_bytes(nacc);
 }
 
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
@@ -229,8 +230,16 @@ Plan plan_norm(const NormSpec& spec) {
       std::min(p.max_registers, round_up(backward_values + 40 + 3 * p.vec, 8));
   const std::uint32_t backward_fit =
       std::min(2048 / p.block(), 65536 / (p.block() * backward_regs));
+  // Staged chunks prefetch by cp.async into a second buffer (no registers) where it fits.
+  Plan doubled = p;
+  doubled.async_staging = true;
+  const bool async_fits = p.staged_chunks() > 0 && p.vec * s >= 4 &&
+                          doubled.dynamic_shared_bytes(spec) <= shared_budget(spec.arch);
   bool prefetch_default = false;
-  if (backward && data_regs > 0) {
+  if (backward && data_regs == 0) {
+    // Every chunk staged: the prefetch costs shared memory only.
+    prefetch_default = async_fits;
+  } else if (backward) {
     // Only where the prefetched row fits the registers the CTAs an SM leave (calibrated on
     // ptxas: 8192-wide 16-bit and f32 rows fit, ragged tails of narrow rows do not).
     const std::uint32_t ceiling = max_registers(p.block() * std::max(1u, backward_fit));
@@ -240,7 +249,8 @@ Plan plan_norm(const NormSpec& spec) {
   }
   p.prefetch = kn.prefetch_rows.value_or(prefetch_default ? 1 : 0) == 1;
   p.persistent = backward || p.prefetch;
-  p.prefetch_fits = data_regs > 0;
+  p.async_staging = p.prefetch && async_fits;
+  p.prefetch_fits = data_regs > 0 || async_fits;
 
   if (!backward && p.prefetch && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
@@ -257,6 +267,21 @@ Plan plan_norm(const NormSpec& spec) {
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).
+    // A forward whose staged chunks prefetch by cp.async keeps no row in registers: it takes the
+    // registers that as many CTAs as shared memory allows leave it (ptxas would take 55 at 512
+    // threads where 40 do).
+    if (!backward && p.async_staging && data_regs == 0 && !kn.max_registers) {
+      // At least 32 registers (48 with f32 weights: ptxas spills a word at 40 on sm_80).
+      const std::uint32_t floor = wide_weights ? 48 : 32;
+      const std::uint32_t by_shared =
+          (shared_budget(spec.arch) + 4096) / (p.dynamic_shared_bytes(spec) + 1024);
+      const std::uint32_t ctas = std::clamp<std::uint32_t>(
+          kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(),
+                                            65536 / (p.block() * floor)})),
+          1, 16);
+      p.max_registers = std::clamp<std::uint32_t>(max_registers(p.block() * ctas), floor,
+                                                  p.max_registers);
+    }
     const std::uint32_t regs = backward ? backward_regs : p.max_registers;
     const std::uint32_t smem = p.dynamic_shared_bytes(spec);
     std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));

@@ -28,6 +28,10 @@ struct Plan {
   // Persistent grid (every backward; a forward that prefetches rows): SMs × ctas_per_sm CTAs.
   bool persistent = false;
   bool prefetch = false;  // the next row's register chunks load during this row's work
+  // Prefetching plans with staged chunks: the next row's staged chunks copy into a second staging
+  // buffer by cp.async during this row's work (16-bit vectors of 4 bytes or more, where both
+  // buffers fit the shared memory).
+  bool async_staging = false;
   // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
   bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;
@@ -45,14 +49,15 @@ struct Plan {
 
   std::uint32_t block() const { return threads_per_row * rows_per_cta; }
   std::uint32_t staged_chunks() const;  // chunks placed in Shared
-  // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes.
+  // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes: one buffer.
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
+  std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
   // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
   std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;
   // Backward with several row slots: shared memory to merge their partial sums, in bytes.
   std::uint32_t merge_bytes(std::uint32_t accumulators) const;
-  // The kernel's dynamic shared memory: forward [x staging]; backward [x staging][dy staging]
-  // [dw, db partial sums][merge of row slots].
+  // The kernel's dynamic shared memory: forward [x staging] per buffer; backward [x staging]
+  // [dy staging] per buffer, then [dw, db partial sums][merge of row slots].
   std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const;
 };
 

@@ -117,10 +117,49 @@ std::vector<int> RowTile::loop_keys() const {
   return keys;
 }
 
-SharedDPtr RowTile::staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
+SharedDPtr RowTile::staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
+                           std::optional<Reg<U32>> shift) const {
   const std::uint32_t per_chunk = map_.threads * map_.vec;
-  return shifted(k, *staging_, shift, per_chunk) +
+  return shifted(k, buffer, shift, per_chunk) +
          static_cast<std::int64_t>(staged_index_[j]) * per_chunk;
+}
+
+void RowTile::stage_async(Kernel& k, std::int64_t buffer_elements) {
+  // Base registers of their own: advance rewrites them each row.
+  const SharedDPtr first{{k.mov<U32>(staging_->p.base), staging_->p.offset}, staging_->dtype};
+  const SharedDPtr second = first + buffer_elements;
+  staging_ = first;
+  next_staging_ = SharedDPtr{{k.add(first.p.base, second.p.offset - first.p.offset), first.p.offset},
+                             first.dtype};
+  buffer_flip_ = k.xor_(staging_->p.base, next_staging_->p.base);
+}
+
+void RowTile::copy_staged(Kernel& k, const RowMasks& m, GlobalDPtr thread_row,
+                          SharedDPtr buffer) const {
+  const std::uint32_t per_chunk = map_.threads * map_.vec;
+  const std::uint32_t bytes = map_.vec * static_cast<std::uint32_t>(dtype_bytes(row_.dtype));
+  std::vector<int> keys = loop_keys();
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    if (places_[j] != Place::Shared) keys[j] = 0;
+  }
+  for_each_chunk(k, keys, loop_group_, [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+    if (places_[j] != Place::Shared) return;
+    const GlobalDPtr from = shifted(k, thread_row, shift, per_chunk) + map_.chunk_offset(j);
+    const SharedDPtr to = staged(k, buffer, j, shift);
+    // Bytes this lane reads: the whole vector, the tail lane's lone elements, or none (masked
+    // lanes and rows: zero-filled, their addresses never touched).
+    std::optional<Src<U32>> reads;
+    if (const auto v = m.vector(j)) reads = k.selp<U32>(bytes, 0u, *v);
+    if (const auto t = m.tail(j)) {
+      const std::uint32_t lone = map_.tail() * static_cast<std::uint32_t>(dtype_bytes(row_.dtype));
+      reads = k.selp<U32>(lone, reads ? *reads : Src<U32>(bytes), *t);
+    }
+    if (reads) {
+      k.cp_async_zfill(to.p, from.p, bytes, *reads);
+    } else {
+      k.cp_async(to.p, from.p, bytes);
+    }
+  });
 }
 
 void RowTile::load(Kernel& k, const RowMasks& m,
@@ -135,6 +174,11 @@ void RowTile::load(Kernel& k, const RowMasks& m,
   }
   const auto stage = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
     if (places_[j] == Place::Registers || (places_[j] == Place::Global && !first_use)) return;
+    if (next_staging_ && places_[j] == Place::Shared) {
+      // Already copied in by cp.async.
+      if (first_use) first_use(j, get(k, m, j, shift));
+      return;
+    }
     const ChunkLoad c = issue_chunk(k, m, shifted(k, row_, shift, per_chunk), j, hints_);
     if (places_[j] == Place::Shared) {
       // The vector as loaded (zeros where masked), then the tail lane's lone elements over it.
@@ -161,7 +205,12 @@ void RowTile::load(Kernel& k, const RowMasks& m,
 }
 
 void RowTile::preload(Kernel& k, const RowMasks& m) {
-  regs_ = prefetch(k, m, row_);
+  std::vector<ChunkLoad> loads(places_.size());
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, m, row_, j, hints_);
+  }
+  if (next_staging_) copy_staged(k, m, row_, *staging_);
+  regs_ = std::move(loads);
   prefetching_ = true;
 }
 
@@ -171,10 +220,15 @@ std::vector<ChunkLoad> RowTile::prefetch(Kernel& k, const RowMasks& next,
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, next, next_row, j, hints_);
   }
+  if (next_staging_) copy_staged(k, next, next_row, *next_staging_);
   return loads;
 }
 
 void RowTile::advance(Kernel& k, const std::vector<ChunkLoad>& next) {
+  if (next_staging_) {
+    k.mov(staging_->p.base, k.xor_(staging_->p.base, *buffer_flip_));
+    k.mov(next_staging_->p.base, k.xor_(next_staging_->p.base, *buffer_flip_));
+  }
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] != Place::Registers) continue;
     if (regs_[j].vector) assign(k, *regs_[j].vector, *next[j].vector);

@@ -107,6 +107,11 @@ class RowTile {
   // `preload` issues the first row's register chunks (before the row loop); from then on `load`
   // leaves register chunks to `prefetch` (the next row's, at the top of an iteration, predicated
   // by its masks) and `advance` (at the bottom: the prefetched values become the current ones).
+  // With `stage_async`, staged chunks take part too: `preload` and `prefetch` copy them by
+  // cp.async into a second staging buffer (`buffer_elements` past the first), `load` reads them
+  // from the current one, and `advance` swaps the two. The caller commits each row's copies as one
+  // group and waits for the current row's before `load` (cp.async.wait_group 1).
+  void stage_async(Kernel& k, std::int64_t buffer_elements);
   void preload(Kernel& k, const RowMasks& m);
   std::vector<ChunkLoad> prefetch(Kernel& k, const RowMasks& next, GlobalDPtr next_row) const;
   void advance(Kernel& k, const std::vector<ChunkLoad>& next);
@@ -131,7 +136,17 @@ class RowTile {
   std::vector<ChunkLoad> regs_;
   bool prefetching_ = false;
 
-  SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const;
+  // The copies of every staged chunk of one row into `buffer`.
+  void copy_staged(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer) const;
+  SharedDPtr staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
+                    std::optional<Reg<U32>> shift) const;
+  SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
+    return staged(k, *staging_, j, shift);
+  }
+
+  // stage_async: the other buffer, and the bits that turn either base address into the other.
+  std::optional<SharedDPtr> next_staging_;
+  std::optional<Reg<U32>> buffer_flip_;
 };
 
 // This thread's first staged element for CTA row slot `slot` (0..R-1), staged chunks laid out as

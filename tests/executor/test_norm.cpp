@@ -262,6 +262,48 @@ TEST_CASE("prefetching rows, and not: the forward's persistent variant, the back
   }
 }
 
+TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor][norm]") {
+  // Every chunk staged, or staged beside a register chunk; 16-byte vectors with ragged tails (the
+  // rows padded to a multiple of 8 elements), several row slots a CTA, and CTAs that walk many
+  // rows (two SMs assumed).
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t width : {1003u, 4097u}) {
+        for (std::uint32_t in_registers : {0u, 1u}) {
+          NormSpec spec;
+          spec.kind = kind;
+          spec.dtype = dtype;
+          spec.weight_dtype = dtype;
+          spec.width = width;
+          spec.knobs.threads_per_row = width == 1003 ? 32 : 64;
+          spec.knobs.rows_per_cta = width == 1003 ? 2 : 1;
+          spec.knobs.register_chunks = in_registers;
+          spec.knobs.prefetch_rows = 1;
+          spec.knobs.sm_count = 2;
+          const BuiltNorm built = build_norm(spec);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
+          REQUIRE(built.ptx.find("cp.async.wait_group 1;") != std::string::npos);
+          for (std::uint32_t batch : {1u, 5u, 17u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+  // Vectors under 4 bytes cannot be copied by cp.async: staged synchronously.
+  NormSpec narrow;
+  narrow.kind = NormKind::LayerNormFwd;
+  narrow.dtype = narrow.weight_dtype = DType::F16;
+  narrow.width = 1003;
+  narrow.knobs.vector_elems = 1;
+  narrow.knobs.threads_per_row = 32;
+  narrow.knobs.register_chunks = 0;
+  narrow.knobs.prefetch_rows = 1;
+  narrow.knobs.sm_count = 2;
+  const BuiltNorm built = build_norm(narrow);
+  REQUIRE(built.ptx.find("cp.async") == std::string::npos);
+  for (std::uint32_t batch : {1u, 5u, 17u}) run_batch(built, batch, 1003);
+}
+
 TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persistent grids",
           "[executor][norm]") {
   std::size_t built_count = 0, oversized = 0;

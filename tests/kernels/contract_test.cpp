@@ -125,7 +125,7 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
   REQUIRE(g.grid(7, 8192) == 7);
 
   // One CTA a row by default; the runtime switches to the prefetching variant up to a batch that
-  // scales with the SMs, and never where no chunk sits in registers (the staged 16384 plan).
+  // scales with the SMs, and never where the next row fits neither registers nor shared memory.
   NormSpec fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
   REQUIRE(build_norm(fwd).steps[0].grid.kind == GridRule::Kind::RowsPerCta);
   fwd.knobs.sm_count = 132;
@@ -133,7 +133,22 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
   REQUIRE(limit >= 132);
   fwd.knobs.sm_count = 66;
   REQUIRE(forward_prefetch_batch_limit(fwd) * 2 == limit);
-  REQUIRE(forward_prefetch_batch_limit(spec_of(NormKind::LayerNormFwd, DType::F16, 16384)) == 0);
+  REQUIRE(forward_prefetch_batch_limit(spec_of(NormKind::LayerNormFwd, DType::F16, 65536)) == 0);
+  NormSpec narrow = spec_of(NormKind::LayerNormFwd, DType::F16, 16384);
+  narrow.knobs.vector_elems = 1;  // 2-byte vectors: too small for cp.async
+  narrow.knobs.threads_per_row = 256;  // 64 values a thread: all staged
+  REQUIRE(forward_prefetch_batch_limit(narrow) == 0);
+
+  // Staged rows prefetch by cp.async into a second staging buffer.
+  NormSpec staged = spec_of(NormKind::LayerNormFwd, DType::F16, 16384);
+  const std::uint32_t one_buffer = build_norm(staged).steps[0].contract.dynamic_shared_bytes;
+  REQUIRE(one_buffer > 0);
+  REQUIRE(forward_prefetch_batch_limit(staged) > 0);
+  staged.knobs.prefetch_rows = 1;
+  const BuiltNorm two = build_norm(staged);
+  REQUIRE(two.steps[0].contract.dynamic_shared_bytes == 2 * one_buffer);
+  REQUIRE(two.ptx.find("cp.async.cg.shared.global") != std::string::npos);
+  REQUIRE(two.ptx.find("cp.async.wait_group 1;") != std::string::npos);
 
   // The backward prefetches by default where its registers allow, and not when told.
   NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
