@@ -42,8 +42,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   std::optional<SharedDPtr> staging;
   const std::uint32_t buffer_bytes = plan.staging_bytes(dtype_bytes(spec.dtype), 1);
   if (plan.staged_chunks() > 0) {
-    const SharedDPtr base{
-        k.shared_dynamic<B32>("stage", plan.staging_buffers() * buffer_bytes), spec.dtype};
+    const SharedDPtr base{k.shared_dynamic<B32>("stage", plan.staging_buffers() * buffer_bytes),
+                          spec.dtype};
     staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
   }
   const Reg<U32> first_group = k.ctaid_x();

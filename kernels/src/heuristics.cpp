@@ -127,8 +127,7 @@ std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
   const int s = dtype_bytes(spec.dtype);
   if (!is_backward(spec.kind)) return staging_buffers() * staging_bytes(s, 1);
   const std::uint32_t nacc = accumulators(spec.kind);
-  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) +
-         merge_bytes(nacc);
+  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc);
 }
 
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
@@ -264,24 +263,29 @@ Plan plan_norm(const NormSpec& spec) {
     p.prefetch_fits = need <= ceiling;
     p.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p.max_registers, ceiling);
   }
+  if (!backward && data_regs == 0 && p.staged_chunks() > 0 && !kn.max_registers) {
+    // A forward whose row is all staged holds few values in registers (ptxas takes 40 at 512
+    // threads, 55 when prefetching): cap them so that enough CTAs fit an SM. One CTA a row keeps
+    // about 96 KB of row loads in flight an SM (Little's law: 12288-wide 16-bit rows ran 10% faster
+    // at 4 CTAs of 32 registers than at 3 of 40; 16384-wide ones 1-3% slower at 4 than at 3). With
+    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster).
+    const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
+    const std::uint32_t by_shared =
+        (shared_budget(spec.arch) + 4096) / (p.dynamic_shared_bytes(spec) + 1024);
+    const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
+    const std::uint32_t ctas = std::clamp<std::uint32_t>(
+        kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(), 65536 / (p.block() * floor),
+                                          p.async_staging ? by_shared : in_flight})),
+        1, 16);
+    // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is enough.
+    const std::uint32_t cap = max_registers(p.block() * ctas);
+    if (p.async_staging || cap < 40) {
+      p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
+    }
+  }
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).
-    // A forward whose staged chunks prefetch by cp.async keeps no row in registers: it takes the
-    // registers that as many CTAs as shared memory allows leave it (ptxas would take 55 at 512
-    // threads where 40 do).
-    if (!backward && p.async_staging && data_regs == 0 && !kn.max_registers) {
-      // At least 32 registers (48 with f32 weights: ptxas spills a word at 40 on sm_80).
-      const std::uint32_t floor = wide_weights ? 48 : 32;
-      const std::uint32_t by_shared =
-          (shared_budget(spec.arch) + 4096) / (p.dynamic_shared_bytes(spec) + 1024);
-      const std::uint32_t ctas = std::clamp<std::uint32_t>(
-          kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(),
-                                            65536 / (p.block() * floor)})),
-          1, 16);
-      p.max_registers = std::clamp<std::uint32_t>(max_registers(p.block() * ctas), floor,
-                                                  p.max_registers);
-    }
     const std::uint32_t regs = backward ? backward_regs : p.max_registers;
     const std::uint32_t smem = p.dynamic_shared_bytes(spec);
     std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));
@@ -315,6 +319,9 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   NormSpec prefetching = spec;
   prefetching.knobs.prefetch_rows = 1;
   if (!detail::plan_norm(prefetching).prefetch_fits) return 0;
+  // Rows all staged: the cp.async prefetch measured no faster than one CTA a row at any batch
+  // (12288- and 16384-wide 16-bit rows, 1024 to 16384 rows; docs/performance.md).
+  if (std::count(p.data.begin(), p.data.end(), detail::Place::Registers) == 0) return 0;
   const std::uint32_t smem = p.dynamic_shared_bytes(spec) + 1024;
   const std::uint32_t fit =
       std::max(1u, std::min({2048 / p.block(), 65536 / (p.block() * p.max_registers),

@@ -129,8 +129,8 @@ void RowTile::stage_async(Kernel& k, std::int64_t buffer_elements) {
   const SharedDPtr first{{k.mov<U32>(staging_->p.base), staging_->p.offset}, staging_->dtype};
   const SharedDPtr second = first + buffer_elements;
   staging_ = first;
-  next_staging_ = SharedDPtr{{k.add(first.p.base, second.p.offset - first.p.offset), first.p.offset},
-                             first.dtype};
+  next_staging_ = SharedDPtr{
+      {k.add(first.p.base, second.p.offset - first.p.offset), first.p.offset}, first.dtype};
   buffer_flip_ = k.xor_(staging_->p.base, next_staging_->p.base);
 }
 
