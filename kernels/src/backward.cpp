@@ -261,15 +261,39 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     xt.stage_async(k, 2 * staging / s);
     dyt.stage_async(k, 2 * staging / s);
   }
+  if (plan.ring) {
+    // The ring closes the dynamic shared memory: per buffer [x row slots][dy row slots].
+    const std::uint32_t ring_at = dynamic_bytes - plan.ring_bytes(s, 2);
+    const SharedDPtr x_ring =
+        ring_for(k, {region(ring_at).as<B32>(), spec.dtype}, plan, cta.slot, lanes.first_element());
+    const std::int64_t slots = ring_slots_elements(plan);
+    xt.use_ring(k, x_ring, 2 * slots);
+    dyt.use_ring(k, x_ring + slots, 2 * slots);
+  }
   std::vector<Raw> stats;
   if (plan.prefetch) {
     // The first row's register chunks and statistics load before the loop; each iteration then
     // loads the next row's while it works on the current one.
     const std::optional<Pred> ok = groups.row_ok(first_row);
     const RowMasks first(k, lanes, ok);
-    xt.preload(k, first);
-    dyt.preload(k, first);
-    if (plan.async_staging) k.cp_async_commit();
+    if (plan.ring) {
+      // The first two rows into the ring, the first of them on into registers.
+      xt.ring_fill(k, first, thread_row(x, first_row));
+      dyt.ring_fill(k, first, thread_row(dy, first_row));
+      k.cp_async_commit();
+      const Reg<U32> second_row = groups.row(k.add(cta_id, grid));
+      const RowMasks second(k, lanes, k.setp(Cmp::Lt, second_row, batch));
+      xt.ring_fill(k, second, thread_row(x, second_row));
+      dyt.ring_fill(k, second, thread_row(dy, second_row));
+      k.cp_async_commit();
+      k.cp_async_wait(1);
+      xt.ring_take(k);
+      dyt.ring_take(k);
+    } else {
+      xt.preload(k, first);
+      dyt.preload(k, first);
+      if (plan.async_staging) k.cp_async_commit();
+    }
     stats = load_stats(first_row, ok);
   }
 
@@ -284,9 +308,18 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       // Past the batch nothing loads; the loop ends before those values are used.
       const Reg<U32> next_row = groups.row(k.add(g, grid));
       const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
-      const RowMasks next(k, lanes, next_ok);
-      x_ahead = xt.prefetch(k, next, thread_row(x, next_row));
-      dy_ahead = dyt.prefetch(k, next, thread_row(dy, next_row));
+      if (plan.ring) {
+        // The row after the next into the ring (the next one is there already).
+        const Reg<U32> after_next = groups.row(k.add(g, k.add(grid, grid)));
+        const RowMasks later(k, lanes, k.setp(Cmp::Lt, after_next, batch));
+        xt.ring_fill(k, later, thread_row(x, after_next));
+        dyt.ring_fill(k, later, thread_row(dy, after_next));
+        k.cp_async_commit();
+      } else {
+        const RowMasks next(k, lanes, next_ok);
+        x_ahead = xt.prefetch(k, next, thread_row(x, next_row));
+        dy_ahead = dyt.prefetch(k, next, thread_row(dy, next_row));
+      }
       stats_ahead = load_stats(next_row, next_ok);
       if (plan.async_staging) {
         k.cp_async_commit();
@@ -364,9 +397,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
-    if (plan.prefetch) {
+    if (plan.ring) {
+      k.cp_async_wait(1);  // the next row has landed in the ring
+      xt.ring_take(k);
+      dyt.ring_take(k);
+    } else if (plan.prefetch) {
       xt.advance(k, x_ahead);
       dyt.advance(k, dy_ahead);
+    }
+    if (plan.prefetch) {
       for (std::size_t i = 0; i < stats.size(); ++i) assign(k, stats[i], stats_ahead[i]);
     }
   });

@@ -89,8 +89,8 @@ void validate(const NormSpec& spec) {
   if (kn.max_registers && (*kn.max_registers < 32 || *kn.max_registers > 255)) {
     throw Error(fmt::format("max_registers must be in [32, 255], got {}", *kn.max_registers));
   }
-  if (kn.prefetch_rows && *kn.prefetch_rows > 1) {
-    throw Error(fmt::format("prefetch_rows must be 0 or 1, got {}", *kn.prefetch_rows));
+  if (kn.prefetch_rows && *kn.prefetch_rows > 2) {
+    throw Error(fmt::format("prefetch_rows must be 0, 1 or 2, got {}", *kn.prefetch_rows));
   }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
@@ -101,6 +101,19 @@ void validate(const NormSpec& spec) {
         fmt::format("threads_per_row × rows_per_cta must be a multiple of 32 in [32, 1024], "
                     "got {} × {} = {}",
                     p.threads_per_row, p.rows_per_cta, p.block()));
+  }
+  if (p.ring && p.register_chunks() != p.chunks) {
+    throw Error(
+        fmt::format("prefetch_rows 2 needs every chunk of the row in registers, but {} of "
+                    "the {} are not; use register_chunks {} or prefetch_rows 1",
+                    p.chunks - p.register_chunks(), p.chunks, p.chunks));
+  }
+  const std::uint32_t vector_bytes = p.vec * static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  if (p.ring && vector_bytes < 4) {
+    throw Error(
+        fmt::format("prefetch_rows 2 copies vectors of 4 to 16 bytes by cp.async; "
+                    "vector_elems {} of {} is {} bytes",
+                    p.vec, dtype_name(spec.dtype), vector_bytes));
   }
   const std::uint32_t budget = detail::shared_budget(spec.arch);
   const std::uint32_t shared = p.dynamic_shared_bytes(spec);
@@ -194,7 +207,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }
-  out.chosen.prefetch_rows = plan.prefetch ? 1u : 0u;
+  out.chosen.prefetch_rows = plan.ring ? 2u : plan.prefetch ? 1u : 0u;
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;

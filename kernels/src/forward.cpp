@@ -39,12 +39,19 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };
-  std::optional<SharedDPtr> staging;
+  // Dynamic shared memory: [x staging] (twice with cp.async prefetching), or the ring of
+  // prefetch_rows 2.
+  std::optional<SharedDPtr> staging, ring;
   const std::uint32_t buffer_bytes = plan.staging_bytes(dtype_bytes(spec.dtype), 1);
-  if (plan.staged_chunks() > 0) {
-    const SharedDPtr base{k.shared_dynamic<B32>("stage", plan.staging_buffers() * buffer_bytes),
-                          spec.dtype};
-    staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
+  if (const std::uint32_t bytes = plan.dynamic_shared_bytes(spec); bytes > 0) {
+    const SharedDPtr base{k.shared_dynamic<B32>("stage", bytes), spec.dtype};
+    if (plan.staged_chunks() > 0) {
+      staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
+    }
+    if (plan.ring) {
+      ring = ring_for(k, base + plan.staging_buffers() * buffer_bytes / dtype_bytes(spec.dtype),
+                      plan, cta.slot, lanes.first_element());
+    }
   }
   const Reg<U32> first_group = k.ctaid_x();
   const Reg<U32> first_row = groups.row(first_group);
@@ -52,6 +59,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
   RowTile xt(map, plan.data, x_row_at(first_row), staging, kNc, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
+  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan));
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
@@ -153,20 +161,47 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     // groups, so the first is real); the next group's chunks load during this one: register
     // chunks into registers, staged ones by cp.async into the other buffer (one group a row).
     const Reg<U32> grid = k.nctaid_x();
-    xt.preload(k, RowMasks(k, lanes, groups.row_ok(first_row)));
-    if (plan.async_staging) k.cp_async_commit();
+    // Rows past the batch (or past the groups, R = 1) load nothing; the loop ends before they
+    // would be used.
+    const auto masks_of = [&](Reg<U32> row) {
+      return RowMasks(k, lanes, k.setp(Cmp::Lt, row, batch));
+    };
+    if (plan.ring) {
+      // The first two rows into the ring, the first of them on into registers.
+      xt.ring_fill(k, RowMasks(k, lanes, groups.row_ok(first_row)), x_row_at(first_row));
+      k.cp_async_commit();
+      const Reg<U32> second_row = groups.row(k.add(first_group, grid));
+      xt.ring_fill(k, masks_of(second_row), x_row_at(second_row));
+      k.cp_async_commit();
+      k.cp_async_wait(1);
+      xt.ring_take(k);
+    } else {
+      xt.preload(k, RowMasks(k, lanes, groups.row_ok(first_row)));
+      if (plan.async_staging) k.cp_async_commit();
+    }
     k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
       const Reg<U32> row = groups.row(g);
-      const Reg<U32> next_row = groups.row(k.add(g, grid));
-      // Past the batch (or past the groups, R = 1) nothing loads; the loop ends before it is used.
-      const RowMasks next(k, lanes, k.setp(Cmp::Lt, next_row, batch));
-      const std::vector<ChunkLoad> ahead = xt.prefetch(k, next, x_row_at(next_row));
+      std::vector<ChunkLoad> ahead;
+      if (plan.ring) {
+        // The row after the next into the ring (the next one is there already).
+        const Reg<U32> after_next = groups.row(k.add(g, k.add(grid, grid)));
+        xt.ring_fill(k, masks_of(after_next), x_row_at(after_next));
+        k.cp_async_commit();
+      } else {
+        const Reg<U32> next_row = groups.row(k.add(g, grid));
+        ahead = xt.prefetch(k, masks_of(next_row), x_row_at(next_row));
+      }
       if (plan.async_staging) {
         k.cp_async_commit();
         k.cp_async_wait(1);  // this row's copies have landed
       }
       normalize_row(row, groups.row_ok(row));
-      xt.advance(k, ahead);
+      if (plan.ring) {
+        k.cp_async_wait(1);  // the next row has landed in the ring
+        xt.ring_take(k);
+      } else {
+        xt.advance(k, ahead);
+      }
     });
   }
   k.finalize();

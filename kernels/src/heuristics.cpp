@@ -113,6 +113,16 @@ std::uint32_t Plan::staged_chunks() const {
   return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Shared));
 }
 
+std::uint32_t Plan::register_chunks() const {
+  return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Registers));
+}
+
+std::uint32_t Plan::ring_bytes(int element_bytes, int tensors) const {
+  if (!ring) return 0;
+  return 2 * register_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
+         rows_per_cta * static_cast<std::uint32_t>(tensors);
+}
+
 std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
   const auto shared =
       static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Shared));
@@ -125,9 +135,10 @@ std::uint32_t Plan::merge_bytes(std::uint32_t accumulators) const {
 
 std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
   const int s = dtype_bytes(spec.dtype);
-  if (!is_backward(spec.kind)) return staging_buffers() * staging_bytes(s, 1);
+  if (!is_backward(spec.kind)) return staging_buffers() * staging_bytes(s, 1) + ring_bytes(s, 1);
   const std::uint32_t nacc = accumulators(spec.kind);
-  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc);
+  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc) +
+         ring_bytes(s, 2);
 }
 
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
@@ -246,12 +257,22 @@ Plan plan_norm(const NormSpec& spec) {
                                (wide_weights ? 2 * p.vec : 0) + 2 * tensors * tail_regs;
     prefetch_default = need <= std::min(p.max_registers, ceiling);
   }
-  p.prefetch = kn.prefetch_rows.value_or(prefetch_default ? 1 : 0) == 1;
+  // Two rows ahead through a shared ring where every chunk sits in registers (no staging to share
+  // the buffers with) and both buffers fit.
+  Plan ringed = p;
+  ringed.ring = true;
+  const bool ring_fits = data_regs == p.chunks && p.vec * s >= 4 &&
+                         ringed.dynamic_shared_bytes(spec) <= shared_budget(spec.arch);
+  const std::uint32_t depth = kn.prefetch_rows.value_or(backward && ring_fits ? 2
+                                                        : prefetch_default    ? 1
+                                                                              : 0);
+  p.prefetch = depth >= 1;
+  p.ring = depth == 2;
   p.persistent = backward || p.prefetch;
-  p.async_staging = p.prefetch && async_fits;
+  p.async_staging = p.prefetch && !p.ring && async_fits;
   p.prefetch_fits = data_regs > 0 || async_fits;
 
-  if (!backward && p.prefetch && data_regs > 0 && !kn.max_registers) {
+  if (!backward && p.prefetch && !p.ring && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
     // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,
     // each with its own address and mask). Calibrated on ptxas 13.0, sm_80/sm_90.
@@ -292,8 +313,8 @@ Plan plan_norm(const NormSpec& spec) {
     if (smem > 0) fit = std::min(fit, (shared_budget(spec.arch) + 4096) / (smem + 1024));
     p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
     p.sm_count = kn.sm_count.value_or(132);
-    // A prefetching backward takes what those CTAs leave.
-    if (backward && p.prefetch && !kn.max_registers) {
+    // A backward prefetching into registers takes what those CTAs leave (the ring adds none).
+    if (backward && p.prefetch && !p.ring && !kn.max_registers) {
       p.max_registers = std::min(p.max_registers, max_registers(p.block() * p.ctas_per_sm));
     }
   }

@@ -32,6 +32,10 @@ struct Plan {
   // buffer by cp.async during this row's work (16-bit vectors of 4 bytes or more, where both
   // buffers fit the shared memory).
   bool async_staging = false;
+  // prefetch_rows 2: the register chunks of the next two rows copy by cp.async into a ring of two
+  // shared buffers, and a row moves from the ring into registers when the previous one is done:
+  // two rows in flight for the registers of one.
+  bool ring = false;
   // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
   bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;
@@ -52,12 +56,15 @@ struct Plan {
   // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes: one buffer.
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
   std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
+  std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
+  // The ring of prefetch_rows 2, both buffers of every tensor and row slot, in bytes.
+  std::uint32_t ring_bytes(int element_bytes, int tensors) const;
   // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
   std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;
   // Backward with several row slots: shared memory to merge their partial sums, in bytes.
   std::uint32_t merge_bytes(std::uint32_t accumulators) const;
   // The kernel's dynamic shared memory: forward [x staging] per buffer; backward [x staging]
-  // [dy staging] per buffer, then [dw, db partial sums][merge of row slots].
+  // [dy staging] per buffer, then [dw, db partial sums][merge of row slots]; then the ring.
   std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const;
 };
 

@@ -134,18 +134,19 @@ void RowTile::stage_async(Kernel& k, std::int64_t buffer_elements) {
   buffer_flip_ = k.xor_(staging_->p.base, next_staging_->p.base);
 }
 
-void RowTile::copy_staged(Kernel& k, const RowMasks& m, GlobalDPtr thread_row,
-                          SharedDPtr buffer) const {
+void RowTile::copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer,
+                          Place place, const std::vector<std::uint32_t>& index) const {
   const std::uint32_t per_chunk = map_.threads * map_.vec;
   const std::uint32_t bytes = map_.vec * static_cast<std::uint32_t>(dtype_bytes(row_.dtype));
   std::vector<int> keys = loop_keys();
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
-    if (places_[j] != Place::Shared) keys[j] = 0;
+    if (places_[j] != place) keys[j] = 0;
   }
   for_each_chunk(k, keys, loop_group_, [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-    if (places_[j] != Place::Shared) return;
+    if (places_[j] != place) return;
     const GlobalDPtr from = shifted(k, thread_row, shift, per_chunk) + map_.chunk_offset(j);
-    const SharedDPtr to = staged(k, buffer, j, shift);
+    const SharedDPtr to =
+        shifted(k, buffer, shift, per_chunk) + static_cast<std::int64_t>(index[j]) * per_chunk;
     // Bytes this lane reads: the whole vector, the tail lane's lone elements, or none (masked
     // lanes and rows: zero-filled, their addresses never touched).
     std::optional<Src<U32>> reads;
@@ -204,6 +205,42 @@ void RowTile::load(Kernel& k, const RowMasks& m,
   }
 }
 
+void RowTile::use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements) {
+  std::uint32_t n = 0;
+  for (Place p : places_) ring_index_.push_back(p == Place::Registers ? n++ : 0);
+  // Registers of their own for both turns: ring_fill and ring_take rewrite them each row.
+  const SharedDPtr first{{k.mov<U32>(ring.p.base), ring.p.offset}, ring.dtype};
+  const Reg<U32> second =
+      k.add(first.p.base, static_cast<std::uint32_t>(buffer_elements * dtype_bytes(ring.dtype)));
+  ring_fill_ = first;
+  ring_take_ = SharedDPtr{{k.mov<U32>(first.p.base), first.p.offset}, first.dtype};
+  ring_flip_ = k.xor_(first.p.base, second);
+}
+
+void RowTile::ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row) {
+  copy_chunks(k, m, thread_row, *ring_fill_, Place::Registers, ring_index_);
+  k.mov(ring_fill_->p.base, k.xor_(ring_fill_->p.base, *ring_flip_));
+}
+
+void RowTile::ring_take(Kernel& k) {
+  const std::uint32_t per_chunk = map_.threads * map_.vec;
+  const bool first = !prefetching_;
+  for (std::uint32_t j = 0; j < places_.size(); ++j) {
+    if (places_[j] != Place::Registers) continue;
+    // The whole vector: the ring holds zeros where the row's masks kept the copy from reading.
+    const SharedDPtr at = *ring_take_ + static_cast<std::int64_t>(ring_index_[j]) * per_chunk;
+    ChunkLoad c;
+    c.vector = load_raw(k, at, map_.vec, std::nullopt, kNoHints);
+    if (first) {
+      regs_[j] = c;
+    } else {
+      assign(k, *regs_[j].vector, *c.vector);
+    }
+  }
+  k.mov(ring_take_->p.base, k.xor_(ring_take_->p.base, *ring_flip_));
+  prefetching_ = true;
+}
+
 void RowTile::preload(Kernel& k, const RowMasks& m) {
   std::vector<ChunkLoad> loads(places_.size());
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
@@ -250,11 +287,31 @@ Values RowTile::get(Kernel& k, const RowMasks& m, std::uint32_t j, std::optional
   return decode_chunk(k, m, j, issue_chunk(k, m, row, j, hints_));
 }
 
-SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
-                       Reg<U32> first_element) {
-  const std::uint32_t per_slot = plan.staged_chunks() * plan.threads_per_row * plan.vec;
+namespace {
+
+// This thread's first element in a [slot][chunk][lane][V] layout of `chunks` chunks a slot.
+SharedDPtr slot_start(Kernel& k, SharedDPtr base, const Plan& plan, std::uint32_t chunks,
+                      Reg<U32> slot, Reg<U32> first_element) {
+  const std::uint32_t per_slot = chunks * plan.threads_per_row * plan.vec;
   if (plan.rows_per_cta == 1) return at(k, base, first_element);
   return at(k, base, k.mad(slot, per_slot, first_element));
+}
+
+}  // namespace
+
+SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
+                       Reg<U32> first_element) {
+  return slot_start(k, base, plan, plan.staged_chunks(), slot, first_element);
+}
+
+SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
+                    Reg<U32> first_element) {
+  return slot_start(k, base, plan, plan.register_chunks(), slot, first_element);
+}
+
+std::int64_t ring_slots_elements(const Plan& plan) {
+  return static_cast<std::int64_t>(plan.register_chunks()) * plan.threads_per_row * plan.vec *
+         plan.rows_per_cta;
 }
 
 }  // namespace ptxdsl::kernels::detail

@@ -112,6 +112,14 @@ class RowTile {
   // from the current one, and `advance` swaps the two. The caller commits each row's copies as one
   // group and waits for the current row's before `load` (cp.async.wait_group 1).
   void stage_async(Kernel& k, std::int64_t buffer_elements);
+  // prefetch_rows 2: register chunks arrive through a ring of two shared buffers (`ring`: this
+  // thread's first element in the first buffer, the second `buffer_elements` past it).
+  // `ring_fill` copies a row's register chunks by cp.async into the buffer whose turn it is;
+  // `ring_take` moves the oldest filled buffer into the register chunks (the caller has waited
+  // for its group). Fill two rows, take one, then per row: fill one, work, take one.
+  void use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements);
+  void ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row);
+  void ring_take(Kernel& k);
   void preload(Kernel& k, const RowMasks& m);
   std::vector<ChunkLoad> prefetch(Kernel& k, const RowMasks& next, GlobalDPtr next_row) const;
   void advance(Kernel& k, const std::vector<ChunkLoad>& next);
@@ -136,8 +144,12 @@ class RowTile {
   std::vector<ChunkLoad> regs_;
   bool prefetching_ = false;
 
-  // The copies of every staged chunk of one row into `buffer`.
-  void copy_staged(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer) const;
+  // cp.async of one row's chunks placed at `place` into `buffer`, chunk j at slot index[j].
+  void copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer,
+                   Place place, const std::vector<std::uint32_t>& index) const;
+  void copy_staged(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer) const {
+    copy_chunks(k, m, thread_row, buffer, Place::Shared, staged_index_);
+  }
   SharedDPtr staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
                     std::optional<Reg<U32>> shift) const;
   SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
@@ -147,6 +159,10 @@ class RowTile {
   // stage_async: the other buffer, and the bits that turn either base address into the other.
   std::optional<SharedDPtr> next_staging_;
   std::optional<Reg<U32>> buffer_flip_;
+  // use_ring: the buffer to fill next, the one to take next, and the bits that swap buffers.
+  std::optional<SharedDPtr> ring_fill_, ring_take_;
+  std::optional<Reg<U32>> ring_flip_;
+  std::vector<std::uint32_t> ring_index_;  // per chunk: its slot among the register chunks
 };
 
 // This thread's first staged element for CTA row slot `slot` (0..R-1), staged chunks laid out as
@@ -154,5 +170,10 @@ class RowTile {
 // what it wrote, so staging needs no barrier.
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                        Reg<U32> first_element);
+// The same in the ring of prefetch_rows 2 (register chunks, one tensor's buffer); every row slot
+// of one tensor's buffer spans ring_slots_elements(plan) elements.
+SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
+                    Reg<U32> first_element);
+std::int64_t ring_slots_elements(const Plan& plan);
 
 }  // namespace ptxdsl::kernels::detail

@@ -304,6 +304,30 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
   for (std::uint32_t batch : {1u, 5u, 17u}) run_batch(built, batch, 1003);
 }
 
+TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
+  // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
+  // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t width : {100u, 1003u, 4097u}) {
+        NormSpec spec;
+        spec.kind = kind;
+        spec.dtype = dtype;
+        spec.weight_dtype = dtype;
+        spec.width = width;
+        spec.knobs.prefetch_rows = 2;
+        spec.knobs.sm_count = 2;
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
+        REQUIRE(built.chosen.prefetch_rows == 2u);
+        REQUIRE(built.ptx.find("cp.async.wait_group 1;") != std::string::npos);
+        for (std::uint32_t batch : {1u, 2u, 5u, 17u}) run_batch(built, batch, (width + 7) / 8 * 8);
+      }
+    }
+  }
+}
+
 TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persistent grids",
           "[executor][norm]") {
   std::size_t built_count = 0, oversized = 0;

@@ -151,11 +151,21 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
   REQUIRE(two.ptx.find("cp.async.cg.shared.global") != std::string::npos);
   REQUIRE(two.ptx.find("cp.async.wait_group 1;") != std::string::npos);
 
-  // The backward prefetches by default where its registers allow, and not when told.
+  // The backward prefetches two rows through the shared ring by default where every chunk sits in
+  // registers, one row otherwise, and as told.
   NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
-  REQUIRE(build_norm(bwd).chosen.prefetch_rows == 1u);
+  const BuiltNorm ringed = build_norm(bwd);
+  REQUIRE(ringed.chosen.prefetch_rows == 2u);
+  REQUIRE(ringed.steps[0].contract.dynamic_shared_bytes == 2 * 2 * 8192 * 2);  // 2 rows of x, dy
+  REQUIRE(ringed.ptx.find("cp.async.cg.shared.global") != std::string::npos);
+  bwd.knobs.prefetch_rows = 1;
+  const BuiltNorm one_ahead = build_norm(bwd);
+  REQUIRE(one_ahead.chosen.prefetch_rows == 1u);
+  REQUIRE(one_ahead.ptx.find("cp.async") == std::string::npos);
   bwd.knobs.prefetch_rows = 0;
   REQUIRE(build_norm(bwd).chosen.prefetch_rows == 0u);
+  REQUIRE(build_norm(spec_of(NormKind::LayerNormBwd, DType::F16, 16384)).chosen.prefetch_rows ==
+          1u);  // staged: the next row by cp.async into a second staging buffer
 }
 
 TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {

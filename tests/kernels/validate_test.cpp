@@ -66,8 +66,25 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 256");
   s.knobs.max_registers = 96;
   REQUIRE_NOTHROW(validate(s));
+  s.knobs.prefetch_rows = 3;
+  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0, 1 or 2, got 3");
+}
+
+TEST_CASE("prefetch_rows 2 needs the row in registers and vectors cp.async can copy",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::F16, 16384);  // staged at 512 threads
   s.knobs.prefetch_rows = 2;
-  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0 or 1, got 2");
+  REQUIRE_THROWS_WITH(validate(s),
+                      "prefetch_rows 2 needs every chunk of the row in registers, "
+                      "but 4 of the 4 are not; use register_chunks 4 or "
+                      "prefetch_rows 1");
+  s.width = 1000;
+  s.knobs.vector_elems = 1;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "prefetch_rows 2 copies vectors of 4 to 16 bytes by cp.async; "
+                      "vector_elems 1 of f16 is 2 bytes");
+  s.knobs.vector_elems = 2;
+  REQUIRE_NOTHROW(validate(s));
 }
 
 TEST_CASE("shapes that need more shared memory than the target has are refused", "[validate]") {

@@ -47,7 +47,8 @@ class ListCommand : public Command {
         "  --register-chunks N   chunks of x (and dy) a thread keeps in registers\n"
         "  --accumulator-register-chunks N  backward: dw/db partial chunks in registers\n"
         "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
-        "  --prefetch-rows 0|1   persistent CTAs load the next row during this one\n"
+        "  --prefetch-rows 0|1|2 persistent CTAs load the next row (2: the next two, through\n"
+        "                        shared memory) during this one\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

@@ -64,7 +64,8 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
   app.add_option("--max-registers", max_registers, "registers a thread (.maxnreg), 32 to 255")
       ->group(group);
   app.add_option("--prefetch-rows", prefetch_rows,
-                 "1: persistent CTAs load the next row while working on this one; 0: not")
+                 "1: persistent CTAs load the next row while working on this one; 2: the next "
+                 "two rows, through shared memory; 0: not")
       ->group(group);
 }
 

@@ -41,7 +41,10 @@ struct NormKnobs {
   // Registers a thread (.maxnreg): fewer let more CTAs share an SM, more keep more values resident.
   std::optional<std::uint32_t> max_registers;
   // 1: CTAs stay resident and walk rows (forward too), loading the next row's register chunks
-  // while they work on the current one; 0: each row's loads start when its work does.
+  // (staged chunks: by cp.async into a second buffer) while they work on the current one; 2: the
+  // next two rows copy by cp.async into a ring of two shared buffers and each moves into registers
+  // when the previous row is done (every chunk in registers); 0: each row's loads start when its
+  // work does.
   std::optional<std::uint32_t> prefetch_rows;
 };
 
@@ -50,7 +53,7 @@ struct NormKnobs {
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
-// - max_registers in [32, 255]; prefetch_rows 0 or 1.
+// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
