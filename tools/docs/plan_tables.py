@@ -5,7 +5,9 @@
 
 For each of ln_fwd/ln_bwd in f16 and f32, one row per width: threads a row (T), rows a CTA (R),
 chunks, chunks of x (and dy) in registers, of dw/db partials in registers, dynamic shared memory,
-registers (ptxas, sm_90), the prefetch setting and the grid rule. Needs ptxas on PATH (or
+registers (ptxas, sm_90), the prefetch setting (backward: none, the next row, or two rows through
+the shared ring; forward: the batches for which the runtime launches the prefetching variant) and
+the grid rule. Needs ptxas on PATH (or
 /usr/local/cuda/bin).
 """
 
@@ -49,7 +51,9 @@ def main():
                 chunks = -(-(-(-width // c["vector_elems"])) // t)
                 row = [width, t, r, t * r, chunks, c["register_chunks"]]
                 row += [c["accumulator_register_chunks"]] if backward else []
-                prefetch = "yes" if c["prefetch_rows"] else "no"
+                prefetch = ["no", "next row", "2 rows, ring"][c["prefetch_rows"]]
+                if c["prefetch_rows"] == 1 and c["register_chunks"] == 0:
+                    prefetch = "next row, cp.async"
                 if not backward:
                     prefetch = f"batch ≤ {e['prefetch_batch_limit']}" if e["prefetch_batch_limit"] \
                         else "no"
