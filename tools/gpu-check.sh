@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: from an existing build folder, run the [gpu] tests, the host examples, and
-# compute-sanitizer memcheck and racecheck over the examples. Logs go under $OUT when it is set,
+# compute-sanitizer memcheck and racecheck over the examples and over `ptxdsl run` of the kernels
+# that copy by cp.async. Logs go under $OUT when it is set,
 # else under <build>/gpu-check. Exits non-zero if any step failed.
 #
 #   tools/gpu-check.sh [build-folder]        (default: build)
@@ -80,6 +81,25 @@ else
         "$sanitizer" --tool "$tool" --error-exitcode 3 "$bin" "${sargs[@]}"
     done
   done
+  # The asynchronous-copy paths, ragged rows and rows past the batch included: the staged
+  # backward and forward (one row ahead, cp.async), the ring (two rows ahead) with 16- and
+  # 4-byte copies.
+  cli="$build/tools/ptxdsl"
+  if [[ -x "$cli" ]]; then
+    for run in "ln_bwd --dtype f16 --width 16384 --batch 7" \
+      "ln_fwd --dtype f16 --width 16384 --batch 301 --prefetch-rows 1" \
+      "ln_bwd --dtype bf16 --width 8192 --batch 300" \
+      "rms_bwd --dtype f32 --width 1003 --batch 77 --prefetch-rows 2" \
+      "rms_fwd --dtype f16 --width 8192 --batch 301 --prefetch-rows 2"; do
+      read -r -a rargs <<<"$run"
+      for tool in memcheck racecheck; do
+        step "$tool ptxdsl run $run" "$logs/$tool.log" \
+          "$sanitizer" --tool "$tool" --error-exitcode 3 "$cli" run "${rargs[@]}"
+      done
+    done
+  else
+    note "SKIP  sanitizer over ptxdsl run: $cli not built"
+  fi
   grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/memcheck.log "$logs"/racecheck.log \
     2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 fi
