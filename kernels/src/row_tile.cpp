@@ -1,5 +1,7 @@
 #include "row_tile.hpp"
 
+#include <utility>
+
 #include "chunk_loop.hpp"
 
 namespace ptxdsl::kernels::detail {
@@ -124,14 +126,28 @@ SharedDPtr RowTile::staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
          static_cast<std::int64_t>(staged_index_[j]) * per_chunk;
 }
 
+namespace {
+
+// `p` with a base register of its own (rewritten each row), and the buffer `elements` further on,
+// also in a register of its own.
+std::pair<SharedDPtr, SharedDPtr> two_buffers(Kernel& k, SharedDPtr p, std::int64_t elements) {
+  const SharedDPtr first{{k.mov<U32>(p.p.base), p.p.offset}, p.dtype};
+  const auto bytes = static_cast<std::uint32_t>(elements * dtype_bytes(p.dtype));
+  return {first, SharedDPtr{{k.add(first.p.base, bytes), p.p.offset}, p.dtype}};
+}
+
+// Moves `p` to the other buffer.
+void flip(Kernel& k, const SharedDPtr& p, Reg<U32> bits) {
+  k.mov(p.p.base, k.xor_(p.p.base, bits));
+}
+
+}  // namespace
+
 void RowTile::stage_async(Kernel& k, std::int64_t buffer_elements) {
-  // Base registers of their own: advance rewrites them each row.
-  const SharedDPtr first{{k.mov<U32>(staging_->p.base), staging_->p.offset}, staging_->dtype};
-  const SharedDPtr second = first + buffer_elements;
+  const auto [first, second] = two_buffers(k, *staging_, buffer_elements);
   staging_ = first;
-  next_staging_ = SharedDPtr{
-      {k.add(first.p.base, second.p.offset - first.p.offset), first.p.offset}, first.dtype};
-  buffer_flip_ = k.xor_(staging_->p.base, next_staging_->p.base);
+  next_staging_ = second;
+  buffer_flip_ = k.xor_(first.p.base, second.p.base);
 }
 
 void RowTile::copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer,
@@ -208,18 +224,16 @@ void RowTile::load(Kernel& k, const RowMasks& m,
 void RowTile::use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements) {
   std::uint32_t n = 0;
   for (Place p : places_) ring_index_.push_back(p == Place::Registers ? n++ : 0);
-  // Registers of their own for both turns: ring_fill and ring_take rewrite them each row.
-  const SharedDPtr first{{k.mov<U32>(ring.p.base), ring.p.offset}, ring.dtype};
-  const Reg<U32> second =
-      k.add(first.p.base, static_cast<std::uint32_t>(buffer_elements * dtype_bytes(ring.dtype)));
+  // Both turns start at the first buffer and flip on their own.
+  const auto [first, second] = two_buffers(k, ring, buffer_elements);
   ring_fill_ = first;
   ring_take_ = SharedDPtr{{k.mov<U32>(first.p.base), first.p.offset}, first.dtype};
-  ring_flip_ = k.xor_(first.p.base, second);
+  ring_flip_ = k.xor_(first.p.base, second.p.base);
 }
 
 void RowTile::ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row) {
   copy_chunks(k, m, thread_row, *ring_fill_, Place::Registers, ring_index_);
-  k.mov(ring_fill_->p.base, k.xor_(ring_fill_->p.base, *ring_flip_));
+  flip(k, *ring_fill_, *ring_flip_);
 }
 
 void RowTile::ring_take(Kernel& k) {
@@ -237,7 +251,7 @@ void RowTile::ring_take(Kernel& k) {
       assign(k, *regs_[j].vector, *c.vector);
     }
   }
-  k.mov(ring_take_->p.base, k.xor_(ring_take_->p.base, *ring_flip_));
+  flip(k, *ring_take_, *ring_flip_);
   prefetching_ = true;
 }
 
@@ -263,8 +277,8 @@ std::vector<ChunkLoad> RowTile::prefetch(Kernel& k, const RowMasks& next,
 
 void RowTile::advance(Kernel& k, const std::vector<ChunkLoad>& next) {
   if (next_staging_) {
-    k.mov(staging_->p.base, k.xor_(staging_->p.base, *buffer_flip_));
-    k.mov(next_staging_->p.base, k.xor_(next_staging_->p.base, *buffer_flip_));
+    flip(k, *staging_, *buffer_flip_);
+    flip(k, *next_staging_, *buffer_flip_);
   }
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] != Place::Registers) continue;
