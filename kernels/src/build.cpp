@@ -214,6 +214,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.max_registers = plan.max_registers;
   out.chosen.register_chunks = static_cast<std::uint32_t>(
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
+  out.chosen.staged_chunks = plan.staged_chunks();
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

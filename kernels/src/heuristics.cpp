@@ -216,17 +216,18 @@ Plan plan_norm(const NormSpec& spec) {
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(spec.arch);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
-                         std::uint32_t chunk_bytes) {
+                         std::uint32_t chunk_bytes, std::uint32_t max_shared) {
     places.assign(p.chunks, Place::Registers);
     for (std::uint32_t j = 0; j + in_registers < p.chunks; ++j) {
-      places[j] = chunk_bytes <= shared_left ? Place::Shared : Place::Global;
+      places[j] = chunk_bytes <= shared_left && j < max_shared ? Place::Shared : Place::Global;
       if (places[j] == Place::Shared) shared_left -= chunk_bytes;
     }
   };
   if (backward) {
-    place(p.accum, acc_regs, tpr * p.vec * 4 * nacc);
+    place(p.accum, acc_regs, tpr * p.vec * 4 * nacc, p.chunks);
   }
-  place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors);
+  place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors,
+        kn.staged_chunks.value_or(p.chunks));
   // Prefetching the next row (measured on the H200): the backward gains up to 16% where its
   // registers allow; the forward gains when few rows are left per resident CTA (the runtime picks
   // it per batch, forward_prefetch_batch_limit) and loses a little on long batches.

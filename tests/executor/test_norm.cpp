@@ -304,6 +304,38 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
   for (std::uint32_t batch : {1u, 5u, 17u}) run_batch(built, batch, 1003);
 }
 
+TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "[executor][norm]") {
+  // No staging: the chunks outside registers are loaded anew by every pass, beside register
+  // chunks or alone, one CTA a row or persistent CTAs prefetching their register chunks.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t in_registers : {0u, 1u}) {
+        for (std::uint32_t prefetch : {0u, 1u}) {
+          NormSpec spec;
+          spec.kind = kind;
+          spec.dtype = dtype;
+          spec.weight_dtype = dtype;
+          spec.width = 1003;
+          spec.knobs.threads_per_row = 64;
+          spec.knobs.register_chunks = in_registers;
+          spec.knobs.staged_chunks = 0;
+          spec.knobs.prefetch_rows = prefetch;
+          spec.knobs.sm_count = 2;
+          const BuiltNorm built = build_norm(spec);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " in registers " << in_registers
+                               << " prefetch " << prefetch);
+          REQUIRE(built.chosen.staged_chunks == 0u);
+          // The backward's dynamic shared memory holds dw/db partial sums; no rows.
+          if (kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd)
+            REQUIRE(built.steps[0].contract.dynamic_shared_bytes == 0u);
+          for (std::uint32_t batch : {1u, 6u}) run_batch(built, batch, 1008);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
   // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
   // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.

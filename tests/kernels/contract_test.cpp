@@ -105,6 +105,12 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(b.steps[0].contract.entry == "rms_fwd_f16_wf16_n4096_v4");
   // 4096 / (256 × 4) = 4 chunks, 2 kept in registers: 2 staged for each of the 2 rows.
   REQUIRE(b.steps[0].contract.dynamic_shared_bytes == 2 * 2 * 256 * 4 * 2);
+  REQUIRE(b.chosen.staged_chunks == 2u);
+  // One of the two others staged, the last read again from global memory each pass.
+  s.knobs.staged_chunks = 1;
+  const BuiltNorm one = build_norm(s);
+  REQUIRE(one.chosen.staged_chunks == 1u);
+  REQUIRE(one.steps[0].contract.dynamic_shared_bytes == 2 * 1 * 256 * 4 * 2);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -75,7 +75,7 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
   CHECK(r.status == 0);
   for (const char* s :
        {"ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd", "--threads-per-row", "--rows-per-cta",
-        "--vector-elems", "--ctas-per-sm", "--sm-count", "--register-chunks",
+        "--vector-elems", "--ctas-per-sm", "--sm-count", "--register-chunks", "--staged-chunks",
         "--accumulator-register-chunks", "--max-registers", "--prefetch-rows"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }

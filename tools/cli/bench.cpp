@@ -301,6 +301,7 @@ class BenchCommand : public Command {
       const bool knobs = !options_.threads_per_row.empty() || !options_.rows_per_cta.empty() ||
                          !options_.vector_elems.empty() || !options_.ctas_per_sm.empty() ||
                          !options_.sm_count.empty() || !options_.register_chunks.empty() ||
+                         !options_.staged_chunks.empty() ||
                          !options_.accumulator_register_chunks.empty() ||
                          !options_.max_registers.empty() || !options_.prefetch_rows.empty();
       if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");

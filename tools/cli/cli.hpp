@@ -45,6 +45,7 @@ struct SpecOptions {
   std::string vector_elems;
   std::string ctas_per_sm;
   std::string register_chunks;
+  std::string staged_chunks;
   std::string accumulator_register_chunks;
   std::string max_registers;
   std::string prefetch_rows;

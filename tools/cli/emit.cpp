@@ -94,6 +94,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     knob("ctas_per_sm", k.ctas_per_sm);
     knob("sm_count", k.sm_count);
     knob("register_chunks", k.register_chunks);
+    knob("staged_chunks", k.staged_chunks);
     knob("accumulator_register_chunks", k.accumulator_register_chunks);
     knob("max_registers", k.max_registers);
     knob("prefetch_rows", k.prefetch_rows);

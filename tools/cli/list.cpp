@@ -45,6 +45,8 @@ class ListCommand : public Command {
         "  --ctas-per-sm N       persistent grid = SMs x N\n"
         "  --sm-count N          backward: SMs assumed when sizing the grid\n"
         "  --register-chunks N   chunks of x (and dy) a thread keeps in registers\n"
+        "  --staged-chunks N     of the others, chunks staged in shared memory (the rest are\n"
+        "                        read again from global memory each pass)\n"
         "  --accumulator-register-chunks N  backward: dw/db partial chunks in registers\n"
         "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
         "  --prefetch-rows 0|1|2 persistent CTAs load the next row (2: the next two, through\n"

@@ -58,6 +58,10 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
   app.add_option("--register-chunks", register_chunks,
                  "chunks of x (and dy) a thread keeps in registers between passes")
       ->group(group);
+  app.add_option("--staged-chunks", staged_chunks,
+                 "of the chunks not in registers, how many to stage in shared memory (the rest "
+                 "are read again from global memory each pass)")
+      ->group(group);
   app.add_option("--accumulator-register-chunks", accumulator_register_chunks,
                  "backward: chunks of the dw/db partials kept in registers")
       ->group(group);
@@ -124,6 +128,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.knobs.ctas_per_sm = knob("--ctas-per-sm", ctas_per_sm);
   s.knobs.sm_count = knob("--sm-count", sm_count);
   s.knobs.register_chunks = knob0("--register-chunks", register_chunks);
+  s.knobs.staged_chunks = knob0("--staged-chunks", staged_chunks);
   s.knobs.accumulator_register_chunks =
       knob0("--accumulator-register-chunks", accumulator_register_chunks);
   s.knobs.max_registers = knob("--max-registers", max_registers);

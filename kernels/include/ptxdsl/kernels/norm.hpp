@@ -35,6 +35,9 @@ struct NormKnobs {
   // Chunks (one vector a thread each) of x (and dy) kept in f32 registers between passes; the rest
   // are staged in shared memory, or read again from global memory (L2) when that is full.
   std::optional<std::uint32_t> register_chunks;
+  // Of the chunks not in registers, how many may be staged in shared memory (while it has room);
+  // the others are read again from global memory, through L1 and L2, in each pass.
+  std::optional<std::uint32_t> staged_chunks;
   // Backward: chunks of the dw/db partial sums kept in registers; the rest live in shared memory,
   // or in the CTA's partial row of the workspace when that is full.
   std::optional<std::uint32_t> accumulator_register_chunks;
