@@ -1,7 +1,8 @@
 // Layer norm and RMS norm backward on a persistent grid. Each CTA walks row groups g = ctaid,
 // ctaid + gridDim, ...; per row it loads x and dy once, reduces Σ x̂·g (and Σ g) over the row
 // group, and writes dx. dw (and db) add up in f32 registers, each thread always owning the same
-// columns, and leave the CTA as one f32 partial row in the workspace for the column reduce.
+// columns, and leave the CTA as one f32 partial row in the workspace for the column reduce; or,
+// in one launch (plan.single_launch), the CTAs sum them by columns after their rows.
 #include <fmt/format.h>
 
 #include "builders.hpp"
@@ -169,7 +170,7 @@ std::uint32_t partial_pitch(std::uint32_t width) {
 
 LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool ln = spec.kind == NormKind::LayerNormBwd;
-  Kernel& k = m.kernel(entry_name(spec));
+  Kernel& k = m.kernel(entry_name(spec, plan.single_launch ? "single" : ""));
   k.require_threads(plan.block());
   k.max_registers(plan.max_registers);
 
@@ -181,8 +182,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const GlobalDPtr rstd_in = param_dptr(k, "rstd", DType::F32);
   const GlobalDPtr dy = param_dptr(k, "dy", spec.dtype);
   const GlobalDPtr dx = param_dptr(k, "dx", spec.dtype);
-  std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};
-  if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
+  // One launch: dw and db themselves; else per-CTA partial rows for the column reduce.
+  std::vector<GlobalDPtr> grads, partials;
+  if (plan.single_launch) {
+    grads.push_back(param_dptr(k, "dw", spec.weight_dtype));
+    if (ln) grads.push_back(param_dptr(k, "db", spec.weight_dtype));
+  } else {
+    partials.push_back(param_dptr(k, "partial_dw", DType::F32));
+    if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
+  }
   const Reg<U32> batch = k.param<U32>("batch");
   const Reg<U32> stride = k.param<U32>("stride");
 
@@ -354,10 +362,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       return t;
     };
 
-    // Pass 1: Σ x̂·g, Σ g, and dw += dy·x̂, db += dy.
+    // Pass 1: Σ x̂·g, Σ g, and (partial rows) dw += dy·x̂, db += dy.
     RunningSum sum_xg(k), sum_g(k);
     std::vector<int> keys = xt.loop_keys();
-    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
+    for (std::uint32_t j = 0; j < plan.chunks && !accs.empty(); ++j) {
       // Register accumulators cannot loop; fence them unless their data is in registers too.
       if (keys[j] > 0 && plan.accum[j] == Place::Registers) keys[j] = -1;
       if (keys[j] > 0) keys[j] = keys[j] * 4 + 1 + static_cast<int>(plan.accum[j]);
@@ -370,8 +378,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
           for (std::uint32_t e = 0; e < plan.vec; ++e) xg.push_back(k.mul(t.xhat[e], t.g[e]));
           sum_xg.add(k, tree_sum(k, xg));
           if (ln) sum_g.add(k, tree_sum(k, t.g));
-          accs[0].add(k, j, t.dy, &t.xhat, shift);          // dw += dy·x̂
-          if (ln) accs[1].add(k, j, t.dy, nullptr, shift);  // db += dy
+          if (!accs.empty()) {
+            accs[0].add(k, j, t.dy, &t.xhat, shift);          // dw += dy·x̂
+            if (ln) accs[1].add(k, j, t.dy, nullptr, shift);  // db += dy
+          }
         },
         fence);
     std::vector<Reg<F32>> sums{sum_xg.value()};
@@ -410,8 +420,9 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
   });
 
-  // The CTA's partial rows.
-  if (R > 1) {
+  if (plan.single_launch) {
+    column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});
+  } else if (R > 1) {  // the CTA's partial rows
     merge_row_slots(k, plan, cta, lanes, region(staging_end), accs);
   } else {
     for (Accumulator& acc : accs) acc.write_out(k, fence);

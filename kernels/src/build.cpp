@@ -92,6 +92,9 @@ void validate(const NormSpec& spec) {
   if (kn.prefetch_rows && *kn.prefetch_rows > 2) {
     throw Error(fmt::format("prefetch_rows must be 0, 1 or 2, got {}", *kn.prefetch_rows));
   }
+  if (kn.single_launch && *kn.single_launch > 1) {
+    throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
+  }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
   }
@@ -175,7 +178,7 @@ std::string GridRule::describe() const {
 }
 
 std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
-  if (!is_backward(spec.kind) || steps.empty()) return 0;
+  if (!is_backward(spec.kind) || steps.size() < 2) return 0;  // the forward, or one launch
   return steps[0].grid.grid(batch, spec.width);
 }
 
@@ -196,8 +199,11 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.spec = spec;
   if (is_backward(spec.kind)) {
     out.steps.push_back(detail::build_backward(*module, spec, plan));
-    out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
-    out.partial_pitch = detail::partial_pitch(spec.width);
+    if (!plan.single_launch) {
+      out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
+      out.partial_pitch = detail::partial_pitch(spec.width);
+    }
+    out.chosen.single_launch = plan.single_launch ? 1u : 0u;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
   } else {

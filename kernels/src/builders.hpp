@@ -1,7 +1,10 @@
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "element_io.hpp"
 #include "heuristics.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 
@@ -18,6 +21,31 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan);
 LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan);
 // Sums the partial rows in a fixed order into dw (and db).
 LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan);
+
+// The backward in one launch (plan.single_launch): after its rows, each CTA sums dw (and db) over
+// every row for its tiles of columns, reading x and dy again (from L2 at the batches that use it).
+struct ColumnGradInputs {
+  GlobalDPtr x, dy;
+  std::optional<GlobalDPtr> mean;  // layer norm
+  GlobalDPtr rstd;
+  std::vector<GlobalDPtr> outs;  // dw (and db)
+  Reg<U32> batch, stride;
+};
+void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
+                         const ColumnGradInputs& in);
+
+// Column sums split over `slices` groups of `threads` threads, each thread summing `per_thread`
+// consecutive columns of every tensor: sums[tensor][element].
+struct SliceSums {
+  SharedPtr<F32> table;  // slices × threads × per_thread floats per tensor
+  Reg<U32> tid, slice;   // tid = slice · threads + the thread's place in its slice
+  std::uint32_t threads, slices, per_thread;
+  std::vector<std::vector<Reg<F32>>> sums;
+};
+// The last step of a column sum: the slices meet in shared memory and slice 0 adds them in slice
+// order (the same bits every run), storing `outs[t]` at `column` as `dtype` where `column_ok`.
+void store_slice_sums(Kernel& k, const SliceSums& s, const std::vector<GlobalDPtr>& outs,
+                      Reg<U32> column, Pred column_ok, DType dtype);
 
 // f32 elements between two partial rows in the workspace: the width rounded up to 16 bytes.
 std::uint32_t partial_pitch(std::uint32_t width);

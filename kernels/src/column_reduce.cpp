@@ -6,6 +6,34 @@
 
 namespace ptxdsl::kernels::detail {
 
+void store_slice_sums(Kernel& k, const SliceSums& s, const std::vector<GlobalDPtr>& outs,
+                      Reg<U32> column, Pred column_ok, DType dtype) {
+  // [tensor][slice][the slice's threads][per_thread]: a slice's columns are contiguous.
+  const std::uint32_t per = s.per_thread;
+  const std::int64_t tensor_floats = static_cast<std::int64_t>(s.slices) * s.threads * per;
+  const SharedPtr<F32> mine = k.index(s.table, per == 1 ? s.tid : k.mul(s.tid, per));
+  for (std::size_t a = 0; a < s.sums.size(); ++a) {
+    for (std::uint32_t e = 0; e < per; ++e) {
+      k.st(mine + static_cast<std::int64_t>(a) * tensor_floats + e, s.sums[a][e]);
+    }
+  }
+  k.bar_sync(0);
+  k.if_(k.and_(column_ok, k.setp(Cmp::Eq, s.slice, 0u)), [&] {
+    for (std::size_t a = 0; a < s.sums.size(); ++a) {
+      std::vector<Reg<F32>> totals;
+      for (std::uint32_t e = 0; e < per; ++e) {
+        const SharedPtr<F32> first = mine + static_cast<std::int64_t>(a) * tensor_floats + e;
+        Reg<F32> total = k.ld(first);
+        for (std::uint32_t slice = 1; slice < s.slices; ++slice) {
+          total = k.add(total, k.ld(first + static_cast<std::int64_t>(slice) * s.threads * per));
+        }
+        totals.push_back(total);
+      }
+      store_raw(k, at(k, outs[a], column), encode(k, totals, dtype), std::nullopt, kNoHints);
+    }
+  });
+}
+
 LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool ln = spec.kind == NormKind::LayerNormBwd;
   Kernel& k = m.kernel(entry_name(spec, ln ? "dwdb" : "dw"));
@@ -28,10 +56,10 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const std::uint32_t pitch = partial_pitch(spec.width);
 
   std::vector<GlobalPtr<F32>> cols;
-  std::vector<Reg<F32>> sums;
+  std::vector<std::vector<Reg<F32>>> sums;
   for (const GlobalDPtr& p : partials) {
     cols.push_back(k.index(p.p.as<F32>(), column));
-    sums.push_back(k.mov<F32>(0.0f));
+    sums.push_back({k.mov<F32>(0.0f)});
   }
   k.for_range(slice, rows, S * kUnroll, [&](Reg<U32> r) {
     std::vector<Pred> ok;
@@ -45,28 +73,14 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
         v.push_back(
             k.ld_if(ok[u], base + static_cast<std::int64_t>(u) * S * pitch, 0.0f, kNcNoAllocate));
       }
-      for (Reg<F32> e : v) k.add(sums[a], sums[a], e);
+      for (Reg<F32> e : v) k.add(sums[a][0], sums[a][0], e);
     }
   });
 
-  // Slice sums through shared memory: [tensor][slice][lane].
   const SharedPtr<F32> table =
       k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C);
-  const SharedPtr<F32> mine = k.index(table, tid);
-  for (std::size_t a = 0; a < cols.size(); ++a)
-    k.st(mine + static_cast<std::int64_t>(a * S * C), sums[a]);
-  k.bar_sync(0);
-  k.if_(k.and_(column_ok, k.setp(Cmp::Eq, slice, 0u)), [&] {
-    for (std::size_t a = 0; a < cols.size(); ++a) {
-      Reg<F32> total = k.ld(mine + static_cast<std::int64_t>(a * S * C));
-      for (std::uint32_t s = 1; s < S; ++s) {
-        total = k.add(total, k.ld(mine + static_cast<std::int64_t>(a * S * C + s * C)));
-      }
-      const std::vector<Reg<F32>> one{total};
-      store_raw(k, at(k, outs[a], column), encode(k, one, spec.weight_dtype), std::nullopt,
-                kNoHints);
-    }
-  });
+  store_slice_sums(k, SliceSums{table, tid, slice, C, S, 1, sums}, outs, column, column_ok,
+                   spec.weight_dtype);
   k.finalize();
 
   LaunchStep step;

@@ -130,7 +130,9 @@ std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
 }
 
 std::uint32_t Plan::merge_bytes(std::uint32_t accumulators) const {
-  return rows_per_cta > 1 ? accumulators * rows_per_cta * chunks * threads_per_row * vec * 4 : 0;
+  return rows_per_cta > 1 && !single_launch
+             ? accumulators * rows_per_cta * chunks * threads_per_row * vec * 4
+             : 0;
 }
 
 std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
@@ -151,8 +153,12 @@ Plan plan_norm(const NormSpec& spec) {
   const bool backward = is_backward(spec.kind);
   const std::uint32_t nacc = accumulators(spec.kind);
   const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  // One launch: no dw/db partial sums to hold between rows (the threads stay those of two).
+  const bool single = backward && kn.single_launch.value_or(0) == 1;
+  const std::uint32_t held_acc = single ? 0 : nacc;
 
   Plan p;
+  p.single_launch = single;
   p.width = spec.width;
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);
@@ -195,9 +201,9 @@ Plan plan_norm(const NormSpec& spec) {
   // the rest; ptxas handles short unrolled passes well.
   const bool all_in_registers =
       backward && p.chunks <= 4 &&
-      (2 + nacc) * p.chunks * p.vec + 48 + (wide_weights ? 2 * p.vec : 0) <= p.max_registers;
-  if (all_in_registers) room = (2 + nacc) * p.chunks * p.vec;
-  if (backward) {
+      (2 + held_acc) * p.chunks * p.vec + 48 + (wide_weights ? 2 * p.vec : 0) <= p.max_registers;
+  if (all_in_registers) room = (2 + held_acc) * p.chunks * p.vec;
+  if (backward && !single) {
     acc_regs = std::min(p.chunks, kn.accumulator_register_chunks.value_or(room / (nacc * p.vec)));
     // Several row slots a CTA share one partial row (merged at the end): registers only.
     if (p.rows_per_cta > 1) acc_regs = p.chunks;
@@ -223,7 +229,7 @@ Plan plan_norm(const NormSpec& spec) {
       if (places[j] == Place::Shared) shared_left -= chunk_bytes;
     }
   };
-  if (backward) {
+  if (backward && !single) {
     place(p.accum, acc_regs, tpr * p.vec * 4 * nacc, p.chunks);
   }
   place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors,
@@ -328,7 +334,7 @@ Plan plan_norm(const NormSpec& spec) {
     // Each backward CTA walks enough rows that the f32 partials (written, then read by the reduce)
     // stay within about a quarter of the kernel's own traffic (x, dy read, dx written).
     const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);
-    p.min_row_groups_per_cta = ceil_div(rows_per_partial, p.rows_per_cta);
+    p.min_row_groups_per_cta = single ? 1 : ceil_div(rows_per_partial, p.rows_per_cta);
   }
   return p;
 }
@@ -356,6 +362,26 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   // Up to about four rows a resident row slot: 4096x1024 and 1151x8192 f16 gained 7-14%,
   // 4096x4096 to 16384x8192 lost 1-7% (docs/performance.md).
   return 4 * spec.knobs.sm_count.value_or(132) * fit * p.rows_per_cta;
+}
+
+}  // namespace ptxdsl::kernels
+
+namespace ptxdsl::kernels {
+
+namespace {
+// Rounds of the column pass (each row a warp's loads in flight once) that cost less than the
+// reduce launch: calibrated on the H200 (docs/performance.md).
+constexpr std::uint32_t kColumnPassRounds = 4;
+}  // namespace
+
+std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
+  NormSpec single = spec;
+  single.knobs.single_launch = 1;
+  const detail::Plan p = detail::plan_norm(single);
+  // The column pass walks the batch kColumnRowsInFlight rows a warp at a time, a round trip to L2
+  // each: worth it while a few rounds cost less than the reduce launch it saves.
+  const std::uint32_t warps = p.block() / 32;
+  return kColumnPassRounds * warps * detail::kColumnRowsInFlight;
 }
 
 }  // namespace ptxdsl::kernels

@@ -36,6 +36,8 @@ struct Plan {
   // shared buffers, and a row moves from the ring into registers when the previous one is done:
   // two rows in flight for the registers of one.
   bool ring = false;
+  // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows.
+  bool single_launch = false;
   // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
   bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;
@@ -74,5 +76,8 @@ std::uint32_t default_vector_elems(DType d);
 std::uint32_t shared_budget(Arch a);
 
 Plan plan_norm(const NormSpec& spec);
+
+// The one-launch backward's column pass: rows a warp loads at once.
+inline constexpr std::uint32_t kColumnRowsInFlight = 8;
 
 }  // namespace ptxdsl::kernels::detail

@@ -168,7 +168,7 @@ class NormPair {
     last_vec_ = vec;
     values_.batch = batch;
     values_.stride = stride;
-    return variant(backward, vec, !backward && prefetch_pays(vec, batch));
+    return variant(backward, vec, alternate_pays(backward, vec, batch));
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -210,10 +210,11 @@ class NormPair {
       fail(false, fmt::format("prepare: vector_elems must be a power of two in [1, {}], got {}",
                               max_vec_, vec));
     }
-    variant(false, vec, false);
-    // The prefetching forward only where some batch would launch it.
-    if (prefetch_pays(vec, 1)) variant(false, vec, true);
-    variant(true, vec);
+    // The alternates (prefetching forward, one-launch backward) only where some batch takes them.
+    for (const bool backward : {false, true}) {
+      variant(backward, vec, false);
+      if (alternate_pays(backward, vec, 1)) variant(backward, vec, true);
+    }
   }
 
  private:
@@ -287,34 +288,40 @@ class NormPair {
     owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
   }
 
-  // The forward comes as two variants, one CTA a row group or persistent CTAs that prefetch rows,
-  // picked per batch (kernels::forward_prefetch_batch_limit) unless the options fix the knob.
-  bool prefetch_pays(std::uint32_t vec, std::uint32_t batch) {
-    if (spec_.knobs.prefetch_rows) return false;  // the knob's own variant
-    std::uint32_t& limit = prefetch_limit_[log2_index(vec)];
+  // Each direction comes as two variants picked per batch unless the options fix the knob: the
+  // forward with one CTA a row group or persistent CTAs that prefetch rows
+  // (kernels::forward_prefetch_batch_limit), the backward with partial rows and a reduce launch
+  // or in one launch (kernels::backward_single_launch_batch_limit).
+  bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch) {
+    if (backward ? spec_.knobs.single_launch.has_value() : spec_.knobs.prefetch_rows.has_value()) {
+      return false;  // the knob's own variant
+    }
+    std::uint32_t& limit = alternate_limit_[backward ? 1 : 0][log2_index(vec)];
     if (limit == kUnknown) [[unlikely]] {
       kernels::NormSpec spec = spec_;
-      spec.kind = forward_kind();
+      spec.kind = backward ? backward_kind() : forward_kind();
       spec.knobs.vector_elems = vec;
-      limit = kernels::forward_prefetch_batch_limit(spec);
+      limit = backward ? kernels::backward_single_launch_batch_limit(spec)
+                       : kernels::forward_prefetch_batch_limit(spec);
     }
     return batch <= limit;
   }
 
-  const Variant& variant(bool backward, std::uint32_t vec, bool prefetch = false) {
+  const Variant& variant(bool backward, std::uint32_t vec, bool alternate = false) {
     std::unique_ptr<Variant>& slot =
-        (backward ? backward_ : forward_[prefetch ? 1 : 0])[log2_index(vec)];
+        variants_[backward ? 1 : 0][alternate ? 1 : 0][log2_index(vec)];
     if (!slot) [[unlikely]] {
-      slot = build(backward, vec, prefetch);
+      slot = build(backward, vec, alternate);
     }
     return *slot;
   }
 
-  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec, bool prefetch) {
+  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec, bool alternate) {
     kernels::NormSpec spec = spec_;
     spec.kind = backward ? backward_kind() : forward_kind();
     spec.knobs.vector_elems = vec;
-    if (prefetch) spec.knobs.prefetch_rows = 1;
+    if (alternate && backward) spec.knobs.single_launch = 1;
+    if (alternate && !backward) spec.knobs.prefetch_rows = 1;
     auto v = std::make_unique<Variant>();
     v->built = kernels::build_norm(spec);
     const std::string name = fmt::format(
@@ -372,9 +379,11 @@ class NormPair {
   std::uint32_t max_vec_ = 8;
   std::uint32_t last_vec_ = 0;
   ModuleCache* cache_ = nullptr;
-  std::array<std::unique_ptr<Variant>, 4> forward_[2], backward_;
+  // [backward][alternate][log2 of the vector width]
+  std::array<std::unique_ptr<Variant>, 4> variants_[2][2];
   static constexpr std::uint32_t kUnknown = 0xFFFFFFFFu;
-  std::array<std::uint32_t, 4> prefetch_limit_{kUnknown, kUnknown, kUnknown, kUnknown};
+  std::array<std::uint32_t, 4> alternate_limit_[2] = {{kUnknown, kUnknown, kUnknown, kUnknown},
+                                                      {kUnknown, kUnknown, kUnknown, kUnknown}};
   DeviceBuffer<std::byte> owned_;
   CallValues values_;
 };

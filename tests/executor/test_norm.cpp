@@ -336,6 +336,40 @@ TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "
   }
 }
 
+TEST_CASE("the backward in one launch: dw and db summed by columns (single_launch)",
+          "[executor][norm]") {
+  // 16-bit pairs (even widths, 4-byte rows) and lone elements (odd widths, 2-byte vectors); a
+  // grid of a few CTAs walking several tiles of columns and rows; one row a CTA and several;
+  // batches shorter than one round of a warp's rows, and several rounds with a ragged last one.
+  struct Shape {
+    std::uint32_t width, threads_per_row, rows_per_cta, vector_elems;
+  };
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (const Shape& shape :
+           {Shape{100, 32, 2, 4}, Shape{1003, 64, 1, 1}, Shape{4096, 256, 1, 0}}) {
+        NormSpec spec;
+        spec.kind = kind;
+        spec.dtype = dtype;
+        spec.weight_dtype = dtype;
+        spec.width = shape.width;
+        spec.knobs.threads_per_row = shape.threads_per_row;
+        spec.knobs.rows_per_cta = shape.rows_per_cta;
+        if (shape.vector_elems != 0) {
+          spec.knobs.vector_elems = std::min(shape.vector_elems, 16u / dtype_bytes(dtype));
+        }
+        spec.knobs.single_launch = 1;
+        spec.knobs.sm_count = 2;
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << shape.width);
+        REQUIRE(built.steps.size() == 1u);
+        REQUIRE(built.workspace_bytes(1000) == 0u);
+        for (std::uint32_t batch : {1u, 7u, 150u}) run_batch(built, batch, shape.width);
+      }
+    }
+  }
+}
+
 TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
   // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
   // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.

@@ -76,7 +76,7 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
   for (const char* s :
        {"ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd", "--threads-per-row", "--rows-per-cta",
         "--vector-elems", "--ctas-per-sm", "--sm-count", "--register-chunks", "--staged-chunks",
-        "--accumulator-register-chunks", "--max-registers", "--prefetch-rows"}) {
+        "--accumulator-register-chunks", "--max-registers", "--prefetch-rows", "--single-launch"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

@@ -303,7 +303,8 @@ class BenchCommand : public Command {
                          !options_.sm_count.empty() || !options_.register_chunks.empty() ||
                          !options_.staged_chunks.empty() ||
                          !options_.accumulator_register_chunks.empty() ||
-                         !options_.max_registers.empty() || !options_.prefetch_rows.empty();
+                         !options_.max_registers.empty() || !options_.prefetch_rows.empty() ||
+                         !options_.single_launch.empty();
       if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");
       for (const Shape& s : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}

@@ -49,6 +49,7 @@ struct SpecOptions {
   std::string accumulator_register_chunks;
   std::string max_registers;
   std::string prefetch_rows;
+  std::string single_launch;
   std::string sm_count;
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.

@@ -98,6 +98,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     knob("accumulator_register_chunks", k.accumulator_register_chunks);
     knob("max_registers", k.max_registers);
     knob("prefetch_rows", k.prefetch_rows);
+    knob("single_launch", k.single_launch);
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)
@@ -105,6 +106,10 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   if (!is_backward(s.kind) && !s.knobs.prefetch_rows) {
     // The runtime's choice per call: persistent prefetching CTAs up to this batch.
     j.field("prefetch_batch_limit", kernels::forward_prefetch_batch_limit(s));
+  }
+  if (is_backward(s.kind) && !s.knobs.single_launch) {
+    // The runtime's choice per call: the one-launch backward up to this batch.
+    j.field("single_launch_batch_limit", kernels::backward_single_launch_batch_limit(s));
   }
   j.key("scalars").begin_object();
   j.field("batch", "rows in this launch (u32)");

@@ -51,6 +51,8 @@ class ListCommand : public Command {
         "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
         "  --prefetch-rows 0|1|2 persistent CTAs load the next row (2: the next two, through\n"
         "                        shared memory) during this one\n"
+        "  --single-launch 0|1   backward: dw/db summed by columns in the same launch (x and dy\n"
+        "                        read again) instead of partial rows and a reduce launch\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

@@ -71,6 +71,10 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
                  "1: persistent CTAs load the next row while working on this one; 2: the next "
                  "two rows, through shared memory; 0: not")
       ->group(group);
+  app.add_option("--single-launch", single_launch,
+                 "backward: 1 sums dw/db by columns in the same launch (x and dy read again); 0 "
+                 "writes partial rows for a second launch (default: by batch)")
+      ->group(group);
 }
 
 namespace {
@@ -133,6 +137,7 @@ kernels::NormSpec SpecOptions::spec() const {
       knob0("--accumulator-register-chunks", accumulator_register_chunks);
   s.knobs.max_registers = knob("--max-registers", max_registers);
   s.knobs.prefetch_rows = knob0("--prefetch-rows", prefetch_rows);
+  s.knobs.single_launch = knob0("--single-launch", single_launch);
   usage([&] { kernels::validate(s); });
   return s;
 }

@@ -49,6 +49,10 @@ struct NormKnobs {
   // when the previous row is done (every chunk in registers); 0: each row's loads start when its
   // work does.
   std::optional<std::uint32_t> prefetch_rows;
+  // Backward: 1 runs it in one launch, each CTA also summing dw (and db) for some columns over
+  // every row (x and dy read again); 0 writes per-CTA partial rows that a second launch reduces.
+  // Unset: 0; the runtime picks 1 per call for batches ≤ backward_single_launch_batch_limit.
+  std::optional<std::uint32_t> single_launch;
 };
 
 // Allowed knob values (validate() checks them):
@@ -56,7 +60,7 @@ struct NormKnobs {
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
-// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2.
+// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
@@ -82,6 +86,11 @@ std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t st
 // (knobs.prefetch_rows = 1) beat one CTA a row group; the runtime picks the variant per call by it
 // unless the knob is set. Not a kind check: meaningful for forward specs only.
 std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec);
+
+// Backward: the largest batch for which the one-launch backward (knobs.single_launch = 1) beats
+// partial rows and a reduce launch; the runtime picks the variant per call by it unless the knob
+// is set. Meaningful for backward specs only.
+std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec);
 
 // How many CTAs a step launches for a batch.
 struct GridRule {
@@ -116,7 +125,8 @@ struct BuiltNorm {
   std::shared_ptr<const Module> module;
   // Every knob as the heuristics resolved it (the spec's own knobs where it set them).
   NormKnobs chosen;
-  // Backward: f32 elements from one partial row to the next (the width rounded up to 4).
+  // Backward: f32 elements from one partial row to the next (the width rounded up to 4); 0 for
+  // the one-launch backward, which has no partial rows.
   std::uint32_t partial_pitch = 0;
   // f32 scratch the backward needs for `batch` rows (partial dw/db rows); 0 for the forward.
   // Layout: partial_dw at byte 0, partial_db (layer norm) at partial_db_offset(batch).
