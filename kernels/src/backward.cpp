@@ -257,7 +257,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     stats.push_back(load_raw(k, at(k, rstd_in, row), 1, ok, kNc));
     return stats;
   };
-  // The grid never exceeds the row groups, so every CTA's first group is real.
+  // The grid never exceeds the row groups, so every CTA's first group is real; except in one
+  // launch, whose grid covers the tiles of columns too: there the first row is checked.
   const Reg<U32> first_row = groups.row(cta_id);
   // x and dy through L1 (.nc, allocating) when one CTA has the SM: 4-9% faster for 8192- and
   // 16384-wide rows on the H200; with several CTAs an SM, 4% slower (4096x4096 f16) than
@@ -282,7 +283,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   if (plan.prefetch) {
     // The first row's register chunks and statistics load before the loop; each iteration then
     // loads the next row's while it works on the current one.
-    const std::optional<Pred> ok = groups.row_ok(first_row);
+    std::optional<Pred> ok = groups.row_ok(first_row);
+    if (plan.single_launch && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
     const RowMasks first(k, lanes, ok);
     if (plan.ring) {
       // The first two rows into the ring, the first of them on into registers.
@@ -435,6 +437,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   step.grid.rows_per_cta = R;
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   step.grid.min_row_groups = plan.min_row_groups_per_cta;
+  // One launch: a CTA for each tile of columns, rows or not.
+  if (plan.single_launch) step.grid.min_ctas = std::min(plan.column_tiles(), step.grid.max_ctas);
   return step;
 }
 

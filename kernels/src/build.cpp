@@ -156,7 +156,9 @@ std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
       return ceil_div(batch, rows_per_cta);
     case Kind::Persistent: {
       const std::uint32_t groups = ceil_div(batch, rows_per_cta);
-      return std::max(1u, std::min(max_ctas, ceil_div(groups, std::max(1u, min_row_groups))));
+      return std::max(
+          1u,
+          std::min(max_ctas, std::max(min_ctas, ceil_div(groups, std::max(1u, min_row_groups)))));
     }
     case Kind::Columns:
       return ceil_div(width, columns_per_cta);
@@ -169,6 +171,10 @@ std::string GridRule::describe() const {
     case Kind::RowsPerCta:
       return rows_per_cta == 1 ? "batch" : fmt::format("ceil(batch / {})", rows_per_cta);
     case Kind::Persistent:
+      if (min_ctas > 0) {
+        return fmt::format("min({}, max({}, ceil(ceil(batch / {}) / {})))", max_ctas, min_ctas,
+                           rows_per_cta, min_row_groups);
+      }
       return fmt::format("min({}, ceil(ceil(batch / {}) / {}))", max_ctas, rows_per_cta,
                          min_row_groups);
     case Kind::Columns:

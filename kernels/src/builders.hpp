@@ -41,6 +41,7 @@ struct SliceSums {
   Reg<U32> tid, slice;   // tid = slice · threads + the thread's place in its slice
   std::uint32_t threads, slices, per_thread;
   std::vector<std::vector<Reg<F32>>> sums;
+  std::optional<Pred> holds;  // the threads that hold sums (all when unset)
 };
 // The last step of a column sum: the slices meet in shared memory and slice 0 adds them in slice
 // order (the same bits every run), storing `outs[t]` at `column` as `dtype` where `column_ok`.

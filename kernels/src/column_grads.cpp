@@ -1,29 +1,34 @@
 // The backward in one launch: after its rows, each CTA sums dw = Σ dy·x̂ (and db = Σ dy) over every
-// row for tiles of 32 lanes × cv columns, t = ctaid, ctaid + grid, ...; x and dy are read again,
-// from L2 at the batches that use this. Warp s of the CTA sums rows s, s + S, s + 2S, ... with
-// kUnroll rows' loads in flight at once, and the warps' sums meet in warp order, as in the column
-// reduce: the same bits every run.
+// row for tiles of columns t = ctaid, ctaid + grid, ...; x and dy are read again, from L2 at the
+// batches that use this. A warp's load covers L lanes × cv columns of 32 / L rows; warp s of the
+// CTA walks rows from s · 32 / L, kColumnRowsInFlight loads in flight at once. The rows of a warp
+// meet by a butterfly, the warps in shared memory in warp order (as in the column reduce): the
+// same bits every run.
+#include <bit>
+
 #include "builders.hpp"
 
 namespace ptxdsl::kernels::detail {
 
 void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
                          const ColumnGradInputs& in) {
-  const int s = dtype_bytes(spec.dtype);
-  // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs (the row vectors
-  // are aligned to plan.vec elements).
-  const std::uint32_t cv = s == 2 && plan.vec >= 2 && spec.width % 2 == 0 ? 2 : 1;
-  const std::uint32_t C = 32 * cv;
+  const std::uint32_t cv = plan.column_vec;
+  const std::uint32_t rows_a_load = plan.column_row_lanes;
+  const std::uint32_t L = 32 / rows_a_load;  // lanes across the columns
+  const std::uint32_t C = plan.column_width();
   const std::uint32_t S = plan.block() / 32;
-  constexpr std::uint32_t kUnroll = kColumnRowsInFlight;
-  const std::uint32_t tiles = (spec.width + C - 1) / C;
+  const std::uint32_t rows_a_round = S * rows_a_load * kColumnRowsInFlight;
   const auto nacc = static_cast<std::uint32_t>(in.outs.size());
 
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> slice = k.shr(tid, 5u);
-  const Reg<U32> lane_column = k.mul(k.and_(tid, 31u), cv);
-  const SharedPtr<F32> table = k.shared_array<F32>("column_sums", nacc * S * C);
-  k.for_range(k.ctaid_x(), tiles, k.nctaid_x(), [&](Reg<U32> tile) {
+  const Reg<U32> lane = k.and_(tid, 31u);
+  const Reg<U32> column_lane = k.and_(lane, L - 1);
+  const Reg<U32> row_lane = k.shr(lane, static_cast<std::uint32_t>(std::countr_zero(L)));
+  const Reg<U32> lane_column = k.mul(column_lane, cv);
+  const Reg<U32> first_row = k.mad(slice, rows_a_load, row_lane);
+  const SharedPtr<F32> table = k.shared_array<F32>("column_sums", nacc * S * L * cv);
+  k.for_range(k.ctaid_x(), plan.column_tiles(), k.nctaid_x(), [&](Reg<U32> tile) {
     const Reg<U32> column = k.mad(tile, C, lane_column);
     const Pred column_ok = k.setp(Cmp::Lt, column, spec.width);
     const GlobalDPtr x_col = at(k, in.x, column);
@@ -32,16 +37,16 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
     for (auto& sum : sums) {
       for (std::uint32_t e = 0; e < cv; ++e) sum.push_back(k.mov<F32>(0.0f));
     }
-    k.for_range(slice, in.batch, S * kUnroll, [&](Reg<U32> first) {
-      // Every load of the kUnroll rows first, then the sums; rows past the batch read nothing and
-      // add zeros.
+    k.for_range(first_row, in.batch, rows_a_round, [&](Reg<U32> first) {
+      // Every load of the round first, then the sums; rows past the batch read nothing and add
+      // zeros.
       struct Loaded {
         Raw x, dy;
         std::vector<Raw> stats;  // mean (layer norm), rstd
       };
       std::vector<Loaded> rows;
-      for (std::uint32_t u = 0; u < kUnroll; ++u) {
-        const Reg<U32> row = u == 0 ? first : k.add(first, u * S);
+      for (std::uint32_t u = 0; u < kColumnRowsInFlight; ++u) {
+        const Reg<U32> row = u == 0 ? first : k.add(first, u * S * rows_a_load);
         const Pred ok = u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, row, in.batch));
         Loaded l;
         l.x = load_raw(k, row_of(k, x_col, row, in.stride), cv, ok, kNcNoAllocate);
@@ -62,8 +67,17 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
         }
       }
     });
-    store_slice_sums(k, SliceSums{table, tid, slice, 32, S, cv, sums}, in.outs, column, column_ok,
-                     spec.weight_dtype);
+    // The rows that shared a warp's loads, added by a butterfly over the row-lane bits.
+    for (auto& sum : sums) {
+      for (Reg<F32>& v : sum) {
+        for (std::uint32_t mask = L; mask < 32; mask *= 2) v = k.add(v, k.shfl_bfly(v, mask));
+      }
+    }
+    std::optional<Pred> holds;
+    if (rows_a_load > 1) holds = k.setp(Cmp::Eq, row_lane, 0u);
+    store_slice_sums(k,
+                     SliceSums{table, k.mad(slice, L, column_lane), slice, L, S, cv, sums, holds},
+                     in.outs, column, column_ok, spec.weight_dtype);
     k.bar_sync(0);  // slice 0 has read the table before the next tile writes it
   });
 }

@@ -12,13 +12,22 @@ void store_slice_sums(Kernel& k, const SliceSums& s, const std::vector<GlobalDPt
   const std::uint32_t per = s.per_thread;
   const std::int64_t tensor_floats = static_cast<std::int64_t>(s.slices) * s.threads * per;
   const SharedPtr<F32> mine = k.index(s.table, per == 1 ? s.tid : k.mul(s.tid, per));
-  for (std::size_t a = 0; a < s.sums.size(); ++a) {
-    for (std::uint32_t e = 0; e < per; ++e) {
-      k.st(mine + static_cast<std::int64_t>(a) * tensor_floats + e, s.sums[a][e]);
+  const auto write = [&] {
+    for (std::size_t a = 0; a < s.sums.size(); ++a) {
+      for (std::uint32_t e = 0; e < per; ++e) {
+        k.st(mine + static_cast<std::int64_t>(a) * tensor_floats + e, s.sums[a][e]);
+      }
     }
+  };
+  if (s.holds) {
+    k.predicated(*s.holds, write);
+  } else {
+    write();
   }
   k.bar_sync(0);
-  k.if_(k.and_(column_ok, k.setp(Cmp::Eq, s.slice, 0u)), [&] {
+  Pred adds = k.and_(column_ok, k.setp(Cmp::Eq, s.slice, 0u));
+  if (s.holds) adds = k.and_(adds, *s.holds);
+  k.if_(adds, [&] {
     for (std::size_t a = 0; a < s.sums.size(); ++a) {
       std::vector<Reg<F32>> totals;
       for (std::uint32_t e = 0; e < per; ++e) {
@@ -79,8 +88,8 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
 
   const SharedPtr<F32> table =
       k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C);
-  store_slice_sums(k, SliceSums{table, tid, slice, C, S, 1, sums}, outs, column, column_ok,
-                   spec.weight_dtype);
+  store_slice_sums(k, SliceSums{table, tid, slice, C, S, 1, sums, std::nullopt}, outs, column,
+                   column_ok, spec.weight_dtype);
   k.finalize();
 
   LaunchStep step;

@@ -336,6 +336,20 @@ Plan plan_norm(const NormSpec& spec) {
     const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);
     p.min_row_groups_per_cta = single ? 1 : ceil_div(rows_per_partial, p.rows_per_cta);
   }
+  if (single) {
+    // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs (rows are
+    // aligned to p.vec elements). Rows share a warp's load (1, 2 or 4 of them, 32 bytes of each
+    // at least) so that the tiles of columns come close to filling the grid.
+    p.column_vec = s == 2 && p.vec >= 2 && p.width % 2 == 0 ? 2 : 1;
+    const std::uint32_t ctas = p.sm_count * p.ctas_per_sm;
+    const std::uint32_t most_row_lanes = p.column_vec * s >= 4 ? 4 : 2;
+    while (p.column_row_lanes < most_row_lanes) {
+      Plan wider = p;
+      wider.column_row_lanes *= 2;
+      if (wider.column_tiles() > ctas) break;
+      p.column_row_lanes = wider.column_row_lanes;
+    }
+  }
   return p;
 }
 

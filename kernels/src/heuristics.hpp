@@ -36,8 +36,13 @@ struct Plan {
   // shared buffers, and a row moves from the ring into registers when the previous one is done:
   // two rows in flight for the registers of one.
   bool ring = false;
-  // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows.
+  // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows. A warp
+  // covers 32 / column_row_lanes lanes × column_vec columns of column_row_lanes rows a load.
   bool single_launch = false;
+  std::uint32_t column_vec = 1;
+  std::uint32_t column_row_lanes = 1;
+  std::uint32_t column_tiles() const { return (width + column_width() - 1) / column_width(); }
+  std::uint32_t column_width() const { return 32 / column_row_lanes * column_vec; }
   // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
   bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;

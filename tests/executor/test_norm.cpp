@@ -366,6 +366,21 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
         REQUIRE(built.workspace_bytes(1000) == 0u);
         for (std::uint32_t batch : {1u, 7u, 150u}) run_batch(built, batch, shape.width);
       }
+      // The default shape on 132 SMs: a CTA for every tile of columns, most of them without rows
+      // at small batches, and rows sharing a warp's loads (2 or 4 a load).
+      for (std::uint32_t width : {1003u, 4096u}) {
+        NormSpec spec;
+        spec.kind = kind;
+        spec.dtype = dtype;
+        spec.weight_dtype = dtype;
+        spec.width = width;
+        spec.knobs.single_launch = 1;
+        spec.knobs.vector_elems = vector_elems_for(dtype, dtype, width, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
+        REQUIRE(built.steps[0].grid.grid(1, width) > 1u);
+        for (std::uint32_t batch : {1u, 70u}) run_batch(built, batch, width);
+      }
     }
   }
 }

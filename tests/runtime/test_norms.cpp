@@ -334,8 +334,13 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
                              .db = b.view(),
                              .batch = 64};
     bw.workspace = {y.address, 16};
-    CHECK_THROWS_WITH(ln.backward(bw), Catch::Contains("the workspace at 0x") &&
-                                           Catch::Contains("holds 16 bytes; a batch of 64 needs"));
+    // A batch of 64 runs in one launch, without a workspace; with partial rows it needs one.
+    NormOptions partial_rows;
+    partial_rows.knobs.single_launch = 0;
+    LayerNorm two_launches(ctx, DType::F16, DType::F16, 4096, partial_rows);
+    CHECK_THROWS_WITH(two_launches.backward(bw),
+                      Catch::Contains("the workspace at 0x") &&
+                          Catch::Contains("holds 16 bytes; a batch of 64 needs"));
     CHECK_THROWS_WITH(LayerNorm(ctx, DType::F16, DType::BF16, 4096),
                       Catch::Contains("weight dtype must be f16 (the input's) or f32, got bf16"));
     CHECK_THROWS_WITH(RmsNorm(ctx, DType::F16, DType::F16, 0),

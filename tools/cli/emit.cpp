@@ -54,6 +54,7 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.field("max_ctas", step.grid.max_ctas);
   j.field("columns_per_cta", step.grid.columns_per_cta);
   j.field("min_row_groups", step.grid.min_row_groups);
+  if (step.grid.min_ctas > 0) j.field("min_ctas", step.grid.min_ctas);
   j.field("grid_x", step.grid.describe());
   j.end_object();
   if (batch)

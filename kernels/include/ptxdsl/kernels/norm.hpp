@@ -101,8 +101,11 @@ struct GridRule {
   std::uint32_t columns_per_cta = 0;  // Columns: ceil(width / columns_per_cta) CTAs
   // Persistent: each CTA walks at least this many row groups when the batch allows, which keeps
   // the partial rows (one per CTA) a small share of the traffic:
-  // min(max_ctas, ceil(ceil(batch / rows_per_cta) / min_row_groups)).
+  // min(max_ctas, max(min_ctas, ceil(ceil(batch / rows_per_cta) / min_row_groups))).
   std::uint32_t min_row_groups = 1;
+  // Persistent: at least this many CTAs (up to max_ctas) whatever the batch, for work beyond the
+  // rows (the one-launch backward's tiles of columns); CTAs past the row groups take no rows.
+  std::uint32_t min_ctas = 0;
   std::uint32_t grid(std::uint32_t batch, std::uint32_t width) const;
   std::string describe() const;  // "ceil(batch / 4)", ...
 };
