@@ -131,6 +131,16 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
           {"dw", spec.weight_dtype, width, std::move(r.dw), false}};
 }
 
+// A spec of `kind` whose weights take the row dtype; every knob unset.
+NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
+  NormSpec spec;
+  spec.kind = kind;
+  spec.dtype = dtype;
+  spec.weight_dtype = dtype;
+  spec.width = width;
+  return spec;
+}
+
 // Runs every step of `built` for one batch and checks every output.
 void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride) {
   const NormSpec& spec = built.spec;
@@ -175,11 +185,7 @@ void run_kind(NormKind kind, std::span<const DType> dtypes) {
   const auto start = std::chrono::steady_clock::now();
   for (DType dtype : dtypes) {
     for (std::uint32_t width : kWidths) {
-      NormSpec spec;
-      spec.kind = kind;
-      spec.dtype = dtype;
-      spec.weight_dtype = dtype;
-      spec.width = width;
+      NormSpec spec = spec_of(kind, dtype, width);
       // What the runtime picks for rows `width` apart at aligned addresses.
       spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, width, 0, 0);
       const BuiltNorm built = build_norm(spec);
@@ -246,11 +252,7 @@ TEST_CASE("prefetching rows, and not: the forward's persistent variant, the back
     const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1u, 7u, 100u, 1151u, 4097u, 8192u}) {
-        NormSpec spec;
-        spec.kind = kind;
-        spec.dtype = dtype;
-        spec.weight_dtype = dtype;
-        spec.width = width;
+        NormSpec spec = spec_of(kind, dtype, width);
         spec.knobs.vector_elems = vector_elems_for(dtype, dtype, width, 0, 0);
         spec.knobs.prefetch_rows = forward ? 1 : 0;
         spec.knobs.sm_count = 2;
@@ -271,11 +273,7 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1003u, 4097u}) {
         for (std::uint32_t in_registers : {0u, 1u}) {
-          NormSpec spec;
-          spec.kind = kind;
-          spec.dtype = dtype;
-          spec.weight_dtype = dtype;
-          spec.width = width;
+          NormSpec spec = spec_of(kind, dtype, width);
           spec.knobs.threads_per_row = width == 1003 ? 32 : 64;
           spec.knobs.rows_per_cta = width == 1003 ? 2 : 1;
           spec.knobs.register_chunks = in_registers;
@@ -312,11 +310,7 @@ TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "
     for (DType dtype : kDtypes) {
       for (std::uint32_t in_registers : {0u, 1u}) {
         for (std::uint32_t prefetch : {0u, 1u}) {
-          NormSpec spec;
-          spec.kind = kind;
-          spec.dtype = dtype;
-          spec.weight_dtype = dtype;
-          spec.width = 1003;
+          NormSpec spec = spec_of(kind, dtype, 1003);
           spec.knobs.threads_per_row = 64;
           spec.knobs.register_chunks = in_registers;
           spec.knobs.staged_chunks = 0;
@@ -348,11 +342,7 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
     for (DType dtype : kDtypes) {
       for (const Shape& shape :
            {Shape{100, 32, 2, 4}, Shape{1003, 64, 1, 1}, Shape{4096, 256, 1, 0}}) {
-        NormSpec spec;
-        spec.kind = kind;
-        spec.dtype = dtype;
-        spec.weight_dtype = dtype;
-        spec.width = shape.width;
+        NormSpec spec = spec_of(kind, dtype, shape.width);
         spec.knobs.threads_per_row = shape.threads_per_row;
         spec.knobs.rows_per_cta = shape.rows_per_cta;
         if (shape.vector_elems != 0) {
@@ -369,11 +359,7 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
       // The default shape on 132 SMs: a CTA for every tile of columns, most of them without rows
       // at small batches, and rows sharing a warp's loads (2 or 4 a load).
       for (std::uint32_t width : {1003u, 4096u}) {
-        NormSpec spec;
-        spec.kind = kind;
-        spec.dtype = dtype;
-        spec.weight_dtype = dtype;
-        spec.width = width;
+        NormSpec spec = spec_of(kind, dtype, width);
         spec.knobs.single_launch = 1;
         spec.knobs.vector_elems = vector_elems_for(dtype, dtype, width, 0, 0);
         const BuiltNorm built = build_norm(spec);
@@ -392,11 +378,7 @@ TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor
                         NormKind::RmsNormBwd}) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {100u, 1003u, 4097u}) {
-        NormSpec spec;
-        spec.kind = kind;
-        spec.dtype = dtype;
-        spec.weight_dtype = dtype;
-        spec.width = width;
+        NormSpec spec = spec_of(kind, dtype, width);
         spec.knobs.prefetch_rows = 2;
         spec.knobs.sm_count = 2;
         const BuiltNorm built = build_norm(spec);
