@@ -9,6 +9,7 @@
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "row_stats.hpp"
+#include "rows_ahead.hpp"
 
 namespace ptxdsl::kernels::detail {
 namespace {
@@ -280,30 +281,14 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     dyt.use_ring(k, x_ring + slots, 2 * slots);
   }
   std::vector<Raw> stats;
+  RowsAhead ahead(plan, lanes, groups, grid, {&xt, &dyt},
+                  [&](std::size_t t, Reg<U32> row) { return thread_row(t == 0 ? x : dy, row); });
   if (plan.prefetch) {
-    // The first row's register chunks and statistics load before the loop; each iteration then
-    // loads the next row's while it works on the current one.
+    // The first row's chunks and statistics load before the loop; each iteration then loads the
+    // next row's while it works on the current one.
     std::optional<Pred> ok = groups.row_ok(first_row);
     if (plan.single_launch && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
-    const RowMasks first(k, lanes, ok);
-    if (plan.ring) {
-      // The first two rows into the ring, the first of them on into registers.
-      xt.ring_fill(k, first, thread_row(x, first_row));
-      dyt.ring_fill(k, first, thread_row(dy, first_row));
-      k.cp_async_commit();
-      const Reg<U32> second_row = groups.row(k.add(cta_id, grid));
-      const RowMasks second(k, lanes, k.setp(Cmp::Lt, second_row, batch));
-      xt.ring_fill(k, second, thread_row(x, second_row));
-      dyt.ring_fill(k, second, thread_row(dy, second_row));
-      k.cp_async_commit();
-      k.cp_async_wait(1);
-      xt.ring_take(k);
-      dyt.ring_take(k);
-    } else {
-      xt.preload(k, first);
-      dyt.preload(k, first);
-      if (plan.async_staging) k.cp_async_commit();
-    }
+    ahead.start(k, cta_id, first_row, RowMasks(k, lanes, ok));
     stats = load_stats(first_row, ok);
   }
 
@@ -312,29 +297,14 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const std::optional<Pred> row_ok = groups.row_ok(row);
     const RowMasks masks(k, lanes, row_ok);
 
-    std::vector<ChunkLoad> x_ahead, dy_ahead;
     std::vector<Raw> stats_ahead;
     if (plan.prefetch) {
       // Past the batch nothing loads; the loop ends before those values are used.
       const Reg<U32> next_row = groups.row(k.add(g, grid));
       const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
-      if (plan.ring) {
-        // The row after the next into the ring (the next one is there already).
-        const Reg<U32> after_next = groups.row(k.add(g, k.add(grid, grid)));
-        const RowMasks later(k, lanes, k.setp(Cmp::Lt, after_next, batch));
-        xt.ring_fill(k, later, thread_row(x, after_next));
-        dyt.ring_fill(k, later, thread_row(dy, after_next));
-        k.cp_async_commit();
-      } else {
-        const RowMasks next(k, lanes, next_ok);
-        x_ahead = xt.prefetch(k, next, thread_row(x, next_row));
-        dy_ahead = dyt.prefetch(k, next, thread_row(dy, next_row));
-      }
+      ahead.issue(k, g, std::pair{next_row, next_ok});
       stats_ahead = load_stats(next_row, next_ok);
-      if (plan.async_staging) {
-        k.cp_async_commit();
-        k.cp_async_wait(1);  // this row's copies have landed
-      }
+      ahead.await_current(k);
     } else {
       stats = load_stats(row, row_ok);
     }
@@ -409,15 +379,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
-    if (plan.ring) {
-      k.cp_async_wait(1);  // the next row has landed in the ring
-      xt.ring_take(k);
-      dyt.ring_take(k);
-    } else if (plan.prefetch) {
-      xt.advance(k, x_ahead);
-      dyt.advance(k, dy_ahead);
-    }
     if (plan.prefetch) {
+      ahead.advance(k);
       for (std::size_t i = 0; i < stats.size(); ++i) assign(k, stats[i], stats_ahead[i]);
     }
   });

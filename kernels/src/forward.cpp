@@ -6,6 +6,7 @@
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "row_stats.hpp"
+#include "rows_ahead.hpp"
 
 namespace ptxdsl::kernels::detail {
 
@@ -158,50 +159,17 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     normalize_row(first_row, groups.row_ok(first_row));
   } else {
     // Persistent CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
-    // groups, so the first is real); the next group's chunks load during this one: register
-    // chunks into registers, staged ones by cp.async into the other buffer (one group a row).
+    // groups, so the first is real) with the rows ahead in flight.
     const Reg<U32> grid = k.nctaid_x();
-    // Rows past the batch (or past the groups, R = 1) load nothing; the loop ends before they
-    // would be used.
-    const auto masks_of = [&](Reg<U32> row) {
-      return RowMasks(k, lanes, k.setp(Cmp::Lt, row, batch));
-    };
-    if (plan.ring) {
-      // The first two rows into the ring, the first of them on into registers.
-      xt.ring_fill(k, RowMasks(k, lanes, groups.row_ok(first_row)), x_row_at(first_row));
-      k.cp_async_commit();
-      const Reg<U32> second_row = groups.row(k.add(first_group, grid));
-      xt.ring_fill(k, masks_of(second_row), x_row_at(second_row));
-      k.cp_async_commit();
-      k.cp_async_wait(1);
-      xt.ring_take(k);
-    } else {
-      xt.preload(k, RowMasks(k, lanes, groups.row_ok(first_row)));
-      if (plan.async_staging) k.cp_async_commit();
-    }
+    RowsAhead ahead(plan, lanes, groups, grid, {&xt},
+                    [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
+    ahead.start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
     k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
       const Reg<U32> row = groups.row(g);
-      std::vector<ChunkLoad> ahead;
-      if (plan.ring) {
-        // The row after the next into the ring (the next one is there already).
-        const Reg<U32> after_next = groups.row(k.add(g, k.add(grid, grid)));
-        xt.ring_fill(k, masks_of(after_next), x_row_at(after_next));
-        k.cp_async_commit();
-      } else {
-        const Reg<U32> next_row = groups.row(k.add(g, grid));
-        ahead = xt.prefetch(k, masks_of(next_row), x_row_at(next_row));
-      }
-      if (plan.async_staging) {
-        k.cp_async_commit();
-        k.cp_async_wait(1);  // this row's copies have landed
-      }
+      ahead.issue(k, g);
+      ahead.await_current(k);
       normalize_row(row, groups.row_ok(row));
-      if (plan.ring) {
-        k.cp_async_wait(1);  // the next row has landed in the ring
-        xt.ring_take(k);
-      } else {
-        xt.advance(k, ahead);
-      }
+      ahead.advance(k);
     });
   }
   k.finalize();

@@ -1,0 +1,67 @@
+#include "rows_ahead.hpp"
+
+namespace ptxdsl::kernels::detail {
+
+RowsAhead::RowsAhead(const Plan& plan, const RowLanes& lanes, const RowGroups& groups,
+                     Reg<U32> grid, std::vector<RowTile*> tiles,
+                     std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at)
+    : plan_(plan),
+      lanes_(lanes),
+      groups_(groups),
+      grid_(grid),
+      tiles_(std::move(tiles)),
+      row_at_(std::move(row_at)),
+      ahead_(tiles_.size()) {}
+
+void RowsAhead::fill_ring(Kernel& k, Reg<U32> row, const RowMasks& masks) {
+  for (std::size_t t = 0; t < tiles_.size(); ++t) tiles_[t]->ring_fill(k, masks, row_at_(t, row));
+  k.cp_async_commit();
+}
+
+void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const RowMasks& first) {
+  if (plan_.ring) {
+    fill_ring(k, first_row, first);
+    // Rows past the batch copy nothing; the loop ends before they would be used.
+    const Reg<U32> second_row = groups_.row(k.add(first_group, grid_));
+    fill_ring(k, second_row, RowMasks(k, lanes_, k.setp(Cmp::Lt, second_row, groups_.batch)));
+    k.cp_async_wait(1);
+    for (RowTile* tile : tiles_) tile->ring_take(k);
+    return;
+  }
+  for (RowTile* tile : tiles_) tile->preload(k, first);
+  if (plan_.async_staging) k.cp_async_commit();
+}
+
+void RowsAhead::issue(Kernel& k, Reg<U32> g, std::optional<std::pair<Reg<U32>, Pred>> next) {
+  if (plan_.ring) {
+    // The row after the next into the ring (the next one is there already).
+    const Reg<U32> after_next = groups_.row(k.add(g, k.add(grid_, grid_)));
+    fill_ring(k, after_next, RowMasks(k, lanes_, k.setp(Cmp::Lt, after_next, groups_.batch)));
+    return;
+  }
+  if (!next) {
+    const Reg<U32> row = groups_.row(k.add(g, grid_));
+    next.emplace(row, k.setp(Cmp::Lt, row, groups_.batch));
+  }
+  const RowMasks masks(k, lanes_, next->second);
+  for (std::size_t t = 0; t < tiles_.size(); ++t) {
+    ahead_[t] = tiles_[t]->prefetch(k, masks, row_at_(t, next->first));
+  }
+}
+
+void RowsAhead::await_current(Kernel& k) const {
+  if (!plan_.async_staging) return;
+  k.cp_async_commit();
+  k.cp_async_wait(1);  // this row's copies have landed
+}
+
+void RowsAhead::advance(Kernel& k) {
+  if (plan_.ring) {
+    k.cp_async_wait(1);  // the next row has landed in the ring
+    for (RowTile* tile : tiles_) tile->ring_take(k);
+    return;
+  }
+  for (std::size_t t = 0; t < tiles_.size(); ++t) tiles_[t]->advance(k, ahead_[t]);
+}
+
+}  // namespace ptxdsl::kernels::detail
