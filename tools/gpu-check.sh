@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check: from an existing build folder, run the [gpu] tests, the host examples, and
 # compute-sanitizer memcheck and racecheck over the examples and over `ptxdsl run` of the kernels
-# that copy by cp.async. Logs go under $OUT when it is set,
+# that copy by cp.async or run in one launch. Logs go under $OUT when it is set,
 # else under <build>/gpu-check. Exits non-zero if any step failed.
 #
 #   tools/gpu-check.sh [build-folder]        (default: build)
@@ -83,14 +83,17 @@ else
   done
   # The asynchronous-copy paths, ragged rows and rows past the batch included: the staged
   # backward and forward (one row ahead, cp.async), the ring (two rows ahead) with 16- and
-  # 4-byte copies.
+  # 4-byte copies; and the one-launch backward (a CTA for every tile of columns, rows sharing a
+  # warp's loads, lone 16-bit columns).
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
-    for run in "ln_bwd --dtype f16 --width 16384 --batch 7" \
+    for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
       "ln_fwd --dtype f16 --width 16384 --batch 301 --prefetch-rows 1" \
-      "ln_bwd --dtype bf16 --width 8192 --batch 300" \
-      "rms_bwd --dtype f32 --width 1003 --batch 77 --prefetch-rows 2" \
-      "rms_fwd --dtype f16 --width 8192 --batch 301 --prefetch-rows 2"; do
+      "ln_bwd --dtype bf16 --width 8192 --batch 300 --single-launch 0" \
+      "rms_bwd --dtype f32 --width 1003 --batch 77 --prefetch-rows 2 --single-launch 0" \
+      "rms_fwd --dtype f16 --width 8192 --batch 301 --prefetch-rows 2" \
+      "ln_bwd --dtype bf16 --width 4096 --batch 200 --single-launch 1" \
+      "rms_bwd --dtype f16 --width 1003 --batch 77 --single-launch 1 --vector-elems 1"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
