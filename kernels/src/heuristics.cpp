@@ -260,8 +260,12 @@ Plan plan_norm(const NormSpec& spec) {
     // Only where the prefetched row fits the registers the CTAs an SM leave (calibrated on
     // ptxas: 8192-wide 16-bit and f32 rows fit, ragged tails of narrow rows do not).
     const std::uint32_t ceiling = max_registers(p.block() * std::max(1u, backward_fit));
+    // One launch: its freed accumulator registers go to x and dy, and where chunks outside
+    // registers remain beside them, those loop with their own addresses, masks and counters: 16
+    // more (ptxas 13.0 spilled the one-launch ln f32 16384 at 128 on sm_80 without them).
+    const std::uint32_t mixed = single && data_regs < p.chunks ? 16 : 0;
     const std::uint32_t need = backward_values + prefetched + 24 + 2 * p.vec +
-                               (wide_weights ? 2 * p.vec : 0) + 2 * tensors * tail_regs;
+                               (wide_weights ? 2 * p.vec : 0) + 2 * tensors * tail_regs + mixed;
     prefetch_default = need <= std::min(p.max_registers, ceiling);
   }
   // Two rows ahead through a shared ring where every chunk sits in registers (no staging to share

@@ -10,7 +10,9 @@
 #include <ptxdsl/kernels/cpu_run.hpp>
 #include <ptxdsl/kernels/inputs.hpp>
 #include <ptxdsl/kernels/norm.hpp>
+
 #include <ptxdsl/kernels/reference.hpp>
+#include "../kernels/spec_of.hpp"
 
 // The four norm kernels on the CPU executor against the float64 references, every dtype, a grid
 // of widths (1, odd, unaligned, two full-size) and batches, every step of each launch plan, with
@@ -129,16 +131,6 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
   ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
   return {{"dx", spec.dtype, rows, std::move(r.dx), true, dx_scale(in, f.rstd)},
           {"dw", spec.weight_dtype, width, std::move(r.dw), false}};
-}
-
-// A spec of `kind` whose weights take the row dtype; every knob unset.
-NormSpec spec_of(NormKind kind, DType dtype, std::uint32_t width) {
-  NormSpec spec;
-  spec.kind = kind;
-  spec.dtype = dtype;
-  spec.weight_dtype = dtype;
-  spec.width = width;
-  return spec;
 }
 
 // Runs every step of `built` for one batch and checks every output.

@@ -35,6 +35,16 @@ std::string join_modules(const std::vector<BuiltNorm>& built) {
   return out;
 }
 
+// The runtime's small-batch variant of either direction (1) or its default (0): the forward's
+// persistent CTAs prefetching rows, the backward in one launch.
+void set_alternate(NormSpec& spec, std::uint32_t alternate) {
+  if (spec.kind == NormKind::LayerNormFwd || spec.kind == NormKind::RmsNormFwd) {
+    spec.knobs.prefetch_rows = alternate;
+  } else {
+    spec.knobs.single_launch = alternate;
+  }
+}
+
 struct Group {
   std::string label;
   std::vector<BuiltNorm> built;
@@ -84,23 +94,23 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       for (DType weights : {dtype, DType::F32}) {
         if (dtype == DType::F32 && weights != dtype) continue;
-        // The forward also as persistent CTAs prefetching rows (the runtime's small-batch
-        // variant; same entry names, so a group of its own). The backward prefetches by default
-        // where its registers allow.
+        // Each direction also in the runtime's small-batch variant (same entry names for the
+        // forward, so a group of its own): the forward as persistent CTAs prefetching rows, the
+        // backward in one launch. The backward prefetches by default where its registers allow.
         const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
-        for (const std::uint32_t prefetch : forward ? std::vector{0u, 1u} : std::vector{1u}) {
+        for (const std::uint32_t alternate : {0u, 1u}) {
           for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
             Group g;
-            g.label = fmt::format("{} {} w{} {} prefetch_rows {}", kind_name(kind),
-                                  dtype_name(dtype), dtype_name(weights), arch_name(arch),
-                                  forward ? fmt::format("{}", prefetch) : "default");
+            g.label = fmt::format("{} {} w{} {} {} {}", kind_name(kind), dtype_name(dtype),
+                                  dtype_name(weights), arch_name(arch),
+                                  forward ? "prefetch_rows" : "single_launch", alternate);
             for (std::uint32_t width : kWidths) {
               NormSpec spec = spec_of(kind, dtype, width);
               spec.weight_dtype = weights;
               spec.arch = arch;
-              if (forward) spec.knobs.prefetch_rows = prefetch;
+              set_alternate(spec, alternate);
               // Forward prefetching only where the runtime would choose it.
-              if (prefetch == 1 && forward_prefetch_batch_limit(spec) == 0) continue;
+              if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
               g.built.push_back(build_norm(spec));
             }
             groups.push_back(std::move(g));
@@ -122,18 +132,18 @@ TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
                         NormKind::RmsNormBwd}) {
     const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-      // Forwards also in the prefetching variant, where the runtime would launch it.
-      for (const std::uint32_t prefetch : forward ? std::vector{0u, 1u} : std::vector{1u}) {
+      // Also the small-batch variants, where the runtime would launch them.
+      for (const std::uint32_t alternate : {0u, 1u}) {
         Group g;
-        g.label = fmt::format("{} {} narrow vectors, prefetch_rows {}", kind_name(kind),
-                              dtype_name(dtype), forward ? fmt::format("{}", prefetch) : "default");
+        g.label = fmt::format("{} {} narrow vectors, {} {}", kind_name(kind), dtype_name(dtype),
+                              forward ? "prefetch_rows" : "single_launch", alternate);
         for (std::uint32_t vec : {1u, 2u, 4u, 8u}) {
           if (vec * static_cast<std::uint32_t>(dtype_bytes(dtype)) > 16) continue;
           for (std::uint32_t width : {3u, 7u, 127u, 1151u, 4097u}) {
             NormSpec spec = spec_of(kind, dtype, width);
             spec.knobs.vector_elems = vec;
-            if (forward) spec.knobs.prefetch_rows = prefetch;
-            if (prefetch == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
+            set_alternate(spec, alternate);
+            if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
             g.built.push_back(build_norm(spec));
             CHECK(g.built.back().chosen.vector_elems == vec);
           }
