@@ -80,6 +80,8 @@ std::string_view op_name(Op op) {
       return "cp.async.commit_group";
     case Op::CpAsyncWait:
       return "cp.async.wait_group";
+    case Op::CreatePolicy:
+      return "createpolicy.fractional";
     case Op::Shfl:
       return "shfl.sync";
     case Op::Bar:
@@ -149,6 +151,18 @@ std::string_view eviction_name(Eviction e) {
   static constexpr std::string_view kNames[] = {"", ".L1::no_allocate", ".L1::evict_last",
                                                 ".L1::evict_first"};
   return kNames[static_cast<int>(e)];
+}
+
+std::string_view l2_evict_name(L2Evict e) {
+  static constexpr std::string_view kNames[] = {".L2::evict_normal", ".L2::evict_first",
+                                                ".L2::evict_last", ".L2::evict_unchanged"};
+  return kNames[static_cast<int>(e)];
+}
+
+std::string l2_hints(const Instr& in) {
+  std::string s = in.l2_cache_hint ? ".L2::cache_hint" : "";
+  if (in.l2_prefetch != 0) s += fmt::format(".L2::{}B", in.l2_prefetch);
+  return s;
 }
 
 std::string_view shfl_name(ShflMode m) {
@@ -238,7 +252,8 @@ std::string mnemonic(const Instr& in) {
     case Op::St:
       return s + std::string(space_name(in.space)) + std::string(cache_name(in.cache)) +
              (in.non_coherent ? ".nc" : "") + std::string(eviction_name(in.eviction)) +
-             (in.vec > 1 ? fmt::format(".v{}", in.vec) : "") + type(storage_type(in.type));
+             l2_hints(in) + (in.vec > 1 ? fmt::format(".v{}", in.vec) : "") +
+             type(storage_type(in.type));
     case Op::Atom:
     case Op::Red:
       return s + std::string(space_name(in.space)) + ".add" + type(in.type);
@@ -246,6 +261,9 @@ std::string mnemonic(const Instr& in) {
       return s + std::string(shfl_name(in.shfl)) + type(in.type);
     case Op::CpAsync:
       return s + std::string(cache_name(in.cache)) + ".shared.global";
+    case Op::CreatePolicy:
+      return s + std::string(l2_evict_name(in.l2_primary)) +
+             (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:
     case Op::Bar:

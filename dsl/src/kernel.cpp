@@ -224,7 +224,28 @@ void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, 
   if (s == Space::Param && op != Op::Ld) {
     fail(in, "kernel parameters are read-only");
   }
+  in.l2_prefetch = h.l2_prefetch;
+  if (h.l2_policy) {
+    in.l2_cache_hint = true;
+    in.ops.push_back(use(*h.l2_policy));
+  }
   commit(std::move(in));
+}
+
+Reg<B64> Kernel::create_policy(L2Evict primary, float fraction, std::optional<L2Evict> secondary) {
+  Reg<B64> d = reg<B64>();
+  Instr in = make(Op::CreatePolicy, ScalarType::B64);
+  in.l2_primary = primary;
+  in.l2_secondary = secondary;
+  in.ops = {def(d), use(Src<F32>(fraction))};
+  if (!(fraction > 0.0f && fraction <= 1.0f)) {
+    fail(in, fmt::format("the fraction must be in (0, 1], got {}", fraction));
+  }
+  if (secondary && *secondary != L2Evict::First && *secondary != L2Evict::Unchanged) {
+    fail(in, "the secondary priority must be evict_first or evict_unchanged");
+  }
+  commit(std::move(in));
+  return d;
 }
 
 Reg<F32> Kernel::atom_add(GlobalPtr<F32> addr, Src<F32> v) {

@@ -168,6 +168,14 @@ std::string check_memory(const Instr& in) {
   if (in.eviction != Eviction::None && in.space != Space::Global) {
     return "L1 eviction priorities apply to global memory only";
   }
+  if ((in.l2_cache_hint || in.l2_prefetch != 0) && in.space != Space::Global) {
+    return "L2 cache hints apply to global memory only";
+  }
+  if (in.l2_prefetch != 0 && in.op != Op::Ld) return "an L2 prefetch size applies to loads only";
+  if (in.l2_prefetch != 0 && in.l2_prefetch != 64 && in.l2_prefetch != 128 &&
+      in.l2_prefetch != 256) {
+    return fmt::format("the L2 prefetch size must be 64, 128 or 256 bytes, got {}", in.l2_prefetch);
+  }
   const int bytes = in.vec * size_bytes(in.type);
   if (bytes > 16) return fmt::format("one access moves at most 16 bytes, got {}", bytes);
   return {};
@@ -229,9 +237,11 @@ Requirement requirement(const Instr& in) {
     if (t == ScalarType::F32) return {Arch::Sm80, {7, 1}};
     if (in.src_type != ScalarType::F32) return {Arch::Sm90, {7, 8}};
   }
-  if ((in.op == Op::Ld || in.op == Op::St) && in.eviction != Eviction::None) {
+  if ((in.op == Op::Ld || in.op == Op::St) &&
+      (in.eviction != Eviction::None || in.l2_cache_hint || in.l2_prefetch != 0)) {
     return {Arch::Sm80, {7, 4}};
   }
+  if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
   return {};
 }
 

@@ -604,6 +604,32 @@ std::vector<Row> addresses_and_params() {
       ROW("cp.async.commit_group;", k.cp_async_commit()),
       ROW("cp.async.wait_group 0;", k.cp_async_wait(0)),
       ROW("cp.async.wait_group 2;", k.cp_async_wait(2)),
+      // L2 cache policies, and the accesses that take them
+      ROW("createpolicy.fractional.L2::evict_last.b64 %rd9, 0f3F800000;",
+          k.create_policy(L2Evict::Last)),
+      ROW("createpolicy.fractional.L2::evict_normal.L2::evict_first.b64 %rd9, 0f3F000000;",
+          k.create_policy(L2Evict::Normal, 0.5f, L2Evict::First)),
+      ROW("createpolicy.fractional.L2::evict_first.L2::evict_unchanged.b64 %rd9, 0f3E800000;",
+          k.create_policy(L2Evict::First, 0.25f, L2Evict::Unchanged)),
+      ROW("ld.global.L1::evict_last.L2::cache_hint.f32 %f4, [%rd8], %rd6;",
+          k.ld(x.gp, MemHints{.eviction = Eviction::L1EvictLast, .l2_policy = x.b64[0]})),
+      ROW("ld.global.nc.L1::evict_first.L2::cache_hint.L2::128B.v4.f32 {%f4, %f5, %f6, %f7}, "
+          "[%rd8+16], %rd7;",
+          k.ld_v<4>(x.gp + 4, MemHints{.nc = true,
+                                       .eviction = Eviction::L1EvictFirst,
+                                       .l2_policy = x.b64[1],
+                                       .l2_prefetch = 128})),
+      ROW("ld.global.cs.L2::256B.f32 %f4, [%rd8];",
+          k.ld(x.gp, MemHints{.cache = CacheOp::Cs, .l2_prefetch = 256})),
+      ROW("ld.global.L2::64B.b32 %r16, [%rd8];",
+          k.ld(x.gp.as<F16x2>(), MemHints{.l2_prefetch = 64})),
+      ROW("st.global.L2::cache_hint.f32 [%rd8+8], %f1, %rd6;",
+          k.st(x.gp + 2, x.a, MemHints{.l2_policy = x.b64[0]})),
+      ROW("st.global.cs.L2::cache_hint.v2.f32 [%rd8], {%f1, %f2}, %rd6;",
+          k.st_v<2>(x.gp, Vec<F32, 2>{x.a, x.b},
+                    MemHints{.cache = CacheOp::Cs, .l2_policy = x.b64[0]})),
+      ROW("@%p1 ld.global.L2::cache_hint.f32 %f4, [%rd8], %rd6;",
+          k.predicated(x.p[0], [&] { k.ld(x.gp, MemHints{.l2_policy = x.b64[0]}); })),
   };
 }
 

@@ -429,3 +429,39 @@ TEST_CASE("cache hints must exist for the access", "[dsl][misuse]") {
                ".nc applies to global loads only");
   CHECK(k.instructions().empty());
 }
+
+TEST_CASE("L2 cache policies and hints are checked", "[dsl][misuse]") {
+  Scratch x;
+  Kernel& k = x.k;
+  const Reg<B64> policy = k.create_policy(L2Evict::Last);
+  CHECK(k.instructions().size() == 1u);
+  CHECK_MISUSE(k.ld(x.s, MemHints{.l2_policy = policy}), "k",
+               "instruction 'ld.shared.L2::cache_hint.f32'",
+               "L2 cache hints apply to global memory only");
+  CHECK_MISUSE(k.st(x.g, x.f, MemHints{.l2_prefetch = 128}), "k",
+               "instruction 'st.global.L2::128B.f32'", "an L2 prefetch size applies to loads only");
+  CHECK_MISUSE(k.ld(x.g, MemHints{.l2_prefetch = 100}), "k", "instruction 'ld.global.L2::100B.f32'",
+               "the L2 prefetch size must be 64, 128 or 256 bytes, got 100");
+  CHECK_MISUSE(k.create_policy(L2Evict::First, 0.0f), "k",
+               "instruction 'createpolicy.fractional.L2::evict_first.b64'",
+               "the fraction must be in (0, 1], got 0");
+  CHECK_MISUSE(k.create_policy(L2Evict::Last, 1.5f), "k", "instruction 'createpolicy.fractional",
+               "the fraction must be in (0, 1], got 1.5");
+  CHECK_MISUSE(k.create_policy(L2Evict::Last, 1.0f, L2Evict::Last), "k",
+               "instruction 'createpolicy.fractional.L2::evict_last.L2::evict_last.b64'",
+               "the secondary priority must be evict_first or evict_unchanged");
+  // A policy of another kernel is not this kernel's register.
+  Kernel& other = x.m.kernel("other");
+  CHECK_THAT(error_of([&] {
+               other.ld(GlobalPtr<F32>{other.reg<U64>(), 0}, MemHints{.l2_policy = policy});
+             }),
+             Contains("kernel 'other'"));
+  CHECK(k.instructions().size() == 1u);
+  // PTX 7.4 at least.
+  Module old(Arch::Sm80, PtxVersion{7, 3});
+  Kernel& o = old.kernel("o");
+  CHECK_MISUSE(o.create_policy(L2Evict::Last), "o", "instruction 'createpolicy.fractional",
+               "needs PTX 7.4 or newer; the module is PTX 7.3");
+  CHECK_MISUSE(o.ld(GlobalPtr<F32>{o.reg<U64>(), 0}, MemHints{.l2_prefetch = 64}), "o",
+               "instruction 'ld.global.L2::64B.f32'", "needs PTX 7.4 or newer");
+}

@@ -41,6 +41,36 @@ TEST_CASE("ld/st global: scalar, v2, v4, 16-bit elements, cache hints", "[execut
   CHECK(hout == halves);
 }
 
+TEST_CASE("L2 cache policies and prefetch sizes are hints: values move as without them",
+          "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("copy");
+  auto x = k.param_ptr<F32>("x");
+  auto y = k.param_ptr<F32>("y");
+  Reg<U32> t = k.tid_x();
+  const Reg<B64> keep = k.create_policy(L2Evict::Last);
+  const Reg<B64> drop = k.create_policy(L2Evict::First, 0.5f, L2Evict::Unchanged);
+  auto v = k.ld_v<4>(k.index(x, k.mul(t, 4u)),
+                     MemHints{.nc = true, .l2_policy = keep, .l2_prefetch = 256});
+  k.st_v<4>(k.index(y, k.mul(t, 4u)), Vec<F32, 4>{v[1], v[0], v[3], v[2]},
+            MemHints{.l2_policy = drop});
+  k.st(k.index(y, t) + 64, k.ld(k.index(x, t) + 64, MemHints{.l2_prefetch = 64}),
+       MemHints{.cache = CacheOp::Cs, .l2_policy = keep});
+  k.finalize();
+  std::vector<float> host(96);
+  std::iota(host.begin(), host.end(), 1.0f);
+  std::vector<float> out(96, -1.0f);
+  CpuDevice dev;
+  dev.launch(k, {1, 16}, {dev.upload<float>(host, "x"), dev.map<float>(out, "y")});
+  for (int i = 0; i < 16; ++i) {
+    CHECK(out[i * 4] == host[i * 4 + 1]);
+    CHECK(out[i * 4 + 1] == host[i * 4]);
+    CHECK(out[i * 4 + 2] == host[i * 4 + 3]);
+    CHECK(out[i * 4 + 3] == host[i * 4 + 2]);
+    CHECK(out[64 + i] == host[64 + i]);
+  }
+}
+
 TEST_CASE("shared memory: static and dynamic arrays, across warps with bar.sync",
           "[executor][memory]") {
   for (bool dynamic : {false, true}) {

@@ -317,6 +317,7 @@ class Decoder {
       case Op::Selp:
       case Op::Shfl:
       case Op::Cvta:
+      case Op::CreatePolicy:
         return select_misc(in);
       case Op::Cvt:
       case Op::CvtPack:

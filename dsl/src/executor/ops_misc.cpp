@@ -301,8 +301,17 @@ void shfl(Ctx& c, const DInstr& in, std::uint32_t exec) {
 
 }  // namespace
 
+// An opaque policy: a hint to the GPU's L2, nothing to the values the executor computes.
+void create_policy(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* fraction = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = (std::uint64_t{1} << 63) | fraction[l]; });
+}
+
 Handler select_misc(const Instr& in) {
   switch (in.op) {
+    case Op::CreatePolicy:
+      return &create_policy;
     case Op::Mov:
       if (in.ops.at(0).kind == Operand::Kind::Vec) return &mov_unpack;
       if (in.ops.at(1).kind == Operand::Kind::Vec) return &mov_pack;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ enum class Op : std::uint8_t {
   CpAsync,        // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
   CpAsyncCommit,  // cp.async.commit_group
   CpAsyncWait,    // cp.async.wait_group N
+  CreatePolicy,   // createpolicy.fractional.L2::<primary>{.L2::<secondary>}.b64 d, fraction
   Shfl,
   Bar,
   Bra,
@@ -103,6 +105,8 @@ enum class MulMode : std::uint8_t { None, Lo, Hi, Wide };
 enum class Space : std::uint8_t { None, Global, Shared, Param };
 enum class CacheOp : std::uint8_t { None, Ca, Cg, Cs, Lu, Cv, Wb, Wt };
 enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFirst };
+// L2 eviction priorities of a cache policy (createpolicy).
+enum class L2Evict : std::uint8_t { Normal, First, Last, Unchanged };
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
 enum class AtomOp : std::uint8_t { Add };
 enum class Special : std::uint8_t {
@@ -160,8 +164,12 @@ struct Instr {
   Space space = Space::None;
   CacheOp cache = CacheOp::None;
   Eviction eviction = Eviction::None;
-  bool non_coherent = false;  // ld.global.nc
-  int vec = 1;                // 1, 2 or 4
+  bool non_coherent = false;      // ld.global.nc
+  bool l2_cache_hint = false;     // ld/st .L2::cache_hint: the policy register is the last operand
+  std::uint16_t l2_prefetch = 0;  // ld .L2::64B, .L2::128B, .L2::256B (0: none)
+  L2Evict l2_primary = L2Evict::Normal;  // createpolicy
+  std::optional<L2Evict> l2_secondary;   // createpolicy: First or Unchanged
+  int vec = 1;                           // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
   bool uniform = false;      // bra.uni

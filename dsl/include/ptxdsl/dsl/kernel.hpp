@@ -413,6 +413,13 @@ class Kernel {
   void cp_async_commit();
   void cp_async_wait(std::uint32_t newest_pending);
 
+  // ---- L2 cache policies (sm_80 and later) ----
+  // `createpolicy.fractional`: an opaque policy for MemHints::l2_policy. Of the lines an access
+  // with it touches, `fraction` (in (0, 1]) take the `primary` eviction priority, the rest
+  // `secondary` (First or Unchanged; unset: unchanged).
+  Reg<B64> create_policy(L2Evict primary, float fraction = 1.0f,
+                         std::optional<L2Evict> secondary = std::nullopt);
+
   // ---- address arithmetic, 64-bit by construction ----
   // `p + i` elements with a run-time index: one `mad.wide.u32` (global) or `mad.lo.u32` (shared).
   template <Space S, MemTag T, TypeTag I>

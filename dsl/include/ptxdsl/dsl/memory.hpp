@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -38,6 +39,12 @@ struct MemHints {
   bool nc = false;                     // ld.global.nc: read-only path
   CacheOp cache = CacheOp::None;       // .ca .cg .cs .lu .cv / .wb .cg .cs .wt
   Eviction eviction = Eviction::None;  // .L1::no_allocate, .L1::evict_last, ...
+  // Global accesses: .L2::cache_hint with this policy (Kernel::create_policy), how L2 keeps the
+  // lines the access touches.
+  std::optional<Reg<B64>> l2_policy{};
+  // Global loads: .L2::64B, .L2::128B or .L2::256B, the bytes L2 fetches around the access (0:
+  // the default).
+  std::uint16_t l2_prefetch = 0;
 };
 inline constexpr MemHints kNoHints{};
 inline constexpr MemHints kNc{.nc = true};
