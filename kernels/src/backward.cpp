@@ -5,6 +5,7 @@
 // in one launch (plan.single_launch), the CTAs sum them by columns after their rows.
 #include <fmt/format.h>
 
+#include "access_hints.hpp"
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
@@ -264,9 +265,11 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // x and dy through L1 (.nc, allocating) when one CTA has the SM: 4-9% faster for 8192- and
   // 16384-wide rows on the H200; with several CTAs an SM, 4% slower (4096x4096 f16) than
   // .L1::no_allocate, which they keep (docs/performance.md).
-  const MemHints row_loads = plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate;
-  RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, row_loads, plan.loop_group);
-  RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, row_loads, plan.loop_group);
+  const AccessHints hints =
+      access_hints(k, plan, {plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate, kStreaming, kNc});
+  RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, hints.row_loads, plan.loop_group);
+  RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, hints.row_loads,
+              plan.loop_group);
   if (plan.async_staging) {
     xt.stage_async(k, 2 * staging / s);
     dyt.stage_async(k, 2 * staging / s);
@@ -326,7 +329,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       const Values xv = xt.get(k, masks, j, shift);
       t.dy = dyt.get(k, masks, j, shift);
       const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
-      const Values wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, kNc));
+      const Values wv =
+          decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads));
       for (std::uint32_t e = 0; e < plan.vec; ++e) {
         t.xhat.push_back(ln ? k.mul(k.sub(xv[e], *mean), rstd) : k.mul(xv[e], rstd));
         t.g.push_back(k.mul(wv[e], t.dy[e]));
@@ -375,7 +379,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
             const Reg<F32> fit = ln ? k.fma(t.xhat[e], c1, *c2) : k.mul(t.xhat[e], c1);
             out.push_back(k.mul(k.sub(t.g[e], fit), rstd));
           }
-          store_chunk(k, masks, shifted(k, dx_row, shift, per_chunk), j, out, kStreaming);
+          store_chunk(k, masks, shifted(k, dx_row, shift, per_chunk), j, out, hints.row_stores);
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));

@@ -95,6 +95,13 @@ void validate(const NormSpec& spec) {
   if (kn.single_launch && *kn.single_launch > 1) {
     throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
   }
+  if (kn.l2_stream && *kn.l2_stream > 1) {
+    throw Error(fmt::format("l2_stream must be 0 or 1, got {}", *kn.l2_stream));
+  }
+  if (kn.l2_stream == 1u && spec.ptx_version < PtxVersion{7, 4}) {
+    throw Error(fmt::format("l2_stream 1 needs PTX 7.4 or newer (createpolicy), got {}.{}",
+                            spec.ptx_version.major, spec.ptx_version.minor));
+  }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
   }
@@ -227,6 +234,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.register_chunks = static_cast<std::uint32_t>(
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.chosen.staged_chunks = plan.staged_chunks();
+  out.chosen.l2_stream = plan.l2_stream ? 1u : 0u;
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

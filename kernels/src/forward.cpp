@@ -2,6 +2,7 @@
 // loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
 // holds) or Σx², and the same values are normalized and stored. Optionally persistent: CTAs walk
 // rows with the next row's loads in flight.
+#include "access_hints.hpp"
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
@@ -58,7 +59,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<U32> first_row = groups.row(first_group);
   // x through L1 (.nc, allocating) and y stored plainly: 3-8% faster on the H200 than
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
-  RowTile xt(map, plan.data, x_row_at(first_row), staging, kNc, plan.loop_group);
+  const AccessHints hints = access_hints(k, plan, {kNc, kNoHints, kNc});
+  RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
   if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan));
   const std::uint32_t per_chunk = map.threads * map.vec;
@@ -131,7 +133,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     const auto weights = [&](const GlobalDPtr& col, std::uint32_t j,
                              std::optional<Reg<U32>> shift) {
       const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
-      return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, kNc));
+      return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
     };
     const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
     for_each_chunk(
@@ -150,7 +152,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
               out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
             }
           }
-          store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, kNoHints);
+          store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
         },
         fence);
   };

@@ -159,6 +159,7 @@ Plan plan_norm(const NormSpec& spec) {
 
   Plan p;
   p.single_launch = single;
+  p.l2_stream = kn.l2_stream.value_or(0) == 1;
   p.width = spec.width;
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);

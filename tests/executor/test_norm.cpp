@@ -363,6 +363,36 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
   }
 }
 
+TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
+          "[executor][norm]") {
+  // Register rows, staged ones, prefetching and not, one launch and two.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                        NormKind::RmsNormBwd}) {
+    const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      for (std::uint32_t alternate : {0u, 1u}) {
+        NormSpec spec = spec_of(kind, dtype, 1003);
+        spec.knobs.threads_per_row = 64;
+        spec.knobs.vector_elems = 1;
+        spec.knobs.register_chunks = alternate;  // 0: staged (or read again)
+        spec.knobs.sm_count = 2;
+        spec.knobs.l2_stream = 1;
+        if (forward) {
+          spec.knobs.prefetch_rows = alternate;
+        } else {
+          spec.knobs.single_launch = alternate;
+        }
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " alternate " << alternate);
+        REQUIRE(built.chosen.l2_stream == 1u);
+        REQUIRE(built.ptx.find("createpolicy.fractional.L2::evict_first.b64") != std::string::npos);
+        REQUIRE(built.ptx.find(".L2::cache_hint") != std::string::npos);
+        for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1003);
+      }
+    }
+  }
+}
+
 TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
   // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
   // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.

@@ -126,6 +126,28 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
                    seconds));
 }
 
+TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
+  std::vector<Group> groups;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16}) {
+      for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+        Group g;
+        g.label = fmt::format("{} {} {} l2_stream 1", kind_name(kind), dtype_name(dtype),
+                              arch_name(arch));
+        for (std::uint32_t width : kWidths) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.arch = arch;
+          spec.knobs.l2_stream = 1;
+          g.built.push_back(build_norm(spec));
+        }
+        groups.push_back(std::move(g));
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
 TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,

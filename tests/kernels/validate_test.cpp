@@ -68,6 +68,17 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_NOTHROW(validate(s));
   s.knobs.prefetch_rows = 3;
   REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0, 1 or 2, got 3");
+  s.knobs.prefetch_rows = 1;
+  s.knobs.single_launch = 2;
+  REQUIRE_THROWS_WITH(validate(s), "single_launch must be 0 or 1, got 2");
+  s.knobs.single_launch.reset();
+  s.knobs.l2_stream = 2;
+  REQUIRE_THROWS_WITH(validate(s), "l2_stream must be 0 or 1, got 2");
+  s.knobs.l2_stream = 1;
+  s.ptx_version = {7, 3};
+  REQUIRE_THROWS_WITH(validate(s), "l2_stream 1 needs PTX 7.4 or newer (createpolicy), got 7.3");
+  s.ptx_version = {7, 4};
+  REQUIRE_NOTHROW(validate(s));
 }
 
 TEST_CASE("prefetch_rows 2 needs the row in registers and vectors cp.async can copy",

@@ -50,6 +50,7 @@ struct SpecOptions {
   std::string max_registers;
   std::string prefetch_rows;
   std::string single_launch;
+  std::string l2_stream;
   std::string sm_count;
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.

@@ -53,6 +53,7 @@ class ListCommand : public Command {
         "                        shared memory) during this one\n"
         "  --single-launch 0|1   backward: dw/db summed by columns in the same launch (x and dy\n"
         "                        read again) instead of partial rows and a reduce launch\n"
+        "  --l2-stream 0|1       rows with an L2 evict_first policy, weights evict_last\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

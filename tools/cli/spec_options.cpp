@@ -75,6 +75,9 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
                  "backward: 1 sums dw/db by columns in the same launch (x and dy read again); 0 "
                  "writes partial rows for a second launch (default: by batch)")
       ->group(group);
+  app.add_option("--l2-stream", l2_stream,
+                 "1: rows read and written with an L2 evict_first policy, weights evict_last")
+      ->group(group);
 }
 
 namespace {
@@ -138,6 +141,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.knobs.max_registers = knob("--max-registers", max_registers);
   s.knobs.prefetch_rows = knob0("--prefetch-rows", prefetch_rows);
   s.knobs.single_launch = knob0("--single-launch", single_launch);
+  s.knobs.l2_stream = knob0("--l2-stream", l2_stream);
   usage([&] { kernels::validate(s); });
   return s;
 }

@@ -53,6 +53,10 @@ struct NormKnobs {
   // every row (x and dy read again); 0 writes per-CTA partial rows that a second launch reduces.
   // Unset: 0; the runtime picks 1 per call for batches ≤ backward_single_launch_batch_limit.
   std::optional<std::uint32_t> single_launch;
+  // 1: the rows (x, dy read; y, dx written) carry an L2 evict_first policy and the weights (w, b)
+  // an evict_last one (torch.compile's kernels hint L2 this way; needs PTX 7.4); unset or 0: no
+  // L2 policy.
+  std::optional<std::uint32_t> l2_stream;
 };
 
 // Allowed knob values (validate() checks them):
@@ -60,7 +64,8 @@ struct NormKnobs {
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
-// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward).
+// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
+//   l2_stream 0 or 1 (PTX 7.4 or newer).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
