@@ -388,19 +388,36 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
 namespace ptxdsl::kernels {
 
 namespace {
-// Rounds of the column pass (each row a warp's loads in flight once) that cost less than the
-// reduce launch: calibrated on the H200 (docs/performance.md).
-constexpr std::uint32_t kColumnPassRounds = 4;
+// Rows a warp may sum in the column pass: four times the loads it keeps in flight (fewer rounds
+// where its loads cover 2 or 4 rows). Within it every case measured on the H200 ran faster than
+// two launches; beyond it half did (docs/performance.md, item 18).
+constexpr std::uint32_t kColumnPassRowsPerWarp = 4 * detail::kColumnRowsInFlight;
 }  // namespace
+
+std::uint32_t small_batch_limit(const NormSpec& spec) {
+  if (detail::is_backward(spec.kind)) {
+    return spec.knobs.single_launch ? 0 : backward_single_launch_batch_limit(spec);
+  }
+  return spec.knobs.prefetch_rows ? 0 : forward_prefetch_batch_limit(spec);
+}
+
+NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
+  if (batch > small_batch_limit(spec)) return spec;
+  if (detail::is_backward(spec.kind)) {
+    spec.knobs.single_launch = 1;
+  } else {
+    spec.knobs.prefetch_rows = 1;
+  }
+  return spec;
+}
 
 std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
   NormSpec single = spec;
   single.knobs.single_launch = 1;
   const detail::Plan p = detail::plan_norm(single);
-  // The column pass walks the batch kColumnRowsInFlight rows a warp at a time, a round trip to L2
-  // each: worth it while a few rounds cost less than the reduce launch it saves.
-  const std::uint32_t warps = p.block() / 32;
-  return kColumnPassRounds * warps * detail::kColumnRowsInFlight;
+  // The column pass walks the batch with kColumnRowsInFlight loads a warp in flight, a round trip
+  // to L2 each: worth it while a few rounds cost less than the reduce launch it saves.
+  return p.block() / 32 * kColumnPassRowsPerWarp;
 }
 
 }  // namespace ptxdsl::kernels

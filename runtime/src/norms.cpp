@@ -293,16 +293,12 @@ class NormPair {
   // (kernels::forward_prefetch_batch_limit), the backward with partial rows and a reduce launch
   // or in one launch (kernels::backward_single_launch_batch_limit).
   bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch) {
-    if (backward ? spec_.knobs.single_launch.has_value() : spec_.knobs.prefetch_rows.has_value()) {
-      return false;  // the knob's own variant
-    }
     std::uint32_t& limit = alternate_limit_[backward ? 1 : 0][log2_index(vec)];
     if (limit == kUnknown) [[unlikely]] {
       kernels::NormSpec spec = spec_;
       spec.kind = backward ? backward_kind() : forward_kind();
       spec.knobs.vector_elems = vec;
-      limit = backward ? kernels::backward_single_launch_batch_limit(spec)
-                       : kernels::forward_prefetch_batch_limit(spec);
+      limit = kernels::small_batch_limit(spec);  // 0 where the options fix the knob
     }
     return batch <= limit;
   }

@@ -174,6 +174,29 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
           1u);  // staged: the next row by cp.async into a second staging buffer
 }
 
+TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contract]") {
+  // The backward in one launch up to 32 rows a warp, two launches beyond.
+  const NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F32, 4096);
+  const std::uint32_t limit = backward_single_launch_batch_limit(bwd);
+  REQUIRE(limit == 8 * 32);  // 256 threads
+  REQUIRE(small_batch_limit(bwd) == limit);
+  const BuiltNorm one = build_norm(spec_for_batch(bwd, limit));
+  REQUIRE(one.steps.size() == 1u);
+  REQUIRE(one.steps[0].contract.entry == "rms_bwd_single_f32_wf32_n4096");
+  REQUIRE(one.workspace_bytes(limit) == 0u);
+  REQUIRE(one.steps[0].grid.grid(1, 4096) == 256u);  // a CTA for every tile of columns
+  REQUIRE(build_norm(spec_for_batch(bwd, limit + 1)).steps.size() == 2u);
+  // The forward prefetches rows up to its own limit.
+  const NormSpec fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
+  REQUIRE(spec_for_batch(fwd, forward_prefetch_batch_limit(fwd)).knobs.prefetch_rows == 1u);
+  REQUIRE(!spec_for_batch(fwd, forward_prefetch_batch_limit(fwd) + 1).knobs.prefetch_rows);
+  // A knob that fixes the variant wins at every batch.
+  NormSpec fixed = bwd;
+  fixed.knobs.single_launch = 0;
+  REQUIRE(small_batch_limit(fixed) == 0u);
+  REQUIRE(spec_for_batch(fixed, 1).knobs.single_launch == 0u);
+}
+
 TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {
   const BuiltNorm f = build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 65536));
   REQUIRE(f.steps[0].contract.dynamic_shared_bytes > 48 * 1024);

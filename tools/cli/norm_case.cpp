@@ -336,6 +336,8 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   if (!spec.knobs.vector_elems || *spec.knobs.vector_elems > widest) {
     spec.knobs.vector_elems = widest;
   }
+  // And the variant it picks for the batch (the prefetching forward, the one-launch backward).
+  spec = kernels::spec_for_batch(spec, data.batch);
   const kernels::BuiltNorm built = kernels::build_norm(spec);
   CpuDevice dev;
   std::map<std::string, DevicePtr> ptrs;

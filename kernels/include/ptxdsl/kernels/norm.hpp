@@ -97,6 +97,14 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec);
 // is set. Meaningful for backward specs only.
 std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec);
 
+// Either direction's limit above, by the spec's kind: the largest batch for which the runtime
+// launches the small-batch variant. 0 where the spec's own knob (prefetch_rows, single_launch)
+// already fixes the variant.
+std::uint32_t small_batch_limit(const NormSpec& spec);
+// The spec as the runtime builds it for `batch` rows: with the small-batch variant's knob set up to
+// small_batch_limit(spec) (other knobs, the vector width included, as given).
+NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch);
+
 // How many CTAs a step launches for a batch.
 struct GridRule {
   enum class Kind { RowsPerCta, Persistent, Columns };
