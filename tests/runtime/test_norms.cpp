@@ -169,6 +169,58 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
   CHECK(failed_cases == 0);
 }
 
+TEST_CASE("knob variants match the reference too: one launch at long batches, L2 policies",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  // The one-launch backward beyond the batches the runtime gives it; L2 policies on the rows and
+  // weights (forward and backward); and with chunks read again from L2 instead of staged.
+  std::vector<kernels::NormKnobs> variants(3);
+  variants[0].single_launch = 1;
+  variants[1].l2_stream = 1;
+  variants[2].l2_stream = 1;
+  variants[2].staged_chunks = 0;
+  Stream stream(ctx);
+  std::size_t cases = 0, failed = 0;
+  for (const kernels::NormKnobs& knobs : variants) {
+    for (std::uint32_t width : {100u, 1003u, 4096u, 8192u, 16384u}) {
+      for (const Combo& combo : kCombos) {
+        for (bool layer : {true, false}) {
+          NormOptions options;
+          options.knobs = knobs;
+          Objects o;
+          if (layer) {
+            o.ln =
+                std::make_unique<LayerNorm>(ctx, combo.dtype, combo.weight_dtype, width, options);
+          } else {
+            o.rms = std::make_unique<RmsNorm>(ctx, combo.dtype, combo.weight_dtype, width, options);
+          }
+          for (std::uint32_t batch : {3u, 1151u}) {
+            NormCase c;
+            c.layer = layer;
+            c.dtype = combo.dtype;
+            c.weight_dtype = combo.weight_dtype;
+            c.width = width;
+            c.batch = batch;
+            c.seed = 7000 + cases++;
+            const test::HostCase host = test::make_host_case(c);
+            const test::CaseResult r =
+                test::run_case(ctx, o.ln.get(), o.rms.get(), c, host, stream);
+            test::check_case(c, r);
+            if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations +
+                        r.dw.violations + r.db.violations >
+                    0 ||
+                !r.dwdb_identical) {
+              ++failed;
+            }
+          }
+        }
+      }
+    }
+  }
+  WARN(cases << " knob-variant cases on the GPU");
+  CHECK(failed == 0);
+}
+
 namespace {
 
 // The widest vector the rows and weights of a case allow: what the runtime must choose. The forward
