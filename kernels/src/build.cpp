@@ -27,10 +27,6 @@ std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) {
   return (a + b - 1) / b;
 }
 
-bool is_backward(NormKind k) {
-  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
-}
-
 void check_dtype(DType d, std::string_view what) {
   if (d != DType::F32 && d != DType::F16 && d != DType::BF16) {
     throw Error(fmt::format("{} must be one of f32, f16, bf16, got enum value {}", what,

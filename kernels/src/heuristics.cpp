@@ -14,9 +14,6 @@ std::uint32_t round_up(std::uint32_t a, std::uint32_t b) {
   return ceil_div(a, b) * b;
 }
 
-bool is_backward(NormKind k) {
-  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
-}
 std::uint32_t accumulators(NormKind k) {
   return k == NormKind::LayerNormBwd ? 2 : 1;
 }
@@ -395,7 +392,7 @@ constexpr std::uint32_t kColumnPassRowsPerWarp = 4 * detail::kColumnRowsInFlight
 }  // namespace
 
 std::uint32_t small_batch_limit(const NormSpec& spec) {
-  if (detail::is_backward(spec.kind)) {
+  if (is_backward(spec.kind)) {
     return spec.knobs.single_launch ? 0 : backward_single_launch_batch_limit(spec);
   }
   return spec.knobs.prefetch_rows ? 0 : forward_prefetch_batch_limit(spec);
@@ -403,7 +400,7 @@ std::uint32_t small_batch_limit(const NormSpec& spec) {
 
 NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
   if (batch > small_batch_limit(spec)) return spec;
-  if (detail::is_backward(spec.kind)) {
+  if (is_backward(spec.kind)) {
     spec.knobs.single_launch = 1;
   } else {
     spec.knobs.prefetch_rows = 1;

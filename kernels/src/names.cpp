@@ -19,6 +19,14 @@ std::string_view kind_name(NormKind k) {
   return "?";
 }
 
+bool is_backward(NormKind k) {
+  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
+}
+
+bool is_layer_norm(NormKind k) {
+  return k == NormKind::LayerNormFwd || k == NormKind::LayerNormBwd;
+}
+
 NormKind parse_kind(std::string_view name) {
   for (NormKind k : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
                      NormKind::RmsNormBwd}) {

@@ -16,13 +16,6 @@ namespace ptxdsl::cli {
 using kernels::DType;
 using kernels::NormKind;
 
-bool is_layer_norm(NormKind k) {
-  return k == NormKind::LayerNormFwd || k == NormKind::LayerNormBwd;
-}
-bool is_backward(NormKind k) {
-  return k == NormKind::LayerNormBwd || k == NormKind::RmsNormBwd;
-}
-
 namespace {
 
 // Row ranges for the references, so that the float64 check of a large case uses every core.

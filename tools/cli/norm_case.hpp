@@ -18,8 +18,8 @@ namespace ptxdsl::cli {
 
 inline constexpr double kEps = 1e-5;
 
-bool is_layer_norm(kernels::NormKind k);
-bool is_backward(kernels::NormKind k);
+using kernels::is_backward;
+using kernels::is_layer_norm;
 
 // Inputs of one (norm, dtype, batch, width) and the references every kernel of that norm is
 // checked against. The backward's mean and rstd inputs are the forward reference's, in f32.

@@ -18,6 +18,8 @@ enum class NormKind { LayerNormFwd, LayerNormBwd, RmsNormFwd, RmsNormBwd };
 enum class DType { F32, F16, BF16 };
 
 std::string_view kind_name(NormKind k);      // "ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"
+bool is_backward(NormKind k);                // ln_bwd, rms_bwd
+bool is_layer_norm(NormKind k);              // ln_fwd, ln_bwd
 NormKind parse_kind(std::string_view name);  // throws Error listing the allowed names
 std::string_view dtype_name(DType d);        // "f32", "f16", "bf16"
 DType parse_dtype(std::string_view name);    // throws Error listing the allowed names
