@@ -1,12 +1,17 @@
 #include "access_hints.hpp"
 
+#include <algorithm>
+
 namespace ptxdsl::kernels::detail {
 
 AccessHints access_hints(Kernel& k, const Plan& plan, AccessHints base) {
+  base.row_rereads = base.row_loads;
   if (!plan.l2_stream) return base;
   const Reg<B64> stream = k.create_policy(L2Evict::First);
   const Reg<B64> keep = k.create_policy(L2Evict::Last);
-  base.row_loads.l2_policy = stream;
+  const bool read_again = std::count(plan.data.begin(), plan.data.end(), Place::Global) > 0;
+  base.row_loads.l2_policy = read_again ? keep : stream;
+  base.row_rereads.l2_policy = stream;
   base.row_stores.l2_policy = stream;
   base.weight_loads.l2_policy = keep;
   return base;

@@ -4,13 +4,15 @@
 #include "ptxdsl/dsl.hpp"
 
 // The cache hints of a norm kernel's global accesses, by role: the rows it streams through (x and
-// dy read, y and dx written) and the weights every row reads again (w, b). With plan.l2_stream
-// the rows carry an L2 evict_first policy and the weights an evict_last one, made once at the top
-// of the kernel (two createpolicy instructions); otherwise the hints are the caller's as given.
+// dy read, read again where the plan keeps chunks nowhere, y and dx written) and the weights every
+// row reads (w, b). With plan.l2_stream, made once at the top of the kernel (two createpolicy
+// instructions): the weights evict_last; the rows evict_first, except a first read that a later
+// pass repeats, evict_last until then (torch.compile's pair); otherwise the caller's hints.
 namespace ptxdsl::kernels::detail {
 
 struct AccessHints {
   MemHints row_loads, row_stores, weight_loads;
+  MemHints row_rereads;  // chunks placed nowhere, on their later reads (default: row_loads)
 };
 
 AccessHints access_hints(Kernel& k, const Plan& plan, AccessHints base);

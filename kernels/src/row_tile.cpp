@@ -298,7 +298,7 @@ Values RowTile::get(Kernel& k, const RowMasks& m, std::uint32_t j, std::optional
       break;
   }
   const GlobalDPtr row = shifted(k, row_, shift, map_.threads * map_.vec);
-  return decode_chunk(k, m, j, issue_chunk(k, m, row, j, hints_));
+  return decode_chunk(k, m, j, issue_chunk(k, m, row, j, reread_hints_.value_or(hints_)));
 }
 
 namespace {

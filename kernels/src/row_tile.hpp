@@ -125,6 +125,9 @@ class RowTile {
   void advance(Kernel& k, const std::vector<ChunkLoad>& next);
   // The row that chunks outside registers are read from (each iteration of a row loop).
   void set_row(GlobalDPtr thread_row) { row_ = thread_row; }
+  // Chunks placed nowhere (Place::Global) take `h` when a later pass reads them again (default:
+  // the hints of their first read).
+  void reread_with(MemHints h) { reread_hints_ = h; }
   // Chunk j's f32 values for a later pass; `shift` as for_each_chunk passes it.
   Values get(Kernel& k, const RowMasks& m, std::uint32_t j,
              std::optional<Reg<U32>> shift = std::nullopt);
@@ -137,6 +140,7 @@ class RowTile {
   GlobalDPtr row_;
   std::optional<SharedDPtr> staging_;
   MemHints hints_;
+  std::optional<MemHints> reread_hints_;
   std::uint32_t loop_group_;
   std::vector<std::uint32_t> staged_index_;
   // Register chunks as loaded: 16-bit rows stay packed two to a b32 register (half the registers
