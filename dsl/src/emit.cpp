@@ -260,7 +260,7 @@ std::string mnemonic(const Instr& in) {
     case Op::Shfl:
       return s + std::string(shfl_name(in.shfl)) + type(in.type);
     case Op::CpAsync:
-      return s + std::string(cache_name(in.cache)) + ".shared.global";
+      return s + std::string(cache_name(in.cache)) + ".shared.global" + l2_hints(in);
     case Op::CreatePolicy:
       return s + std::string(l2_evict_name(in.l2_primary)) +
              (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";

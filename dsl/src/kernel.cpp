@@ -265,12 +265,18 @@ void Kernel::red_add(GlobalPtr<F32> addr, Src<F32> v) {
 }
 
 void Kernel::cp_async_op(Operand dst, Operand src, std::uint32_t bytes,
-                         std::optional<Operand> src_bytes) {
+                         std::optional<Operand> src_bytes, MemHints h) {
   Instr in = make(Op::CpAsync, ScalarType::B32);
   in.space = Space::Shared;
   in.cache = bytes == 16 ? CacheOp::Cg : CacheOp::Ca;
+  in.l2_prefetch = h.l2_prefetch;
+  in.l2_cache_hint = h.l2_policy.has_value();
   in.ops = {std::move(dst), std::move(src), use(Src<U32>(bytes))};
   if (src_bytes) in.ops.push_back(std::move(*src_bytes));
+  if (h.l2_policy) in.ops.push_back(use(*h.l2_policy));
+  if (h.nc || h.cache != CacheOp::None || h.eviction != Eviction::None) {
+    fail(in, "a cp.async takes only L2 hints (l2_policy, l2_prefetch)");
+  }
   if (bytes != 4 && bytes != 8 && bytes != 16) {
     fail(in, fmt::format("copy size must be 4, 8 or 16 bytes, got {}", bytes));
   }

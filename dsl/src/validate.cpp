@@ -215,6 +215,11 @@ std::string check_form(const Instr& in) {
       if (in.cache == CacheOp::Cg && in.ops.size() > 2 && in.ops[2].imm_bits != 16) {
         return "cp.async.cg copies 16 bytes only; narrower copies take .ca";
       }
+      if (in.l2_prefetch != 0 && in.l2_prefetch != 64 && in.l2_prefetch != 128 &&
+          in.l2_prefetch != 256) {
+        return fmt::format("the L2 prefetch size must be 64, 128 or 256 bytes, got {}",
+                           in.l2_prefetch);
+      }
       return {};
     default:
       return {};
@@ -242,6 +247,9 @@ Requirement requirement(const Instr& in) {
     return {Arch::Sm80, {7, 4}};
   }
   if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
+  if (in.op == Op::CpAsync && (in.l2_cache_hint || in.l2_prefetch != 0)) {
+    return {Arch::Sm80, {7, 4}};
+  }
   return {};
 }
 

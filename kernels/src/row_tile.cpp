@@ -171,10 +171,12 @@ void RowTile::copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, S
       const std::uint32_t lone = map_.tail() * static_cast<std::uint32_t>(dtype_bytes(row_.dtype));
       reads = k.selp<U32>(lone, reads ? *reads : Src<U32>(bytes), *t);
     }
+    // Of the row's hints, the copies take the L2 ones (L1 is not on their way).
+    const MemHints l2{.l2_policy = hints_.l2_policy, .l2_prefetch = hints_.l2_prefetch};
     if (reads) {
-      k.cp_async_zfill(to.p, from.p, bytes, *reads);
+      k.cp_async_zfill(to.p, from.p, bytes, *reads, l2);
     } else {
-      k.cp_async(to.p, from.p, bytes);
+      k.cp_async(to.p, from.p, bytes, l2);
     }
   });
 }

@@ -628,6 +628,13 @@ std::vector<Row> addresses_and_params() {
       ROW("st.global.cs.L2::cache_hint.v2.f32 [%rd8], {%f1, %f2}, %rd6;",
           k.st_v<2>(x.gp, Vec<F32, 2>{x.a, x.b},
                     MemHints{.cache = CacheOp::Cs, .l2_policy = x.b64[0]})),
+      ROW("cp.async.cg.shared.global.L2::cache_hint [%r15], [%rd8], 16, %rd6;",
+          k.cp_async(x.sp, x.gp, 16, MemHints{.l2_policy = x.b64[0]})),
+      ROW("cp.async.ca.shared.global.L2::cache_hint.L2::256B [%r15], [%rd8], 8, %r1, %rd7;",
+          k.cp_async_zfill(x.sp, x.gp, 8, x.u[0],
+                           MemHints{.l2_policy = x.b64[1], .l2_prefetch = 256})),
+      ROW("cp.async.cg.shared.global.L2::128B [%r15], [%rd8], 16;",
+          k.cp_async(x.sp, x.gp, 16, MemHints{.l2_prefetch = 128})),
       ROW("@%p1 ld.global.L2::cache_hint.f32 %f4, [%rd8], %rd6;",
           k.predicated(x.p[0], [&] { k.ld(x.gp, MemHints{.l2_policy = x.b64[0]}); })),
   };

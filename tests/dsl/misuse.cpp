@@ -450,6 +450,11 @@ TEST_CASE("L2 cache policies and hints are checked", "[dsl][misuse]") {
   CHECK_MISUSE(k.create_policy(L2Evict::Last, 1.0f, L2Evict::Last), "k",
                "instruction 'createpolicy.fractional.L2::evict_last.L2::evict_last.b64'",
                "the secondary priority must be evict_first or evict_unchanged");
+  CHECK_MISUSE(k.cp_async(x.s, x.g, 16, kNc), "k", "instruction 'cp.async.cg.shared.global'",
+               "a cp.async takes only L2 hints (l2_policy, l2_prefetch)");
+  CHECK_MISUSE(k.cp_async(x.s, x.g, 16, MemHints{.l2_prefetch = 32}), "k",
+               "instruction 'cp.async.cg.shared.global.L2::32B'",
+               "the L2 prefetch size must be 64, 128 or 256 bytes, got 32");
   // A policy of another kernel is not this kernel's register.
   Kernel& other = x.m.kernel("other");
   CHECK_THAT(error_of([&] {

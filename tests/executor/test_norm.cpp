@@ -392,6 +392,19 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
         for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1003);
       }
     }
+    // Rows copied by cp.async with the policy: the ring, and staging into a second buffer.
+    for (std::uint32_t ahead : {1u, 2u}) {
+      NormSpec spec = spec_of(kind, DType::F16, 1003);
+      spec.knobs.threads_per_row = 32;
+      spec.knobs.prefetch_rows = ahead;
+      if (ahead == 1) spec.knobs.register_chunks = 0;
+      spec.knobs.sm_count = 2;
+      spec.knobs.l2_stream = 1;
+      const BuiltNorm built = build_norm(spec);
+      INFO(kind_name(kind) << " f16 1003, prefetch_rows " << ahead);
+      REQUIRE(built.ptx.find(".shared.global.L2::cache_hint") != std::string::npos);
+      for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1008);
+    }
   }
 }
 

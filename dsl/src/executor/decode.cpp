@@ -283,7 +283,8 @@ class Decoder {
         d.aux = static_cast<std::uint32_t>(static_cast<std::int32_t>(d.offset));
         address(in, d, in.ops[1]);
         d.elem_bytes = static_cast<std::uint8_t>(in.ops[2].imm_bits);
-        if (in.ops.size() > 3) add_src(d, source(in, in.ops[3]));
+        // A cache policy, last where there is one, is a hint: not read here.
+        if (in.ops.size() > (in.l2_cache_hint ? 4u : 3u)) add_src(d, source(in, in.ops[3]));
         break;
       }
       case Op::CpAsyncCommit:

@@ -399,16 +399,17 @@ class Kernel {
   // copies a thread issued since its last `cp_async_commit` form one group; after
   // `cp_async_wait(n)` all but the thread's newest n committed groups have landed and are visible
   // to that thread (to others only after a barrier). 16-byte copies bypass L1 (.cg), narrower
-  // ones cannot (.ca).
+  // ones cannot (.ca). Of the hints, a copy takes the L2 ones (l2_policy, l2_prefetch).
   template <MemTag T>
-  void cp_async(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes) {
-    cp_async_op(address(dst), address(src), bytes, std::nullopt);
+  void cp_async(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes, MemHints h = kNoHints) {
+    cp_async_op(address(dst), address(src), bytes, std::nullopt, h);
   }
   // The same copy reading only the first `src_bytes` (≤ bytes) of `src` and zero-filling the rest
   // of `dst`: masked tails and masked rows (0 reads nothing, so `src` may lie past an allocation).
   template <MemTag T>
-  void cp_async_zfill(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes, Src<U32> src_bytes) {
-    cp_async_op(address(dst), address(src), bytes, use(src_bytes));
+  void cp_async_zfill(SharedPtr<T> dst, GlobalPtr<T> src, std::uint32_t bytes, Src<U32> src_bytes,
+                      MemHints h = kNoHints) {
+    cp_async_op(address(dst), address(src), bytes, use(src_bytes), h);
   }
   void cp_async_commit();
   void cp_async_wait(std::uint32_t newest_pending);
@@ -637,7 +638,8 @@ class Kernel {
   void commit(Instr in);
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
-  void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes);
+  void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes,
+                   MemHints h);
   RegId new_reg(RegClass c, std::string_view debug_name);
   std::string declare_param(std::string_view name, ScalarType type, bool pointer,
                             ScalarType element);
