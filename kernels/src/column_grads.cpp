@@ -1,9 +1,9 @@
 // The backward in one launch: after its rows, each CTA sums dw = Σ dy·x̂ (and db = Σ dy) over every
 // row for tiles of columns t = ctaid, ctaid + grid, ...; x and dy are read again, from L2 at the
-// batches that use this. A warp's load covers L lanes × cv columns of 32 / L rows; warp s of the
-// CTA walks rows from s · 32 / L, kColumnRowsInFlight loads in flight at once. The rows of a warp
-// meet by a butterfly, the warps in shared memory in warp order (as in the column reduce): the
-// same bits every run.
+// batches that use this. A warp's load covers `lanes` lanes × cv columns of each of 32 / lanes rows
+// (plan.column_row_lanes); warp s of the CTA walks rows from s · 32 / lanes, kColumnRowsInFlight
+// loads in flight at once. The rows of a warp meet by a butterfly, the warps in shared memory in
+// warp order (as in the column reduce): the same bits every run.
 #include <bit>
 
 #include "builders.hpp"
@@ -14,7 +14,7 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
                          const ColumnGradInputs& in) {
   const std::uint32_t cv = plan.column_vec;
   const std::uint32_t rows_a_load = plan.column_row_lanes;
-  const std::uint32_t L = 32 / rows_a_load;  // lanes across the columns
+  const std::uint32_t lanes = 32 / rows_a_load;  // across the columns
   const std::uint32_t C = plan.column_width();
   const std::uint32_t S = plan.block() / 32;
   const std::uint32_t rows_a_round = S * rows_a_load * kColumnRowsInFlight;
@@ -23,11 +23,11 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> slice = k.shr(tid, 5u);
   const Reg<U32> lane = k.and_(tid, 31u);
-  const Reg<U32> column_lane = k.and_(lane, L - 1);
-  const Reg<U32> row_lane = k.shr(lane, static_cast<std::uint32_t>(std::countr_zero(L)));
+  const Reg<U32> column_lane = k.and_(lane, lanes - 1);
+  const Reg<U32> row_lane = k.shr(lane, static_cast<std::uint32_t>(std::countr_zero(lanes)));
   const Reg<U32> lane_column = k.mul(column_lane, cv);
   const Reg<U32> first_row = k.mad(slice, rows_a_load, row_lane);
-  const SharedPtr<F32> table = k.shared_array<F32>("column_sums", nacc * S * L * cv);
+  const SharedPtr<F32> table = k.shared_array<F32>("column_sums", nacc * S * lanes * cv);
   k.for_range(k.ctaid_x(), plan.column_tiles(), k.nctaid_x(), [&](Reg<U32> tile) {
     const Reg<U32> column = k.mad(tile, C, lane_column);
     const Pred column_ok = k.setp(Cmp::Lt, column, spec.width);
@@ -70,14 +70,14 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
     // The rows that shared a warp's loads, added by a butterfly over the row-lane bits.
     for (auto& sum : sums) {
       for (Reg<F32>& v : sum) {
-        for (std::uint32_t mask = L; mask < 32; mask *= 2) v = k.add(v, k.shfl_bfly(v, mask));
+        for (std::uint32_t mask = lanes; mask < 32; mask *= 2) v = k.add(v, k.shfl_bfly(v, mask));
       }
     }
     std::optional<Pred> holds;
     if (rows_a_load > 1) holds = k.setp(Cmp::Eq, row_lane, 0u);
-    store_slice_sums(k,
-                     SliceSums{table, k.mad(slice, L, column_lane), slice, L, S, cv, sums, holds},
-                     in.outs, column, column_ok, spec.weight_dtype);
+    store_slice_sums(
+        k, SliceSums{table, k.mad(slice, lanes, column_lane), slice, lanes, S, cv, sums, holds},
+        in.outs, column, column_ok, spec.weight_dtype);
     k.bar_sync(0);  // slice 0 has read the table before the next tile writes it
   });
 }
