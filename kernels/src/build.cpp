@@ -91,6 +91,9 @@ void validate(const NormSpec& spec) {
   if (kn.single_launch && *kn.single_launch > 1) {
     throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
   }
+  if (kn.min_row_groups && (*kn.min_row_groups < 1 || *kn.min_row_groups > 1024)) {
+    throw Error(fmt::format("min_row_groups must be in [1, 1024], got {}", *kn.min_row_groups));
+  }
   if (kn.l2_stream && *kn.l2_stream > 1) {
     throw Error(fmt::format("l2_stream must be 0 or 1, got {}", *kn.l2_stream));
   }
@@ -231,6 +234,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.chosen.staged_chunks = plan.staged_chunks();
   out.chosen.l2_stream = plan.l2_stream ? 1u : 0u;
+  if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

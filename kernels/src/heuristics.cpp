@@ -336,7 +336,8 @@ Plan plan_norm(const NormSpec& spec) {
     // Each backward CTA walks enough rows that the f32 partials (written, then read by the reduce)
     // stay within about a quarter of the kernel's own traffic (x, dy read, dx written).
     const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);
-    p.min_row_groups_per_cta = single ? 1 : ceil_div(rows_per_partial, p.rows_per_cta);
+    p.min_row_groups_per_cta =
+        single ? 1 : kn.min_row_groups.value_or(ceil_div(rows_per_partial, p.rows_per_cta));
   }
   if (single) {
     // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs (rows are

@@ -190,6 +190,15 @@ TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contr
   const NormSpec fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
   REQUIRE(spec_for_batch(fwd, forward_prefetch_batch_limit(fwd)).knobs.prefetch_rows == 1u);
   REQUIRE(!spec_for_batch(fwd, forward_prefetch_batch_limit(fwd) + 1).knobs.prefetch_rows);
+  // With partial rows, each CTA walks at least min_row_groups rows while the batch allows: 11 by
+  // default for 16-bit 8192-wide rows (105 CTAs for 1151 rows), 1 fills the SMs first.
+  NormSpec ln = spec_of(NormKind::LayerNormBwd, DType::F16, 8192);
+  REQUIRE(build_norm(ln).chosen.min_row_groups == 11u);
+  REQUIRE(build_norm(ln).steps[0].grid.grid(1151, 8192) == 105u);
+  ln.knobs.min_row_groups = 1;
+  const BuiltNorm filled = build_norm(ln);
+  REQUIRE(filled.steps[0].grid.grid(1151, 8192) == 132u);
+  REQUIRE(filled.workspace_bytes(1151) == 2u * 132 * 8192 * 4);
   // A knob that fixes the variant wins at every batch.
   NormSpec fixed = bwd;
   fixed.knobs.single_launch = 0;

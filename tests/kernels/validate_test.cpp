@@ -72,6 +72,9 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.single_launch = 2;
   REQUIRE_THROWS_WITH(validate(s), "single_launch must be 0 or 1, got 2");
   s.knobs.single_launch.reset();
+  s.knobs.min_row_groups = 0;
+  REQUIRE_THROWS_WITH(validate(s), "min_row_groups must be in [1, 1024], got 0");
+  s.knobs.min_row_groups.reset();
   s.knobs.l2_stream = 2;
   REQUIRE_THROWS_WITH(validate(s), "l2_stream must be 0 or 1, got 2");
   s.knobs.l2_stream = 1;

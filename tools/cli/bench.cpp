@@ -304,7 +304,8 @@ class BenchCommand : public Command {
                          !options_.staged_chunks.empty() ||
                          !options_.accumulator_register_chunks.empty() ||
                          !options_.max_registers.empty() || !options_.prefetch_rows.empty() ||
-                         !options_.single_launch.empty() || !options_.l2_stream.empty();
+                         !options_.single_launch.empty() || !options_.l2_stream.empty() ||
+                         !options_.min_row_groups.empty();
       if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");
       for (const Shape& s : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}

@@ -51,6 +51,7 @@ struct SpecOptions {
   std::string prefetch_rows;
   std::string single_launch;
   std::string l2_stream;
+  std::string min_row_groups;
   std::string sm_count;
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.

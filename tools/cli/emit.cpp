@@ -101,6 +101,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     knob("prefetch_rows", k.prefetch_rows);
     knob("single_launch", k.single_launch);
     knob("l2_stream", k.l2_stream);
+    knob("min_row_groups", k.min_row_groups);
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)

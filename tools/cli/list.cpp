@@ -54,6 +54,7 @@ class ListCommand : public Command {
         "  --single-launch 0|1   backward: dw/db summed by columns in the same launch (x and dy\n"
         "                        read again) instead of partial rows and a reduce launch\n"
         "  --l2-stream 0|1       rows with an L2 evict_first policy, weights evict_last\n"
+        "  --min-row-groups N    backward: rows each CTA walks at least (fewer partial rows)\n"
         "\n"
         "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
         kernels::kMaxWidth);

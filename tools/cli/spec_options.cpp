@@ -75,6 +75,9 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
                  "backward: 1 sums dw/db by columns in the same launch (x and dy read again); 0 "
                  "writes partial rows for a second launch (default: by batch)")
       ->group(group);
+  app.add_option("--min-row-groups", min_row_groups,
+                 "backward: rows (row groups) each CTA walks at least before the grid grows")
+      ->group(group);
   app.add_option("--l2-stream", l2_stream,
                  "1: rows read and written with an L2 evict_first policy, weights evict_last")
       ->group(group);
@@ -142,6 +145,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.knobs.prefetch_rows = knob0("--prefetch-rows", prefetch_rows);
   s.knobs.single_launch = knob0("--single-launch", single_launch);
   s.knobs.l2_stream = knob0("--l2-stream", l2_stream);
+  s.knobs.min_row_groups = knob("--min-row-groups", min_row_groups);
   usage([&] { kernels::validate(s); });
   return s;
 }

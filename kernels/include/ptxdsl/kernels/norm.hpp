@@ -59,6 +59,9 @@ struct NormKnobs {
   // an evict_last one (torch.compile's kernels hint L2 this way; needs PTX 7.4); unset or 0: no
   // L2 policy.
   std::optional<std::uint32_t> l2_stream;
+  // Backward with partial rows: each CTA walks at least this many row groups when the batch
+  // allows (fewer CTAs, fewer partial rows); 1 fills the grid first.
+  std::optional<std::uint32_t> min_row_groups;
 };
 
 // Allowed knob values (validate() checks them):
@@ -67,7 +70,7 @@ struct NormKnobs {
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
-//   l2_stream 0 or 1 (PTX 7.4 or newer).
+//   l2_stream 0 or 1 (PTX 7.4 or newer); min_row_groups in [1, 1024].
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
