@@ -298,15 +298,8 @@ class BenchCommand : public Command {
         throw UsageError(
             "--suite takes no KERNEL, --batch, --width or --dtype: give a suite or one case");
       }
-      const bool knobs = !options_.threads_per_row.empty() || !options_.rows_per_cta.empty() ||
-                         !options_.vector_elems.empty() || !options_.ctas_per_sm.empty() ||
-                         !options_.sm_count.empty() || !options_.register_chunks.empty() ||
-                         !options_.staged_chunks.empty() ||
-                         !options_.accumulator_register_chunks.empty() ||
-                         !options_.max_registers.empty() || !options_.prefetch_rows.empty() ||
-                         !options_.single_launch.empty() || !options_.l2_stream.empty() ||
-                         !options_.min_row_groups.empty();
-      if (knobs) throw UsageError("--suite takes no knobs: the heuristics choose for each case");
+      if (options_.any_knob())
+        throw UsageError("--suite takes no knobs: the heuristics choose for each case");
       for (const Shape& s : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "knob_flags.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "ptxdsl/runtime/norms.hpp"
 
@@ -40,23 +41,13 @@ struct SpecOptions {
   std::string weight_dtype;
   std::string arch;  // empty: sm_90 for emit/check, the device's for run/bench
   std::string ptx_version;
-  std::string threads_per_row;
-  std::string rows_per_cta;
-  std::string vector_elems;
-  std::string ctas_per_sm;
-  std::string register_chunks;
-  std::string staged_chunks;
-  std::string accumulator_register_chunks;
-  std::string max_registers;
-  std::string prefetch_rows;
-  std::string single_launch;
-  std::string l2_stream;
-  std::string min_row_groups;
-  std::string sm_count;
+  // The knobs' text, one per entry of knob_flags(), in its order (empty: not given).
+  std::vector<std::string> knobs = std::vector<std::string>(knob_flags().size());
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.
   void add_to(CLI::App& app, bool required = true);
   void add_knobs_to(CLI::App& app);
+  bool any_knob() const;
   // Parses and validates; throws UsageError.
   kernels::NormSpec spec() const;
   // What a host API object takes: the knobs, and the arch and PTX version where they were given.

@@ -89,19 +89,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
         j.null();
       }
     };
-    knob("threads_per_row", k.threads_per_row);
-    knob("rows_per_cta", k.rows_per_cta);
-    knob("vector_elems", k.vector_elems);
-    knob("ctas_per_sm", k.ctas_per_sm);
-    knob("sm_count", k.sm_count);
-    knob("register_chunks", k.register_chunks);
-    knob("staged_chunks", k.staged_chunks);
-    knob("accumulator_register_chunks", k.accumulator_register_chunks);
-    knob("max_registers", k.max_registers);
-    knob("prefetch_rows", k.prefetch_rows);
-    knob("single_launch", k.single_launch);
-    knob("l2_stream", k.l2_stream);
-    knob("min_row_groups", k.min_row_groups);
+    for (const KnobFlag& f : knob_flags()) knob(f.json, k.*f.member);
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)

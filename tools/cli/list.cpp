@@ -38,26 +38,13 @@ class ListCommand : public Command {
         "  --batch B (run/bench) 1 to 2147483647 rows                    (required)\n"
         "  --seed S (run)        0 to 2^64-1                             1\n"
         "\n"
-        "knobs (unset: the shape heuristic in kernels/ decides from width, dtype and kernel)\n"
-        "  --threads-per-row N   a power of two <= 32, or a multiple of 32\n"
-        "  --rows-per-cta N      rows one CTA handles\n"
-        "  --vector-elems N      elements per vector access: 1, 2, 4 or 8\n"
-        "  --ctas-per-sm N       persistent grid = SMs x N\n"
-        "  --sm-count N          backward: SMs assumed when sizing the grid\n"
-        "  --register-chunks N   chunks of x (and dy) a thread keeps in registers\n"
-        "  --staged-chunks N     of the others, chunks staged in shared memory (the rest are\n"
-        "                        read again from global memory each pass)\n"
-        "  --accumulator-register-chunks N  backward: dw/db partial chunks in registers\n"
-        "  --max-registers N     registers a thread (.maxnreg), 32 to 255\n"
-        "  --prefetch-rows 0|1|2 persistent CTAs load the next row (2: the next two, through\n"
-        "                        shared memory) during this one\n"
-        "  --single-launch 0|1   backward: dw/db summed by columns in the same launch (x and dy\n"
-        "                        read again) instead of partial rows and a reduce launch\n"
-        "  --l2-stream 0|1       rows with an L2 evict_first policy, weights evict_last\n"
-        "  --min-row-groups N    backward: rows each CTA walks at least (fewer partial rows)\n"
-        "\n"
-        "`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n",
+        "knobs (unset: the shape heuristic in kernels/ decides from width, dtype and kernel)\n",
         kernels::kMaxWidth);
+    for (const KnobFlag& f : knob_flags()) {
+      fmt::print("  {:<21} {}\n", fmt::format("{} {}", f.flag, f.value), f.help);
+    }
+    fmt::print(
+        "\n`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n");
     return kExitOk;
   }
 };

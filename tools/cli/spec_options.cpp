@@ -47,40 +47,14 @@ void SpecOptions::add_to(CLI::App& app, bool required) {
 
 void SpecOptions::add_knobs_to(CLI::App& app) {
   const std::string group = "Knobs (unset: the shape heuristic decides)";
-  app.add_option("--threads-per-row", threads_per_row, "a power of two <= 32, or a multiple of 32")
-      ->group(group);
-  app.add_option("--rows-per-cta", rows_per_cta, "rows one CTA handles")->group(group);
-  app.add_option("--vector-elems", vector_elems, "elements per vector access: 1, 2, 4 or 8")
-      ->group(group);
-  app.add_option("--ctas-per-sm", ctas_per_sm, "persistent grid = SMs x this")->group(group);
-  app.add_option("--sm-count", sm_count, "backward: SMs assumed when sizing the grid")
-      ->group(group);
-  app.add_option("--register-chunks", register_chunks,
-                 "chunks of x (and dy) a thread keeps in registers between passes")
-      ->group(group);
-  app.add_option("--staged-chunks", staged_chunks,
-                 "of the chunks not in registers, how many to stage in shared memory (the rest "
-                 "are read again from global memory each pass)")
-      ->group(group);
-  app.add_option("--accumulator-register-chunks", accumulator_register_chunks,
-                 "backward: chunks of the dw/db partials kept in registers")
-      ->group(group);
-  app.add_option("--max-registers", max_registers, "registers a thread (.maxnreg), 32 to 255")
-      ->group(group);
-  app.add_option("--prefetch-rows", prefetch_rows,
-                 "1: persistent CTAs load the next row while working on this one; 2: the next "
-                 "two rows, through shared memory; 0: not")
-      ->group(group);
-  app.add_option("--single-launch", single_launch,
-                 "backward: 1 sums dw/db by columns in the same launch (x and dy read again); 0 "
-                 "writes partial rows for a second launch (default: by batch)")
-      ->group(group);
-  app.add_option("--min-row-groups", min_row_groups,
-                 "backward: rows (row groups) each CTA walks at least before the grid grows")
-      ->group(group);
-  app.add_option("--l2-stream", l2_stream,
-                 "1: rows read and written with an L2 evict_first policy, weights evict_last")
-      ->group(group);
+  for (std::size_t i = 0; i < knob_flags().size(); ++i) {
+    const KnobFlag& f = knob_flags()[i];
+    app.add_option(std::string(f.flag), knobs[i], std::string(f.help))->group(group);
+  }
+}
+
+bool SpecOptions::any_knob() const {
+  return std::any_of(knobs.begin(), knobs.end(), [](const std::string& t) { return !t.empty(); });
 }
 
 namespace {
@@ -96,15 +70,11 @@ auto usage(F&& f) {
   }
 }
 
-std::optional<std::uint32_t> knob(std::string_view name, const std::string& text) {
+// A knob's value: unset when not given; 0 only for counts and switches. `validate` checks the
+// knob's own range afterwards.
+std::optional<std::uint32_t> knob(const KnobFlag& f, const std::string& text) {
   if (text.empty()) return std::nullopt;
-  return static_cast<std::uint32_t>(parse_uint(name, text, 1, 1u << 20));
-}
-
-// A knob where 0 means "none" (chunk counts).
-std::optional<std::uint32_t> knob0(std::string_view name, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  return static_cast<std::uint32_t>(parse_uint(name, text, 0, 1u << 20));
+  return static_cast<std::uint32_t>(parse_uint(f.flag, text, f.zero_allowed ? 0 : 1, 1u << 20));
 }
 
 PtxVersion default_ptx_version(Arch arch) {
@@ -132,20 +102,10 @@ kernels::NormSpec SpecOptions::spec() const {
     throw UsageError(fmt::format("--ptx-version must be at least {}.{} for {}, got '{}'",
                                  least.major, least.minor, arch_name(s.arch), ptx_version));
   }
-  s.knobs.threads_per_row = knob("--threads-per-row", threads_per_row);
-  s.knobs.rows_per_cta = knob("--rows-per-cta", rows_per_cta);
-  s.knobs.vector_elems = knob("--vector-elems", vector_elems);
-  s.knobs.ctas_per_sm = knob("--ctas-per-sm", ctas_per_sm);
-  s.knobs.sm_count = knob("--sm-count", sm_count);
-  s.knobs.register_chunks = knob0("--register-chunks", register_chunks);
-  s.knobs.staged_chunks = knob0("--staged-chunks", staged_chunks);
-  s.knobs.accumulator_register_chunks =
-      knob0("--accumulator-register-chunks", accumulator_register_chunks);
-  s.knobs.max_registers = knob("--max-registers", max_registers);
-  s.knobs.prefetch_rows = knob0("--prefetch-rows", prefetch_rows);
-  s.knobs.single_launch = knob0("--single-launch", single_launch);
-  s.knobs.l2_stream = knob0("--l2-stream", l2_stream);
-  s.knobs.min_row_groups = knob("--min-row-groups", min_row_groups);
+  for (std::size_t i = 0; i < knob_flags().size(); ++i) {
+    const KnobFlag& f = knob_flags()[i];
+    s.knobs.*f.member = knob(f, knobs[i]);
+  }
   usage([&] { kernels::validate(s); });
   return s;
 }

@@ -1,0 +1,37 @@
+#include "knob_flags.hpp"
+
+namespace ptxdsl::cli {
+
+std::span<const KnobFlag> knob_flags() {
+  using K = kernels::NormKnobs;
+  static constexpr KnobFlag kFlags[] = {
+      {"--threads-per-row", "threads_per_row", "N", &K::threads_per_row, false,
+       "a power of two <= 32, or a multiple of 32"},
+      {"--rows-per-cta", "rows_per_cta", "N", &K::rows_per_cta, false, "rows one CTA handles"},
+      {"--vector-elems", "vector_elems", "N", &K::vector_elems, false,
+       "elements per vector access: 1, 2, 4 or 8"},
+      {"--ctas-per-sm", "ctas_per_sm", "N", &K::ctas_per_sm, false, "persistent grid = SMs x N"},
+      {"--sm-count", "sm_count", "N", &K::sm_count, false,
+       "backward: SMs assumed when sizing the grid"},
+      {"--register-chunks", "register_chunks", "N", &K::register_chunks, true,
+       "chunks of x (and dy) a thread keeps in registers between passes"},
+      {"--staged-chunks", "staged_chunks", "N", &K::staged_chunks, true,
+       "of the others, chunks staged in shared memory (the rest: read again each pass)"},
+      {"--accumulator-register-chunks", "accumulator_register_chunks", "N",
+       &K::accumulator_register_chunks, true,
+       "backward: chunks of the dw/db partials kept in registers"},
+      {"--max-registers", "max_registers", "N", &K::max_registers, false,
+       "registers a thread (.maxnreg), 32 to 255"},
+      {"--prefetch-rows", "prefetch_rows", "0|1|2", &K::prefetch_rows, true,
+       "persistent CTAs load the next row (2: the next two, through shared memory)"},
+      {"--single-launch", "single_launch", "0|1", &K::single_launch, true,
+       "backward: dw/db summed by columns in the same launch (default: by batch)"},
+      {"--l2-stream", "l2_stream", "0|1", &K::l2_stream, true,
+       "rows with an L2 evict_first policy, weights evict_last"},
+      {"--min-row-groups", "min_row_groups", "N", &K::min_row_groups, false,
+       "backward: rows each CTA walks at least before the grid grows"},
+  };
+  return kFlags;
+}
+
+}  // namespace ptxdsl::cli
