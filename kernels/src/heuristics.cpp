@@ -381,10 +381,6 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   return 4 * spec.knobs.sm_count.value_or(132) * fit * p.rows_per_cta;
 }
 
-}  // namespace ptxdsl::kernels
-
-namespace ptxdsl::kernels {
-
 namespace {
 // Rows a warp may sum in the column pass: four times the loads it keeps in flight (fewer rounds
 // where its loads cover 2 or 4 rows). Within it every case measured on the H200 ran faster than
