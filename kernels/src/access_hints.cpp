@@ -4,8 +4,9 @@
 
 namespace ptxdsl::kernels::detail {
 
-AccessHints access_hints(Kernel& k, const Plan& plan, AccessHints base) {
-  base.row_rereads = base.row_loads;
+AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHints row_stores,
+                         MemHints weight_loads) {
+  AccessHints base{row_loads, row_stores, weight_loads, row_loads};
   if (!plan.l2_stream) return base;
   const Reg<B64> stream = k.create_policy(L2Evict::First);
   const Reg<B64> keep = k.create_policy(L2Evict::Last);

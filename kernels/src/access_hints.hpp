@@ -15,6 +15,7 @@ struct AccessHints {
   MemHints row_rereads;  // chunks placed nowhere, on their later reads (default: row_loads)
 };
 
-AccessHints access_hints(Kernel& k, const Plan& plan, AccessHints base);
+AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHints row_stores,
+                         MemHints weight_loads);
 
 }  // namespace ptxdsl::kernels::detail

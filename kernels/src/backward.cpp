@@ -266,7 +266,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // 16384-wide rows on the H200; with several CTAs an SM, 4% slower (4096x4096 f16) than
   // .L1::no_allocate, which they keep (docs/performance.md).
   const AccessHints hints =
-      access_hints(k, plan, {plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate, kStreaming, kNc, {}});
+      access_hints(k, plan, plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate, kStreaming, kNc);
   RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, hints.row_loads, plan.loop_group);
   RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, hints.row_loads,
               plan.loop_group);

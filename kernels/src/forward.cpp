@@ -59,7 +59,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<U32> first_row = groups.row(first_group);
   // x through L1 (.nc, allocating) and y stored plainly: 3-8% faster on the H200 than
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
-  const AccessHints hints = access_hints(k, plan, {kNc, kNoHints, kNc, kNc});
+  const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   xt.reread_with(hints.row_rereads);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
