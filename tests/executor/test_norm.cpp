@@ -359,6 +359,16 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
         REQUIRE(built.steps[0].grid.grid(1, width) > 1u);
         for (std::uint32_t batch : {1u, 70u}) run_batch(built, batch, width);
       }
+      // Wide rows whose freed accumulator registers hold some chunks, the rest staged or read
+      // again from global memory.
+      for (std::uint32_t width : {16384u, 65536u}) {
+        NormSpec spec = spec_of(kind, dtype, width);
+        spec.knobs.single_launch = 1;
+        spec.knobs.sm_count = 4;
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
+        for (std::uint32_t batch : {1u, 3u}) run_batch(built, batch, width);
+      }
     }
   }
 }
