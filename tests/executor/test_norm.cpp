@@ -26,6 +26,8 @@ namespace {
 constexpr std::uint32_t kWidths[] = {1, 7, 100, 1000, 1151, 4097, 8192};
 constexpr std::uint32_t kBatches[] = {1, 3, 17};
 constexpr DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
+constexpr NormKind kKinds[] = {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
+                               NormKind::RmsNormBwd};
 constexpr float kEps = 1e-5f;
 
 struct Totals {
@@ -217,8 +219,7 @@ TEST_CASE("RMS norm backward on the executor matches the float64 reference", "[e
 
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
           "[executor][norm]") {
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
-                        NormKind::RmsNormBwd}) {
+  for (NormKind kind : kKinds) {
     NormSpec spec;
     spec.kind = kind;
     spec.dtype = DType::F16;
@@ -239,9 +240,8 @@ TEST_CASE("prefetching rows, and not: the forward's persistent variant, the back
   // The runtime launches the prefetching forward for small batches and the backward prefetches
   // by default; each is checked here the other way too. Two SMs assumed: CTAs walk many rows, so
   // the loop-carried row and its masks past the batch are exercised.
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
-                        NormKind::RmsNormBwd}) {
-    const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+  for (NormKind kind : kKinds) {
+    const bool forward = !is_backward(kind);
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1u, 7u, 100u, 1151u, 4097u, 8192u}) {
         NormSpec spec = spec_of(kind, dtype, width);
@@ -260,8 +260,7 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
   // Every chunk staged, or staged beside a register chunk; 16-byte vectors with ragged tails (the
   // rows padded to a multiple of 8 elements), several row slots a CTA, and CTAs that walk many
   // rows (two SMs assumed).
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
-                        NormKind::RmsNormBwd}) {
+  for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1003u, 4097u}) {
         for (std::uint32_t in_registers : {0u, 1u}) {
@@ -280,10 +279,7 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
     }
   }
   // Vectors under 4 bytes cannot be copied by cp.async: staged synchronously.
-  NormSpec narrow;
-  narrow.kind = NormKind::LayerNormFwd;
-  narrow.dtype = narrow.weight_dtype = DType::F16;
-  narrow.width = 1003;
+  NormSpec narrow = spec_of(NormKind::LayerNormFwd, DType::F16, 1003);
   narrow.knobs.vector_elems = 1;
   narrow.knobs.threads_per_row = 32;
   narrow.knobs.register_chunks = 0;
@@ -297,8 +293,7 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
 TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "[executor][norm]") {
   // No staging: the chunks outside registers are loaded anew by every pass, beside register
   // chunks or alone, one CTA a row or persistent CTAs prefetching their register chunks.
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
-                        NormKind::RmsNormBwd}) {
+  for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t in_registers : {0u, 1u}) {
         for (std::uint32_t prefetch : {0u, 1u}) {
@@ -313,8 +308,7 @@ TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "
                                << " prefetch " << prefetch);
           REQUIRE(built.chosen.staged_chunks == 0u);
           // The backward's dynamic shared memory holds dw/db partial sums; no rows.
-          if (kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd)
-            REQUIRE(built.steps[0].contract.dynamic_shared_bytes == 0u);
+          if (!is_backward(kind)) REQUIRE(built.steps[0].contract.dynamic_shared_bytes == 0u);
           for (std::uint32_t batch : {1u, 6u}) run_batch(built, batch, 1008);
         }
       }
@@ -377,9 +371,8 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching
   // and not, one launch and two.
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
-                        NormKind::RmsNormBwd}) {
-    const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+  for (NormKind kind : kKinds) {
+    const bool forward = !is_backward(kind);
     for (DType dtype : {DType::F32, DType::BF16}) {
       for (std::uint32_t alternate : {0u, 1u}) {
         NormSpec spec = spec_of(kind, dtype, 1003);
@@ -421,8 +414,7 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
 TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
   // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
   // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd, NormKind::LayerNormBwd,
-                        NormKind::RmsNormBwd}) {
+  for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {100u, 1003u, 4097u}) {
         NormSpec spec = spec_of(kind, dtype, width);
@@ -441,8 +433,7 @@ TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor
 TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persistent grids",
           "[executor][norm]") {
   std::size_t built_count = 0, oversized = 0;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
-                        NormKind::RmsNormBwd}) {
+  for (NormKind kind : kKinds) {
     for (std::uint32_t width : {100u, 1151u, 4097u}) {
       for (std::uint32_t tpr : {1u, 4u, 32u, 64u, 256u}) {
         for (std::uint32_t rows : {1u, 2u, 8u}) {

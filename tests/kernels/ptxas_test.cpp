@@ -97,7 +97,7 @@ TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptx
         // Each direction also in the runtime's small-batch variant (same entry names for the
         // forward, so a group of its own): the forward as persistent CTAs prefetching rows, the
         // backward in one launch. The backward prefetches by default where its registers allow.
-        const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+        const bool forward = !is_backward(kind);
         for (const std::uint32_t alternate : {0u, 1u}) {
           for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
             Group g;
@@ -152,7 +152,7 @@ TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
                         NormKind::RmsNormBwd}) {
-    const bool forward = kind == NormKind::LayerNormFwd || kind == NormKind::RmsNormFwd;
+    const bool forward = !is_backward(kind);
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       // Also the small-batch variants, where the runtime would launch them.
       for (const std::uint32_t alternate : {0u, 1u}) {
