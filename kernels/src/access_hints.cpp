@@ -13,7 +13,7 @@ AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHin
   const bool read_again = std::count(plan.data.begin(), plan.data.end(), Place::Global) > 0;
   base.row_loads.l2_policy = read_again ? keep : stream;
   base.row_rereads.l2_policy = stream;
-  base.row_stores.l2_policy = stream;
+  if (plan.l2_stream >= 2) base.row_stores.l2_policy = stream;
   base.weight_loads.l2_policy = keep;
   return base;
 }

@@ -6,13 +6,16 @@
 // The cache hints of a norm kernel's global accesses, by role: the rows it streams through (x and
 // dy read, read again where the plan keeps chunks nowhere, y and dx written) and the weights every
 // row reads (w, b). With plan.l2_stream, made once at the top of the kernel (two createpolicy
-// instructions): the weights evict_last; the rows evict_first, except a first read that a later
-// pass repeats, evict_last until then (torch.compile's pair); otherwise the caller's hints.
+// instructions): the weights evict_last; the row loads evict_first, except a read that a later
+// pass repeats, evict_last until then (torch.compile's pair); at level 2 the row stores
+// evict_first too. Otherwise the caller's hints.
 namespace ptxdsl::kernels::detail {
 
 struct AccessHints {
   MemHints row_loads, row_stores, weight_loads;
-  MemHints row_rereads;  // chunks placed nowhere, on their later reads (default: row_loads)
+  // Chunks placed nowhere, on their last read (default: row_loads). A read between the first and
+  // the last keeps row_loads.
+  MemHints row_rereads;
 };
 
 AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHints row_stores,

@@ -94,12 +94,12 @@ void validate(const NormSpec& spec) {
   if (kn.min_row_groups && (*kn.min_row_groups < 1 || *kn.min_row_groups > 1024)) {
     throw Error(fmt::format("min_row_groups must be in [1, 1024], got {}", *kn.min_row_groups));
   }
-  if (kn.l2_stream && *kn.l2_stream > 1) {
-    throw Error(fmt::format("l2_stream must be 0 or 1, got {}", *kn.l2_stream));
+  if (kn.l2_stream && *kn.l2_stream > 2) {
+    throw Error(fmt::format("l2_stream must be 0, 1 or 2, got {}", *kn.l2_stream));
   }
-  if (kn.l2_stream == 1u && spec.ptx_version < PtxVersion{7, 4}) {
-    throw Error(fmt::format("l2_stream 1 needs PTX 7.4 or newer (createpolicy), got {}.{}",
-                            spec.ptx_version.major, spec.ptx_version.minor));
+  if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
+    throw Error(fmt::format("l2_stream {} needs PTX 7.4 or newer (createpolicy), got {}.{}",
+                            *kn.l2_stream, spec.ptx_version.major, spec.ptx_version.minor));
   }
   if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
     throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
@@ -233,7 +233,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.register_chunks = static_cast<std::uint32_t>(
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.chosen.staged_chunks = plan.staged_chunks();
-  out.chosen.l2_stream = plan.l2_stream ? 1u : 0u;
+  out.chosen.l2_stream = plan.l2_stream;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   out.ptx = module->emit();
   out.module = std::move(module);

@@ -61,7 +61,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // .L1::no_allocate loads and .cs stores (docs/performance.md).
   const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
-  xt.reread_with(hints.row_rereads);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
   if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan));
   const std::uint32_t per_chunk = map.threads * map.vec;
@@ -105,6 +104,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     Reg<F32> mean_square;
     if (ln) {
       mean = k.mul(reduce(first.value(), 0), inv_width);
+      xt.reread_with(hints.row_loads);  // read a third time below
       RunningSum squares(k);
       for_each_chunk(
           k, xt.loop_keys(), plan.loop_group,
@@ -128,6 +128,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     });
 
     // y = (x − mean)·rstd·w + b, or x·rstd·w; w and b come from L1 (read by every row).
+    xt.reread_with(hints.row_rereads);
     const GlobalDPtr w_col = at(k, w, lanes.first_element());
     std::optional<GlobalDPtr> b_col;
     if (b) b_col = at(k, *b, lanes.first_element());

@@ -156,13 +156,23 @@ Plan plan_norm(const NormSpec& spec) {
 
   Plan p;
   p.single_launch = single;
-  p.l2_stream = kn.l2_stream.value_or(0) == 1;
   p.width = spec.width;
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);
   const bool narrow = s < 4;
   const ForwardShape fwd =
       forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
+  // Forwards that read the row again from L2 instead of keeping it (torch.compile's shape): the
+  // first read evict_last, the last one evict_first, 32 registers. Measured on the H200 (docs/
+  // performance.md, item 20): RMS rows of 4096 to 16384 elements ran 0-4% faster than in
+  // registers (3000: 5% slower), 16-bit layer norm rows too wide to keep (16384: 3-4%; 12288
+  // even) faster than staged in shared memory; layer norm reads the row three times, and lost
+  // 2-12% at widths that fit registers.
+  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
+                      !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
+                      spec.ptx_version >= PtxVersion{7, 4} &&
+                      (spec.kind == NormKind::LayerNormFwd ? fwd.stage_all : p.width >= 4096);
+  p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
   p.threads_per_row =
       kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc) : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
@@ -184,13 +194,17 @@ Plan plan_norm(const NormSpec& spec) {
   const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
+  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
+  // Rows read again hold a chunk at a time: 32 registers, 64 warps an SM (48 where f32 weights
+  // sit beside 16-bit rows: sm_80 spills a word at 40).
+  const std::uint32_t reread_registers = wide_weights ? 48 : 32;
   p.max_registers =
       kn.max_registers.value_or(backward ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
+                                : reread ? reread_registers
                                 : p.block() > 512 ? 64
                                 : packed_row      ? 56
                                                   : 72);
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
-  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
   p.loop_group = p.max_registers >= 128 ? (backward ? 2 : 4) : 1;
@@ -217,6 +231,7 @@ Plan plan_norm(const NormSpec& spec) {
   if (!backward && narrow && (kn.threads_per_row ? p.chunks * p.vec > 32 : fwd.stage_all)) {
     default_regs = 0;
   }
+  if (reread) default_regs = 0;
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(spec.arch);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
@@ -231,7 +246,7 @@ Plan plan_norm(const NormSpec& spec) {
     place(p.accum, acc_regs, tpr * p.vec * 4 * nacc, p.chunks);
   }
   place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors,
-        kn.staged_chunks.value_or(p.chunks));
+        kn.staged_chunks.value_or(reread ? 0 : p.chunks));
   // Prefetching the next row (measured on the H200): the backward gains up to 16% where its
   // registers allow; the forward gains when few rows are left per resident CTA (the runtime picks
   // it per batch, forward_prefetch_batch_limit) and loses a little on long batches.
@@ -382,10 +397,14 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
 }
 
 namespace {
-// Rows a warp may sum in the column pass: four times the loads it keeps in flight (fewer rounds
-// where its loads cover 2 or 4 rows). Within it every case measured on the H200 ran faster than
-// two launches; beyond it half did (docs/performance.md, item 18).
-constexpr std::uint32_t kColumnPassRowsPerWarp = 4 * detail::kColumnRowsInFlight;
+// Rounds of loads (kColumnRowsInFlight a warp, a round trip to L2 each) a CTA's column pass may
+// take: always up to 3; up to 16 where two launches would leave a quarter of the SMs without a CTA
+// (each CTA walks min_row_groups rows so that the partial rows stay few). Measured on the H200
+// over 18 cases of 32 to 2048 rows (docs/performance.md, item 21): the one launch won every case
+// of ≤ 3 rounds and 5 of 6 under-filled ones of ≤ 16 (lost 3% at 8 rounds); with the SMs 80% full
+// or more it lost from 4 rounds on (rms_bwd f32 512x4096 by 11%, 8 rounds by 16-24%).
+constexpr std::uint32_t kColumnRoundsAlways = 3;
+constexpr std::uint32_t kColumnRoundsUnderfilled = 16;
 }  // namespace
 
 std::uint32_t small_batch_limit(const NormSpec& spec) {
@@ -408,10 +427,24 @@ NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
 std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
   NormSpec single = spec;
   single.knobs.single_launch = 1;
-  const detail::Plan p = detail::plan_norm(single);
-  // The column pass walks the batch with kColumnRowsInFlight loads a warp in flight, a round trip
-  // to L2 each: worth it while a few rounds cost less than the reduce launch it saves.
-  return p.block() / 32 * kColumnPassRowsPerWarp;
+  const detail::Plan one = detail::plan_norm(single);
+  NormSpec split = spec;
+  split.knobs.single_launch = 0;
+  const detail::Plan two = detail::plan_norm(split);
+  // A round: each warp's loads cover kColumnRowsInFlight × column_row_lanes rows of a tile; a CTA
+  // takes its tiles one after another.
+  const std::uint32_t rows_a_round =
+      one.block() / 32 * one.column_row_lanes * detail::kColumnRowsInFlight;
+  const std::uint32_t ctas = one.sm_count * one.ctas_per_sm;
+  const std::uint32_t tiles_a_cta = (one.column_tiles() + ctas - 1) / ctas;
+  const auto rows_within = [&](std::uint32_t rounds) {
+    return rounds / tiles_a_cta * rows_a_round;
+  };
+  // The largest batch whose two launches leave a quarter of the SMs idle.
+  const std::uint32_t underfilled =
+      two.sm_count * 3 / 4 * two.rows_per_cta * two.min_row_groups_per_cta;
+  return std::max(rows_within(kColumnRoundsAlways),
+                  std::min(underfilled, rows_within(kColumnRoundsUnderfilled)));
 }
 
 }  // namespace ptxdsl::kernels

@@ -39,7 +39,8 @@ struct Plan {
   // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows. A warp
   // covers 32 / column_row_lanes lanes × column_vec columns of column_row_lanes rows a load.
   bool single_launch = false;
-  bool l2_stream = false;  // L2 policies: rows evict_first, weights evict_last
+  // L2 policies (NormKnobs::l2_stream): 1 on the loads, 2 on the stores as well; 0 none.
+  std::uint32_t l2_stream = 0;
   std::uint32_t column_vec = 1;
   std::uint32_t column_row_lanes = 1;
   std::uint32_t column_tiles() const { return (width + column_width() - 1) / column_width(); }

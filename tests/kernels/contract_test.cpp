@@ -148,6 +148,7 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
   // Staged rows prefetch by cp.async into a second staging buffer; the runtime does not launch
   // that variant on its own (it measured no faster), the knob does.
   NormSpec staged = spec_of(NormKind::LayerNormFwd, DType::F16, 16384);
+  staged.knobs.staged_chunks = 4;  // by default these rows are read again from L2
   const std::uint32_t one_buffer = build_norm(staged).steps[0].contract.dynamic_shared_bytes;
   REQUIRE(one_buffer > 0);
   REQUIRE(forward_prefetch_batch_limit(staged) == 0);
@@ -175,10 +176,15 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
 }
 
 TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contract]") {
-  // The backward in one launch up to 32 rows a warp, two launches beyond.
+  // The backward in one launch while its column pass takes ≤ 3 rounds of loads: 8 warps, each
+  // load covering 2 rows, 8 loads in flight, a tile a CTA (256 tiles, 264 CTAs).
   const NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F32, 4096);
   const std::uint32_t limit = backward_single_launch_batch_limit(bwd);
-  REQUIRE(limit == 8 * 32);  // 256 threads
+  REQUIRE(limit == 3 * 8 * 2 * 8);
+  // Up to 16 rounds while two launches leave a quarter of the SMs idle: 16-bit 8192-wide layer
+  // norm rows walk 11 a CTA in two launches, so up to 99 × 11 rows fill ≤ 99 of 132 SMs.
+  REQUIRE(backward_single_launch_batch_limit(spec_of(NormKind::LayerNormBwd, DType::F16, 8192)) ==
+          99 * 11);
   REQUIRE(small_batch_limit(bwd) == limit);
   const BuiltNorm one = build_norm(spec_for_batch(bwd, limit));
   REQUIRE(one.steps.size() == 1u);
@@ -206,8 +212,47 @@ TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contr
   REQUIRE(spec_for_batch(fixed, 1).knobs.single_launch == 0u);
 }
 
+TEST_CASE("forwards that read their rows again from L2, with torch.compile's policies",
+          "[contract]") {
+  // RMS rows of ≥ 4096 elements and 16-bit layer norm rows too wide for registers: no chunk kept,
+  // 32 registers, the first read evict_last, the last evict_first, the weights evict_last.
+  for (const NormSpec& s : {spec_of(NormKind::RmsNormFwd, DType::BF16, 4096),
+                            spec_of(NormKind::RmsNormFwd, DType::F32, 8192),
+                            spec_of(NormKind::LayerNormFwd, DType::F16, 16384)}) {
+    INFO(kind_name(s.kind) << " " << dtype_name(s.dtype) << " " << s.width);
+    const BuiltNorm b = build_norm(s);
+    REQUIRE(b.chosen.register_chunks == 0u);
+    REQUIRE(b.chosen.staged_chunks == 0u);
+    REQUIRE(b.chosen.l2_stream == 1u);
+    REQUIRE(b.chosen.max_registers == 32u);
+    REQUIRE(b.steps[0].contract.dynamic_shared_bytes == 0u);
+    REQUIRE(b.ptx.find("createpolicy.fractional.L2::evict_last") != std::string::npos);
+    REQUIRE(b.ptx.find("createpolicy.fractional.L2::evict_first") != std::string::npos);
+    REQUIRE(b.ptx.find(".L2::cache_hint") != std::string::npos);
+    REQUIRE(forward_prefetch_batch_limit(s) == 0u);  // nothing in registers to prefetch
+  }
+  // f32 weights beside 16-bit rows: 48 registers.
+  NormSpec wide_w = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
+  wide_w.weight_dtype = DType::F32;
+  REQUIRE(build_norm(wide_w).chosen.max_registers == 48u);
+  // Narrower RMS rows, layer norm rows that fit registers, PTX before 7.4 (no createpolicy) and any
+  // placement knob keep the rows.
+  REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 3000)).chosen.register_chunks > 0u);
+  REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 8192)).chosen.l2_stream == 0u);
+  NormSpec old_ptx = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
+  old_ptx.arch = Arch::Sm80;
+  old_ptx.ptx_version = {7, 3};
+  REQUIRE(build_norm(old_ptx).chosen.register_chunks > 0u);
+  NormSpec staged = spec_of(NormKind::LayerNormFwd, DType::F16, 16384);
+  staged.knobs.prefetch_rows = 1;
+  REQUIRE(build_norm(staged).chosen.staged_chunks > 0u);
+  REQUIRE(build_norm(staged).chosen.l2_stream == 0u);
+}
+
 TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {
-  const BuiltNorm f = build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 65536));
+  NormSpec wide = spec_of(NormKind::LayerNormFwd, DType::F16, 65536);
+  wide.knobs.staged_chunks = 16;  // by default these rows are read again from L2
+  const BuiltNorm f = build_norm(wide);
   REQUIRE(f.steps[0].contract.dynamic_shared_bytes > 48 * 1024);
   REQUIRE(f.steps[0].contract.dynamic_shared_bytes <= 227 * 1024);
   NormSpec s80 = spec_of(NormKind::LayerNormBwd, DType::F32, 65536);

@@ -26,8 +26,9 @@ std::span<const KnobFlag> knob_flags() {
        "persistent CTAs load the next row (2: the next two, through shared memory)"},
       {"--single-launch", "single_launch", "0|1", &K::single_launch, true,
        "backward: dw/db summed by columns in the same launch (default: by batch)"},
-      {"--l2-stream", "l2_stream", "0|1", &K::l2_stream, true,
-       "rows with an L2 evict_first policy, weights evict_last"},
+      {"--l2-stream", "l2_stream", "0|1|2", &K::l2_stream, true,
+       "L2 policies: row loads evict_first (evict_last where read again), weights evict_last; 2: "
+       "row stores evict_first too"},
       {"--min-row-groups", "min_row_groups", "N", &K::min_row_groups, false,
        "backward: rows each CTA walks at least before the grid grows"},
   };

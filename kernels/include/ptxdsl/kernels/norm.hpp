@@ -55,9 +55,10 @@ struct NormKnobs {
   // every row (x and dy read again); 0 writes per-CTA partial rows that a second launch reduces.
   // Unset: 0; the runtime picks 1 per call for batches ≤ backward_single_launch_batch_limit.
   std::optional<std::uint32_t> single_launch;
-  // 1: the rows (x, dy read; y, dx written) carry an L2 evict_first policy and the weights (w, b)
-  // an evict_last one (torch.compile's kernels hint L2 this way; needs PTX 7.4); unset or 0: no
-  // L2 policy.
+  // L2 policies (needs PTX 7.4). 1: the row loads (x, dy) carry evict_first, except reads that a
+  // later pass repeats (chunks kept nowhere), which carry evict_last until the last one; the
+  // weights (w, b) evict_last. This is torch.compile's pair. 2: the row stores (y, dx) evict_first
+  // as well. Unset or 0: no L2 policy.
   std::optional<std::uint32_t> l2_stream;
   // Backward with partial rows: each CTA walks at least this many row groups when the batch
   // allows (fewer CTAs, fewer partial rows); 1 fills the grid first.
@@ -70,7 +71,7 @@ struct NormKnobs {
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
-//   l2_stream 0 or 1 (PTX 7.4 or newer); min_row_groups in [1, 1024].
+//   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024].
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
