@@ -162,17 +162,6 @@ Plan plan_norm(const NormSpec& spec) {
   const bool narrow = s < 4;
   const ForwardShape fwd =
       forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
-  // Forwards that read the row again from L2 instead of keeping it (torch.compile's shape): the
-  // first read evict_last, the last one evict_first, 32 registers. Measured on the H200 (docs/
-  // performance.md, item 20): RMS rows of 4096 to 16384 elements ran 0-4% faster than in
-  // registers (3000: 5% slower), 16-bit layer norm rows too wide to keep (16384: 3-4%; 12288
-  // even) faster than staged in shared memory; layer norm reads the row three times, and lost
-  // 2-12% at widths that fit registers.
-  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
-                      !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
-                      spec.ptx_version >= PtxVersion{7, 4} &&
-                      (spec.kind == NormKind::LayerNormFwd ? fwd.stage_all : p.width >= 4096);
-  p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
   p.threads_per_row =
       kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc) : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
@@ -181,6 +170,29 @@ Plan plan_norm(const NormSpec& spec) {
   p.rows_per_cta = kn.rows_per_cta.value_or(
       tpr < target_block && target_block % tpr == 0 ? target_block / tpr : std::max(1u, 32 / tpr));
   p.chunks = ceil_div(vectors, tpr);
+  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
+
+  // Forwards that read the row again from L2 instead of keeping it (torch.compile's shape): the
+  // first read evict_last, the last one evict_first, a chunk at a time in 32 registers (48 where
+  // f32 weights sit beside 16-bit rows: sm_80 spills a word at 40). Measured on the H200 (docs/
+  // performance.md, item 20): RMS rows of 4096 to 16384 elements in whole chunks ran 0-4% faster
+  // than in registers (ragged 3000 and 6000: 5-7% slower); 16-bit layer norm rows too wide to
+  // keep, 0-4% faster than staged in shared memory (layer norm reads the row three times, and
+  // lost 2-12% at widths that fit registers). Only while the rows of every resident CTA fit
+  // about half of L2 (24 MiB): f32 12288-wide rows (32 MB resident) ran 17% slower.
+  const std::uint32_t reread_registers = wide_weights ? 48 : 32;
+  const std::uint32_t reread_ctas =
+      std::min(2048 / p.block(), 65536 / (round_up(p.block(), 128) * reread_registers));
+  const std::uint64_t resident_bytes =
+      std::uint64_t{reread_ctas} * kn.sm_count.value_or(132) * p.rows_per_cta * p.width * s;
+  const bool reread_shape = spec.kind == NormKind::LayerNormFwd
+                                ? fwd.stage_all
+                                : p.width >= 4096 && p.width % (tpr * p.vec) == 0;
+  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
+                      !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
+                      spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
+                      resident_bytes <= 24u << 20;
+  p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
@@ -194,10 +206,6 @@ Plan plan_norm(const NormSpec& spec) {
   const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
-  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
-  // Rows read again hold a chunk at a time: 32 registers, 64 warps an SM (48 where f32 weights
-  // sit beside 16-bit rows: sm_80 spills a word at 40).
-  const std::uint32_t reread_registers = wide_weights ? 48 : 32;
   p.max_registers =
       kn.max_registers.value_or(backward ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
                                 : reread ? reread_registers

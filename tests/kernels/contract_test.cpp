@@ -235,9 +235,14 @@ TEST_CASE("forwards that read their rows again from L2, with torch.compile's pol
   NormSpec wide_w = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
   wide_w.weight_dtype = DType::F32;
   REQUIRE(build_norm(wide_w).chosen.max_registers == 48u);
-  // Narrower RMS rows, layer norm rows that fit registers, PTX before 7.4 (no createpolicy) and any
-  // placement knob keep the rows.
+  // Narrower RMS rows, ragged chunks, rows whose resident CTAs would hold more than 24 MiB (f32
+  // 12288: 5 CTAs of 384 threads an SM, 48 KB a row), layer norm rows that fit registers, PTX
+  // before 7.4 (no createpolicy) and any placement knob keep the rows.
   REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 3000)).chosen.register_chunks > 0u);
+  REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 6000)).chosen.register_chunks > 0u);
+  REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F32, 12288)).chosen.l2_stream == 0u);
+  REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 32768)).chosen.staged_chunks ==
+          8u);
   REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 8192)).chosen.l2_stream == 0u);
   NormSpec old_ptx = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
   old_ptx.arch = Arch::Sm80;
