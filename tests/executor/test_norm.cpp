@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <sstream>
 
 #include <ptxdsl/dsl/executor.hpp>
 #include <ptxdsl/kernels/cpu_run.hpp>
@@ -370,7 +371,7 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching
-  // and not, one launch and two.
+  // and not, one launch and two; the policy on the loads (level 1) and on the stores too (2).
   for (NormKind kind : kKinds) {
     const bool forward = !is_backward(kind);
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -381,7 +382,7 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
         spec.knobs.register_chunks = alternate;  // 0: staged (bf16) or read again (f32)
         if (dtype == DType::F32) spec.knobs.staged_chunks = 0;
         spec.knobs.sm_count = 2;
-        spec.knobs.l2_stream = 1;
+        spec.knobs.l2_stream = 1 + alternate;
         if (forward) {
           spec.knobs.prefetch_rows = alternate;
         } else {
@@ -389,9 +390,17 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
         }
         const BuiltNorm built = build_norm(spec);
         INFO(kind_name(kind) << " " << dtype_name(dtype) << " alternate " << alternate);
-        REQUIRE(built.chosen.l2_stream == 1u);
+        REQUIRE(built.chosen.l2_stream == 1u + alternate);
         REQUIRE(built.ptx.find("createpolicy.fractional.L2::evict_first.b64") != std::string::npos);
         REQUIRE(built.ptx.find(".L2::cache_hint") != std::string::npos);
+        // y and dx stores: st.global[.cs].L2::cache_hint at level 2 only.
+        std::istringstream lines(built.ptx);
+        bool stores_hinted = false;
+        for (std::string line; std::getline(lines, line);) {
+          stores_hinted |= line.find("st.global") != std::string::npos &&
+                           line.find("L2::cache_hint") != std::string::npos;
+        }
+        REQUIRE(stores_hinted == (alternate == 1));
         for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1003);
       }
     }

@@ -173,10 +173,11 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
           "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
   // The one-launch backward beyond the batches the runtime gives it; L2 policies on the rows and
-  // weights (forward and backward); and with chunks read again from L2 instead of staged.
+  // weights (forward and backward), on the stores too (level 2); and with chunks read again from
+  // L2 instead of staged.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = 1;
-  variants[1].l2_stream = 1;
+  variants[1].l2_stream = 2;
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   Stream stream(ctx);
