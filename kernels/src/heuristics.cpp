@@ -406,12 +406,13 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
 
 namespace {
 // Rounds of loads (kColumnRowsInFlight a warp, a round trip to L2 each) a CTA's column pass may
-// take: always up to 3; up to 16 where two launches would leave a quarter of the SMs without a CTA
+// take: always up to 2; up to 16 where two launches would leave a quarter of the SMs without a CTA
 // (each CTA walks min_row_groups rows so that the partial rows stay few). Measured on the H200
-// over 18 cases of 32 to 2048 rows (docs/performance.md, item 21): the one launch won every case
-// of ≤ 3 rounds and 5 of 6 under-filled ones of ≤ 16 (lost 3% at 8 rounds); with the SMs 80% full
-// or more it lost from 4 rounds on (rms_bwd f32 512x4096 by 11%, 8 rounds by 16-24%).
-constexpr std::uint32_t kColumnRoundsAlways = 3;
+// over 19 cases of 32 to 2048 rows (docs/performance.md, item 21): the one launch won all 5 of
+// ≤ 2 rounds and 6 of the 7 under-filled ones of 3-16 rounds (lost 3% at 8 rounds); with the SMs
+// 80% full or more it lost 6 of 7 from 3 rounds on (rms_bwd f32 384x4096 by 9%, 512x4096 by 11%,
+// 8 rounds by 16-24%) and won one by 5%.
+constexpr std::uint32_t kColumnRoundsAlways = 2;
 constexpr std::uint32_t kColumnRoundsUnderfilled = 16;
 }  // namespace
 
