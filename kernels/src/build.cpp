@@ -91,6 +91,9 @@ void validate(const NormSpec& spec) {
   if (kn.single_launch && *kn.single_launch > 1) {
     throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
   }
+  if (kn.one_pass_stats && *kn.one_pass_stats > 1) {
+    throw Error(fmt::format("one_pass_stats must be 0 or 1, got {}", *kn.one_pass_stats));
+  }
   if (kn.min_row_groups && (*kn.min_row_groups < 1 || *kn.min_row_groups > 1024)) {
     throw Error(fmt::format("min_row_groups must be in [1, 1024], got {}", *kn.min_row_groups));
   }
@@ -235,6 +238,8 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.staged_chunks = plan.staged_chunks();
   out.chosen.l2_stream = plan.l2_stream;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
+  if (spec.kind == NormKind::LayerNormFwd)
+    out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

@@ -68,31 +68,51 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
   const float inv_width = 1.0f / static_cast<float>(spec.width);
   // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
-  // RMS CTA alternates two, so that a fast warp's next row cannot overwrite partials a slow warp
-  // is still reading: between two uses of a buffer every warp passes another barrier.
-  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), 1);
+  // CTA with one reduction a row (RMS, or layer norm's two sums at once) alternates two, so that a
+  // fast warp's next row cannot overwrite partials a slow warp is still reading: between two uses
+  // of a buffer every warp passes another barrier.
+  const bool one_pass = ln && plan.one_pass_stats;
+  const bool one_reduction = !ln || one_pass;
+  const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), one_pass ? 2 : 1);
   SharedPtr<F32> scratch{};
   std::optional<Reg<U32>> scratch_offset;
   if (T > 32) {
-    scratch = k.shared_array<F32>("red", (ln || plan.persistent ? 2 : 1) * scratch_floats);
-    if (!ln && plan.persistent) scratch_offset = k.mov<U32>(0u);
+    scratch =
+        k.shared_array<F32>("red", (!one_reduction || plan.persistent ? 2 : 1) * scratch_floats);
+    if (one_reduction && plan.persistent) scratch_offset = k.mov<U32>(0u);
   }
-  const auto reduce = [&](Reg<F32> v, std::int64_t buffer) {
+  const auto reduce_all = [&](std::span<const Reg<F32>> values, std::int64_t buffer) {
     SharedPtr<F32> at_buffer = scratch;
     if (T > 32) {
       at_buffer = scratch_offset ? k.index(scratch, *scratch_offset)
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
+    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, at_buffer);
+  };
+  const auto reduce = [&](Reg<F32> v, std::int64_t buffer) {
     const Reg<F32> values[] = {v};
-    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, at_buffer)[0];
+    return reduce_all(values, buffer)[0];
   };
 
   const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
     const RowMasks masks(k, lanes, row_ok);
     if (plan.persistent) xt.set_row(x_row_at(row));
-    // Σx (layer norm) or Σx² (RMS) while the loads land.
+    // Σx (layer norm) or Σx² (RMS) while the loads land; with one_pass_stats, Σ(x − x₀) and
+    // Σ(x − x₀)², x₀ the row's first element (every thread reads it: one L1 line).
+    std::optional<Reg<F32>> shift;
+    if (one_pass) {
+      shift = decode(k, load_raw(k, row_of(k, x, row, stride), 1, row_ok, kNc))[0];
+    }
     RunningSum first(k);
-    const auto sum = [&](std::uint32_t, const Values& v) {
+    std::optional<RunningSum> second;
+    if (one_pass) second.emplace(k);
+    const auto sum = [&](std::uint32_t j, const Values& v) {
+      if (shift) {
+        const ShiftedSums s = shifted_sums(k, lanes, j, v, *shift);
+        first.add(k, s.sum);
+        second->add(k, s.squares);
+        return;
+      }
       first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
     };
     xt.load(k, masks, sum, fence);
@@ -102,7 +122,14 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     // H200 (docs/performance.md). RMS: Σx².
     std::optional<Reg<F32>> mean;
     Reg<F32> mean_square;
-    if (ln) {
+    if (shift) {
+      // mean = x₀ + Σd / n; variance = Σd² / n − (Σd / n)², never below 0 by rounding.
+      const Reg<F32> sums[] = {first.value(), second->value()};
+      const std::vector<Reg<F32>> total = reduce_all(sums, 0);
+      const Reg<F32> offset = k.mul(total[0], inv_width);
+      mean = k.add(*shift, offset);
+      mean_square = k.max(k.sub(k.mul(total[1], inv_width), k.mul(offset, offset)), 0.0f);
+    } else if (ln) {
       mean = k.mul(reduce(first.value(), 0), inv_width);
       xt.reread_with(hints.row_loads);  // read a third time below
       RunningSum squares(k);

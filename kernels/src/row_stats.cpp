@@ -36,6 +36,17 @@ Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, con
   return pairwise(k, sq);
 }
 
+ShiftedSums shifted_sums(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
+                         Reg<F32> shift) {
+  Values d, sq;
+  for (std::uint32_t e = 0; e < v.size(); ++e) {
+    d.push_back(k.sub(v[e], shift));
+    if (const auto ok = lanes.element_valid(j, e)) d.back() = k.selp<F32>(d.back(), 0.0f, *ok);
+    sq.push_back(k.mul(d.back(), d.back()));
+  }
+  return {pairwise(k, d), pairwise(k, sq)};
+}
+
 Reg<F32> reciprocal_std(Kernel& k, Reg<F32> mean_square, Reg<F32> eps) {
   return k.rcp(k.sqrt(k.add(mean_square, eps)));
 }

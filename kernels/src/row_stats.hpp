@@ -15,6 +15,12 @@ Reg<F32> tree_sum_squares(Kernel& k, const Values& v);
 // Σ (v − mean)² over chunk j, elements past the width excluded (they hold zeros, not the mean).
 Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
                           Reg<F32> mean);
+// Σ (v − shift) and Σ (v − shift)² over chunk j, elements past the width excluded.
+struct ShiftedSums {
+  Reg<F32> sum, squares;
+};
+ShiftedSums shifted_sums(Kernel& k, const RowLanes& lanes, std::uint32_t j, const Values& v,
+                         Reg<F32> shift);
 
 // A running f32 sum in one register, added to in place (so it also sums across a run-time loop).
 class RunningSum {

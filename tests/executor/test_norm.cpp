@@ -137,14 +137,22 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
 }
 
 // Runs every step of `built` for one batch and checks every output.
-void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride) {
+// `x_offset` moves every x (rows far from zero test the statistics' precision).
+void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride,
+               float x_offset = 0.0f) {
   const NormSpec& spec = built.spec;
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
   INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " weights "
                             << dtype_name(spec.weight_dtype) << " width " << width << " batch "
-                            << batch << " stride " << stride << " seed " << seed);
-  const NormInputs in = make_inputs(spec, batch, stride, seed);
+                            << batch << " stride " << stride << " seed " << seed << " x offset "
+                            << x_offset);
+  NormInputs in = make_inputs(spec, batch, stride, seed);
+  if (x_offset != 0.0f) {
+    std::vector<float> moved = in.x.values;
+    for (float& v : moved) v += x_offset;  // NaN padding stays NaN
+    in.x = make_tensor(moved, in.x.dtype);
+  }
   CpuDevice dev;
   std::map<std::string, DevicePtr> ptrs;
   const auto upload = [&](const char* name, const HostTensor& t) {
@@ -416,6 +424,46 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
       INFO(kind_name(kind) << " f16 1003, prefetch_rows " << ahead);
       REQUIRE(built.ptx.find(".shared.global.L2::cache_hint") != std::string::npos);
       for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1008);
+    }
+  }
+}
+
+constexpr float kFar = 100.0f;
+TEST_CASE("layer norm statistics in one pass (one_pass_stats)", "[executor][norm]") {
+  // Σ(x − x₀) and Σ(x − x₀)² with the row's first element as x₀: rows in registers, staged, read
+  // again from L2, prefetched on a persistent grid (two scratch buffers in turn), sub-warp row
+  // groups; ragged tails; and f32 rows around 1000 (a plain Σx² − mean² loses the variance
+  // there: 1000² · 2⁻²⁴ ≈ 0.06 against a variance of 0.25).
+  const auto variant = [](int i) {
+    NormKnobs kn;
+    if (i == 1) {  // staged
+      kn.threads_per_row = 64;
+      kn.vector_elems = 1;
+      kn.register_chunks = 0;
+    } else if (i == 2) {  // read again
+      kn.register_chunks = 0;
+      kn.staged_chunks = 0;
+    } else if (i == 3) {  // prefetching
+      kn.sm_count = 2;
+      kn.prefetch_rows = 1;
+    } else if (i == 4) {  // sub-warp row groups
+      kn.threads_per_row = 8;
+      kn.vector_elems = 1;
+    }
+    kn.one_pass_stats = 1;
+    return kn;
+  };
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (int v = 0; v < 5; ++v) {
+      for (std::uint32_t width : {61u, 1003u, 4097u}) {
+        NormSpec spec = spec_of(NormKind::LayerNormFwd, dtype, width);
+        spec.knobs = variant(v);
+        INFO(dtype_name(dtype) << " variant " << v << " width " << width);
+        const BuiltNorm built = build_norm(spec);
+        REQUIRE(built.chosen.one_pass_stats == 1u);
+        for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        if (dtype == DType::F32) run_batch(built, 5, (width + 7) / 8 * 8, kFar);
+      }
     }
   }
 }

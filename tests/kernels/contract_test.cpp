@@ -111,6 +111,27 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   const BuiltNorm one = build_norm(s);
   REQUIRE(one.chosen.staged_chunks == 1u);
   REQUIRE(one.steps[0].contract.dynamic_shared_bytes == 2 * 1 * 256 * 4 * 2);
+
+  // one_pass_stats: layer norm's two sums in one reduction (one barrier a row, not two); the
+  // other kernels ignore it.
+  const auto barriers = [](const std::string& ptx) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find("bar.sync"); at != std::string::npos;
+         at = ptx.find("bar.sync", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  NormSpec ln = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
+  const std::size_t two_reductions = barriers(build_norm(ln).ptx);
+  ln.knobs.one_pass_stats = 1;
+  const BuiltNorm one_pass = build_norm(ln);
+  REQUIRE(one_pass.chosen.one_pass_stats == 1u);
+  REQUIRE(barriers(one_pass.ptx) + 1 == two_reductions);
+  NormSpec rms = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
+  const std::string plain = build_norm(rms).ptx;
+  rms.knobs.one_pass_stats = 1;
+  REQUIRE(build_norm(rms).ptx == plain);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -75,6 +75,11 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.min_row_groups = 0;
   REQUIRE_THROWS_WITH(validate(s), "min_row_groups must be in [1, 1024], got 0");
   s.knobs.min_row_groups.reset();
+  s.knobs.one_pass_stats = 2;
+  REQUIRE_THROWS_WITH(validate(s), "one_pass_stats must be 0 or 1, got 2");
+  s.knobs.one_pass_stats = 1;
+  REQUIRE_NOTHROW(validate(s));
+  s.knobs.one_pass_stats.reset();
   s.knobs.l2_stream = 3;
   REQUIRE_THROWS_WITH(validate(s), "l2_stream must be 0, 1 or 2, got 3");
   s.knobs.l2_stream = 1;

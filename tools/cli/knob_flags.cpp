@@ -29,6 +29,8 @@ std::span<const KnobFlag> knob_flags() {
       {"--l2-stream", "l2_stream", "0|1|2", &K::l2_stream, true,
        "L2 policies: row loads evict_first (evict_last where read again), weights evict_last; 2: "
        "row stores evict_first too"},
+      {"--one-pass-stats", "one_pass_stats", "0|1", &K::one_pass_stats, true,
+       "ln_fwd: sum x - x0 and its square in one pass (two reads of the row, not three)"},
       {"--min-row-groups", "min_row_groups", "N", &K::min_row_groups, false,
        "backward: rows each CTA walks at least before the grid grows"},
   };

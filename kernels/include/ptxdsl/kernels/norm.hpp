@@ -63,6 +63,12 @@ struct NormKnobs {
   // Backward with partial rows: each CTA walks at least this many row groups when the batch
   // allows (fewer CTAs, fewer partial rows); 1 fills the grid first.
   std::optional<std::uint32_t> min_row_groups;
+  // Layer norm forward: 1 sums x − x₀ and (x − x₀)² in the first pass (x₀ the row's first
+  // element, so that rows far from zero keep their precision) and takes the variance from them:
+  // two passes over the row instead of three, which matters where the row is read again from
+  // L2. Unset or 0: the mean first, then Σ(x − mean)². The other kernels ignore it, as the
+  // forwards ignore the backward's knobs, so that one set of knobs serves both directions.
+  std::optional<std::uint32_t> one_pass_stats;
 };
 
 // Allowed knob values (validate() checks them):
@@ -71,7 +77,8 @@ struct NormKnobs {
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
-//   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024].
+//   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
+//   (layer norm forward).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
