@@ -69,13 +69,78 @@ struct Objects {
   std::unique_ptr<RmsNorm> rms;
 };
 
+// What a sweep found: failing cases, the worst errors per norm and dtypes, and where the time went.
+struct SweepResult {
+  std::size_t failed = 0;
+  std::map<std::string, test::Worst> worst;
+  std::uint64_t jits = 0;
+  double build_s = 0, gpu_s = 0, total_s = 0;
+};
+
+// Builds every object's variants (JIT included) on all threads, then runs each (object, case) on
+// the GPU against its float64 reference, the references made on worker threads ahead of the GPU.
+SweepResult run_sweep(Context& ctx, std::vector<Objects>& objects,
+                      const std::vector<std::pair<std::size_t, NormCase>>& cases) {
+  const auto start = Clock::now();
+  SweepResult out;
+  const std::uint64_t jits_before = ModuleCache::global().jit_count();
+  parallel_for(objects.size(), [&](std::size_t i) {
+    if (objects[i].ln) objects[i].ln->prepare();
+    if (objects[i].rms) objects[i].rms->prepare();
+  });
+  out.build_s = seconds_since(start);
+  const std::size_t ahead = std::max(2u, std::thread::hardware_concurrency());
+  std::deque<std::future<test::HostCase>> pending;
+  std::size_t queued = 0;
+  const auto refill = [&] {
+    while (queued < cases.size() && pending.size() < ahead) {
+      const NormCase c = cases[queued++].second;
+      pending.push_back(std::async(std::launch::async, [c] { return test::make_host_case(c); }));
+    }
+  };
+  Stream stream(ctx);
+  refill();
+  for (const auto& [object, c] : cases) {
+    const test::HostCase host = pending.front().get();
+    pending.pop_front();
+    refill();
+    const auto t = Clock::now();
+    const test::CaseResult r =
+        test::run_case(ctx, objects[object].ln.get(), objects[object].rms.get(), c, host, stream);
+    out.gpu_s += seconds_since(t);
+    test::check_case(c, r);
+    const std::string key = std::string(c.layer ? "layer norm " : "RMS norm   ") +
+                            std::string(kernels::dtype_name(c.dtype)) + "/" +
+                            std::string(kernels::dtype_name(c.weight_dtype));
+    out.worst[key].add(r);
+    if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations +
+                r.dw.violations + r.db.violations >
+            0 ||
+        !r.dwdb_identical) {
+      ++out.failed;
+    }
+  }
+  out.jits = ModuleCache::global().jit_count() - jits_before;
+  out.total_s = seconds_since(start);
+  return out;
+}
+
+// One object of `c`'s norm, dtypes and width.
+Objects make_objects(Context& ctx, const NormCase& c, const NormOptions& options = {}) {
+  Objects o;
+  if (c.layer) {
+    o.ln = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width, options);
+  } else {
+    o.rms = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width, options);
+  }
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("the norms match the float64 reference over every width, dtype and batch",
           "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
-  const auto start = Clock::now();
-
   // One object per (norm, dtypes, width), all built and JIT-compiled up front on every thread.
   std::vector<NormCase> shapes;
   for (std::uint32_t width : kWidths) {
@@ -90,23 +155,8 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
       }
     }
   }
-  std::vector<Objects> objects(shapes.size());
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const NormCase& c = shapes[i];
-    if (c.layer) {
-      objects[i].ln = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width);
-    } else {
-      objects[i].rms = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width);
-    }
-  }
-  const std::uint64_t jits_before = ModuleCache::global().jit_count();
-  parallel_for(objects.size(), [&](std::size_t i) {
-    if (objects[i].ln) objects[i].ln->prepare();
-    if (objects[i].rms) objects[i].rms->prepare();
-  });
-  const double build_s = seconds_since(start);
-
-  // Every case, its inputs and references made on worker threads ahead of the GPU.
+  std::vector<Objects> objects;
+  for (const NormCase& c : shapes) objects.push_back(make_objects(ctx, c));
   std::vector<std::pair<std::size_t, NormCase>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     for (std::uint32_t batch : kBatches) {
@@ -117,47 +167,13 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
       cases.emplace_back(i, c);
     }
   }
-  const std::size_t ahead = std::max(2u, std::thread::hardware_concurrency());
-  std::deque<std::future<test::HostCase>> pending;
-  std::size_t queued = 0;
-  const auto refill = [&] {
-    while (queued < cases.size() && pending.size() < ahead) {
-      const NormCase c = cases[queued++].second;
-      pending.push_back(std::async(std::launch::async, [c] { return test::make_host_case(c); }));
-    }
-  };
-  Stream stream(ctx);
-  std::map<std::string, test::Worst> worst;
-  std::size_t failed_cases = 0;
-  double gpu_s = 0;
-  refill();
-  for (const auto& [object, c] : cases) {
-    const test::HostCase host = pending.front().get();
-    pending.pop_front();
-    refill();
-    const auto t = Clock::now();
-    const test::CaseResult r =
-        test::run_case(ctx, objects[object].ln.get(), objects[object].rms.get(), c, host, stream);
-    gpu_s += seconds_since(t);
-    test::check_case(c, r);
-    const std::string key = std::string(c.layer ? "layer norm " : "RMS norm   ") +
-                            std::string(kernels::dtype_name(c.dtype)) + "/" +
-                            std::string(kernels::dtype_name(c.weight_dtype));
-    worst[key].add(r);
-    if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations +
-                r.dw.violations + r.db.violations >
-            0 ||
-        !r.dwdb_identical) {
-      ++failed_cases;
-    }
-  }
+  const SweepResult r = run_sweep(ctx, objects, cases);
   std::ostringstream summary;
-  summary << cases.size() << " cases (" << shapes.size() << " objects, "
-          << ModuleCache::global().jit_count() - jits_before << " modules JIT-compiled in "
-          << build_s << " s; whole sweep " << seconds_since(start)
-          << " s, of which GPU round trips " << gpu_s
+  summary << cases.size() << " cases (" << shapes.size() << " objects, " << r.jits
+          << " modules JIT-compiled in " << r.build_s << " s; whole sweep " << r.total_s
+          << " s, of which GPU round trips " << r.gpu_s
           << " s)\nworst per norm and dtype/weights (rel = error / max |reference|):\n";
-  for (const auto& [key, w] : worst) {
+  for (const auto& [key, w] : r.worst) {
     summary << "  " << key << ": y abs " << w.y_abs << " rel " << w.y_rel << " | dx abs "
             << w.dx_abs << " rel " << w.dx_rel << " | dw rel " << w.dw_rel << " | db rel "
             << w.db_rel << " | mean/rstd rel " << w.stats_rel << "  (" << w.cases << " cases";
@@ -166,7 +182,7 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
     summary << ")\n";
   }
   WARN(summary.str());
-  CHECK(failed_cases == 0);
+  CHECK(r.failed == 0);
 }
 
 TEST_CASE("knob variants match the reference too: one launch at long batches, L2 policies",
@@ -181,46 +197,34 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   variants[2].one_pass_stats = 1;
-  Stream stream(ctx);
-  std::size_t cases = 0, failed = 0;
+  std::vector<Objects> objects;
+  std::vector<std::pair<std::size_t, NormCase>> cases;
   for (const kernels::NormKnobs& knobs : variants) {
     for (std::uint32_t width : {100u, 1003u, 4096u, 8192u, 16384u}) {
       for (const Combo& combo : kCombos) {
         for (bool layer : {true, false}) {
+          NormCase c;
+          c.layer = layer;
+          c.dtype = combo.dtype;
+          c.weight_dtype = combo.weight_dtype;
+          c.width = width;
           NormOptions options;
           options.knobs = knobs;
-          Objects o;
-          if (layer) {
-            o.ln =
-                std::make_unique<LayerNorm>(ctx, combo.dtype, combo.weight_dtype, width, options);
-          } else {
-            o.rms = std::make_unique<RmsNorm>(ctx, combo.dtype, combo.weight_dtype, width, options);
-          }
+          objects.push_back(make_objects(ctx, c, options));
           for (std::uint32_t batch : {3u, 1151u}) {
-            NormCase c;
-            c.layer = layer;
-            c.dtype = combo.dtype;
-            c.weight_dtype = combo.weight_dtype;
-            c.width = width;
             c.batch = batch;
-            c.seed = 7000 + cases++;
-            const test::HostCase host = test::make_host_case(c);
-            const test::CaseResult r =
-                test::run_case(ctx, o.ln.get(), o.rms.get(), c, host, stream);
-            test::check_case(c, r);
-            if (r.y.dev.nonfinite + r.dx.dev.nonfinite + r.y.violations + r.dx.violations +
-                        r.dw.violations + r.db.violations >
-                    0 ||
-                !r.dwdb_identical) {
-              ++failed;
-            }
+            c.seed = 7000 + cases.size();
+            cases.emplace_back(objects.size() - 1, c);
           }
         }
       }
     }
   }
-  WARN(cases << " knob-variant cases on the GPU");
-  CHECK(failed == 0);
+  const SweepResult r = run_sweep(ctx, objects, cases);
+  WARN(cases.size() << " knob-variant cases on the GPU (" << objects.size() << " objects, "
+                    << r.jits << " modules JIT-compiled in " << r.build_s << " s; whole sweep "
+                    << r.total_s << " s)");
+  CHECK(r.failed == 0);
 }
 
 namespace {
