@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -125,6 +126,24 @@ SweepResult run_sweep(Context& ctx, std::vector<Objects>& objects,
   return out;
 }
 
+// Every norm and dtype combination at each width.
+std::vector<NormCase> shapes_at(std::span<const std::uint32_t> widths) {
+  std::vector<NormCase> shapes;
+  for (std::uint32_t width : widths) {
+    for (const Combo& combo : kCombos) {
+      for (bool layer : {true, false}) {
+        NormCase c;
+        c.layer = layer;
+        c.dtype = combo.dtype;
+        c.weight_dtype = combo.weight_dtype;
+        c.width = width;
+        shapes.push_back(c);
+      }
+    }
+  }
+  return shapes;
+}
+
 // One object of `c`'s norm, dtypes and width.
 Objects make_objects(Context& ctx, const NormCase& c, const NormOptions& options = {}) {
   Objects o;
@@ -142,19 +161,7 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
           "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
   // One object per (norm, dtypes, width), all built and JIT-compiled up front on every thread.
-  std::vector<NormCase> shapes;
-  for (std::uint32_t width : kWidths) {
-    for (const Combo& combo : kCombos) {
-      for (bool layer : {true, false}) {
-        NormCase c;
-        c.layer = layer;
-        c.dtype = combo.dtype;
-        c.weight_dtype = combo.weight_dtype;
-        c.width = width;
-        shapes.push_back(c);
-      }
-    }
-  }
+  const std::vector<NormCase> shapes = shapes_at(kWidths);
   std::vector<Objects> objects;
   for (const NormCase& c : shapes) objects.push_back(make_objects(ctx, c));
   std::vector<std::pair<std::size_t, NormCase>> cases;
@@ -199,24 +206,16 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[2].one_pass_stats = 1;
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
+  constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
   for (const kernels::NormKnobs& knobs : variants) {
-    for (std::uint32_t width : {100u, 1003u, 4096u, 8192u, 16384u}) {
-      for (const Combo& combo : kCombos) {
-        for (bool layer : {true, false}) {
-          NormCase c;
-          c.layer = layer;
-          c.dtype = combo.dtype;
-          c.weight_dtype = combo.weight_dtype;
-          c.width = width;
-          NormOptions options;
-          options.knobs = knobs;
-          objects.push_back(make_objects(ctx, c, options));
-          for (std::uint32_t batch : {3u, 1151u}) {
-            c.batch = batch;
-            c.seed = 7000 + cases.size();
-            cases.emplace_back(objects.size() - 1, c);
-          }
-        }
+    for (NormCase c : shapes_at(kKnobWidths)) {
+      NormOptions options;
+      options.knobs = knobs;
+      objects.push_back(make_objects(ctx, c, options));
+      for (std::uint32_t batch : {3u, 1151u}) {
+        c.batch = batch;
+        c.seed = 7000 + cases.size();
+        cases.emplace_back(objects.size() - 1, c);
       }
     }
   }
