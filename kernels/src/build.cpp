@@ -91,6 +91,9 @@ void validate(const NormSpec& spec) {
   if (kn.single_launch && *kn.single_launch > 1) {
     throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
   }
+  if (kn.loop_group && (*kn.loop_group < 1 || *kn.loop_group > 16)) {
+    throw Error(fmt::format("loop_group must be in [1, 16], got {}", *kn.loop_group));
+  }
   if (kn.one_pass_stats && *kn.one_pass_stats > 1) {
     throw Error(fmt::format("one_pass_stats must be 0 or 1, got {}", *kn.one_pass_stats));
   }
@@ -237,6 +240,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
       std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
   out.chosen.staged_chunks = plan.staged_chunks();
   out.chosen.l2_stream = plan.l2_stream;
+  out.chosen.loop_group = plan.loop_group;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)
     out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;

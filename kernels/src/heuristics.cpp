@@ -217,7 +217,7 @@ Plan plan_norm(const NormSpec& spec) {
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
-  p.loop_group = p.max_registers >= 128 ? (backward ? 2 : 4) : 1;
+  p.loop_group = kn.loop_group.value_or(p.max_registers >= 128 ? (backward ? 2 : 4) : 1);
   std::uint32_t acc_regs = 0;
   // A backward thread with a few chunks keeps everything in registers when it fits with room for
   // the rest; ptxas handles short unrolled passes well.

@@ -428,6 +428,33 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
   }
 }
 
+TEST_CASE("chunks outside registers loop in groups (loop_group)", "[executor][norm]") {
+  // Rows read again and rows staged, every kernel, with groups of 2, 3 and 4 chunks an iteration:
+  // whole loops, a remainder unrolled after the loop, and passes too short to loop at all.
+  for (NormKind kind : kKinds) {
+    for (std::uint32_t group : {2u, 3u, 4u}) {
+      for (std::uint32_t staged : {0u, 64u}) {
+        NormSpec spec = spec_of(kind, DType::BF16, 1003);
+        spec.knobs.threads_per_row = 32;
+        spec.knobs.vector_elems = 4;  // 8 chunks, the last ragged
+        spec.knobs.register_chunks = 0;
+        spec.knobs.staged_chunks = staged;
+        spec.knobs.loop_group = group;
+        spec.knobs.sm_count = 2;
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " loop_group " << group << " staged " << staged);
+        REQUIRE(built.chosen.loop_group == group);
+        // 7 whole chunks: groups of 2 and 3 loop, 4 fit fewer than two iterations (the forward has
+        // no other loop; the backward's persistent CTAs loop over rows too).
+        if (!is_backward(kind)) {
+          REQUIRE((built.ptx.find("$L__loop") != std::string::npos) == (group < 4));
+        }
+        for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1008);
+      }
+    }
+  }
+}
+
 constexpr float kFar = 100.0f;
 TEST_CASE("layer norm statistics in one pass (one_pass_stats)", "[executor][norm]") {
   // Σ(x − x₀) and Σ(x − x₀)² with the row's first element as x₀: rows in registers, staged, read

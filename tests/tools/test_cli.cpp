@@ -77,7 +77,7 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
        {"ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd", "--threads-per-row", "--rows-per-cta",
         "--vector-elems", "--ctas-per-sm", "--sm-count", "--register-chunks", "--staged-chunks",
         "--accumulator-register-chunks", "--max-registers", "--prefetch-rows", "--single-launch",
-        "--l2-stream", "--min-row-groups", "--one-pass-stats"}) {
+        "--l2-stream", "--min-row-groups", "--one-pass-stats", "--loop-group"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

@@ -69,6 +69,11 @@ struct NormKnobs {
   // L2. Unset or 0: the mean first, then Σ(x − mean)². The other kernels ignore it, as the
   // forwards ignore the backward's knobs, so that one set of knobs serves both directions.
   std::optional<std::uint32_t> one_pass_stats;
+  // Chunks outside registers (staged, or read again) that one iteration of a pass's run-time loop
+  // handles: its loads issue together, so more of them are in flight, at the cost of registers.
+  // A pass of fewer than twice this many such chunks is unrolled whole. Unset: 4 at ≥ 128
+  // registers (2 in the backward), else 1.
+  std::optional<std::uint32_t> loop_group;
 };
 
 // Allowed knob values (validate() checks them):
@@ -78,7 +83,7 @@ struct NormKnobs {
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
-//   (layer norm forward).
+//   (layer norm forward); loop_group in [1, 16].
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
