@@ -94,6 +94,9 @@ void validate(const NormSpec& spec) {
   if (kn.loop_group && (*kn.loop_group < 1 || *kn.loop_group > 16)) {
     throw Error(fmt::format("loop_group must be in [1, 16], got {}", *kn.loop_group));
   }
+  if (kn.l1_rereads && *kn.l1_rereads > 1) {
+    throw Error(fmt::format("l1_rereads must be 0 or 1, got {}", *kn.l1_rereads));
+  }
   if (kn.one_pass_stats && *kn.one_pass_stats > 1) {
     throw Error(fmt::format("one_pass_stats must be 0 or 1, got {}", *kn.one_pass_stats));
   }
@@ -241,6 +244,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.staged_chunks = plan.staged_chunks();
   out.chosen.l2_stream = plan.l2_stream;
   out.chosen.loop_group = plan.loop_group;
+  out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)
     out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;

@@ -195,6 +195,7 @@ Plan plan_norm(const NormSpec& spec) {
                       resident_bytes <= 24u << 20;
   p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
   p.one_pass_stats = kn.one_pass_stats.value_or(0) == 1;
+  p.l1_rereads = kn.l1_rereads.value_or(0) == 1;
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.

@@ -379,7 +379,8 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching
-  // and not, one launch and two; the policy on the loads (level 1) and on the stores too (2).
+  // and not, one launch and two; the policy on the loads (level 1) and on the stores too (2); and
+  // L1 eviction priorities on the rows read again (l1_rereads).
   for (NormKind kind : kKinds) {
     const bool forward = !is_backward(kind);
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -391,6 +392,7 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
         if (dtype == DType::F32) spec.knobs.staged_chunks = 0;
         spec.knobs.sm_count = 2;
         spec.knobs.l2_stream = 1 + alternate;
+        spec.knobs.l1_rereads = alternate;
         if (forward) {
           spec.knobs.prefetch_rows = alternate;
         } else {
@@ -409,6 +411,10 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
                            line.find("L2::cache_hint") != std::string::npos;
         }
         REQUIRE(stores_hinted == (alternate == 1));
+        // f32 rows here are read again (bf16 ones staged): their first read keeps L1 lines.
+        const bool l1_hinted = built.ptx.find(".L1::evict_first") != std::string::npos &&
+                               built.ptx.find(".L1::evict_last") != std::string::npos;
+        REQUIRE(l1_hinted == (alternate == 1 && dtype == DType::F32));
         for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, 1003);
       }
     }

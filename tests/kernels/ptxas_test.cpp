@@ -132,7 +132,8 @@ TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
                         NormKind::RmsNormBwd}) {
     for (DType dtype : {DType::F32, DType::F16}) {
       for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-        // Level 2 adds the policy to the stores as well.
+        // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
+        // again.
         const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
         Group g;
         g.label = fmt::format("{} {} {} l2_stream {}", kind_name(kind), dtype_name(dtype),
@@ -141,6 +142,7 @@ TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
           NormSpec spec = spec_of(kind, dtype, width);
           spec.arch = arch;
           spec.knobs.l2_stream = level;
+          if (level == 2) spec.knobs.l1_rereads = 1;
           g.built.push_back(build_norm(spec));
         }
         groups.push_back(std::move(g));

@@ -75,6 +75,9 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.min_row_groups = 0;
   REQUIRE_THROWS_WITH(validate(s), "min_row_groups must be in [1, 1024], got 0");
   s.knobs.min_row_groups.reset();
+  s.knobs.l1_rereads = 2;
+  REQUIRE_THROWS_WITH(validate(s), "l1_rereads must be 0 or 1, got 2");
+  s.knobs.l1_rereads.reset();
   s.knobs.loop_group = 0;
   REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
   s.knobs.loop_group = 17;

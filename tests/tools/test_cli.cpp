@@ -73,11 +73,26 @@ bool has_driver() {
 TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
   const Result r = run_cli("list");
   CHECK(r.status == 0);
-  for (const char* s :
-       {"ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd", "--threads-per-row", "--rows-per-cta",
-        "--vector-elems", "--ctas-per-sm", "--sm-count", "--register-chunks", "--staged-chunks",
-        "--accumulator-register-chunks", "--max-registers", "--prefetch-rows", "--single-launch",
-        "--l2-stream", "--min-row-groups", "--one-pass-stats", "--loop-group"}) {
+  for (const char* s : {"ln_fwd",
+                        "ln_bwd",
+                        "rms_fwd",
+                        "rms_bwd",
+                        "--threads-per-row",
+                        "--rows-per-cta",
+                        "--vector-elems",
+                        "--ctas-per-sm",
+                        "--sm-count",
+                        "--register-chunks",
+                        "--staged-chunks",
+                        "--accumulator-register-chunks",
+                        "--max-registers",
+                        "--prefetch-rows",
+                        "--single-launch",
+                        "--l2-stream",
+                        "--min-row-groups",
+                        "--one-pass-stats",
+                        "--loop-group",
+                        "--l1-rereads"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

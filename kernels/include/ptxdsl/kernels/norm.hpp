@@ -74,6 +74,10 @@ struct NormKnobs {
   // A pass of fewer than twice this many such chunks is unrolled whole. Unset: 4 at ≥ 128
   // registers (2 in the backward), else 1.
   std::optional<std::uint32_t> loop_group;
+  // 1: rows read again from global memory (chunks kept nowhere) also carry L1 eviction hints,
+  // evict_last until their last read, which is evict_first (torch.compile's loads). Unset or 0:
+  // none.
+  std::optional<std::uint32_t> l1_rereads;
 };
 
 // Allowed knob values (validate() checks them):
@@ -83,7 +87,7 @@ struct NormKnobs {
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
-//   (layer norm forward); loop_group in [1, 16].
+//   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
