@@ -197,13 +197,16 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   PTXDSL_REQUIRE_GPU(ctx);
   // The one-launch backward beyond the batches the runtime gives it; L2 policies on the rows and
   // weights (forward and backward), on the stores too (level 2); and with chunks read again from
-  // L2 instead of staged, layer norm's statistics in one pass.
+  // L2 instead of staged (with L1 priorities and groups of two chunks a loop iteration), layer
+  // norm's statistics in one pass.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = 1;
   variants[1].l2_stream = 2;
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   variants[2].one_pass_stats = 1;
+  variants[2].l1_rereads = 1;
+  variants[2].loop_group = 2;
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
