@@ -434,6 +434,25 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
   }
 }
 
+TEST_CASE("forwards that read their rows again by default match the reference",
+          "[executor][norm]") {
+  // The default plans (no knobs) of 16-bit layer norm rows too wide for registers and of RMS rows
+  // ≥ 4096 wide in whole chunks: L2 policies, 32 registers, three reads (layer norm) or two;
+  // padded strides, a lone row and rows past a CTA's first.
+  const NormSpec specs[] = {spec_of(NormKind::LayerNormFwd, DType::F16, 16384),
+                            spec_of(NormKind::LayerNormFwd, DType::BF16, 12288),
+                            spec_of(NormKind::RmsNormFwd, DType::F32, 4096),
+                            spec_of(NormKind::RmsNormFwd, DType::BF16, 5120)};
+  for (const NormSpec& spec : specs) {
+    const BuiltNorm built = build_norm(spec);
+    INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " " << spec.width);
+    REQUIRE(built.chosen.register_chunks == 0u);
+    REQUIRE(built.chosen.staged_chunks == 0u);
+    REQUIRE(built.chosen.l2_stream == 1u);
+    for (std::uint32_t batch : {1u, 3u}) run_batch(built, batch, spec.width + 8);
+  }
+}
+
 TEST_CASE("chunks outside registers loop in groups (loop_group)", "[executor][norm]") {
   // Rows read again and rows staged, every kernel, with groups of 2, 3 and 4 chunks an iteration:
   // whole loops, a remainder unrolled after the loop, and passes too short to loop at all.
