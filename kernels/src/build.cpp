@@ -34,6 +34,23 @@ void check_dtype(DType d, std::string_view what) {
   }
 }
 
+// A knob, when set, within [lo, hi].
+void check_range(std::optional<std::uint32_t> v, std::string_view name, std::uint32_t lo,
+                 std::uint32_t hi) {
+  if (v && (*v < lo || *v > hi)) {
+    throw Error(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, *v));
+  }
+}
+
+// A knob, when set, one of 0, 1, ..., most ("0 or 1", "0, 1 or 2").
+void check_choice(std::optional<std::uint32_t> v, std::string_view name, std::uint32_t most) {
+  if (!v || *v <= most) return;
+  std::string allowed = "0";
+  for (std::uint32_t i = 1; i <= most; ++i)
+    allowed += fmt::format("{}{}", i == most ? " or " : ", ", i);
+  throw Error(fmt::format("{} must be {}, got {}", name, allowed, *v));
+}
+
 }  // namespace
 
 void validate(const NormSpec& spec) {
@@ -76,43 +93,21 @@ void validate(const NormSpec& spec) {
                       t));
     }
   }
-  if (kn.rows_per_cta && (*kn.rows_per_cta < 1 || *kn.rows_per_cta > 1024)) {
-    throw Error(fmt::format("rows_per_cta must be in [1, 1024], got {}", *kn.rows_per_cta));
-  }
-  if (kn.ctas_per_sm && (*kn.ctas_per_sm < 1 || *kn.ctas_per_sm > 32)) {
-    throw Error(fmt::format("ctas_per_sm must be in [1, 32], got {}", *kn.ctas_per_sm));
-  }
-  if (kn.max_registers && (*kn.max_registers < 32 || *kn.max_registers > 255)) {
-    throw Error(fmt::format("max_registers must be in [32, 255], got {}", *kn.max_registers));
-  }
-  if (kn.prefetch_rows && *kn.prefetch_rows > 2) {
-    throw Error(fmt::format("prefetch_rows must be 0, 1 or 2, got {}", *kn.prefetch_rows));
-  }
-  if (kn.single_launch && *kn.single_launch > 1) {
-    throw Error(fmt::format("single_launch must be 0 or 1, got {}", *kn.single_launch));
-  }
-  if (kn.loop_group && (*kn.loop_group < 1 || *kn.loop_group > 16)) {
-    throw Error(fmt::format("loop_group must be in [1, 16], got {}", *kn.loop_group));
-  }
-  if (kn.l1_rereads && *kn.l1_rereads > 1) {
-    throw Error(fmt::format("l1_rereads must be 0 or 1, got {}", *kn.l1_rereads));
-  }
-  if (kn.one_pass_stats && *kn.one_pass_stats > 1) {
-    throw Error(fmt::format("one_pass_stats must be 0 or 1, got {}", *kn.one_pass_stats));
-  }
-  if (kn.min_row_groups && (*kn.min_row_groups < 1 || *kn.min_row_groups > 1024)) {
-    throw Error(fmt::format("min_row_groups must be in [1, 1024], got {}", *kn.min_row_groups));
-  }
-  if (kn.l2_stream && *kn.l2_stream > 2) {
-    throw Error(fmt::format("l2_stream must be 0, 1 or 2, got {}", *kn.l2_stream));
-  }
+  check_range(kn.rows_per_cta, "rows_per_cta", 1, 1024);
+  check_range(kn.ctas_per_sm, "ctas_per_sm", 1, 32);
+  check_range(kn.max_registers, "max_registers", 32, 255);
+  check_choice(kn.prefetch_rows, "prefetch_rows", 2);
+  check_choice(kn.single_launch, "single_launch", 1);
+  check_range(kn.loop_group, "loop_group", 1, 16);
+  check_choice(kn.l1_rereads, "l1_rereads", 1);
+  check_choice(kn.one_pass_stats, "one_pass_stats", 1);
+  check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
+  check_choice(kn.l2_stream, "l2_stream", 2);
   if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
     throw Error(fmt::format("l2_stream {} needs PTX 7.4 or newer (createpolicy), got {}.{}",
                             *kn.l2_stream, spec.ptx_version.major, spec.ptx_version.minor));
   }
-  if (kn.sm_count && (*kn.sm_count < 1 || *kn.sm_count > 1024)) {
-    throw Error(fmt::format("sm_count must be in [1, 1024], got {}", *kn.sm_count));
-  }
+  check_range(kn.sm_count, "sm_count", 1, 1024);
   const detail::Plan p = detail::plan_norm(spec);
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(

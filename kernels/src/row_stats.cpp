@@ -13,6 +13,14 @@ Reg<F32> pairwise(Kernel& k, Values v) {
   return v.at(0);
 }
 
+// Element e of chunk j less c, 0 past the width.
+Reg<F32> centered(Kernel& k, const RowLanes& lanes, std::uint32_t j, std::uint32_t e, Reg<F32> v,
+                  Reg<F32> c) {
+  Reg<F32> d = k.sub(v, c);
+  if (const auto ok = lanes.element_valid(j, e)) d = k.selp<F32>(d, 0.0f, *ok);
+  return d;
+}
+
 }  // namespace
 
 Reg<F32> tree_sum(Kernel& k, const Values& v) {
@@ -29,8 +37,7 @@ Reg<F32> centered_squares(Kernel& k, const RowLanes& lanes, std::uint32_t j, con
                           Reg<F32> mean) {
   Values sq;
   for (std::uint32_t e = 0; e < v.size(); ++e) {
-    Reg<F32> d = k.sub(v[e], mean);
-    if (const auto ok = lanes.element_valid(j, e)) d = k.selp<F32>(d, 0.0f, *ok);
+    const Reg<F32> d = centered(k, lanes, j, e, v[e], mean);
     sq.push_back(k.mul(d, d));
   }
   return pairwise(k, sq);
@@ -40,8 +47,7 @@ ShiftedSums shifted_sums(Kernel& k, const RowLanes& lanes, std::uint32_t j, cons
                          Reg<F32> shift) {
   Values d, sq;
   for (std::uint32_t e = 0; e < v.size(); ++e) {
-    d.push_back(k.sub(v[e], shift));
-    if (const auto ok = lanes.element_valid(j, e)) d.back() = k.selp<F32>(d.back(), 0.0f, *ok);
+    d.push_back(centered(k, lanes, j, e, v[e], shift));
     sq.push_back(k.mul(d.back(), d.back()));
   }
   return {pairwise(k, d), pairwise(k, sq)};

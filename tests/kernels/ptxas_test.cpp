@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <string>
 #include <vector>
@@ -49,6 +50,21 @@ struct Group {
   std::string label;
   std::vector<BuiltNorm> built;
 };
+
+// One spec of `kind`, `dtype` and `arch` at each width of kWidths from `min_width` on, its knobs
+// set by `set`.
+Group widths_group(std::string label, NormKind kind, DType dtype, Arch arch,
+                   const std::function<void(NormSpec&)>& set, std::uint32_t min_width = 1) {
+  Group g{std::move(label), {}};
+  for (std::uint32_t width : kWidths) {
+    if (width < min_width) continue;
+    NormSpec spec = spec_of(kind, dtype, width);
+    spec.arch = arch;
+    set(spec);
+    g.built.push_back(build_norm(spec));
+  }
+  return g;
+}
 
 struct Outcome {
   std::string label;
@@ -135,17 +151,12 @@ TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
         // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
         // again.
         const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
-        Group g;
-        g.label = fmt::format("{} {} {} l2_stream {}", kind_name(kind), dtype_name(dtype),
-                              arch_name(arch), level);
-        for (std::uint32_t width : kWidths) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.arch = arch;
-          spec.knobs.l2_stream = level;
-          if (level == 2) spec.knobs.l1_rereads = 1;
-          g.built.push_back(build_norm(spec));
-        }
-        groups.push_back(std::move(g));
+        groups.push_back(widths_group(fmt::format("{} {} {} l2_stream {}", kind_name(kind),
+                                                  dtype_name(dtype), arch_name(arch), level),
+                                      kind, dtype, arch, [&](NormSpec& spec) {
+                                        spec.knobs.l2_stream = level;
+                                        if (level == 2) spec.knobs.l1_rereads = 1;
+                                      }));
       }
     }
   }
@@ -159,13 +170,7 @@ TEST_CASE("layer norm statistics in one pass (one_pass_stats) assemble without s
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
       for (const bool reread : {false, true}) {
-        Group g;
-        g.label = fmt::format("ln_fwd {} {} one_pass_stats{}", dtype_name(dtype), arch_name(arch),
-                              reread ? ", read again" : "");
-        for (std::uint32_t width : kWidths) {
-          if (reread && width < 2048) continue;
-          NormSpec spec = spec_of(NormKind::LayerNormFwd, dtype, width);
-          spec.arch = arch;
+        const auto set = [&](NormSpec& spec) {
           spec.knobs.one_pass_stats = 1;
           if (reread) {
             spec.knobs.register_chunks = 0;
@@ -173,9 +178,11 @@ TEST_CASE("layer norm statistics in one pass (one_pass_stats) assemble without s
             spec.knobs.l2_stream = 1;
             spec.knobs.max_registers = dtype == DType::F32 ? 56 : 32;
           }
-          g.built.push_back(build_norm(spec));
-        }
-        groups.push_back(std::move(g));
+        };
+        groups.push_back(
+            widths_group(fmt::format("ln_fwd {} {} one_pass_stats{}", dtype_name(dtype),
+                                     arch_name(arch), reread ? ", read again" : ""),
+                         NormKind::LayerNormFwd, dtype, arch, set, reread ? 2048 : 1));
       }
     }
   }
@@ -188,16 +195,10 @@ TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2",
   std::vector<Group> groups;
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-      Group g;
-      g.label = fmt::format("rms_fwd {} {} loop_group 2", dtype_name(dtype), arch_name(arch));
-      for (std::uint32_t width : kWidths) {
-        if (width < 4096) continue;
-        NormSpec spec = spec_of(NormKind::RmsNormFwd, dtype, width);
-        spec.arch = arch;
-        spec.knobs.loop_group = 2;
-        g.built.push_back(build_norm(spec));
-      }
-      groups.push_back(std::move(g));
+      groups.push_back(widths_group(
+          fmt::format("rms_fwd {} {} loop_group 2", dtype_name(dtype), arch_name(arch)),
+          NormKind::RmsNormFwd, dtype, arch, [](NormSpec& spec) { spec.knobs.loop_group = 2; },
+          4096));
     }
   }
   assemble_all(std::move(groups));
