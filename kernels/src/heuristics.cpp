@@ -194,7 +194,12 @@ Plan plan_norm(const NormSpec& spec) {
                       spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
                       resident_bytes <= 24u << 20;
   p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
-  p.one_pass_stats = kn.one_pass_stats.value_or(0) == 1;
+  // 16-bit layer norm forwards sum x − x₀ and (x − x₀)² in one pass (one reduction, one barrier
+  // a row; a row read again from L2 is read twice, not three times). On the H200 (docs/
+  // performance.md, item 24): 1-7% faster on 16-bit rows of 2048 to 20000 elements, even at
+  // 16384x8192; f32 rows gained nothing and their error grew 5-fold (1.9e-7 to 9e-7).
+  p.one_pass_stats =
+      kn.one_pass_stats.value_or(spec.kind == NormKind::LayerNormFwd && narrow ? 1 : 0) == 1;
   p.l1_rereads = kn.l1_rereads.value_or(0) == 1;
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
