@@ -100,6 +100,10 @@ void validate(const NormSpec& spec) {
   check_choice(kn.single_launch, "single_launch", 1);
   check_range(kn.loop_group, "loop_group", 1, 16);
   check_choice(kn.l1_rereads, "l1_rereads", 1);
+  if (const std::uint32_t bytes = kn.l2_prefetch.value_or(0);
+      bytes != 0 && bytes != 64 && bytes != 128 && bytes != 256) {
+    throw Error(fmt::format("l2_prefetch must be 0, 64, 128 or 256 (bytes), got {}", bytes));
+  }
   check_choice(kn.one_pass_stats, "one_pass_stats", 1);
   check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
   check_choice(kn.l2_stream, "l2_stream", 2);
@@ -240,6 +244,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.l2_stream = plan.l2_stream;
   out.chosen.loop_group = plan.loop_group;
   out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
+  out.chosen.l2_prefetch = plan.l2_prefetch;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)
     out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;

@@ -149,13 +149,16 @@ TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
     for (DType dtype : {DType::F32, DType::F16}) {
       for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
         // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
-        // again.
+        // again and a 256-byte L2 prefetch size on the row loads.
         const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
         groups.push_back(widths_group(fmt::format("{} {} {} l2_stream {}", kind_name(kind),
                                                   dtype_name(dtype), arch_name(arch), level),
                                       kind, dtype, arch, [&](NormSpec& spec) {
                                         spec.knobs.l2_stream = level;
-                                        if (level == 2) spec.knobs.l1_rereads = 1;
+                                        if (level == 2) {
+                                          spec.knobs.l1_rereads = 1;
+                                          spec.knobs.l2_prefetch = 256;
+                                        }
                                       }));
       }
     }

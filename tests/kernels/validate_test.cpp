@@ -78,6 +78,13 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.l1_rereads = 2;
   REQUIRE_THROWS_WITH(validate(s), "l1_rereads must be 0 or 1, got 2");
   s.knobs.l1_rereads.reset();
+  s.knobs.l2_prefetch = 100;
+  REQUIRE_THROWS_WITH(validate(s), "l2_prefetch must be 0, 64, 128 or 256 (bytes), got 100");
+  for (std::uint32_t bytes : {0u, 64u, 128u, 256u}) {
+    s.knobs.l2_prefetch = bytes;
+    REQUIRE_NOTHROW(validate(s));
+  }
+  s.knobs.l2_prefetch.reset();
   s.knobs.loop_group = 0;
   REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
   s.knobs.loop_group = 17;

@@ -92,7 +92,8 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
                         "--min-row-groups",
                         "--one-pass-stats",
                         "--loop-group",
-                        "--l1-rereads"}) {
+                        "--l1-rereads",
+                        "--l2-prefetch"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

@@ -78,6 +78,9 @@ struct NormKnobs {
   // evict_last until their last read, which is evict_first (torch.compile's loads). Unset or 0:
   // none.
   std::optional<std::uint32_t> l1_rereads;
+  // Bytes L2 fetches around each load of a row (ld .L2::64B/128B/256B): 64, 128 or 256. Unset or
+  // 0: no prefetch size.
+  std::optional<std::uint32_t> l2_prefetch;
 };
 
 // Allowed knob values (validate() checks them):
@@ -87,7 +90,8 @@ struct NormKnobs {
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
-//   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1.
+//   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
+//   256.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
