@@ -112,10 +112,15 @@ class NormPair {
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
     spec_.knobs = options.knobs;
     if (!spec_.knobs.sm_count) spec_.knobs.sm_count = static_cast<std::uint32_t>(ctx.sm_count());
-    spec_.kind = forward_kind();
-    kernels::validate(spec_);
-    spec_.kind = backward_kind();
-    kernels::validate(spec_);
+    for (const bool backward : {false, true}) {
+      spec_.kind = backward ? backward_kind() : forward_kind();
+      try {
+        kernels::validate(spec_);
+      } catch (const Error& e) {
+        // One set of knobs serves both directions: say which one refuses them.
+        fail(backward, e.what());
+      }
+    }
     max_vec_ = spec_.knobs.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
     spec_.knobs.vector_elems.reset();  // chosen per call, from the alignment
     cache_ = options.cache != nullptr ? options.cache : &ModuleCache::global();

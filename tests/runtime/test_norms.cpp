@@ -407,6 +407,13 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
                       Catch::Contains("weight dtype must be f16 (the input's) or f32, got bf16"));
     CHECK_THROWS_WITH(RmsNorm(ctx, DType::F16, DType::F16, 0),
                       Catch::Contains("width must be in [1, 65536], got 0"));
+    // Knobs a forward takes but the backward cannot: the error says which direction refuses.
+    NormOptions two_rows;
+    two_rows.knobs.threads_per_row = 512;
+    two_rows.knobs.rows_per_cta = 2;
+    CHECK_THROWS_WITH(LayerNorm(ctx, DType::F32, DType::F32, 8192, two_rows),
+                      Catch::StartsWith("LayerNorm(f32, weights f32, width 8192).backward: the "
+                                        "kernel needs 262144 bytes of shared memory"));
   }
   // Whatever was refused above, the context still runs a correct forward.
   y.poison(ctx, nullptr);
