@@ -227,7 +227,7 @@ Plan plan_norm(const NormSpec& spec) {
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
   // RMS rows read again: two chunks' loads in flight a loop iteration, 1-3% faster on 16-bit rows
-  // (item 25; layer norm's read again spills at 32 registers, and 4 spills for f16 16384).
+  // (item 25). At 32 registers 4 spill for f16 16384, and layer norm's rows spill even with 2.
   const bool rms_reread = reread && spec.kind == NormKind::RmsNormFwd;
   p.loop_group = kn.loop_group.value_or(p.max_registers >= 128 ? (backward ? 2 : 4)
                                         : rms_reread           ? 2
