@@ -82,6 +82,8 @@ std::string_view op_name(Op op) {
       return "cp.async.wait_group";
     case Op::CreatePolicy:
       return "createpolicy.fractional";
+    case Op::Prefetch:
+      return "prefetch";
     case Op::Shfl:
       return "shfl.sync";
     case Op::Bar:
@@ -157,6 +159,12 @@ std::string_view l2_evict_name(L2Evict e) {
   static constexpr std::string_view kNames[] = {".L2::evict_normal", ".L2::evict_first",
                                                 ".L2::evict_last", ".L2::evict_unchanged"};
   return kNames[static_cast<int>(e)];
+}
+
+std::string_view prefetch_level_name(PrefetchLevel level) {
+  static constexpr std::string_view kNames[] = {".L1", ".L2", ".L2::evict_last",
+                                                ".L2::evict_normal"};
+  return kNames[static_cast<int>(level)];
 }
 
 std::string l2_hints(const Instr& in) {
@@ -261,6 +269,8 @@ std::string mnemonic(const Instr& in) {
       return s + std::string(shfl_name(in.shfl)) + type(in.type);
     case Op::CpAsync:
       return s + std::string(cache_name(in.cache)) + ".shared.global" + l2_hints(in);
+    case Op::Prefetch:
+      return s + std::string(space_name(in.space)) + std::string(prefetch_level_name(in.prefetch));
     case Op::CreatePolicy:
       return s + std::string(l2_evict_name(in.l2_primary)) +
              (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";

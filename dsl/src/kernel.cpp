@@ -293,6 +293,14 @@ void Kernel::cp_async_op(Operand dst, Operand src, std::uint32_t bytes,
   commit(std::move(in));
 }
 
+void Kernel::prefetch_op(Operand addr, PrefetchLevel level) {
+  Instr in = make(Op::Prefetch, ScalarType::B32);  // untyped: the suffix is not printed
+  in.space = Space::Global;
+  in.prefetch = level;
+  in.ops = {std::move(addr)};
+  commit(std::move(in));
+}
+
 void Kernel::cp_async_commit() {
   commit(make(Op::CpAsyncCommit, ScalarType::B32));
 }

@@ -247,6 +247,10 @@ Requirement requirement(const Instr& in) {
     return {Arch::Sm80, {7, 4}};
   }
   if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
+  if (in.op == Op::Prefetch &&
+      (in.prefetch == PrefetchLevel::L2EvictLast || in.prefetch == PrefetchLevel::L2EvictNormal)) {
+    return {Arch::Sm80, {7, 4}};
+  }
   if (in.op == Op::CpAsync && (in.l2_cache_hint || in.l2_prefetch != 0)) {
     return {Arch::Sm80, {7, 4}};
   }

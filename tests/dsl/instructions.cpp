@@ -637,6 +637,14 @@ std::vector<Row> addresses_and_params() {
           k.cp_async(x.sp, x.gp, 16, MemHints{.l2_prefetch = 128})),
       ROW("@%p1 ld.global.L2::cache_hint.f32 %f4, [%rd8], %rd6;",
           k.predicated(x.p[0], [&] { k.ld(x.gp, MemHints{.l2_policy = x.b64[0]}); })),
+      // prefetches: a line into L1 or L2, no register
+      ROW("prefetch.global.L1 [%rd8+16];", k.prefetch(x.gp + 4, PrefetchLevel::L1)),
+      ROW("prefetch.global.L2 [%rd8];", k.prefetch(x.gp.as<F16x2>(), PrefetchLevel::L2)),
+      ROW("prefetch.global.L2::evict_last [%rd8+-8];",
+          k.prefetch(x.gp - 2, PrefetchLevel::L2EvictLast)),
+      ROW("prefetch.global.L2::evict_normal [%rd8];",
+          k.prefetch(x.gp, PrefetchLevel::L2EvictNormal)),
+      ROW("@%p1 prefetch.global.L1 [%rd8];", k.prefetch_if(x.p[0], x.gp, PrefetchLevel::L1)),
   };
 }
 

@@ -469,4 +469,8 @@ TEST_CASE("L2 cache policies and hints are checked", "[dsl][misuse]") {
                "needs PTX 7.4 or newer; the module is PTX 7.3");
   CHECK_MISUSE(o.ld(GlobalPtr<F32>{o.reg<U64>(), 0}, MemHints{.l2_prefetch = 64}), "o",
                "instruction 'ld.global.L2::64B.f32'", "needs PTX 7.4 or newer");
+  CHECK_MISUSE(o.prefetch(GlobalPtr<F32>{o.reg<U64>(), 0}, PrefetchLevel::L2EvictLast), "o",
+               "instruction 'prefetch.global.L2::evict_last'", "needs PTX 7.4 or newer");
+  // Without an eviction priority, any version.
+  o.prefetch(GlobalPtr<F32>{o.reg<U64>(), 0}, PrefetchLevel::L2);
 }

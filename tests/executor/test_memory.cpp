@@ -56,6 +56,10 @@ TEST_CASE("L2 cache policies and prefetch sizes are hints: values move as withou
             MemHints{.l2_policy = drop});
   k.st(k.index(y, t) + 64, k.ld(k.index(x, t) + 64, MemHints{.l2_prefetch = 64}),
        MemHints{.cache = CacheOp::Cs, .l2_policy = keep});
+  // Prefetches, into every level, change nothing either.
+  k.prefetch(k.index(x, t) + 64, PrefetchLevel::L1);
+  k.prefetch(k.index(y, t), PrefetchLevel::L2);
+  k.prefetch_if(k.setp(Cmp::Lt, t, 8u), k.index(x, t) + 80, PrefetchLevel::L2EvictLast);
   k.finalize();
   std::vector<float> host(96);
   std::iota(host.begin(), host.end(), 1.0f);
@@ -188,6 +192,23 @@ TEST_CASE("memcheck: out-of-bounds global accesses are caught and named", "[exec
   CHECK_THAT(write, Contains("out-of-bounds global write of 4 bytes"));
   CHECK_THAT(write, Contains("4 bytes before the start of allocation 'x'"));
   CHECK_THAT(write, Contains("thread (0, 0, 0) of CTA (0, 0, 0)"));
+  // A prefetch is checked as a load: kernels mask theirs as they mask their loads.
+  const std::string prefetch = launch_error(
+      [](Kernel& k) {
+        auto x = k.param_ptr<F32>("x");
+        k.prefetch(k.index(x, k.tid_x()) + 16, PrefetchLevel::L1);
+      },
+      32, 40);
+  CHECK_THAT(prefetch, Contains("prefetch.global.L1"));
+  CHECK_THAT(prefetch, Contains("out-of-bounds global read of 1 byte at"));
+  CHECK_THAT(prefetch, Contains("thread (24, 0, 0) of CTA (0, 0, 0)"));
+  CHECK(launch_error(
+            [](Kernel& k) {
+              auto x = k.param_ptr<F32>("x");
+              k.prefetch_if(k.setp(Cmp::Lt, k.tid_x(), 24u), k.index(x, k.tid_x()) + 16,
+                            PrefetchLevel::L2);
+            },
+            32, 40) == "(no error)");
 }
 
 TEST_CASE("memcheck: misaligned vector and scalar accesses", "[executor][memcheck]") {

@@ -287,6 +287,10 @@ class Decoder {
         if (in.ops.size() > (in.l2_cache_hint ? 4u : 3u)) add_src(d, source(in, in.ops[3]));
         break;
       }
+      case Op::Prefetch:
+        if (in.ops.size() != 1) fail(in, "prefetch takes [a]");
+        address(in, d, in.ops[0]);
+        break;
       case Op::CpAsyncCommit:
         break;
       case Op::CpAsyncWait:
@@ -330,6 +334,7 @@ class Decoder {
       case Op::CpAsync:
       case Op::CpAsyncCommit:
       case Op::CpAsyncWait:
+      case Op::Prefetch:
         return select_memory(in);
       case Op::And:
       case Op::Or:

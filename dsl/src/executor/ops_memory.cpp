@@ -48,8 +48,8 @@ const char* verb(bool write) {
     }
   }
   fault(c, in, lane,
-        fmt::format("out-of-bounds global {} of {} bytes at {:#x}: {}", verb(write), bytes, address,
-                    where));
+        fmt::format("out-of-bounds global {} of {} byte{} at {:#x}: {}", verb(write), bytes,
+                    bytes == 1 ? "" : "s", address, where));
 }
 
 inline std::uint32_t access_bytes(const DInstr& in) {
@@ -199,6 +199,15 @@ void ld_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
     const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
     const std::byte* p = global_bytes(c, in, l, address, bytes, false);
     for (std::uint32_t i = 0; i < in.vec; ++i) c.row(in.dst[i])[l] = load_elem(p + i * elem, elem);
+  });
+}
+
+// A hint on hardware; here the address must lie in an allocation, as a load's must, so that a
+// kernel's prefetches are masked like its loads.
+void prefetch_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) {
+    global_span(c, in, l, base[l] + static_cast<std::uint64_t>(in.offset), 1, false);
   });
 }
 
@@ -381,6 +390,7 @@ std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64
 }
 
 Handler select_memory(const Instr& in) {
+  if (in.op == Op::Prefetch) return in.space == Space::Global ? &prefetch_global : nullptr;
   const int elem = size_bytes(in.type);
   if (elem != 2 && elem != 4 && elem != 8) return nullptr;
   if (in.vec != 1 && in.vec != 2 && in.vec != 4) return nullptr;

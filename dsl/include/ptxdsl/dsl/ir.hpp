@@ -48,6 +48,7 @@ enum class Op : std::uint8_t {
   CpAsyncCommit,  // cp.async.commit_group
   CpAsyncWait,    // cp.async.wait_group N
   CreatePolicy,   // createpolicy.fractional.L2::<primary>{.L2::<secondary>}.b64 d, fraction
+  Prefetch,       // prefetch.global.{L1, L2, L2::evict_last, L2::evict_normal} [a]
   Shfl,
   Bar,
   Bra,
@@ -108,6 +109,8 @@ enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFir
 // L2 eviction priorities of a cache policy (createpolicy).
 enum class L2Evict : std::uint8_t { Normal, First, Last, Unchanged };
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
+// Where `prefetch` brings a line: L1, L2, or L2 with an eviction priority (sm_80, PTX 7.4).
+enum class PrefetchLevel : std::uint8_t { L1, L2, L2EvictLast, L2EvictNormal };
 enum class AtomOp : std::uint8_t { Add };
 enum class Special : std::uint8_t {
   TidX,
@@ -167,9 +170,10 @@ struct Instr {
   bool non_coherent = false;      // ld.global.nc
   bool l2_cache_hint = false;     // ld/st .L2::cache_hint: the policy register is the last operand
   std::uint16_t l2_prefetch = 0;  // ld .L2::64B, .L2::128B, .L2::256B (0: none)
-  L2Evict l2_primary = L2Evict::Normal;  // createpolicy
-  std::optional<L2Evict> l2_secondary;   // createpolicy: First or Unchanged
-  int vec = 1;                           // 1, 2 or 4
+  L2Evict l2_primary = L2Evict::Normal;        // createpolicy
+  std::optional<L2Evict> l2_secondary;         // createpolicy: First or Unchanged
+  PrefetchLevel prefetch = PrefetchLevel::L1;  // prefetch
+  int vec = 1;                                 // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
   bool uniform = false;      // bra.uni

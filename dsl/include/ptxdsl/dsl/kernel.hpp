@@ -414,6 +414,19 @@ class Kernel {
   void cp_async_commit();
   void cp_async_wait(std::uint32_t newest_pending);
 
+  // ---- prefetches ----
+  // `prefetch.global.<level> [addr]`: brings the line holding `addr` into L1 or L2 ahead of a load,
+  // with no register and nothing to wait for. A hint: values never change. The CPU executor checks
+  // the address as a load's (inside an allocation), so mask what lies past the data.
+  template <MemTag T>
+  void prefetch(GlobalPtr<T> addr, PrefetchLevel level) {
+    prefetch_op(address(addr), level);
+  }
+  template <MemTag T>
+  void prefetch_if(Pred p, GlobalPtr<T> addr, PrefetchLevel level) {
+    predicated(p, [&] { prefetch(addr, level); });
+  }
+
   // ---- L2 cache policies (sm_80 and later) ----
   // `createpolicy.fractional`: an opaque policy for MemHints::l2_policy. Of the lines an access
   // with it touches, `fraction` (in (0, 1]) take the `primary` eviction priority, the rest
@@ -638,6 +651,7 @@ class Kernel {
   void commit(Instr in);
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
+  void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes,
                    MemHints h);
   RegId new_reg(RegClass c, std::string_view debug_name);
