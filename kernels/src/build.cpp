@@ -105,6 +105,7 @@ void validate(const NormSpec& spec) {
     throw Error(fmt::format("l2_prefetch must be 0, 64, 128 or 256 (bytes), got {}", bytes));
   }
   check_choice(kn.one_pass_stats, "one_pass_stats", 1);
+  check_choice(kn.weight_prefetch, "weight_prefetch", 1);
   check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
   check_choice(kn.l2_stream, "l2_stream", 2);
   if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
@@ -245,6 +246,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.loop_group = plan.loop_group;
   out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
   out.chosen.l2_prefetch = plan.l2_prefetch;
+  if (!is_backward(spec.kind)) out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)
     out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;

@@ -103,6 +103,23 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (one_pass) {
       shift = decode(k, load_raw(k, row_of(k, x, row, stride), 1, row_ok, kNc))[0];
     }
+    if (plan.weight_prefetch) {
+      // w and b into L1 while the statistics run: the normalizing pass reads them after the
+      // reductions' barriers, which no load crosses.
+      const GlobalDPtr w_line = at(k, w, lanes.first_element());
+      std::optional<GlobalDPtr> b_line;
+      if (b) b_line = at(k, *b, lanes.first_element());
+      for_each_chunk(
+          k, fence_all(xt.loop_keys()), plan.loop_group,
+          [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+            prefetch_chunk(k, columns, shifted(k, w_line, shift, per_chunk), j, PrefetchLevel::L1);
+            if (b_line) {
+              prefetch_chunk(k, columns, shifted(k, *b_line, shift, per_chunk), j,
+                             PrefetchLevel::L1);
+            }
+          },
+          fence);
+    }
     RunningSum first(k);
     std::optional<RunningSum> second;
     if (one_pass) second.emplace(k);

@@ -204,6 +204,7 @@ Plan plan_norm(const NormSpec& spec) {
   // them again (H200, item 25); evict_first once read for the last time.
   p.l1_rereads = kn.l1_rereads.value_or(reread ? 1 : 0) == 1;
   p.l2_prefetch = kn.l2_prefetch.value_or(0);
+  p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.

@@ -63,6 +63,23 @@ ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::
   return c;
 }
 
+void prefetch_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                    PrefetchLevel level) {
+  const GlobalDPtr p = thread_row + m.lanes().map().chunk_offset(j);
+  const std::optional<Pred> tail = m.tail(j);
+  if (m.never(j)) {
+    if (tail) k.prefetch_if(*tail, p.p, level);
+    return;
+  }
+  std::optional<Pred> any = m.vector(j);
+  if (any && tail) any = k.or_(*any, *tail);
+  if (any) {
+    k.prefetch_if(*any, p.p, level);
+  } else {
+    k.prefetch(p.p, level);
+  }
+}
+
 Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLoad& c) {
   const RowMap& map = m.lanes().map();
   Values v;

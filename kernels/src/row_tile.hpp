@@ -84,6 +84,9 @@ struct ChunkLoad {
 ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
                       MemHints h);
 Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLoad& c);
+// The line holding chunk j's first element into `level`, for lanes that hold any of its elements.
+void prefetch_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                    PrefetchLevel level);
 // Stores in thread_row's dtype, rounding to nearest even.
 void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
                  const Values& v, MemHints h);

@@ -376,6 +376,48 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
   }
 }
 
+TEST_CASE("weights prefetched into L1 (weight_prefetch): masked, and no value changes",
+          "[executor][norm]") {
+  // The executor checks every prefetch's address as a load's: ragged widths (a lone tail lane,
+  // chunks no lane holds), rows in registers, staged, read again, prefetching persistent CTAs,
+  // sub-warp row groups, several rows a CTA with the last rows past the batch.
+  const auto variant = [](int i) {
+    NormKnobs kn;
+    if (i == 1) {  // staged
+      kn.threads_per_row = 64;
+      kn.vector_elems = 1;
+      kn.register_chunks = 0;
+    } else if (i == 2) {  // read again, two chunks a loop iteration
+      kn.register_chunks = 0;
+      kn.staged_chunks = 0;
+      kn.loop_group = 2;
+    } else if (i == 3) {  // prefetching
+      kn.sm_count = 2;
+      kn.prefetch_rows = 1;
+    } else if (i == 4) {  // sub-warp row groups
+      kn.threads_per_row = 8;
+    }
+    kn.weight_prefetch = 1;
+    return kn;
+  };
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : kDtypes) {
+      for (int v = 0; v < 5; ++v) {
+        for (std::uint32_t width : {61u, 1003u, 4097u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs = variant(v);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " variant " << v << " width "
+                               << width);
+          const BuiltNorm built = build_norm(spec);
+          REQUIRE(built.chosen.weight_prefetch == 1u);
+          REQUIRE(built.ptx.find("prefetch.global.L1") != std::string::npos);
+          for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching

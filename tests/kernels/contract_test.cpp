@@ -138,6 +138,17 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   const std::string plain = build_norm(rms).ptx;
   rms.knobs.one_pass_stats = 1;
   REQUIRE(build_norm(rms).ptx == plain);
+
+  // weight_prefetch: the forwards only, and no default prefetches.
+  REQUIRE(plain.find("prefetch.global") == std::string::npos);
+  rms.knobs.weight_prefetch = 1;
+  const BuiltNorm prefetching = build_norm(rms);
+  REQUIRE(prefetching.chosen.weight_prefetch == 1u);
+  REQUIRE(prefetching.ptx.find("prefetch.global.L1") != std::string::npos);
+  NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  const std::string bwd_plain = build_norm(bwd).ptx;
+  bwd.knobs.weight_prefetch = 1;
+  REQUIRE(build_norm(bwd).ptx == bwd_plain);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -207,6 +207,19 @@ TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2",
   assemble_all(std::move(groups));
 }
 
+TEST_CASE("forwards that prefetch their weights (weight_prefetch) assemble without spills",
+          "[ptxas]") {
+  std::vector<Group> groups;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      groups.push_back(widths_group(
+          fmt::format("{} {} sm_90 weight_prefetch", kind_name(kind), dtype_name(dtype)), kind,
+          dtype, Arch::Sm90, [](NormSpec& spec) { spec.knobs.weight_prefetch = 1; }, 1));
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
 TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,

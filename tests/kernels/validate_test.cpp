@@ -85,6 +85,9 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
     REQUIRE_NOTHROW(validate(s));
   }
   s.knobs.l2_prefetch.reset();
+  s.knobs.weight_prefetch = 2;
+  REQUIRE_THROWS_WITH(validate(s), "weight_prefetch must be 0 or 1, got 2");
+  s.knobs.weight_prefetch.reset();
   s.knobs.loop_group = 0;
   REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
   s.knobs.loop_group = 17;

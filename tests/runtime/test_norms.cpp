@@ -197,12 +197,14 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   PTXDSL_REQUIRE_GPU(ctx);
   // The one-launch backward beyond the batches the runtime gives it; L2 policies on the rows and
   // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
-  // the row loads); and with chunks read again from L2 instead of staged (with L1 priorities and
-  // groups of two chunks a loop iteration), layer norm's statistics in one pass.
+  // the row loads and the weights prefetched into L1); and with chunks read again from L2 instead
+  // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
+  // statistics in one pass.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = 1;
   variants[1].l2_stream = 2;
   variants[1].l2_prefetch = 256;
+  variants[1].weight_prefetch = 1;
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   variants[2].one_pass_stats = 1;

@@ -93,7 +93,8 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
                         "--one-pass-stats",
                         "--loop-group",
                         "--l1-rereads",
-                        "--l2-prefetch"}) {
+                        "--l2-prefetch",
+                        "--weight-prefetch"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

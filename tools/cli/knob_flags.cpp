@@ -35,6 +35,8 @@ std::span<const KnobFlag> knob_flags() {
        "rows read again: L1 evict_last until the last read, then evict_first"},
       {"--l2-prefetch", "l2_prefetch", "0|64|128|256", &K::l2_prefetch, true,
        "bytes L2 fetches around each row load"},
+      {"--weight-prefetch", "weight_prefetch", "0|1", &K::weight_prefetch, true,
+       "forward: w and b lines into L1 before the row's statistics"},
       {"--loop-group", "loop_group", "N", &K::loop_group, false,
        "chunks outside registers a loop iteration handles (loads in flight together), 1 to 16"},
       {"--min-row-groups", "min_row_groups", "N", &K::min_row_groups, false,

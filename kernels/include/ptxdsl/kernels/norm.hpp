@@ -81,6 +81,9 @@ struct NormKnobs {
   // Bytes L2 fetches around each load of a row (ld .L2::64B/128B/256B): 64, 128 or 256. Unset or
   // 0: no prefetch size.
   std::optional<std::uint32_t> l2_prefetch;
+  // Forward: 1 prefetches the thread's w (and b) lines into L1 before the row's statistics, so
+  // that the normalizing pass after the reductions finds them there. Unset or 0: none.
+  std::optional<std::uint32_t> weight_prefetch;
 };
 
 // Allowed knob values (validate() checks them):
@@ -91,7 +94,7 @@ struct NormKnobs {
 // - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
-//   256.
+//   256; weight_prefetch 0 or 1 (forward).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
