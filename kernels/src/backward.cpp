@@ -282,8 +282,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const SharedDPtr x_ring =
         ring_for(k, {region(ring_at).as<B32>(), spec.dtype}, plan, cta.slot, lanes.first_element());
     const std::int64_t slots = ring_slots_elements(plan);
-    xt.use_ring(k, x_ring, 2 * slots);
-    dyt.use_ring(k, x_ring + slots, 2 * slots);
+    xt.use_ring(k, x_ring, 2 * slots, plan.ring_rows);
+    dyt.use_ring(k, x_ring + slots, 2 * slots, plan.ring_rows);
   }
   std::vector<Raw> stats;
   RowsAhead ahead(plan, lanes, groups, grid, {&xt, &dyt},

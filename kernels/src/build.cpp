@@ -96,7 +96,7 @@ void validate(const NormSpec& spec) {
   check_range(kn.rows_per_cta, "rows_per_cta", 1, 1024);
   check_range(kn.ctas_per_sm, "ctas_per_sm", 1, 32);
   check_range(kn.max_registers, "max_registers", 32, 255);
-  check_choice(kn.prefetch_rows, "prefetch_rows", 2);
+  check_choice(kn.prefetch_rows, "prefetch_rows", 4);
   check_choice(kn.single_launch, "single_launch", 1);
   check_range(kn.loop_group, "loop_group", 1, 16);
   check_choice(kn.l1_rereads, "l1_rereads", 1);
@@ -122,16 +122,16 @@ void validate(const NormSpec& spec) {
   }
   if (p.ring && p.register_chunks() != p.chunks) {
     throw Error(
-        fmt::format("prefetch_rows 2 needs every chunk of the row in registers, but {} of "
+        fmt::format("prefetch_rows {} needs every chunk of the row in registers, but {} of "
                     "the {} are not; use register_chunks {} or prefetch_rows 1",
-                    p.chunks - p.register_chunks(), p.chunks, p.chunks));
+                    p.ring_rows, p.chunks - p.register_chunks(), p.chunks, p.chunks));
   }
   const std::uint32_t vector_bytes = p.vec * static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   if (p.ring && vector_bytes < 4) {
     throw Error(
-        fmt::format("prefetch_rows 2 copies vectors of 4 to 16 bytes by cp.async; "
+        fmt::format("prefetch_rows {} copies vectors of 4 to 16 bytes by cp.async; "
                     "vector_elems {} of {} is {} bytes",
-                    p.vec, dtype_name(spec.dtype), vector_bytes));
+                    p.ring_rows, p.vec, dtype_name(spec.dtype), vector_bytes));
   }
   const std::uint32_t budget = detail::shared_budget(spec.arch);
   const std::uint32_t shared = p.dynamic_shared_bytes(spec);
@@ -234,7 +234,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }
-  out.chosen.prefetch_rows = plan.ring ? 2u : plan.prefetch ? 1u : 0u;
+  out.chosen.prefetch_rows = plan.ring ? plan.ring_rows : plan.prefetch ? 1u : 0u;
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;

@@ -62,7 +62,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
-  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan));
+  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan), plan.ring_rows);
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};

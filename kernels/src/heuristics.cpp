@@ -116,8 +116,9 @@ std::uint32_t Plan::register_chunks() const {
 
 std::uint32_t Plan::ring_bytes(int element_bytes, int tensors) const {
   if (!ring) return 0;
-  return 2 * register_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
-         rows_per_cta * static_cast<std::uint32_t>(tensors);
+  return ring_rows * register_chunks() * threads_per_row * vec *
+         static_cast<std::uint32_t>(element_bytes) * rows_per_cta *
+         static_cast<std::uint32_t>(tensors);
 }
 
 std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
@@ -320,7 +321,8 @@ Plan plan_norm(const NormSpec& spec) {
                                                         : prefetch_default ? 1
                                                                            : 0);
   p.prefetch = depth >= 1;
-  p.ring = depth == 2;
+  p.ring = depth >= 2;
+  p.ring_rows = std::max(depth, 2u);
   p.persistent = backward || p.prefetch;
   p.async_staging = p.prefetch && !p.ring && async_fits;
   p.prefetch_fits = data_regs > 0 || async_fits;

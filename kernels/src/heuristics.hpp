@@ -32,10 +32,11 @@ struct Plan {
   // buffer by cp.async during this row's work (16-bit vectors of 4 bytes or more, where both
   // buffers fit the shared memory).
   bool async_staging = false;
-  // prefetch_rows 2: the register chunks of the next two rows copy by cp.async into a ring of two
-  // shared buffers, and a row moves from the ring into registers when the previous one is done:
-  // two rows in flight for the registers of one.
+  // prefetch_rows 2 (to 4): the register chunks of the next two (to four) rows copy by cp.async
+  // into a ring of as many shared buffers, and a row moves from the ring into registers when the
+  // previous one is done: ring_rows rows in flight for the registers of one.
   bool ring = false;
+  std::uint32_t ring_rows = 2;
   // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows. A warp
   // covers 32 / column_row_lanes lanes × column_vec columns of column_row_lanes rows a load.
   bool single_launch = false;
@@ -70,7 +71,7 @@ struct Plan {
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
   std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
   std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
-  // The ring of prefetch_rows 2, both buffers of every tensor and row slot, in bytes.
+  // The ring of prefetch_rows ≥ 2, every buffer of every tensor and row slot, in bytes.
   std::uint32_t ring_bytes(int element_bytes, int tensors) const;
   // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
   std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;

@@ -240,19 +240,35 @@ void RowTile::load(Kernel& k, const RowMasks& m,
   }
 }
 
-void RowTile::use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements) {
+void RowTile::use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements,
+                       std::uint32_t rows) {
   std::uint32_t n = 0;
   for (Place p : places_) ring_index_.push_back(p == Place::Registers ? n++ : 0);
-  // Both turns start at the first buffer and flip on their own.
+  // Both turns start at the first buffer and move on their own.
   const auto [first, second] = two_buffers(k, ring, buffer_elements);
   ring_fill_ = first;
   ring_take_ = SharedDPtr{{k.mov<U32>(first.p.base), first.p.offset}, first.dtype};
-  ring_flip_ = k.xor_(first.p.base, second.p.base);
+  if (rows == 2) {
+    ring_flip_ = k.xor_(first.p.base, second.p.base);
+    return;
+  }
+  ring_step_ = static_cast<std::uint32_t>(buffer_elements * dtype_bytes(ring.dtype));
+  ring_first_ = k.mov<U32>(first.p.base);
+  ring_end_ = k.add(first.p.base, rows * ring_step_);
+}
+
+void RowTile::ring_turn(Kernel& k, const SharedDPtr& p) const {
+  if (ring_flip_) {
+    flip(k, p, *ring_flip_);
+    return;
+  }
+  const Reg<U32> next = k.add(p.p.base, ring_step_);
+  k.mov(p.p.base, k.selp<U32>(*ring_first_, next, k.setp(Cmp::Eq, next, *ring_end_)));
 }
 
 void RowTile::ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row) {
   copy_chunks(k, m, thread_row, *ring_fill_, Place::Registers, ring_index_);
-  flip(k, *ring_fill_, *ring_flip_);
+  ring_turn(k, *ring_fill_);
 }
 
 void RowTile::ring_take(Kernel& k) {
@@ -270,7 +286,7 @@ void RowTile::ring_take(Kernel& k) {
       assign(k, *regs_[j].vector, *c.vector);
     }
   }
-  flip(k, *ring_take_, *ring_flip_);
+  ring_turn(k, *ring_take_);
   prefetching_ = true;
 }
 

@@ -115,12 +115,12 @@ class RowTile {
   // from the current one, and `advance` swaps the two. The caller commits each row's copies as one
   // group and waits for the current row's before `load` (cp.async.wait_group 1).
   void stage_async(Kernel& k, std::int64_t buffer_elements);
-  // prefetch_rows 2: register chunks arrive through a ring of two shared buffers (`ring`: this
-  // thread's first element in the first buffer, the second `buffer_elements` past it).
+  // prefetch_rows ≥ 2: register chunks arrive through a ring of `rows` shared buffers (`ring`:
+  // this thread's first element in the first buffer, each next one `buffer_elements` further).
   // `ring_fill` copies a row's register chunks by cp.async into the buffer whose turn it is;
   // `ring_take` moves the oldest filled buffer into the register chunks (the caller has waited
-  // for its group). Fill two rows, take one, then per row: fill one, work, take one.
-  void use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements);
+  // for its group). Fill `rows` rows, take one, then per row: fill one, work, take one.
+  void use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements, std::uint32_t rows);
   void ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row);
   void ring_take(Kernel& k);
   void preload(Kernel& k, const RowMasks& m);
@@ -166,9 +166,12 @@ class RowTile {
   // stage_async: the other buffer, and the bits that turn either base address into the other.
   std::optional<SharedDPtr> next_staging_;
   std::optional<Reg<U32>> buffer_flip_;
-  // use_ring: the buffer to fill next, the one to take next, and the bits that swap buffers.
+  // use_ring: the buffer to fill next and the one to take next. Two buffers swap by XOR with
+  // ring_flip_; more go round: one buffer on (ring_step_ bytes), back to ring_first_ at ring_end_.
   std::optional<SharedDPtr> ring_fill_, ring_take_;
-  std::optional<Reg<U32>> ring_flip_;
+  std::optional<Reg<U32>> ring_flip_, ring_first_, ring_end_;
+  std::uint32_t ring_step_ = 0;
+  void ring_turn(Kernel& k, const SharedDPtr& p) const;
   std::vector<std::uint32_t> ring_index_;  // per chunk: its slot among the register chunks
 };
 
@@ -177,7 +180,7 @@ class RowTile {
 // what it wrote, so staging needs no barrier.
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                        Reg<U32> first_element);
-// The same in the ring of prefetch_rows 2 (register chunks, one tensor's buffer); every row slot
+// The same in the ring of prefetch_rows ≥ 2 (register chunks, one tensor's buffer); every row slot
 // of one tensor's buffer spans ring_slots_elements(plan) elements.
 SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                     Reg<U32> first_element);

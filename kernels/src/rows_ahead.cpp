@@ -22,9 +22,13 @@ void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const
   if (plan_.ring) {
     fill_ring(k, first_row, first);
     // Rows past the batch copy nothing; the loop ends before they would be used.
-    const Reg<U32> second_row = groups_.row(k.add(first_group, grid_));
-    fill_ring(k, second_row, RowMasks(k, lanes_, k.setp(Cmp::Lt, second_row, groups_.batch)));
-    k.cp_async_wait(1);
+    Reg<U32> group = first_group;
+    for (std::uint32_t r = 1; r < plan_.ring_rows; ++r) {
+      group = k.add(group, grid_);
+      const Reg<U32> row = groups_.row(group);
+      fill_ring(k, row, RowMasks(k, lanes_, k.setp(Cmp::Lt, row, groups_.batch)));
+    }
+    k.cp_async_wait(plan_.ring_rows - 1);
     for (RowTile* tile : tiles_) tile->ring_take(k);
     return;
   }
@@ -34,9 +38,11 @@ void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const
 
 void RowsAhead::issue(Kernel& k, Reg<U32> g, std::optional<std::pair<Reg<U32>, Pred>> next) {
   if (plan_.ring) {
-    // The row after the next into the ring (the next one is there already).
-    const Reg<U32> after_next = groups_.row(k.add(g, k.add(grid_, grid_)));
-    fill_ring(k, after_next, RowMasks(k, lanes_, k.setp(Cmp::Lt, after_next, groups_.batch)));
+    // The row ring_rows groups on into the ring (the ones before it are there or on their way).
+    const Reg<U32> ahead =
+        plan_.ring_rows == 2 ? k.add(grid_, grid_) : k.mul(grid_, plan_.ring_rows);
+    const Reg<U32> last = groups_.row(k.add(g, ahead));
+    fill_ring(k, last, RowMasks(k, lanes_, k.setp(Cmp::Lt, last, groups_.batch)));
     return;
   }
   if (!next) {
@@ -57,7 +63,7 @@ void RowsAhead::await_current(Kernel& k) const {
 
 void RowsAhead::advance(Kernel& k) {
   if (plan_.ring) {
-    k.cp_async_wait(1);  // the next row has landed in the ring
+    k.cp_async_wait(plan_.ring_rows - 1);  // the next row has landed in the ring
     for (RowTile* tile : tiles_) tile->ring_take(k);
     return;
   }

@@ -10,9 +10,10 @@
 
 // Persistent CTAs walk row groups g = first, first + grid, ... with the rows ahead already in
 // flight: prefetch_rows 1 loads the next row's register chunks into registers (and copies its
-// staged chunks by cp.async into a second buffer), prefetch_rows 2 copies the next two rows by
-// cp.async into a ring of shared buffers. Which cp.async groups are committed and waited for, and
-// in which order, for every tile walking the same rows (x; x and dy): written once here.
+// staged chunks by cp.async into a second buffer), prefetch_rows 2 to 4 copy the next two to four
+// rows by cp.async into a ring of as many shared buffers. Which cp.async groups are committed and
+// waited for, and in which order, for every tile walking the same rows (x; x and dy): written once
+// here.
 namespace ptxdsl::kernels::detail {
 
 class RowsAhead {

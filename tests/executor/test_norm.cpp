@@ -562,20 +562,29 @@ TEST_CASE("layer norm statistics in one pass (one_pass_stats)", "[executor][norm
   }
 }
 
-TEST_CASE("two rows ahead through the shared ring (prefetch_rows 2)", "[executor][norm]") {
-  // The backward's default where every chunk sits in registers; the forward's by knob. Ragged
-  // tails (rows padded to 8 elements), several row slots a CTA, CTAs walking many rows.
-  for (NormKind kind : kKinds) {
-    for (DType dtype : kDtypes) {
-      for (std::uint32_t width : {100u, 1003u, 4097u}) {
-        NormSpec spec = spec_of(kind, dtype, width);
-        spec.knobs.prefetch_rows = 2;
-        spec.knobs.sm_count = 2;
-        const BuiltNorm built = build_norm(spec);
-        INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
-        REQUIRE(built.chosen.prefetch_rows == 2u);
-        REQUIRE(built.ptx.find("cp.async.wait_group 1;") != std::string::npos);
-        for (std::uint32_t batch : {1u, 2u, 5u, 17u}) run_batch(built, batch, (width + 7) / 8 * 8);
+TEST_CASE("two to four rows ahead through the shared ring (prefetch_rows 2 to 4)",
+          "[executor][norm]") {
+  // The backward's default (two rows) where every chunk sits in registers; the forward's, and
+  // deeper rings, by knob. Ragged tails (rows padded to 8 elements), several row slots a CTA, CTAs
+  // walking many rows (fewer than the ring's depth, as many, and more: the ring wraps), rows
+  // past the batch copying nothing.
+  for (const std::uint32_t depth : {2u, 3u, 4u}) {
+    for (NormKind kind : kKinds) {
+      for (DType dtype : kDtypes) {
+        for (std::uint32_t width : {100u, 1003u, 4097u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs.prefetch_rows = depth;
+          spec.knobs.sm_count = 2;
+          const BuiltNorm built = build_norm(spec);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width << " depth "
+                               << depth);
+          REQUIRE(built.chosen.prefetch_rows == depth);
+          REQUIRE(built.ptx.find("cp.async.wait_group " + std::to_string(depth - 1) + ";") !=
+                  std::string::npos);
+          for (std::uint32_t batch : {1u, 2u, 5u, 17u}) {
+            run_batch(built, batch, (width + 7) / 8 * 8);
+          }
+        }
       }
     }
   }

@@ -203,6 +203,15 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
   REQUIRE(ringed.chosen.prefetch_rows == 2u);
   REQUIRE(ringed.steps[0].contract.dynamic_shared_bytes == 2 * 2 * 8192 * 2);  // 2 rows of x, dy
   REQUIRE(ringed.ptx.find("cp.async.cg.shared.global") != std::string::npos);
+  // Deeper rings: a buffer a row, a wait that leaves the rows behind the next one in flight.
+  for (const std::uint32_t depth : {3u, 4u}) {
+    bwd.knobs.prefetch_rows = depth;
+    const BuiltNorm deep = build_norm(bwd);
+    REQUIRE(deep.chosen.prefetch_rows == depth);
+    REQUIRE(deep.steps[0].contract.dynamic_shared_bytes == depth * 2 * 8192 * 2);
+    REQUIRE(deep.ptx.find("cp.async.wait_group " + std::to_string(depth - 1) + ";") !=
+            std::string::npos);
+  }
   bwd.knobs.prefetch_rows = 1;
   const BuiltNorm one_ahead = build_norm(bwd);
   REQUIRE(one_ahead.chosen.prefetch_rows == 1u);

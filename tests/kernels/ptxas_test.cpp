@@ -220,6 +220,30 @@ TEST_CASE("forwards that prefetch their weights (weight_prefetch) assemble witho
   assemble_all(std::move(groups));
 }
 
+TEST_CASE("rings three and four rows deep (prefetch_rows 3, 4) assemble without spills",
+          "[ptxas]") {
+  // The backwards whose rows sit whole in registers (the ring's condition), 16-bit rows (the
+  // ring's default dtype), one group per depth and architecture.
+  std::vector<Group> groups;
+  for (const std::uint32_t depth : {3u, 4u}) {
+    for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+      Group g{fmt::format("backwards prefetch_rows {} {}", depth, arch_name(arch)), {}};
+      for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+        for (DType dtype : {DType::F16, DType::BF16}) {
+          for (std::uint32_t width : {1024u, 3000u, 4096u, 8192u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.arch = arch;
+            spec.knobs.prefetch_rows = depth;
+            g.built.push_back(build_norm(spec));
+          }
+        }
+      }
+      groups.push_back(std::move(g));
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
 TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,

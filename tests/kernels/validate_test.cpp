@@ -66,8 +66,8 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 256");
   s.knobs.max_registers = 96;
   REQUIRE_NOTHROW(validate(s));
-  s.knobs.prefetch_rows = 3;
-  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0, 1 or 2, got 3");
+  s.knobs.prefetch_rows = 5;
+  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0, 1, 2, 3 or 4, got 5");
   s.knobs.prefetch_rows = 1;
   s.knobs.single_launch = 2;
   REQUIRE_THROWS_WITH(validate(s), "single_launch must be 0 or 1, got 2");
@@ -124,6 +124,10 @@ TEST_CASE("prefetch_rows 2 needs the row in registers and vectors cp.async can c
                       "vector_elems 1 of f16 is 2 bytes");
   s.knobs.vector_elems = 2;
   REQUIRE_NOTHROW(validate(s));
+  // Deeper rings name their depth.
+  s.knobs.vector_elems = 1;
+  s.knobs.prefetch_rows = 4;
+  REQUIRE_THROWS_WITH(validate(s), Catch::StartsWith("prefetch_rows 4 copies vectors of 4 to 16"));
 }
 
 TEST_CASE("shapes that need more shared memory than the target has are refused", "[validate]") {

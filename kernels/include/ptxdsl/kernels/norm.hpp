@@ -46,10 +46,10 @@ struct NormKnobs {
   // Registers a thread (.maxnreg): fewer let more CTAs share an SM, more keep more values resident.
   std::optional<std::uint32_t> max_registers;
   // 1: CTAs stay resident and walk rows (forward too), loading the next row's register chunks
-  // (staged chunks: by cp.async into a second buffer) while they work on the current one; 2: the
-  // next two rows copy by cp.async into a ring of two shared buffers and each moves into registers
-  // when the previous row is done (every chunk in registers); 0: each row's loads start when its
-  // work does.
+  // (staged chunks: by cp.async into a second buffer) while they work on the current one; 2 to 4:
+  // the next two to four rows copy by cp.async into a ring of as many shared buffers and each
+  // moves into registers when the previous row is done (every chunk in registers); 0: each row's
+  // loads start when its work does.
   std::optional<std::uint32_t> prefetch_rows;
   // Backward: 1 runs it in one launch, each CTA also summing dw (and db) for some columns over
   // every row (x and dy read again); 0 writes per-CTA partial rows that a second launch reduces.
@@ -91,7 +91,7 @@ struct NormKnobs {
 // - threads_per_row: a power of two ≤ 32 or a multiple of 32 ≤ 1024;
 // - rows_per_cta ≥ 1 with threads_per_row × rows_per_cta a multiple of 32, at most 1024;
 // - ctas_per_sm in [1, 32], sm_count in [1, 1024];
-// - max_registers in [32, 255]; prefetch_rows 0, 1 or 2; single_launch 0 or 1 (backward);
+// - max_registers in [32, 255]; prefetch_rows 0 to 4; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward).
