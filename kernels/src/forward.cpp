@@ -94,6 +94,13 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     return reduce_all(values, buffer)[0];
   };
 
+  // This thread's first column of w and b (every row's).
+  const auto weight_columns = [&] {
+    std::pair<GlobalDPtr, std::optional<GlobalDPtr>> columns_at{at(k, w, lanes.first_element()),
+                                                                std::nullopt};
+    if (b) columns_at.second = at(k, *b, lanes.first_element());
+    return columns_at;
+  };
   const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
     const RowMasks masks(k, lanes, row_ok);
     if (plan.persistent) xt.set_row(x_row_at(row));
@@ -106,15 +113,13 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (plan.weight_prefetch) {
       // w and b into L1 while the statistics run: the normalizing pass reads them after the
       // reductions' barriers, which no load crosses.
-      const GlobalDPtr w_line = at(k, w, lanes.first_element());
-      std::optional<GlobalDPtr> b_line;
-      if (b) b_line = at(k, *b, lanes.first_element());
+      const auto [w_col, b_col] = weight_columns();
       for_each_chunk(
           k, fence_all(xt.loop_keys()), plan.loop_group,
           [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-            prefetch_chunk(k, columns, shifted(k, w_line, shift, per_chunk), j, PrefetchLevel::L1);
-            if (b_line) {
-              prefetch_chunk(k, columns, shifted(k, *b_line, shift, per_chunk), j,
+            prefetch_chunk(k, columns, shifted(k, w_col, shift, per_chunk), j, PrefetchLevel::L1);
+            if (b_col) {
+              prefetch_chunk(k, columns, shifted(k, *b_col, shift, per_chunk), j,
                              PrefetchLevel::L1);
             }
           },
@@ -173,9 +178,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
 
     // y = (x − mean)·rstd·w + b, or x·rstd·w; w and b come from L1 (read by every row).
     xt.reread_with(hints.row_rereads);
-    const GlobalDPtr w_col = at(k, w, lanes.first_element());
-    std::optional<GlobalDPtr> b_col;
-    if (b) b_col = at(k, *b, lanes.first_element());
+    const auto [w_col, b_col] = weight_columns();
     const auto weights = [&](const GlobalDPtr& col, std::uint32_t j,
                              std::optional<Reg<U32>> shift) {
       const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
