@@ -110,23 +110,32 @@ class NormPair {
     spec_.arch = options.arch.value_or(arch_of(ctx.info()));
     spec_.ptx_version = options.ptx_version.value_or(PtxVersion{7, 8});
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
-    spec_.knobs = options.knobs;
-    if (!spec_.knobs.sm_count) spec_.knobs.sm_count = static_cast<std::uint32_t>(ctx.sm_count());
+    knobs_[0] = options.knobs;
+    knobs_[1] = options.backward_knobs.value_or(options.knobs);
     for (const bool backward : {false, true}) {
-      spec_.kind = backward ? backward_kind() : forward_kind();
+      kernels::NormKnobs& kn = knobs_[backward ? 1 : 0];
+      if (!kn.sm_count) kn.sm_count = static_cast<std::uint32_t>(ctx.sm_count());
       try {
-        kernels::validate(spec_);
+        kernels::validate(spec_for(backward));
       } catch (const Error& e) {
-        // One set of knobs serves both directions: say which one refuses them.
+        // The same knobs may serve both directions: say which one refuses them.
         fail(backward, e.what());
       }
+      max_vec_[backward ? 1 : 0] =
+          kn.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
+      kn.vector_elems.reset();  // chosen per call, from the alignment
     }
-    max_vec_ = spec_.knobs.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
-    spec_.knobs.vector_elems.reset();  // chosen per call, from the alignment
     cache_ = options.cache != nullptr ? options.cache : &ModuleCache::global();
   }
 
   NormKind forward_kind() const { return layer_ ? NormKind::LayerNormFwd : NormKind::RmsNormFwd; }
+  // The spec of one direction, with its knobs.
+  kernels::NormSpec spec_for(bool backward) const {
+    kernels::NormSpec s = spec_;
+    s.kind = backward ? backward_kind() : forward_kind();
+    s.knobs = knobs_[backward ? 1 : 0];
+    return s;
+  }
   NormKind backward_kind() const { return layer_ ? NormKind::LayerNormBwd : NormKind::RmsNormBwd; }
   int elem() const { return kernels::dtype_bytes(spec_.dtype); }
   int weight_elem() const { return kernels::dtype_bytes(spec_.weight_dtype); }
@@ -168,7 +177,7 @@ class NormPair {
       if (a.role == Role::Weights) weight_bits |= v.address;
     }
     const std::uint32_t vec = std::min(
-        max_vec_,
+        max_vec_[backward ? 1 : 0],
         kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, stride, row_bits, weight_bits));
     last_vec_ = vec;
     values_.batch = batch;
@@ -206,17 +215,21 @@ class NormPair {
   }
 
   std::uint64_t workspace_bytes(std::uint32_t batch) {
-    return variant(true, max_vec_).built.workspace_bytes(batch);
+    return variant(true, max_vec_[1]).built.workspace_bytes(batch);
   }
 
-  void prepare(std::uint32_t vec) {
-    if (vec == 0) vec = max_vec_;
-    if (vec > max_vec_ || !std::has_single_bit(vec)) {
-      fail(false, fmt::format("prepare: vector_elems must be a power of two in [1, {}], got {}",
-                              max_vec_, vec));
+  void prepare(std::uint32_t vector_elems) {
+    for (const bool backward : {false, true}) {
+      const std::uint32_t most = max_vec_[backward ? 1 : 0];
+      if (vector_elems > most || (vector_elems != 0 && !std::has_single_bit(vector_elems))) {
+        fail(backward,
+             fmt::format("prepare: vector_elems must be a power of two in [1, {}], got {}", most,
+                         vector_elems));
+      }
     }
     // The alternates (prefetching forward, one-launch backward) only where some batch takes them.
     for (const bool backward : {false, true}) {
+      const std::uint32_t vec = vector_elems != 0 ? vector_elems : max_vec_[backward ? 1 : 0];
       variant(backward, vec, false);
       if (alternate_pays(backward, vec, 1)) variant(backward, vec, true);
     }
@@ -300,8 +313,7 @@ class NormPair {
   bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch) {
     std::uint32_t& limit = alternate_limit_[backward ? 1 : 0][log2_index(vec)];
     if (limit == kUnknown) [[unlikely]] {
-      kernels::NormSpec spec = spec_;
-      spec.kind = backward ? backward_kind() : forward_kind();
+      kernels::NormSpec spec = spec_for(backward);
       spec.knobs.vector_elems = vec;
       limit = kernels::small_batch_limit(spec);  // 0 where the options fix the knob
     }
@@ -318,8 +330,7 @@ class NormPair {
   }
 
   std::unique_ptr<Variant> build(bool backward, std::uint32_t vec, bool alternate) {
-    kernels::NormSpec spec = spec_;
-    spec.kind = backward ? backward_kind() : forward_kind();
+    kernels::NormSpec spec = spec_for(backward);
     spec.knobs.vector_elems = vec;
     if (alternate && backward) spec.knobs.single_launch = 1;
     if (alternate && !backward) spec.knobs.prefetch_rows = 1;
@@ -376,8 +387,9 @@ class NormPair {
   Context ctx_;
   bool layer_;
   NormOptions options_;
-  kernels::NormSpec spec_;
-  std::uint32_t max_vec_ = 8;
+  kernels::NormSpec spec_;       // dtypes, width, target; knobs_ hold each direction's knobs
+  kernels::NormKnobs knobs_[2];  // [backward]
+  std::uint32_t max_vec_[2] = {8, 8};
   std::uint32_t last_vec_ = 0;
   ModuleCache* cache_ = nullptr;
   // [backward][alternate][log2 of the vector width]

@@ -416,6 +416,9 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
                       Catch::StartsWith("LayerNorm(f32, weights f32, width 8192).backward: the "
                                         "kernel needs 262144 bytes of shared memory"));
   }
+  CHECK_THROWS_WITH(ln.prepare(3), Catch::StartsWith("LayerNorm(f16, weights f16, width 4096)."
+                                                     "forward: prepare: vector_elems must be a "
+                                                     "power of two in [1, 8], got 3"));
   // Whatever was refused above, the context still runs a correct forward.
   y.poison(ctx, nullptr);
   ln.forward(args);
@@ -423,6 +426,22 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   const auto m = test::measure_rows(y.download(ctx), host.y, good);
   CHECK(m.dev.nonfinite == 0);
   CHECK(m.violations == 0);
+
+  // Knobs for the forward only (the backward keeps its defaults): the forward takes them.
+  NormOptions forward_only;
+  forward_only.knobs.vector_elems = 2;
+  forward_only.knobs.threads_per_row = 256;
+  forward_only.knobs.rows_per_cta = 2;
+  forward_only.backward_knobs = kernels::NormKnobs{};
+  LayerNorm tuned(ctx, DType::F16, DType::F16, 4096, forward_only);
+  CHECK(tuned.workspace_bytes(64) > 0);
+  y.poison(ctx, nullptr);
+  tuned.forward(args);
+  ctx.synchronize();
+  CHECK(tuned.last_vector_elems() == 2u);
+  const auto tuned_m = test::measure_rows(y.download(ctx), host.y, good);
+  CHECK(tuned_m.dev.nonfinite == 0);
+  CHECK(tuned_m.violations == 0);
 }
 
 TEST_CASE("a norm call costs the host within 1 us of a bare cuLaunchKernel",

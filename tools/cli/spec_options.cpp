@@ -111,8 +111,15 @@ kernels::NormSpec SpecOptions::spec() const {
 }
 
 runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) const {
+  // The knobs are the named kernel's; the other direction of the runtime object keeps the
+  // heuristics' choices (and cannot refuse knobs meant for this one).
   runtime::NormOptions o;
-  o.knobs = spec.knobs;
+  if (kernels::is_backward(spec.kind)) {
+    o.backward_knobs = spec.knobs;
+  } else {
+    o.knobs = spec.knobs;
+    o.backward_knobs = kernels::NormKnobs{};
+  }
   if (!arch.empty()) o.arch = spec.arch;
   if (!ptx_version.empty()) o.ptx_version = spec.ptx_version;
   return o;

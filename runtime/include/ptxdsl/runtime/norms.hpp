@@ -52,7 +52,9 @@ struct Workspace {
 };
 
 struct NormOptions {
-  kernels::NormKnobs knobs;               // sm_count defaults to the device's SM count
+  kernels::NormKnobs knobs;  // sm_count defaults to the device's SM count
+  // The backward's knobs where they differ from the forward's (unset: `knobs` serve both).
+  std::optional<kernels::NormKnobs> backward_knobs;
   std::optional<Arch> arch;               // default: from the device's compute capability
   std::optional<PtxVersion> ptx_version;  // default: 7.8 (or the target's minimum)
   ModuleCache* cache = nullptr;           // default: ModuleCache::global()
