@@ -427,11 +427,15 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   CHECK(m.dev.nonfinite == 0);
   CHECK(m.violations == 0);
 
-  // Knobs for the forward only (the backward keeps its defaults): the forward takes them.
+  // Knobs the backward refuses (8 row slots' dw/db partials outgrow the shared memory) serve the
+  // forward alone once the backward has its own.
   NormOptions forward_only;
   forward_only.knobs.vector_elems = 2;
-  forward_only.knobs.threads_per_row = 256;
-  forward_only.knobs.rows_per_cta = 2;
+  forward_only.knobs.threads_per_row = 128;
+  forward_only.knobs.rows_per_cta = 8;
+  CHECK_THROWS_WITH(LayerNorm(ctx, DType::F16, DType::F16, 4096, forward_only),
+                    Catch::StartsWith("LayerNorm(f16, weights f16, width 4096).backward: the "
+                                      "kernel needs 393216 bytes of shared memory"));
   forward_only.backward_knobs = kernels::NormKnobs{};
   LayerNorm tuned(ctx, DType::F16, DType::F16, 4096, forward_only);
   CHECK(tuned.workspace_bytes(64) > 0);
