@@ -376,27 +376,37 @@ TEST_CASE("the backward in one launch: dw and db summed by columns (single_launc
   }
 }
 
+// The forward placements a knob must hold up in, 0 to 4: the default; staged; read again from
+// L2; prefetching persistent CTAs (two SMs: CTAs walk many rows); sub-warp row groups.
+namespace {
+NormKnobs forward_placement(int i) {
+  NormKnobs kn;
+  if (i == 1) {
+    kn.threads_per_row = 64;
+    kn.vector_elems = 1;
+    kn.register_chunks = 0;
+  } else if (i == 2) {
+    kn.register_chunks = 0;
+    kn.staged_chunks = 0;
+  } else if (i == 3) {
+    kn.sm_count = 2;
+    kn.prefetch_rows = 1;
+  } else if (i == 4) {
+    kn.threads_per_row = 8;
+    kn.vector_elems = 1;
+  }
+  return kn;
+}
+}  // namespace
+
 TEST_CASE("weights prefetched into L1 (weight_prefetch): masked, and no value changes",
           "[executor][norm]") {
   // The executor checks every prefetch's address as a load's: ragged widths (a lone tail lane,
   // chunks no lane holds), rows in registers, staged, read again, prefetching persistent CTAs,
   // sub-warp row groups, several rows a CTA with the last rows past the batch.
   const auto variant = [](int i) {
-    NormKnobs kn;
-    if (i == 1) {  // staged
-      kn.threads_per_row = 64;
-      kn.vector_elems = 1;
-      kn.register_chunks = 0;
-    } else if (i == 2) {  // read again, two chunks a loop iteration
-      kn.register_chunks = 0;
-      kn.staged_chunks = 0;
-      kn.loop_group = 2;
-    } else if (i == 3) {  // prefetching
-      kn.sm_count = 2;
-      kn.prefetch_rows = 1;
-    } else if (i == 4) {  // sub-warp row groups
-      kn.threads_per_row = 8;
-    }
+    NormKnobs kn = forward_placement(i);
+    if (i == 2) kn.loop_group = 2;  // two chunks a loop iteration
     kn.weight_prefetch = 1;
     return kn;
   };
@@ -529,21 +539,7 @@ TEST_CASE("layer norm statistics in one pass (one_pass_stats)", "[executor][norm
   // groups; ragged tails; and rows around 100, where a plain Σx² − mean² loses digits of the
   // variance (the unshifted sums failed this test). The default for 16-bit rows, so all dtypes.
   const auto variant = [](int i) {
-    NormKnobs kn;
-    if (i == 1) {  // staged
-      kn.threads_per_row = 64;
-      kn.vector_elems = 1;
-      kn.register_chunks = 0;
-    } else if (i == 2) {  // read again
-      kn.register_chunks = 0;
-      kn.staged_chunks = 0;
-    } else if (i == 3) {  // prefetching
-      kn.sm_count = 2;
-      kn.prefetch_rows = 1;
-    } else if (i == 4) {  // sub-warp row groups
-      kn.threads_per_row = 8;
-      kn.vector_elems = 1;
-    }
+    NormKnobs kn = forward_placement(i);
     kn.one_pass_stats = 1;
     return kn;
   };
