@@ -84,6 +84,10 @@ std::string_view op_name(Op op) {
       return "createpolicy.fractional";
     case Op::Prefetch:
       return "prefetch";
+    case Op::GridDepLaunch:
+      return "griddepcontrol.launch_dependents";
+    case Op::GridDepWait:
+      return "griddepcontrol.wait";
     case Op::Shfl:
       return "shfl.sync";
     case Op::Bar:
@@ -276,6 +280,8 @@ std::string mnemonic(const Instr& in) {
              (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:
+    case Op::GridDepLaunch:
+    case Op::GridDepWait:
     case Op::Bar:
     case Op::Ret:
     case Op::Label:

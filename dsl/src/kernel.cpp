@@ -311,6 +311,14 @@ void Kernel::cp_async_wait(std::uint32_t newest_pending) {
   commit(std::move(in));
 }
 
+void Kernel::griddep_launch_dependents() {
+  commit(make(Op::GridDepLaunch, ScalarType::B32));
+}
+
+void Kernel::griddep_wait() {
+  commit(make(Op::GridDepWait, ScalarType::B32));
+}
+
 void Kernel::bar_sync(std::uint32_t barrier) {
   Instr in = make(Op::Bar, ScalarType::B32);
   if (barrier > 15) {
@@ -494,6 +502,8 @@ KernelContract Kernel::contract() const {
       c.static_shared_bytes += d.bytes;
     }
   }
+  c.waits_for_prior_grid = std::any_of(body_.begin(), body_.end(),
+                                       [](const Instr& in) { return in.op == Op::GridDepWait; });
   return c;
 }
 

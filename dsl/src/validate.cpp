@@ -247,6 +247,7 @@ Requirement requirement(const Instr& in) {
     return {Arch::Sm80, {7, 4}};
   }
   if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
+  if (in.op == Op::GridDepLaunch || in.op == Op::GridDepWait) return {Arch::Sm90, {7, 8}};
   if (in.op == Op::Prefetch &&
       (in.prefetch == PrefetchLevel::L2EvictLast || in.prefetch == PrefetchLevel::L2EvictNormal)) {
     return {Arch::Sm80, {7, 4}};

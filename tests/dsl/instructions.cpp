@@ -594,6 +594,9 @@ std::vector<Row> addresses_and_params() {
           k.st(k.shared_array<F32>("part", 32) + x.u[0], x.a)),
       ROW("bar.sync 0;", k.bar_sync()),
       ROW("bar.sync 15;", k.bar_sync(15)),
+      // programmatic dependent launch
+      ROW_SM90("griddepcontrol.launch_dependents;", k.griddep_launch_dependents()),
+      ROW_SM90("griddepcontrol.wait;", k.griddep_wait()),
       // asynchronous copies into shared memory
       ROW("cp.async.cg.shared.global [%r15+16], [%rd8+32], 16;",
           k.cp_async(x.sp + 4, x.gp + 8, 16)),

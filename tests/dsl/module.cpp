@@ -132,6 +132,19 @@ TEST_CASE("shared memory declarations and .maxntid", "[dsl][module]") {
   test::require_assembles(m, /*no_spills=*/true);
 }
 
+TEST_CASE("a kernel that waits on the grid before it says so in its contract", "[dsl][module]") {
+  Module m;  // sm_90
+  Kernel& early = m.kernel("early");
+  early.griddep_launch_dependents();
+  Kernel& late = m.kernel("late");
+  late.griddep_wait();
+  early.finalize();
+  late.finalize();
+  CHECK_FALSE(early.contract().waits_for_prior_grid);
+  CHECK(late.contract().waits_for_prior_grid);
+  test::require_assembles(m, /*no_spills=*/true);
+}
+
 TEST_CASE("the launch contract records entry and parameters and block and shared memory",
           "[dsl][module]") {
   Module m;
@@ -162,6 +175,8 @@ TEST_CASE("the launch contract records entry and parameters and block and shared
   CHECK_FALSE(stage.block_required);
   CHECK(stage.static_shared_bytes == 512);
   CHECK(stage.dynamic_shared_bytes == 4096);
+  CHECK_FALSE(scale.waits_for_prior_grid);
+  CHECK_FALSE(stage.waits_for_prior_grid);
   REQUIRE(m.kernels().size() == 2);
   CHECK(m.kernels()[0]->name() == "scale");
   CHECK(m.kernels()[1]->name() == "stage");

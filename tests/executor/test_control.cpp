@@ -294,3 +294,17 @@ TEST_CASE("two host threads give the same results as one", "[executor][control]"
   CHECK(a == b);
   CHECK(a[64 * 49 + 3] == (64 * 49 + 3) * 7);
 }
+
+TEST_CASE("grid dependency control: launches run one after another, so both are no-ops",
+          "[executor][control]") {
+  Module m;
+  Kernel& k = m.kernel("dependent");
+  auto out = k.param_ptr<U32>("out");
+  k.griddep_wait();
+  const Reg<U32> g = global_thread(k);
+  k.griddep_launch_dependents();
+  k.st(k.index(out, g), k.mul(g, 3u));
+  const std::vector<std::uint32_t> got = run_out(k, Dim3{2}, Dim3{64});
+  for (std::uint32_t i = 0; i < got.size(); ++i) CHECK(got[i] == 3 * i);
+  CHECK(k.contract().waits_for_prior_grid);
+}

@@ -292,6 +292,8 @@ class Decoder {
         address(in, d, in.ops[0]);
         break;
       case Op::CpAsyncCommit:
+      case Op::GridDepLaunch:
+      case Op::GridDepWait:
         break;
       case Op::CpAsyncWait:
         if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
@@ -323,6 +325,8 @@ class Decoder {
       case Op::Shfl:
       case Op::Cvta:
       case Op::CreatePolicy:
+      case Op::GridDepLaunch:
+      case Op::GridDepWait:
         return select_misc(in);
       case Op::Cvt:
       case Op::CvtPack:

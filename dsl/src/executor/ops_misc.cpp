@@ -308,8 +308,15 @@ void create_policy(Ctx& c, const DInstr& in, std::uint32_t exec) {
   each_lane(exec, [&](std::uint32_t l) { d[l] = (std::uint64_t{1} << 63) | fraction[l]; });
 }
 
+// The executor runs one launch to its end before the next: a grid's dependents never start early,
+// and a wait finds its prior grid complete.
+void grid_dependency(Ctx&, const DInstr&, std::uint32_t) {}
+
 Handler select_misc(const Instr& in) {
   switch (in.op) {
+    case Op::GridDepLaunch:
+    case Op::GridDepWait:
+      return &grid_dependency;
     case Op::CreatePolicy:
       return &create_policy;
     case Op::Mov:

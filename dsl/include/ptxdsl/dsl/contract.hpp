@@ -27,6 +27,9 @@ struct KernelContract {
   bool block_required = false;      // .reqntid rather than .maxntid
   std::uint32_t static_shared_bytes = 0;
   std::uint32_t dynamic_shared_bytes = 0;  // what the launch must pass
+  // Has griddepcontrol.wait: it may be launched before the grid ahead of it in its stream has
+  // finished (programmatic dependent launch), and waits for that grid's results itself.
+  bool waits_for_prior_grid = false;
 };
 
 }  // namespace ptxdsl

@@ -49,6 +49,8 @@ enum class Op : std::uint8_t {
   CpAsyncWait,    // cp.async.wait_group N
   CreatePolicy,   // createpolicy.fractional.L2::<primary>{.L2::<secondary>}.b64 d, fraction
   Prefetch,       // prefetch.global.{L1, L2, L2::evict_last, L2::evict_normal} [a]
+  GridDepLaunch,  // griddepcontrol.launch_dependents
+  GridDepWait,    // griddepcontrol.wait
   Shfl,
   Bar,
   Bra,

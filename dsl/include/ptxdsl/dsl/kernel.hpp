@@ -484,6 +484,15 @@ class Kernel {
   }
   void bar_sync(std::uint32_t barrier = 0);
 
+  // ---- programmatic dependent launch (sm_90, PTX 7.8) ----
+  // `griddepcontrol.launch_dependents`: the grid launched after this one in its stream with the
+  // programmatic-serialization attribute may start once every CTA of this one has said so (or
+  // exited). `griddepcontrol.wait`: waits until the grids this one depends on have completed and
+  // their memory is visible; a kernel that has it says so in its contract
+  // (KernelContract::waits_for_prior_grid), so that a runtime launches it early.
+  void griddep_launch_dependents();
+  void griddep_wait();
+
   // ---- warp shuffles (32-bit values), `width` lanes per segment ----
   template <TypeTag T>
   requires(T::kBytes == 4) Reg<T> shfl(ShflMode mode, Reg<T> a, Src<U32> lane_or_delta,
