@@ -98,6 +98,7 @@ else
       "rms_bwd --dtype f32 --width 1003 --batch 77 --prefetch-rows 2 --single-launch 0" \
       "rms_fwd --dtype f16 --width 8192 --batch 301 --prefetch-rows 2" \
       "ln_bwd --dtype bf16 --width 8192 --batch 301 --prefetch-rows 3" \
+      "rms_bwd --dtype f16 --width 4096 --batch 2000 --single-launch 0 --overlap-reduce 2" \
       "ln_bwd --dtype bf16 --width 4096 --batch 200 --single-launch 1" \
       "rms_bwd --dtype f16 --width 1003 --batch 77 --single-launch 1 --vector-elems 1" \
       "rms_fwd --dtype bf16 --width 8192 --batch 301" \

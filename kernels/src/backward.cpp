@@ -175,6 +175,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   Kernel& k = m.kernel(entry_name(spec, plan.single_launch ? "single" : ""));
   k.require_threads(plan.block());
   k.max_registers(plan.max_registers);
+  if (plan.overlap_reduce == 2) k.griddep_launch_dependents();
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
@@ -391,6 +392,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
   });
 
+  if (plan.overlap_reduce == 1) k.griddep_launch_dependents();
   if (plan.single_launch) {
     column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});
   } else if (R > 1) {  // the CTA's partial rows

@@ -106,6 +106,13 @@ void validate(const NormSpec& spec) {
   }
   check_choice(kn.one_pass_stats, "one_pass_stats", 1);
   check_choice(kn.weight_prefetch, "weight_prefetch", 1);
+  check_choice(kn.overlap_reduce, "overlap_reduce", 2);
+  if (kn.overlap_reduce.value_or(0) > 0 &&
+      (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{7, 8})) {
+    throw Error(fmt::format(
+        "overlap_reduce {} needs sm_90 and PTX 7.8 or newer (griddepcontrol), got {} and PTX {}.{}",
+        *kn.overlap_reduce, arch_name(spec.arch), spec.ptx_version.major, spec.ptx_version.minor));
+  }
   check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
   check_choice(kn.l2_stream, "l2_stream", 2);
   if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
@@ -225,6 +232,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
       out.partial_pitch = detail::partial_pitch(spec.width);
     }
     out.chosen.single_launch = plan.single_launch ? 1u : 0u;
+    out.chosen.overlap_reduce = plan.overlap_reduce;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
   } else {

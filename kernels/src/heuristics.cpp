@@ -206,6 +206,7 @@ Plan plan_norm(const NormSpec& spec) {
   p.l1_rereads = kn.l1_rereads.value_or(reread ? 1 : 0) == 1;
   p.l2_prefetch = kn.l2_prefetch.value_or(0);
   p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
+  p.overlap_reduce = backward && !single ? kn.overlap_reduce.value_or(0) : 0;
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.

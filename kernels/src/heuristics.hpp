@@ -45,6 +45,9 @@ struct Plan {
   bool l1_rereads = false;        // rows read again: L1 evict_last, then evict_first
   std::uint32_t l2_prefetch = 0;  // bytes L2 fetches around each row load (0: no size given)
   bool weight_prefetch = false;   // forward: w and b lines into L1 before the statistics
+  // Backward in two launches: 0, or where the row step lets the reduce launch (1: after its
+  // rows, 2: at its start; the reduce waits by griddepcontrol.wait).
+  std::uint32_t overlap_reduce = 0;
   bool one_pass_stats = false;  // layer norm forward: Σ(x − x₀) and Σ(x − x₀)² in the first pass
   std::uint32_t column_vec = 1;
   std::uint32_t column_row_lanes = 1;

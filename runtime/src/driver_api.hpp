@@ -37,6 +37,7 @@ namespace ptxdsl::runtime::detail {
   X(cuFuncSetAttribute, 9000)         \
   X(cuFuncGetAttribute, 2020)         \
   X(cuLaunchKernel, 4000)             \
+  X(cuLaunchKernelEx, 11060)          \
   X(cuMemAlloc, 3020)                 \
   X(cuMemFree, 3020)                  \
   X(cuMemcpyHtoD, 3020)               \

@@ -85,9 +85,32 @@ void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_b
   if (shared_bytes + f.contract().static_shared_bytes > kDefaultSharedLimit) {
     f.reserve_dynamic_shared(shared_bytes);
   }
-  const CUresult r = d.cuLaunchKernel(f.handle(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                      shared_bytes, stream.handle(), params, nullptr);
-  detail::check(r, "cuLaunchKernel", [&] {
+  CUresult r;
+  const char* call = "cuLaunchKernel";
+  if (f.contract().waits_for_prior_grid) {
+    // The kernel waits for the grid before it (griddepcontrol.wait): let it launch while that
+    // grid finishes (programmatic dependent launch), hiding the gap between the two.
+    CUlaunchAttribute early{};
+    early.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    early.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = grid.x;
+    config.gridDimY = grid.y;
+    config.gridDimZ = grid.z;
+    config.blockDimX = block.x;
+    config.blockDimY = block.y;
+    config.blockDimZ = block.z;
+    config.sharedMemBytes = shared_bytes;
+    config.hStream = stream.handle();
+    config.attrs = &early;
+    config.numAttrs = 1;
+    call = "cuLaunchKernelEx";
+    r = d.cuLaunchKernelEx(&config, f.handle(), params, nullptr);
+  } else {
+    r = d.cuLaunchKernel(f.handle(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                         shared_bytes, stream.handle(), params, nullptr);
+  }
+  detail::check(r, call, [&] {
     return fmt::format(
         "launching '{}' with grid ({}, {}, {}), block ({}, {}, {}), {} bytes of "
         "dynamic shared memory",

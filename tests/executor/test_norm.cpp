@@ -428,6 +428,34 @@ TEST_CASE("weights prefetched into L1 (weight_prefetch): masked, and no value ch
   }
 }
 
+TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sums the same",
+          "[executor][norm]") {
+  // The executor runs the two launches in order; what is checked here is that the kernels with
+  // griddepcontrol compute what they did without it, in every placement of the partial rows
+  // (registers, shared memory, several row slots a CTA), and that the reduce says it waits.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t overlap : {1u, 2u}) {
+        for (std::uint32_t width : {100u, 1003u, 4097u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs.overlap_reduce = overlap;
+          spec.knobs.single_launch = 0;
+          spec.knobs.sm_count = 2;
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " overlap " << overlap << " width "
+                               << width);
+          const BuiltNorm built = build_norm(spec);
+          REQUIRE(built.chosen.overlap_reduce == overlap);
+          REQUIRE(built.steps.size() == 2u);
+          REQUIRE_FALSE(built.steps[0].contract.waits_for_prior_grid);
+          REQUIRE(built.steps[1].contract.waits_for_prior_grid);
+          REQUIRE(built.ptx.find("griddepcontrol.launch_dependents;") != std::string::npos);
+          for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching

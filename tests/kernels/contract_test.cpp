@@ -149,6 +149,16 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   const std::string bwd_plain = build_norm(bwd).ptx;
   bwd.knobs.weight_prefetch = 1;
   REQUIRE(build_norm(bwd).ptx == bwd_plain);
+
+  // overlap_reduce: the backward's reduce waits for the row step by griddepcontrol, and says so;
+  // no default kernel does.
+  REQUIRE(bwd_plain.find("griddepcontrol") == std::string::npos);
+  NormSpec overlapped = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  overlapped.knobs.overlap_reduce = 2;
+  const BuiltNorm early = build_norm(overlapped);
+  REQUIRE(early.steps.size() == 2u);
+  REQUIRE(early.steps[1].contract.waits_for_prior_grid);
+  REQUIRE_FALSE(early.steps[0].contract.waits_for_prior_grid);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -207,8 +207,10 @@ TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2",
   assemble_all(std::move(groups));
 }
 
-TEST_CASE("forwards that prefetch their weights (weight_prefetch) assemble without spills",
-          "[ptxas]") {
+TEST_CASE(
+    "forwards that prefetch their weights (weight_prefetch), backwards that overlap their "
+    "reduce (overlap_reduce) assemble without spills",
+    "[ptxas]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -216,6 +218,12 @@ TEST_CASE("forwards that prefetch their weights (weight_prefetch) assemble witho
           fmt::format("{} {} sm_90 weight_prefetch", kind_name(kind), dtype_name(dtype)), kind,
           dtype, Arch::Sm90, [](NormSpec& spec) { spec.knobs.weight_prefetch = 1; }, 1));
     }
+  }
+  // And the backwards whose reduce launches early (griddepcontrol in both steps).
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    groups.push_back(widths_group(
+        fmt::format("{} f16 sm_90 overlap_reduce 2", kind_name(kind)), kind, DType::F16, Arch::Sm90,
+        [](NormSpec& spec) { spec.knobs.overlap_reduce = 2; }, 1));
   }
   assemble_all(std::move(groups));
 }

@@ -88,6 +88,18 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.weight_prefetch = 2;
   REQUIRE_THROWS_WITH(validate(s), "weight_prefetch must be 0 or 1, got 2");
   s.knobs.weight_prefetch.reset();
+  s.knobs.overlap_reduce = 3;
+  REQUIRE_THROWS_WITH(validate(s), "overlap_reduce must be 0, 1 or 2, got 3");
+  s.knobs.overlap_reduce = 1;
+  REQUIRE_NOTHROW(validate(s));
+  {
+    NormSpec old = s;
+    old.arch = Arch::Sm80;
+    REQUIRE_THROWS_WITH(validate(old),
+                        "overlap_reduce 1 needs sm_90 and PTX 7.8 or newer "
+                        "(griddepcontrol), got sm_80 and PTX 7.8");
+  }
+  s.knobs.overlap_reduce.reset();
   s.knobs.loop_group = 0;
   REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
   s.knobs.loop_group = 17;

@@ -205,6 +205,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[1].l2_stream = 2;
   variants[1].l2_prefetch = 256;
   variants[1].weight_prefetch = 1;
+  variants[1].overlap_reduce = 1;  // the reduce launched early (cuLaunchKernelEx)
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   variants[2].one_pass_stats = 1;

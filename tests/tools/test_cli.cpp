@@ -94,7 +94,8 @@ TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
                         "--loop-group",
                         "--l1-rereads",
                         "--l2-prefetch",
-                        "--weight-prefetch"}) {
+                        "--weight-prefetch",
+                        "--overlap-reduce"}) {
     CHECK(r.out.find(s) != std::string::npos);
   }
 }

@@ -48,6 +48,7 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.field("block_required", c.block_required);
   j.field("static_shared_bytes", c.static_shared_bytes);
   j.field("dynamic_shared_bytes", c.dynamic_shared_bytes);
+  if (c.waits_for_prior_grid) j.field("waits_for_prior_grid", true);
   j.key("grid_rule").begin_object();
   j.field("kind", grid_kind_name(step.grid.kind));
   j.field("rows_per_cta", step.grid.rows_per_cta);

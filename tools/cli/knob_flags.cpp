@@ -37,6 +37,8 @@ std::span<const KnobFlag> knob_flags() {
        "bytes L2 fetches around each row load"},
       {"--weight-prefetch", "weight_prefetch", "0|1", &K::weight_prefetch, true,
        "forward: w and b lines into L1 before the row's statistics"},
+      {"--overlap-reduce", "overlap_reduce", "0|1|2", &K::overlap_reduce, true,
+       "backward: the column reduce launches as the rows end (1) or from the start (2); sm_90"},
       {"--loop-group", "loop_group", "N", &K::loop_group, false,
        "chunks outside registers a loop iteration handles (loads in flight together), 1 to 16"},
       {"--min-row-groups", "min_row_groups", "N", &K::min_row_groups, false,

@@ -84,6 +84,11 @@ struct NormKnobs {
   // Forward: 1 prefetches the thread's w (and b) lines into L1 before the row's statistics, so
   // that the normalizing pass after the reductions finds them there. Unset or 0: none.
   std::optional<std::uint32_t> weight_prefetch;
+  // Backward in two launches, sm_90 and PTX 7.8: the column reduce launches while the row step
+  // finishes (programmatic dependent launch; it waits for the partial rows by
+  // griddepcontrol.wait). 1: each row CTA lets it launch once its rows are done; 2: from its
+  // start. Unset or 0: the reduce launches after the row step ends.
+  std::optional<std::uint32_t> overlap_reduce;
 };
 
 // Allowed knob values (validate() checks them):
@@ -94,7 +99,7 @@ struct NormKnobs {
 // - max_registers in [32, 255]; prefetch_rows 0 to 4; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
-//   256; weight_prefetch 0 or 1 (forward).
+//   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
