@@ -335,7 +335,15 @@ class NormPair {
     if (alternate && backward) spec.knobs.single_launch = 1;
     if (alternate && !backward) spec.knobs.prefetch_rows = 1;
     auto v = std::make_unique<Variant>();
-    v->built = kernels::build_norm(spec);
+    try {
+      v->built = kernels::build_norm(spec);
+    } catch (const Error& e) {
+      // The knobs passed at construction with the widest vectors; the alignment of this call's
+      // pointers and stride asked for narrower ones, which they do not fit.
+      fail(backward, fmt::format("with vectors of {} element{} (what this call's pointers and "
+                                 "stride allow): {}",
+                                 vec, vec == 1 ? "" : "s", e.what()));
+    }
     const std::string name = fmt::format(
         "{} ({} elements a vector)",
         v->built.steps.empty() ? describe(backward) : v->built.steps[0].contract.entry, vec);

@@ -417,6 +417,19 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
                       Catch::StartsWith("LayerNorm(f32, weights f32, width 8192).backward: the "
                                         "kernel needs 262144 bytes of shared memory"));
   }
+  {
+    // Rows an odd number of elements apart take 1-element vectors, which a ring cannot copy.
+    NormOptions ring;
+    ring.knobs.prefetch_rows = 2;
+    LayerNorm ringed(ctx, DType::F16, DType::F16, 4096, ring);
+    LayerNormForwardArgs odd = args;
+    odd.batch = 32;
+    odd.stride = 4097;
+    CHECK_THROWS_WITH(ringed.forward(odd),
+                      Catch::StartsWith("LayerNorm(f16, weights f16, width 4096).forward: with "
+                                        "vectors of 1 element (what this call's pointers and "
+                                        "stride allow): prefetch_rows 2 copies vectors"));
+  }
   CHECK_THROWS_WITH(ln.prepare(3), Catch::StartsWith("LayerNorm(f16, weights f16, width 4096)."
                                                      "forward: prepare: vector_elems must be a "
                                                      "power of two in [1, 8], got 3"));

@@ -337,7 +337,17 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   }
   // And the variant it picks for the batch (the prefetching forward, the one-launch backward).
   spec = kernels::spec_for_batch(spec, data.batch);
-  const kernels::BuiltNorm built = kernels::build_norm(spec);
+  kernels::BuiltNorm built;
+  try {
+    built = kernels::build_norm(spec);
+  } catch (const Error& e) {
+    if (data.spec.knobs.vector_elems == spec.knobs.vector_elems) throw;
+    const std::uint32_t vec = *spec.knobs.vector_elems;
+    throw Error(
+        fmt::format("with vectors of {} element{} (the widest that rows {} elements apart "
+                    "allow): {}",
+                    vec, vec == 1 ? "" : "s", spec.width, e.what()));
+  }
   CpuDevice dev;
   std::map<std::string, DevicePtr> ptrs;
   const auto put = [&](const char* name, const kernels::HostTensor& t) {
