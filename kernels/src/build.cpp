@@ -113,6 +113,10 @@ void validate(const NormSpec& spec) {
         "overlap_reduce {} needs sm_90 and PTX 7.8 or newer (griddepcontrol), got {} and PTX {}.{}",
         *kn.overlap_reduce, arch_name(spec.arch), spec.ptx_version.major, spec.ptx_version.minor));
   }
+  if (kn.reduce_slices && (*kn.reduce_slices > 32 || !std::has_single_bit(*kn.reduce_slices))) {
+    throw Error(
+        fmt::format("reduce_slices must be 1, 2, 4, 8, 16 or 32, got {}", *kn.reduce_slices));
+  }
   check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
   check_choice(kn.l2_stream, "l2_stream", 2);
   if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
@@ -233,6 +237,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     }
     out.chosen.single_launch = plan.single_launch ? 1u : 0u;
     out.chosen.overlap_reduce = plan.overlap_reduce;
+    if (!plan.single_launch) out.chosen.reduce_slices = plan.reduce_slices;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
   } else {

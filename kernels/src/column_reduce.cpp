@@ -48,7 +48,7 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   Kernel& k = m.kernel(entry_name(spec, ln ? "dwdb" : "dw"));
   const std::uint32_t C = plan.reduce_columns;
   const std::uint32_t S = plan.reduce_slices;
-  constexpr std::uint32_t kUnroll = 4;
+  const std::uint32_t kUnroll = plan.reduce_unroll;
   k.require_threads(C * S);
 
   std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};

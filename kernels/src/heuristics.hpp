@@ -58,9 +58,11 @@ struct Plan {
   std::uint32_t ctas_per_sm = 1;
   std::uint32_t sm_count = 132;
   std::uint32_t min_row_groups_per_cta = 1;  // backward: sizes the partials to the batch
-  // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows.
+  // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows,
+  // each loading `reduce_unroll` of its rows at once.
   std::uint32_t reduce_columns = 32;
   std::uint32_t reduce_slices = 8;
+  std::uint32_t reduce_unroll = 4;
 
   // .maxnreg: what one CTA may use (backward), or enough for 4 CTAs of 128 (forward). Without it
   // ptxas picks its own occupancy target and spills to meet it.

@@ -456,6 +456,33 @@ TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sum
   }
 }
 
+TEST_CASE("the column reduce sums any number of partial rows in any number of slices",
+          "[executor][norm]") {
+  // 70 partial rows (one row group a CTA): slices of 1 to 32 warps, each with 2 to 70 rows, in
+  // load rounds of 4 to 16 (the default's unroll comes from the 64 × 2 rows the grid could
+  // write); the rows past the 70 are masked off.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (std::optional<std::uint32_t> slices :
+         {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{1u},
+          std::optional<std::uint32_t>{4u}, std::optional<std::uint32_t>{32u}}) {
+      for (std::uint32_t width : {33u, 1003u}) {
+        NormSpec spec = spec_of(kind, DType::F32, width);
+        spec.knobs.single_launch = 0;
+        spec.knobs.sm_count = 64;
+        spec.knobs.ctas_per_sm = 2;
+        spec.knobs.min_row_groups = 1;
+        spec.knobs.reduce_slices = slices;
+        INFO(kind_name(kind) << " width " << width << " slices " << slices.value_or(0));
+        const BuiltNorm built = build_norm(spec);
+        REQUIRE(built.chosen.reduce_slices == slices.value_or(16u));
+        const std::uint32_t batch = 70 * *built.chosen.rows_per_cta;
+        REQUIRE(built.partial_rows(batch) == 70u);
+        run_batch(built, batch, (width + 7) / 8 * 8);
+      }
+    }
+  }
+}
+
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching

@@ -150,15 +150,45 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   bwd.knobs.weight_prefetch = 1;
   REQUIRE(build_norm(bwd).ptx == bwd_plain);
 
-  // overlap_reduce: the backward's reduce waits for the row step by griddepcontrol, and says so;
-  // no default kernel does.
-  REQUIRE(bwd_plain.find("griddepcontrol") == std::string::npos);
+  // overlap_reduce: the backward's reduce waits for the row step by griddepcontrol, and says so.
+  // Two-launch backwards for sm_90 do by default (1: the rows signal as they end); sm_80 and
+  // one-launch backwards have no reduce to overlap, and 0 turns it off.
+  const BuiltNorm bwd_default = build_norm(spec_of(NormKind::RmsNormBwd, DType::F16, 8192));
+  REQUIRE(bwd_default.chosen.overlap_reduce == 1u);
+  REQUIRE(bwd_default.steps.size() == 2u);
+  REQUIRE(bwd_default.steps[1].contract.waits_for_prior_grid);
+  REQUIRE_FALSE(bwd_default.steps[0].contract.waits_for_prior_grid);
+  REQUIRE(bwd_default.ptx.find("griddepcontrol.launch_dependents") != std::string::npos);
+  NormSpec sm80 = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  sm80.arch = Arch::Sm80;
+  const BuiltNorm bwd_sm80 = build_norm(sm80);
+  REQUIRE(bwd_sm80.chosen.overlap_reduce == 0u);
+  REQUIRE(bwd_sm80.ptx.find("griddepcontrol") == std::string::npos);
+  NormSpec serial = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  serial.knobs.overlap_reduce = 0;
+  const BuiltNorm bwd_serial = build_norm(serial);
+  REQUIRE(bwd_serial.ptx.find("griddepcontrol") == std::string::npos);
+  REQUIRE_FALSE(bwd_serial.steps[1].contract.waits_for_prior_grid);
+  NormSpec one_launch = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  one_launch.knobs.single_launch = 1;
+  REQUIRE(build_norm(one_launch).chosen.overlap_reduce == 0u);
   NormSpec overlapped = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
   overlapped.knobs.overlap_reduce = 2;
   const BuiltNorm early = build_norm(overlapped);
   REQUIRE(early.steps.size() == 2u);
   REQUIRE(early.steps[1].contract.waits_for_prior_grid);
-  REQUIRE_FALSE(early.steps[0].contract.waits_for_prior_grid);
+  REQUIRE(early.ptx != bwd_default.ptx);
+
+  // reduce_slices: warps of the column reduce. By default enough that each warp has at most 8 of
+  // the partial rows (132 × 1 here: 32 warps); a knob sets it, and the CTA is 32 columns wide.
+  REQUIRE(bwd_default.chosen.reduce_slices == 32u);
+  REQUIRE(bwd_default.steps[1].contract.block_threads == 32 * 32);
+  NormSpec few = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
+  few.knobs.reduce_slices = 4;
+  const BuiltNorm four = build_norm(few);
+  REQUIRE(four.chosen.reduce_slices == 4u);
+  REQUIRE(four.steps[1].contract.block_threads == 4 * 32);
+  REQUIRE_FALSE(build_norm(one_launch).chosen.reduce_slices);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

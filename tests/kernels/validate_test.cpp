@@ -100,6 +100,15 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
                         "(griddepcontrol), got sm_80 and PTX 7.8");
   }
   s.knobs.overlap_reduce.reset();
+  s.knobs.reduce_slices = 0;
+  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 0");
+  s.knobs.reduce_slices = 12;
+  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 12");
+  s.knobs.reduce_slices = 64;
+  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 64");
+  s.knobs.reduce_slices = 1;
+  REQUIRE_NOTHROW(validate(s));
+  s.knobs.reduce_slices.reset();
   s.knobs.loop_group = 0;
   REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
   s.knobs.loop_group = 17;

@@ -89,6 +89,10 @@ struct NormKnobs {
   // griddepcontrol.wait). 1: each row CTA lets it launch once its rows are done; 2: from its
   // start. Unset or 0: the reduce launches after the row step ends.
   std::optional<std::uint32_t> overlap_reduce;
+  // Backward in two launches: warps of the column reduce over the partial rows (1, 2, 4, 8, 16 or
+  // 32); each sums its share of the rows, those loads in flight at once. Unset: enough warps that
+  // each has at most 8 of the partial rows the row step can write, 8 to 32.
+  std::optional<std::uint32_t> reduce_slices;
 };
 
 // Allowed knob values (validate() checks them):
@@ -99,7 +103,8 @@ struct NormKnobs {
 // - max_registers in [32, 255]; prefetch_rows 0 to 4; single_launch 0 or 1 (backward);
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
-//   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8).
+//   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
+//   reduce_slices 1, 2, 4, 8, 16 or 32 (backward).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
