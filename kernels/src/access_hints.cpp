@@ -7,6 +7,7 @@ namespace ptxdsl::kernels::detail {
 AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHints row_stores,
                          MemHints weight_loads) {
   row_loads.l2_prefetch = static_cast<std::uint16_t>(plan.l2_prefetch);
+  if (!plan.row_nc) row_loads.nc = false;
   AccessHints base{row_loads, row_stores, weight_loads, row_loads};
   const bool read_again = std::count(plan.data.begin(), plan.data.end(), Place::Global) > 0;
   if (plan.l1_rereads && read_again) {

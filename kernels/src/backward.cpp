@@ -254,10 +254,11 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };
   // The row's mean (layer norm) and rstd: one raw f32 load each.
+  const MemHints stat_loads = plan.row_nc ? kNc : kNoHints;
   const auto load_stats = [&](Reg<U32> row, std::optional<Pred> ok) {
     std::vector<Raw> stats;
-    if (ln) stats.push_back(load_raw(k, at(k, *mean_in, row), 1, ok, kNc));
-    stats.push_back(load_raw(k, at(k, rstd_in, row), 1, ok, kNc));
+    if (ln) stats.push_back(load_raw(k, at(k, *mean_in, row), 1, ok, stat_loads));
+    stats.push_back(load_raw(k, at(k, rstd_in, row), 1, ok, stat_loads));
     return stats;
   };
   // The grid never exceeds the row groups, so every CTA's first group is real; except in one

@@ -106,6 +106,7 @@ void validate(const NormSpec& spec) {
   }
   check_choice(kn.one_pass_stats, "one_pass_stats", 1);
   check_choice(kn.weight_prefetch, "weight_prefetch", 1);
+  check_choice(kn.row_nc, "row_nc", 1);
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
   if (kn.overlap_reduce.value_or(0) > 0 &&
       (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{7, 8})) {
@@ -259,6 +260,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.loop_group = plan.loop_group;
   out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
   out.chosen.l2_prefetch = plan.l2_prefetch;
+  out.chosen.row_nc = plan.row_nc ? 1u : 0u;
   if (!is_backward(spec.kind)) out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)

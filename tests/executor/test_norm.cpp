@@ -456,6 +456,44 @@ TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sum
   }
 }
 
+TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
+          "[executor][norm]") {
+  // Forwards in each placement; backwards one row ahead in registers, through the ring, in one
+  // launch, and with their rows staged.
+  const auto lines_with = [](const std::string& ptx, std::string_view what) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  for (NormKind kind : kKinds) {
+    for (DType dtype : kDtypes) {
+      for (int v = 0; v < 4; ++v) {
+        for (std::uint32_t width : {61u, 1003u, 4097u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          if (!is_backward(kind)) {
+            spec.knobs = forward_placement(v);
+          } else {
+            spec.knobs.sm_count = 2;
+            spec.knobs.prefetch_rows = v == 0 ? 1u : v == 1 ? 2u : 0u;
+            if (v == 2) spec.knobs.single_launch = 1;
+            if (v == 3) spec.knobs.register_chunks = 0;
+          }
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " variant " << v << " width "
+                               << width);
+          const std::size_t nc_before = lines_with(build_norm(spec).ptx, "ld.global.nc");
+          spec.knobs.row_nc = 0;
+          const BuiltNorm built = build_norm(spec);
+          REQUIRE(built.chosen.row_nc == 0u);
+          REQUIRE(lines_with(built.ptx, "ld.global.nc") < nc_before);
+          for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the column reduce sums any number of partial rows in any number of slices",
           "[executor][norm]") {
   // 70 partial rows (one row group a CTA): slices of 1 to 32 warps, each with 2 to 70 rows, in

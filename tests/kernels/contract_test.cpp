@@ -189,6 +189,25 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(four.chosen.reduce_slices == 4u);
   REQUIRE(four.steps[1].contract.block_threads == 4 * 32);
   REQUIRE_FALSE(build_norm(one_launch).chosen.reduce_slices);
+
+  // row_nc: .nc row loads unless set to 0 (x, dy, rstd plain; w and the partials keep .nc).
+  const auto nc_loads = [](const std::string& ptx) {
+    std::size_t n = 0;
+    for (std::size_t at = ptx.find("ld.global.nc"); at != std::string::npos;
+         at = ptx.find("ld.global.nc", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  NormSpec plain_spec = spec_of(NormKind::RmsNormBwd, DType::F16, 4096);
+  const BuiltNorm nc_rows = build_norm(plain_spec);
+  REQUIRE(nc_rows.chosen.row_nc == 1u);
+  plain_spec.knobs.row_nc = 0;
+  const BuiltNorm plain_rows = build_norm(plain_spec);
+  REQUIRE(plain_rows.chosen.row_nc == 0u);
+  REQUIRE(plain_rows.ptx.find("ld.global.L1::no_allocate.v4") != std::string::npos);
+  REQUIRE(nc_loads(plain_rows.ptx) > 0u);
+  REQUIRE(nc_loads(plain_rows.ptx) < nc_loads(nc_rows.ptx));
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -199,7 +199,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
   // the row loads and the weights prefetched into L1); and with chunks read again from L2 instead
   // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
-  // statistics in one pass.
+  // statistics in one pass, and the rows by plain loads instead of .nc.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = 1;
   variants[1].l2_stream = 2;
@@ -211,6 +211,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[2].one_pass_stats = 1;
   variants[2].l1_rereads = 1;
   variants[2].loop_group = 2;
+  variants[2].row_nc = 0;
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};

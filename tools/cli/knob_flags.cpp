@@ -39,6 +39,8 @@ std::span<const KnobFlag> knob_flags() {
        "forward: w and b lines into L1 before the row's statistics"},
       {"--overlap-reduce", "overlap_reduce", "0|1|2", &K::overlap_reduce, true,
        "backward: the column reduce launches as the rows end (1) or from the start (2); sm_90"},
+      {"--row-nc", "row_nc", "0|1", &K::row_nc, true,
+       "x and dy by ld.global.nc (1, default) or plain loads, which stay before barriers (0)"},
       {"--reduce-slices", "reduce_slices", "1|2|4|8|16|32", &K::reduce_slices, false,
        "backward: warps of the column reduce over the partial rows"},
       {"--loop-group", "loop_group", "N", &K::loop_group, false,

@@ -93,6 +93,11 @@ struct NormKnobs {
   // 32); each sums its share of the rows, those loads in flight at once. Unset: enough warps that
   // each has at most 8 of the partial rows the row step can write, 8 to 32.
   std::optional<std::uint32_t> reduce_slices;
+  // 0: x and dy (and the backward's mean and rstd) load by plain ld.global instead of the
+  // read-only path (.nc). ptxas may move .nc loads past a barrier, so a next row loaded ahead in
+  // registers can land after the current row's reductions; plain loads stay where the kernel
+  // puts them. Unset or 1: .nc.
+  std::optional<std::uint32_t> row_nc;
 };
 
 // Allowed knob values (validate() checks them):
@@ -104,7 +109,7 @@ struct NormKnobs {
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
-//   reduce_slices 1, 2, 4, 8, 16 or 32 (backward).
+//   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
