@@ -107,6 +107,7 @@ void validate(const NormSpec& spec) {
   check_choice(kn.one_pass_stats, "one_pass_stats", 1);
   check_choice(kn.weight_prefetch, "weight_prefetch", 1);
   check_choice(kn.row_nc, "row_nc", 1);
+  check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
   if (kn.overlap_reduce.value_or(0) > 0 &&
       (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{7, 8})) {
@@ -261,7 +262,14 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
   out.chosen.l2_prefetch = plan.l2_prefetch;
   out.chosen.row_nc = plan.row_nc ? 1u : 0u;
-  if (!is_backward(spec.kind)) out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
+  if (!is_backward(spec.kind)) {
+    out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
+    // Held only where some chunk of the row is in registers.
+    out.chosen.early_weights = plan.early_weights && std::count(plan.data.begin(), plan.data.end(),
+                                                                detail::Place::Registers) > 0
+                                   ? 1u
+                                   : 0u;
+  }
   if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   if (spec.kind == NormKind::LayerNormFwd)
     out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;

@@ -2,6 +2,8 @@
 // loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
 // holds) or Σx², and the same values are normalized and stored. Optionally persistent: CTAs walk
 // rows with the next row's loads in flight.
+#include <map>
+
 #include "access_hints.hpp"
 #include "builders.hpp"
 #include "chunk_loop.hpp"
@@ -138,6 +140,22 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
     };
     xt.load(k, masks, sum, fence);
+    // early_weights: w and b of the chunks in registers, issued with the row and held to the
+    // normalizing pass. Plain loads, which ptxas keeps before the reductions' barriers (.nc ones
+    // it may sink past them).
+    std::map<std::uint32_t, std::pair<ChunkLoad, std::optional<ChunkLoad>>> early;
+    if (plan.early_weights) {
+      MemHints plain = hints.weight_loads;
+      plain.nc = false;
+      const auto [w_col, b_col] = weight_columns();
+      for (std::uint32_t j = 0; j < plan.data.size(); ++j) {
+        if (plan.data[j] != Place::Registers) continue;
+        ChunkLoad wj = issue_chunk(k, columns, w_col, j, plain);
+        std::optional<ChunkLoad> bj;
+        if (b_col) bj = issue_chunk(k, columns, *b_col, j, plain);
+        early.emplace(j, std::pair{std::move(wj), std::move(bj)});
+      }
+    }
 
     // Layer norm: the mean, then Σ(x − mean)² over the values the thread still holds (two passes,
     // exact for rows far from zero). A Welford merge in one reduction measured no faster on the
@@ -188,9 +206,15 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-          const Values wv = weights(w_col, j, shift);
+          const auto held = shift ? early.end() : early.find(j);
+          const bool is_held = held != early.end();
+          const Values wv =
+              is_held ? decode_chunk(k, columns, j, held->second.first) : weights(w_col, j, shift);
           Values bv;
-          if (b_col) bv = weights(*b_col, j, shift);
+          if (b_col) {
+            bv = is_held ? decode_chunk(k, columns, j, *held->second.second)
+                         : weights(*b_col, j, shift);
+          }
           const Values xv = xt.get(k, masks, j, shift);
           Values out;
           for (std::size_t e = 0; e < xv.size(); ++e) {

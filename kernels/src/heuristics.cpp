@@ -207,6 +207,7 @@ Plan plan_norm(const NormSpec& spec) {
   p.l2_prefetch = kn.l2_prefetch.value_or(0);
   p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
   p.row_nc = kn.row_nc.value_or(1) == 1;
+  p.early_weights = !backward && kn.early_weights.value_or(0) == 1;
   // Two-launch backwards launch their column reduce as the row step's CTAs end (griddepcontrol),
   // so its launch and first loads overlap the last rows: 2-10% faster on every two-launch
   // backward timed on the H200 (item 30), most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).

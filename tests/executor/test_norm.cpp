@@ -456,6 +456,39 @@ TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sum
   }
 }
 
+TEST_CASE("weights loaded with the row (early_weights) give the same values", "[executor][norm]") {
+  // Every forward placement, weights of the row's dtype and f32 ones beside 16-bit rows: the
+  // chunks in registers take w and b loaded before the statistics (plain loads, ahead of the
+  // first barrier), the others load them in the normalizing pass as before.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : kDtypes) {
+      for (DType weights : {dtype, DType::F32}) {
+        if (weights != dtype && dtype == DType::F32) continue;
+        for (int v = 0; v < 5; ++v) {
+          for (std::uint32_t width : {61u, 1003u, 4097u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.knobs = forward_placement(v);
+            spec.knobs.early_weights = 1;
+            INFO(kind_name(kind) << " " << dtype_name(dtype) << " weights " << dtype_name(weights)
+                                 << " variant " << v << " width " << width);
+            const BuiltNorm built = build_norm(spec);
+            const bool held = *built.chosen.register_chunks > 0;
+            REQUIRE(built.chosen.early_weights == (held ? 1u : 0u));
+            const std::size_t barrier = built.ptx.find("bar.sync");
+            const std::size_t plain_load = built.ptx.find("ld.global.v");
+            const std::size_t plain_scalar = built.ptx.find("ld.global.b");
+            const std::size_t first_plain = std::min(plain_load, plain_scalar);
+            if (held && barrier != std::string::npos) REQUIRE(first_plain < barrier);
+            if (!held) REQUIRE(first_plain == std::string::npos);
+            for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
           "[executor][norm]") {
   // Forwards in each placement; backwards one row ahead in registers, through the ring, in one

@@ -208,6 +208,15 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(plain_rows.ptx.find("ld.global.L1::no_allocate.v4") != std::string::npos);
   REQUIRE(nc_loads(plain_rows.ptx) > 0u);
   REQUIRE(nc_loads(plain_rows.ptx) < nc_loads(nc_rows.ptx));
+
+  // early_weights: the forwards' weights of register chunks loaded with the row; off by default,
+  // and not a backward knob.
+  NormSpec weights_early = spec_of(NormKind::LayerNormFwd, DType::F32, 8192);
+  REQUIRE(build_norm(weights_early).chosen.early_weights == 0u);
+  weights_early.knobs.early_weights = 1;
+  REQUIRE(build_norm(weights_early).chosen.early_weights == 1u);
+  plain_spec.knobs.early_weights = 1;
+  REQUIRE_FALSE(build_norm(plain_spec).chosen.early_weights);
 }
 
 TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch limit",

@@ -100,6 +100,9 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
                         "(griddepcontrol), got sm_80 and PTX 7.8");
   }
   s.knobs.overlap_reduce.reset();
+  s.knobs.early_weights = 2;
+  REQUIRE_THROWS_WITH(validate(s), "early_weights must be 0 or 1, got 2");
+  s.knobs.early_weights.reset();
   s.knobs.reduce_slices = 0;
   REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 0");
   s.knobs.reduce_slices = 12;

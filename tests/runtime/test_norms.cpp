@@ -195,13 +195,15 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
 TEST_CASE("knob variants match the reference too: one launch at long batches, L2 policies",
           "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
-  // The one-launch backward beyond the batches the runtime gives it; L2 policies on the rows and
+  // The one-launch backward beyond the batches the runtime gives it (and forwards that load
+  // their weights with the row); L2 policies on the rows and
   // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
   // the row loads and the weights prefetched into L1); and with chunks read again from L2 instead
   // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
   // statistics in one pass, and the rows by plain loads instead of .nc.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = 1;
+  variants[0].early_weights = 1;  // forwards: w and b loaded with the row
   variants[1].l2_stream = 2;
   variants[1].l2_prefetch = 256;
   variants[1].weight_prefetch = 1;

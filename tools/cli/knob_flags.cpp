@@ -41,6 +41,8 @@ std::span<const KnobFlag> knob_flags() {
        "backward: the column reduce launches as the rows end (1) or from the start (2); sm_90"},
       {"--row-nc", "row_nc", "0|1", &K::row_nc, true,
        "x and dy by ld.global.nc (1, default) or plain loads, which stay before barriers (0)"},
+      {"--early-weights", "early_weights", "0|1", &K::early_weights, true,
+       "forward: w and b of register chunks loaded with the row, before the statistics"},
       {"--reduce-slices", "reduce_slices", "1|2|4|8|16|32", &K::reduce_slices, false,
        "backward: warps of the column reduce over the partial rows"},
       {"--loop-group", "loop_group", "N", &K::loop_group, false,

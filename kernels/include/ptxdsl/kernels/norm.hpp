@@ -98,6 +98,11 @@ struct NormKnobs {
   // registers can land after the current row's reductions; plain loads stay where the kernel
   // puts them. Unset or 1: .nc.
   std::optional<std::uint32_t> row_nc;
+  // Forward: 1 loads w (and b) of the chunks held in registers with the row, by plain loads that
+  // ptxas keeps before the statistics' barriers, and holds them for the normalizing pass: their
+  // latency then overlaps the row's instead of following the last barrier. Costs their
+  // registers. Unset or 0: loaded (.nc) in the normalizing pass.
+  std::optional<std::uint32_t> early_weights;
 };
 
 // Allowed knob values (validate() checks them):
@@ -109,7 +114,8 @@ struct NormKnobs {
 //   l2_stream 0, 1 or 2 (PTX 7.4 or newer); min_row_groups in [1, 1024]; one_pass_stats 0 or 1
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
-//   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1.
+//   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1; early_weights 0 or 1
+//   (forward).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
