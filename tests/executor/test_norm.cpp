@@ -13,6 +13,7 @@
 #include <ptxdsl/kernels/norm.hpp>
 
 #include <ptxdsl/kernels/reference.hpp>
+#include "../kernels/occurrences.hpp"
 #include "../kernels/spec_of.hpp"
 
 // The four norm kernels on the CPU executor against the float64 references, every dtype, a grid
@@ -493,13 +494,6 @@ TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to
           "[executor][norm]") {
   // Forwards in each placement; backwards one row ahead in registers, through the ring, in one
   // launch, and with their rows staged.
-  const auto lines_with = [](const std::string& ptx, std::string_view what) {
-    std::size_t n = 0;
-    for (std::size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) {
-      ++n;
-    }
-    return n;
-  };
   for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (int v = 0; v < 4; ++v) {
@@ -515,11 +509,11 @@ TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to
           }
           INFO(kind_name(kind) << " " << dtype_name(dtype) << " variant " << v << " width "
                                << width);
-          const std::size_t nc_before = lines_with(build_norm(spec).ptx, "ld.global.nc");
+          const std::size_t nc_before = occurrences(build_norm(spec).ptx, "ld.global.nc");
           spec.knobs.row_nc = 0;
           const BuiltNorm built = build_norm(spec);
           REQUIRE(built.chosen.row_nc == 0u);
-          REQUIRE(lines_with(built.ptx, "ld.global.nc") < nc_before);
+          REQUIRE(occurrences(built.ptx, "ld.global.nc") < nc_before);
           for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
         }
       }

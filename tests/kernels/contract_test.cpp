@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "occurrences.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "spec_of.hpp"
 
@@ -114,14 +115,7 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
 
   // one_pass_stats: layer norm's two sums in one reduction (one barrier a row, not two); the
   // other kernels ignore it.
-  const auto barriers = [](const std::string& ptx) {
-    std::size_t n = 0;
-    for (std::size_t at = ptx.find("bar.sync"); at != std::string::npos;
-         at = ptx.find("bar.sync", at + 1)) {
-      ++n;
-    }
-    return n;
-  };
+  const auto barriers = [](const std::string& ptx) { return occurrences(ptx, "bar.sync"); };
   NormSpec ln = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
   // The default for 16-bit layer norm rows; not for f32.
   REQUIRE(build_norm(ln).chosen.one_pass_stats == 1u);
@@ -191,14 +185,7 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE_FALSE(build_norm(one_launch).chosen.reduce_slices);
 
   // row_nc: .nc row loads unless set to 0 (x, dy, rstd plain; w and the partials keep .nc).
-  const auto nc_loads = [](const std::string& ptx) {
-    std::size_t n = 0;
-    for (std::size_t at = ptx.find("ld.global.nc"); at != std::string::npos;
-         at = ptx.find("ld.global.nc", at + 1)) {
-      ++n;
-    }
-    return n;
-  };
+  const auto nc_loads = [](const std::string& ptx) { return occurrences(ptx, "ld.global.nc"); };
   NormSpec plain_spec = spec_of(NormKind::RmsNormBwd, DType::F16, 4096);
   const BuiltNorm nc_rows = build_norm(plain_spec);
   REQUIRE(nc_rows.chosen.row_nc == 1u);
