@@ -48,7 +48,7 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   Kernel& k = m.kernel(entry_name(spec, ln ? "dwdb" : "dw"));
   const std::uint32_t C = plan.reduce_columns;
   const std::uint32_t S = plan.reduce_slices;
-  const std::uint32_t kUnroll = plan.reduce_unroll;
+  const std::uint32_t unroll = plan.reduce_unroll;
   k.require_threads(C * S);
 
   std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};
@@ -72,15 +72,15 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
     cols.push_back(k.index(p.p.as<F32>(), column));
     sums.push_back({k.mov<F32>(0.0f)});
   }
-  k.for_range(slice, rows, S * kUnroll, [&](Reg<U32> r) {
+  k.for_range(slice, rows, S * unroll, [&](Reg<U32> r) {
     std::vector<Pred> ok;
-    for (std::uint32_t u = 0; u < kUnroll; ++u) {
+    for (std::uint32_t u = 0; u < unroll; ++u) {
       ok.push_back(u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, k.add(r, u * S), rows)));
     }
     for (std::size_t a = 0; a < cols.size(); ++a) {
       const GlobalPtr<F32> base = k.row(cols[a], r, pitch);
       std::vector<Reg<F32>> v;
-      for (std::uint32_t u = 0; u < kUnroll; ++u) {
+      for (std::uint32_t u = 0; u < unroll; ++u) {
         v.push_back(
             k.ld_if(ok[u], base + static_cast<std::int64_t>(u) * S * pitch, 0.0f, kNcNoAllocate));
       }
