@@ -1,6 +1,10 @@
 // Bad specs and shapes throw ptxdsl::Error naming the value and the allowed range.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "spec_of.hpp"
@@ -54,30 +58,6 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   s.knobs.rows_per_cta = 4;
   REQUIRE_NOTHROW(validate(s));
   s = spec_of(NormKind::LayerNormBwd, DType::F16, 1000);
-  s.knobs.ctas_per_sm = 0;
-  REQUIRE_THROWS_WITH(validate(s), "ctas_per_sm must be in [1, 32], got 0");
-  s.knobs.ctas_per_sm = 2;
-  s.knobs.sm_count = 0;
-  REQUIRE_THROWS_WITH(validate(s), "sm_count must be in [1, 1024], got 0");
-  s.knobs.sm_count = 132;
-  s.knobs.max_registers = 31;
-  REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 31");
-  s.knobs.max_registers = 256;
-  REQUIRE_THROWS_WITH(validate(s), "max_registers must be in [32, 255], got 256");
-  s.knobs.max_registers = 96;
-  REQUIRE_NOTHROW(validate(s));
-  s.knobs.prefetch_rows = 5;
-  REQUIRE_THROWS_WITH(validate(s), "prefetch_rows must be 0, 1, 2, 3 or 4, got 5");
-  s.knobs.prefetch_rows = 1;
-  s.knobs.single_launch = 2;
-  REQUIRE_THROWS_WITH(validate(s), "single_launch must be 0 or 1, got 2");
-  s.knobs.single_launch.reset();
-  s.knobs.min_row_groups = 0;
-  REQUIRE_THROWS_WITH(validate(s), "min_row_groups must be in [1, 1024], got 0");
-  s.knobs.min_row_groups.reset();
-  s.knobs.l1_rereads = 2;
-  REQUIRE_THROWS_WITH(validate(s), "l1_rereads must be 0 or 1, got 2");
-  s.knobs.l1_rereads.reset();
   s.knobs.l2_prefetch = 100;
   REQUIRE_THROWS_WITH(validate(s), "l2_prefetch must be 0, 64, 128 or 256 (bytes), got 100");
   for (std::uint32_t bytes : {0u, 64u, 128u, 256u}) {
@@ -85,11 +65,6 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
     REQUIRE_NOTHROW(validate(s));
   }
   s.knobs.l2_prefetch.reset();
-  s.knobs.weight_prefetch = 2;
-  REQUIRE_THROWS_WITH(validate(s), "weight_prefetch must be 0 or 1, got 2");
-  s.knobs.weight_prefetch.reset();
-  s.knobs.overlap_reduce = 3;
-  REQUIRE_THROWS_WITH(validate(s), "overlap_reduce must be 0, 1 or 2, got 3");
   s.knobs.overlap_reduce = 1;
   REQUIRE_NOTHROW(validate(s));
   {
@@ -100,30 +75,6 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
                         "(griddepcontrol), got sm_80 and PTX 7.8");
   }
   s.knobs.overlap_reduce.reset();
-  s.knobs.early_weights = 2;
-  REQUIRE_THROWS_WITH(validate(s), "early_weights must be 0 or 1, got 2");
-  s.knobs.early_weights.reset();
-  s.knobs.reduce_slices = 0;
-  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 0");
-  s.knobs.reduce_slices = 12;
-  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 12");
-  s.knobs.reduce_slices = 64;
-  REQUIRE_THROWS_WITH(validate(s), "reduce_slices must be 1, 2, 4, 8, 16 or 32, got 64");
-  s.knobs.reduce_slices = 1;
-  REQUIRE_NOTHROW(validate(s));
-  s.knobs.reduce_slices.reset();
-  s.knobs.loop_group = 0;
-  REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 0");
-  s.knobs.loop_group = 17;
-  REQUIRE_THROWS_WITH(validate(s), "loop_group must be in [1, 16], got 17");
-  s.knobs.loop_group = 16;
-  REQUIRE_NOTHROW(validate(s));
-  s.knobs.loop_group.reset();
-  s.knobs.one_pass_stats = 2;
-  REQUIRE_THROWS_WITH(validate(s), "one_pass_stats must be 0 or 1, got 2");
-  s.knobs.one_pass_stats = 1;
-  REQUIRE_NOTHROW(validate(s));
-  s.knobs.one_pass_stats.reset();
   s.knobs.l2_stream = 3;
   REQUIRE_THROWS_WITH(validate(s), "l2_stream must be 0, 1 or 2, got 3");
   s.knobs.l2_stream = 1;
@@ -131,6 +82,53 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
   REQUIRE_THROWS_WITH(validate(s), "l2_stream 1 needs PTX 7.4 or newer (createpolicy), got 7.3");
   s.ptx_version = {7, 4};
   REQUIRE_NOTHROW(validate(s));
+}
+
+TEST_CASE("counts and switches outside their ranges are refused, one knob at a time",
+          "[validate]") {
+  using Knob = std::optional<std::uint32_t> NormKnobs::*;
+  struct Range {
+    Knob knob;
+    std::vector<std::pair<std::uint32_t, std::string>> refused;  // value, message
+    std::vector<std::uint32_t> taken;
+  };
+  const std::string powers = "must be 1, 2, 4, 8, 16 or 32, got ";
+  const Range ranges[] = {
+      {&NormKnobs::ctas_per_sm, {{0, "ctas_per_sm must be in [1, 32], got 0"}}, {2}},
+      {&NormKnobs::sm_count, {{0, "sm_count must be in [1, 1024], got 0"}}, {132}},
+      {&NormKnobs::max_registers,
+       {{31, "max_registers must be in [32, 255], got 31"},
+        {256, "max_registers must be in [32, 255], got 256"}},
+       {96}},
+      {&NormKnobs::prefetch_rows, {{5, "prefetch_rows must be 0, 1, 2, 3 or 4, got 5"}}, {1}},
+      {&NormKnobs::single_launch, {{2, "single_launch must be 0 or 1, got 2"}}, {0, 1}},
+      {&NormKnobs::min_row_groups, {{0, "min_row_groups must be in [1, 1024], got 0"}}, {1}},
+      {&NormKnobs::l1_rereads, {{2, "l1_rereads must be 0 or 1, got 2"}}, {1}},
+      {&NormKnobs::weight_prefetch, {{2, "weight_prefetch must be 0 or 1, got 2"}}, {1}},
+      {&NormKnobs::early_weights, {{2, "early_weights must be 0 or 1, got 2"}}, {1}},
+      {&NormKnobs::row_nc, {{2, "row_nc must be 0 or 1, got 2"}}, {0, 1}},
+      {&NormKnobs::overlap_reduce, {{3, "overlap_reduce must be 0, 1 or 2, got 3"}}, {1, 2}},
+      {&NormKnobs::reduce_slices,
+       {{0, "reduce_slices " + powers + "0"},
+        {12, "reduce_slices " + powers + "12"},
+        {64, "reduce_slices " + powers + "64"}},
+       {1, 32}},
+      {&NormKnobs::loop_group,
+       {{0, "loop_group must be in [1, 16], got 0"}, {17, "loop_group must be in [1, 16], got 17"}},
+       {16}},
+      {&NormKnobs::one_pass_stats, {{2, "one_pass_stats must be 0 or 1, got 2"}}, {1}},
+  };
+  for (const Range& range : ranges) {
+    NormSpec s = spec_of(NormKind::LayerNormBwd, DType::F16, 1000);
+    for (const auto& [value, message] : range.refused) {
+      s.knobs.*range.knob = value;
+      REQUIRE_THROWS_WITH(validate(s), message);
+    }
+    for (std::uint32_t value : range.taken) {
+      s.knobs.*range.knob = value;
+      REQUIRE_NOTHROW(validate(s));
+    }
+  }
 }
 
 TEST_CASE("prefetch_rows 2 needs the row in registers and vectors cp.async can copy",
