@@ -207,7 +207,6 @@ Plan plan_norm(const NormSpec& spec) {
   p.l2_prefetch = kn.l2_prefetch.value_or(0);
   p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
   p.row_nc = kn.row_nc.value_or(1) == 1;
-  p.early_weights = !backward && kn.early_weights.value_or(0) == 1;
   // Two-launch backwards launch their column reduce as the row step's CTAs end (griddepcontrol),
   // so its launch and first loads overlap the last rows: 2-10% faster on every two-launch
   // backward timed on the H200 (item 30), most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).
@@ -334,6 +333,20 @@ Plan plan_norm(const NormSpec& spec) {
   p.async_staging = p.prefetch && !p.ring && async_fits;
   p.prefetch_fits = data_regs > 0 || async_fits;
 
+  // Layer norm forwards of one row a CTA (not persistent) with the whole row in registers: w and b
+  // load with the row, not after the two reductions where their L2 round trip sat on every row's
+  // path. Measured on the H200 (docs/performance.md, items 36-37): ln f32 4096x8192 71.3 → 70.2
+  // and 71.6 → 70.6 µs, ln f16 4096x8192 39.4 → 39.0; neutral on 16-bit 16384x8192. Only where
+  // the row and its weights take ≤ 48 registers, at 64 (the CTAs an SM of 256 and 512 threads
+  // stay 4 and 2; at 72, ptxas took 65 for f32 8192, 71 for f32 8000, and one CTA of 512 fit), and
+  // not beside lone tail elements (their weights spilled 68-80 bytes at 8190 wide).
+  const auto ws = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
+  const std::uint32_t held_regs = p.chunks * p.vec * (s + 2 * ws) / 4;
+  const bool early_default = spec.kind == NormKind::LayerNormFwd && !p.prefetch &&
+                             data_regs == p.chunks && p.chunks * p.vec >= 16 && held_regs <= 48 &&
+                             p.block() >= 256 && p.width % p.vec == 0;
+  p.early_weights = !backward && kn.early_weights.value_or(early_default ? 1 : 0) == 1;
+  if (p.early_weights && early_default && !kn.max_registers) p.max_registers = 64;
   if (!backward && p.prefetch && !p.ring && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
     // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,

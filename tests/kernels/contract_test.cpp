@@ -196,12 +196,26 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(nc_loads(plain_rows.ptx) > 0u);
   REQUIRE(nc_loads(plain_rows.ptx) < nc_loads(nc_rows.ptx));
 
-  // early_weights: the forwards' weights of register chunks loaded with the row; off by default,
+  // early_weights: the forwards' weights of register chunks loaded with the row. On by default
+  // for layer norm rows held whole in registers by CTAs of ≥ 256 threads, one row a CTA, at 64
+  // registers; off for the persistent (prefetching) forward, beside lone tail elements, for RMS,
   // and not a backward knob.
   NormSpec weights_early = spec_of(NormKind::LayerNormFwd, DType::F32, 8192);
+  const BuiltNorm early_default = build_norm(weights_early);
+  REQUIRE(early_default.chosen.early_weights == 1u);
+  REQUIRE(early_default.chosen.max_registers == 64u);
+  weights_early.knobs.early_weights = 0;
+  REQUIRE(build_norm(weights_early).chosen.early_weights == 0u);
+  weights_early.knobs.early_weights.reset();
+  weights_early.knobs.prefetch_rows = 1;
+  REQUIRE(build_norm(weights_early).chosen.early_weights == 0u);
+  weights_early.knobs.prefetch_rows.reset();
+  weights_early.width = 8190;
   REQUIRE(build_norm(weights_early).chosen.early_weights == 0u);
   weights_early.knobs.early_weights = 1;
   REQUIRE(build_norm(weights_early).chosen.early_weights == 1u);
+  REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 8192)).chosen.early_weights == 0u);
+  REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 1024)).chosen.early_weights == 0u);
   plain_spec.knobs.early_weights = 1;
   REQUIRE_FALSE(build_norm(plain_spec).chosen.early_weights);
 }
