@@ -215,13 +215,15 @@ Plan plan_norm(const NormSpec& spec) {
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
-  // Forward: 72 registers (64 for 1024-thread CTAs), about 900 threads an SM at least (ptxas on its
-  // own picks 64 and spills now and then). Backward: what one CTA may use; the grid sizes by it.
-  // A ctas_per_sm knob on the backward also caps the registers so that many CTAs fit an SM.
-  // 16-bit layer norm rows of ≤ 32 values a thread (packed two to a register): 56, 4 CTAs of 256
-  // threads an SM, ran 3% faster than 72 (3 CTAs) at 4096x8192 and 16384x8192 on the H200.
-  // (Row groups of ≥ 128 threads with weights of the row's dtype: shorter groups and f32 weights
-  // spill a word at 56 on sm_80.)
+  // Forward: 72 registers, fewer where two CTAs of the block would not fit at 72 (64 for 480 to
+  // 1024 threads), about 900 threads an SM at least (ptxas on its own picks 64 and spills now and
+  // then; at 72, f32 layer norm rows of 7777 and 8190 took 72 and one CTA of 512 an SM, and 8000
+  // ran 102.6 µs at 4096 rows against 68.7 at 64 registers). Backward: what one CTA may use; the
+  // grid sizes by it. A ctas_per_sm knob on the backward also caps the registers so that many CTAs
+  // fit an SM. 16-bit layer norm rows of ≤ 32 values a thread (packed two to a register): 56, 4
+  // CTAs of 256 threads an SM, ran 3% faster than 72 (3 CTAs) at 4096x8192 and 16384x8192 on the
+  // H200. (Row groups of ≥ 128 threads with weights of the row's dtype: shorter groups and f32
+  // weights spill a word at 56 on sm_80.)
   const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
@@ -230,7 +232,7 @@ Plan plan_norm(const NormSpec& spec) {
                                 : reread ? reread_registers
                                 : p.block() > 512 ? 64
                                 : packed_row      ? 56
-                                                  : 72);
+                                                  : std::min(72u, max_registers(2 * p.block())));
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
