@@ -193,6 +193,8 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"bench rms_fwd --width 1024 --dtype f16", "--batch"},
       {"bench --suite standard rms_fwd --batch 8 --width 1024 --dtype f16", "--suite"},
       {"bench --suite standard --reps 10", "--reps"},
+      {"bench --suite standard --flush none", "'none'"},
+      {"bench --suite standard --stream legacy", "'legacy'"},
       {"frob", "frob"},
       {"", "command"},
   };
@@ -228,7 +230,7 @@ TEST_CASE("without a driver, info, run and bench say why in one line and exit 1"
   }
 }
 
-TEST_CASE("with a driver, info and run work", "[tools][gpu]") {
+TEST_CASE("with a driver, info, run and bench work", "[tools][gpu]") {
   if (!has_driver()) {
     WARN("skipped: no CUDA driver");
     return;
@@ -237,7 +239,10 @@ TEST_CASE("with a driver, info and run work", "[tools][gpu]") {
   CHECK(info.status == 0);
   CHECK(info.out.find("compute capability") != std::string::npos);
   for (const char* args : {"run rms_fwd --batch 64 --width 4096 --dtype f16",
-                           "run ln_bwd --batch 100 --width 1000 --dtype bf16 --seed 7"}) {
+                           "run ln_bwd --batch 100 --width 1000 --dtype bf16 --seed 7",
+                           "bench ln_fwd --batch 64 --width 1000 --dtype f16",
+                           "bench rms_bwd --batch 64 --width 4096 --dtype bf16 --flush memset "
+                           "--stream default"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 0);

@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "device.hpp"
 #include "json.hpp"
+#include "l2_flush.hpp"
 #include "norm_case.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/stream.hpp"
@@ -74,8 +75,13 @@ double median(std::vector<double> v) {
 
 class Bench {
  public:
-  Bench(int device, int reps, int warmup)
-      : ctx_(device), stream_(ctx_), flush_(ctx_, kFlushBytes / 4), reps_(reps), warmup_(warmup) {
+  Bench(int device, int reps, int warmup, FlushMethod flush, bool default_stream)
+      : ctx_(device),
+        stream_(ctx_),
+        timing_stream_(default_stream ? runtime::StreamRef(nullptr) : runtime::StreamRef(stream_)),
+        flush_(ctx_, kFlushBytes, flush),
+        reps_(reps),
+        warmup_(warmup) {
     for (int i = 0; i < reps_; ++i) {
       starts_.emplace_back(ctx_);
       stops_.emplace_back(ctx_);
@@ -102,8 +108,8 @@ class Bench {
   // Correct first: the outputs, poisoned before, against float64; then the timed repetitions.
   void run_case(GpuNorm& norm, const NormData& data, NormKind kind, CaseResult& r) {
     norm.poison(kind);
-    norm.call(kind, stream_);
-    stream_.synchronize();
+    norm.call(kind, timing_stream_);
+    ctx_.synchronize();
     const CaseCheck check = compare(kind, data, norm.download(kind));
     r.max_abs = check.max_abs();
     r.max_rel = check.max_rel();
@@ -111,14 +117,14 @@ class Bench {
       r.error = "wrong result: " + check.summary();
       return;
     }
-    for (int i = 0; i < warmup_; ++i) norm.call(kind, stream_);
+    for (int i = 0; i < warmup_; ++i) norm.call(kind, timing_stream_);
     for (int i = 0; i < reps_; ++i) {
-      flush_.fill(static_cast<std::uint32_t>(i), stream_);
-      starts_[static_cast<std::size_t>(i)].record(stream_);
-      norm.call(kind, stream_);
-      stops_[static_cast<std::size_t>(i)].record(stream_);
+      flush_.run(timing_stream_, static_cast<std::uint32_t>(i));
+      starts_[static_cast<std::size_t>(i)].record(timing_stream_);
+      norm.call(kind, timing_stream_);
+      stops_[static_cast<std::size_t>(i)].record(timing_stream_);
     }
-    stream_.synchronize();
+    ctx_.synchronize();
     std::vector<double> us;
     for (int i = 0; i < reps_; ++i) {
       const auto k = static_cast<std::size_t>(i);
@@ -133,7 +139,8 @@ class Bench {
  private:
   runtime::Context ctx_;
   runtime::Stream stream_;
-  runtime::DeviceBuffer<std::uint32_t> flush_;
+  runtime::StreamRef timing_stream_;  // stream_, or the legacy default stream
+  L2Flush flush_;
   std::vector<runtime::Event> starts_, stops_;
   int reps_, warmup_;
 };
@@ -199,6 +206,12 @@ class BenchCommand : public Command {
     sub.add_option("--warmup", warmup_, "untimed calls before timing, 0 to 1000 (default 10)");
     sub.add_option("--seed", seed_, "input seed (default 1)");
     sub.add_option("--device", device_, "GPU ordinal (default 0)");
+    sub.add_option("--flush", flush_,
+                   "how the L2 is flushed before each repetition: kernel (16-byte stores, as "
+                   "torch's zero_; default) or memset (the driver's)");
+    sub.add_option("--stream", stream_,
+                   "own (a stream of its own; default) or default (the legacy default stream, "
+                   "torch's)");
   }
 
   int run() override {
@@ -208,6 +221,10 @@ class BenchCommand : public Command {
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    const FlushMethod flush = parse_flush_method(flush_);
+    if (stream_ != "own" && stream_ != "default") {
+      throw UsageError(fmt::format("--stream must be 'own' or 'default', got '{}'", stream_));
+    }
     // Opened first: a path that cannot be written fails before minutes of work, not after.
     std::ofstream json_out;
     if (!json_.empty()) {
@@ -218,7 +235,7 @@ class BenchCommand : public Command {
     }
     require_driver_one_line();
 
-    Bench bench(device, reps, warmup);
+    Bench bench(device, reps, warmup, flush, stream_ == "default");
     const runtime::DeviceInfo& info = bench.ctx().info();
     fmt::print(stderr, "bench: {}; measuring the copy bandwidth (1 GiB device to device)\n",
                describe_device(info));
@@ -372,6 +389,8 @@ class BenchCommand : public Command {
   std::string warmup_ = "10";
   std::string seed_ = "1";
   std::string device_ = "0";
+  std::string flush_ = "kernel";
+  std::string stream_ = "own";
 };
 
 }  // namespace
