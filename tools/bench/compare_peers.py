@@ -35,6 +35,8 @@ def parse_args():
                    help="the ptxdsl binary, when --ours is not given")
     p.add_argument("--reps", type=int, default=100, help="timed repetitions per case (>= 100)")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls before timing")
+    p.add_argument("--warmup-ms", type=int, default=25,
+                   help="then untimed flushed calls for this long, as `ptxdsl bench` does")
     p.add_argument("--only", default="", help="only cases whose name contains this text")
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--json", dest="json_out", help="write the combined table here")
@@ -65,10 +67,11 @@ def case_name(c):
 class Timer:
     """CUDA events around fn(), the L2 flushed before each repetition, median in microseconds."""
 
-    def __init__(self, torch, reps, warmup):
+    def __init__(self, torch, reps, warmup, warmup_ms):
         self.torch = torch
         self.reps = max(reps, 100)
         self.warmup = warmup
+        self.warmup_s = warmup_ms / 1000.0
         # 256 MB written before every repetition: larger than the H200's 60 MB L2 several times.
         self.flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
 
@@ -76,6 +79,12 @@ class Timer:
         torch = self.torch
         for _ in range(self.warmup):
             fn()
+        start = time.perf_counter()
+        while time.perf_counter() - start < self.warmup_s:
+            for _ in range(8):
+                self.flush.zero_()
+                fn()
+            torch.cuda.synchronize()
         torch.cuda.synchronize()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.reps)]
@@ -161,7 +170,7 @@ def main():
         torch._dynamo.config.recompile_limit = 1024
     except AttributeError:
         pass
-    timer = Timer(torch, args.reps, args.warmup)
+    timer = Timer(torch, args.reps, args.warmup, args.warmup_ms)
     dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     log(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; {len(cases)} cases, "
         f"{timer.reps} reps each")
