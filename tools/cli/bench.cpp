@@ -130,9 +130,9 @@ class Bench {
       return;
     }
     for (int i = 0; i < warmup_; ++i) norm.call(kind, timing_stream_);
-    // A GPU left idle while the inputs' float64 reference was computed ran a lone bench of a
-    // 10 µs case 15% slower than the suite, where the case before keeps it busy: warm it up by
-    // time, as the timed loop runs (triton's do_bench warms up for 25 ms).
+    // Then flushed calls, as the timed loop makes them, for warmup_time_ (triton's do_bench warms
+    // up for 25 ms; compare_peers.py does the same for the peers). On the H200 it changed no lone
+    // bench of a small case (docs/performance.md, item 40).
     const auto warm_start = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - warm_start < warmup_time_) {
       for (std::uint32_t i = 0; i < 8; ++i) {
