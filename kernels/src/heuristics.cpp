@@ -339,9 +339,9 @@ Plan plan_norm(const NormSpec& spec) {
   // load with the row, not after the two reductions where their L2 round trip sat on every row's
   // path. Measured on the H200 (docs/performance.md, items 36-37): ln f32 4096x8192 71.3 → 70.2
   // and 71.6 → 70.6 µs, ln f16 4096x8192 39.4 → 39.0; neutral on 16-bit 16384x8192. Only where
-  // the row and its weights take ≤ 48 registers, at 64 (the CTAs an SM of 256 and 512 threads
-  // stay 4 and 2; at 72, ptxas took 65 for f32 8192, 71 for f32 8000, and one CTA of 512 fit), and
-  // not beside lone tail elements (their weights spilled 68-80 bytes at 8190 wide).
+  // the row and its weights take ≤ 48 registers, at 64 (CTAs of 256 threads stay 4 an SM, as at
+  // the packed rows' 56; at 65 and more one CTA of 512 fits), and not beside lone tail elements
+  // (their weights spilled 68-80 bytes at 8190 wide).
   const auto ws = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
   const std::uint32_t held_regs = p.chunks * p.vec * (s + 2 * ws) / 4;
   const bool early_default = spec.kind == NormKind::LayerNormFwd && !p.prefetch &&

@@ -24,8 +24,6 @@ class L2Flush {
   L2Flush(const runtime::Context& ctx, std::uint64_t bytes, FlushMethod method);
   // Writes the whole buffer with `value` in every word.
   void run(runtime::StreamRef stream, std::uint32_t value);
-  std::uint64_t bytes() const { return buffer_.bytes(); }
-  FlushMethod method() const { return method_; }
 
  private:
   runtime::DeviceBuffer<std::uint32_t> buffer_;
