@@ -8,15 +8,18 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <limits>
 
 #include "cli.hpp"
 #include "device.hpp"
+#include "empty_kernel.hpp"
 #include "json.hpp"
 #include "l2_flush.hpp"
 #include "norm_case.hpp"
 #include "ptxdsl/runtime/driver.hpp"
+#include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
 namespace ptxdsl::cli {
@@ -28,6 +31,22 @@ using kernels::NormKind;
 constexpr std::uint64_t kFlushBytes = 256ull << 20;
 constexpr std::uint64_t kCopyBytes = 1ull << 30;
 constexpr int kCopyReps = 20;
+// BENCHMARKS.md: cases moving ≤ 16 MB finish within 3 µs of max(bytes ÷ copy bandwidth, an empty
+// kernel's launch-to-finish time).
+constexpr std::uint64_t kSmallCaseBytes = 16'000'000;
+constexpr double kSmallCaseSlackUs = 3.0;
+
+// What each run measures before the cases: the floors their targets are judged against.
+struct Floors {
+  double copy_gbps = 0;
+  double empty_kernel_us = 0;
+  // The bound a case's median must meet where it moves ≤ 16 MB; 0 for larger cases.
+  double small_target_us(std::uint64_t bytes) const {
+    if (bytes > kSmallCaseBytes) return 0;
+    return std::max(static_cast<double>(bytes) / (copy_gbps * 1e3), empty_kernel_us) +
+           kSmallCaseSlackUs;
+  }
+};
 
 // How each case is timed (the command line's --reps, --warmup, --warmup-ms, --flush, --stream).
 struct Timing {
@@ -71,6 +90,7 @@ struct CaseResult {
   double max_abs = 0, max_rel = 0;
   double us = 0, us_min = 0, us_max = 0;
   double gbps = 0, pct_copy = 0;
+  double small_target_us = 0;  // Floors::small_target_us; 0 for cases moving more than 16 MB
   std::string name() const {
     return fmt::format("{} {} {}x{}", kernels::kind_name(spec.kind),
                        kernels::dtype_name(spec.dtype), batch, spec.width);
@@ -101,6 +121,39 @@ class Bench {
   }
   const runtime::Context& ctx() const { return ctx_; }
 
+  struct Times {
+    double median, min, max;  // µs
+  };
+  // `call` warmed up, then timed by events reps_ times, the L2 flushed before each.
+  Times time_us(const std::function<void()>& call) {
+    for (int i = 0; i < warmup_; ++i) call();
+    // Then flushed calls, as the timed loop makes them, for warmup_time_ (triton's do_bench warms
+    // up for 25 ms; compare_peers.py does the same for the peers). On the H200 it changed no lone
+    // bench of a small case (docs/performance.md, item 40).
+    const auto warm_start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - warm_start < warmup_time_) {
+      for (std::uint32_t i = 0; i < 8; ++i) {
+        flush_.run(timing_stream_, i);
+        call();
+      }
+      ctx_.synchronize();
+    }
+    for (int i = 0; i < reps_; ++i) {
+      flush_.run(timing_stream_, static_cast<std::uint32_t>(i));
+      starts_[static_cast<std::size_t>(i)].record(timing_stream_);
+      call();
+      stops_[static_cast<std::size_t>(i)].record(timing_stream_);
+    }
+    ctx_.synchronize();
+    std::vector<double> us;
+    for (int i = 0; i < reps_; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      us.push_back(1e3 * stops_[k].elapsed_ms_since(starts_[k]));
+    }
+    return {median(us), *std::min_element(us.begin(), us.end()),
+            *std::max_element(us.begin(), us.end())};
+  }
+
   // 1 GiB device to device through the driver's copy; bytes read plus written over the median.
   double copy_gbps() {
     runtime::DeviceBuffer<std::uint32_t> src(ctx_, kCopyBytes / 4), dst(ctx_, kCopyBytes / 4);
@@ -117,6 +170,14 @@ class Bench {
     return 2.0 * static_cast<double>(kCopyBytes) / (median(ms) * 1e-3) / 1e9;
   }
 
+  // An empty kernel's launch-to-finish time, timed as the cases are: the floor of BENCHMARKS.md's
+  // target for cases that move ≤ 16 MB.
+  double empty_kernel_us() {
+    const runtime::Function empty = empty_kernel(ctx_);
+    return time_us([&] { runtime::launch(empty, 1, kEmptyKernelThreads, 0, timing_stream_); })
+        .median;
+  }
+
   // Correct first: the outputs, poisoned before, against float64; then the timed repetitions.
   void run_case(GpuNorm& norm, const NormData& data, NormKind kind, CaseResult& r) {
     norm.poison(kind);
@@ -129,33 +190,10 @@ class Bench {
       r.error = "wrong result: " + check.summary();
       return;
     }
-    for (int i = 0; i < warmup_; ++i) norm.call(kind, timing_stream_);
-    // Then flushed calls, as the timed loop makes them, for warmup_time_ (triton's do_bench warms
-    // up for 25 ms; compare_peers.py does the same for the peers). On the H200 it changed no lone
-    // bench of a small case (docs/performance.md, item 40).
-    const auto warm_start = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - warm_start < warmup_time_) {
-      for (std::uint32_t i = 0; i < 8; ++i) {
-        flush_.run(timing_stream_, i);
-        norm.call(kind, timing_stream_);
-      }
-      ctx_.synchronize();
-    }
-    for (int i = 0; i < reps_; ++i) {
-      flush_.run(timing_stream_, static_cast<std::uint32_t>(i));
-      starts_[static_cast<std::size_t>(i)].record(timing_stream_);
-      norm.call(kind, timing_stream_);
-      stops_[static_cast<std::size_t>(i)].record(timing_stream_);
-    }
-    ctx_.synchronize();
-    std::vector<double> us;
-    for (int i = 0; i < reps_; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      us.push_back(1e3 * stops_[k].elapsed_ms_since(starts_[k]));
-    }
-    r.us = median(us);
-    r.us_min = *std::min_element(us.begin(), us.end());
-    r.us_max = *std::max_element(us.begin(), us.end());
+    const Times t = time_us([&] { norm.call(kind, timing_stream_); });
+    r.us = t.median;
+    r.us_min = t.min;
+    r.us_max = t.max;
     r.pass = true;
   }
 
@@ -169,7 +207,24 @@ class Bench {
   std::chrono::milliseconds warmup_time_;
 };
 
-std::string results_json(const runtime::DeviceInfo& info, int driver, double copy_gbps,
+// The cases that move ≤ 16 MB against their target, after the table.
+void print_small_targets(const std::vector<CaseResult>& results, const Floors& floors) {
+  bool header = false;
+  for (const CaseResult& r : results) {
+    if (!r.pass || r.small_target_us == 0) continue;
+    if (!header) {
+      fmt::print(
+          "cases moving ≤ 16 MB, within {:.0f} µs of max(bytes ÷ copy, an empty kernel's {:.1f} "
+          "µs):\n",
+          kSmallCaseSlackUs, floors.empty_kernel_us);
+      header = true;
+    }
+    fmt::print("  {:<26} {:>6.1f} µs, target ≤ {:.1f}: {}\n", r.name(), r.us, r.small_target_us,
+               r.us <= r.small_target_us ? "met" : "not met");
+  }
+}
+
+std::string results_json(const runtime::DeviceInfo& info, int driver, const Floors& floors,
                          const Timing& timing, std::uint64_t seed,
                          const std::vector<CaseResult>& results) {
   JsonWriter j;
@@ -179,7 +234,8 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, double cop
   j.field("compute_capability", fmt::format("{}.{}", info.cc_major, info.cc_minor));
   j.field("sm_count", info.sm_count);
   j.field("driver", fmt::format("{}.{}", driver / 1000, driver % 1000 / 10));
-  j.field("copy_gbps", copy_gbps);
+  j.field("copy_gbps", floors.copy_gbps);
+  j.field("empty_kernel_us", floors.empty_kernel_us);
   j.field("copy_bytes", 2 * kCopyBytes);
   j.field("flush_bytes", kFlushBytes);
   j.field("flush", flush_method_name(timing.flush));
@@ -214,6 +270,12 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, double cop
     timed("pct_copy", r.pct_copy);
     j.field("max_abs_err", r.max_abs);
     j.field("max_rel_err", r.max_rel);
+    j.key("small_target_us");
+    if (r.small_target_us > 0) {
+      j.value(r.small_target_us);
+    } else {
+      j.null();
+    }
     if (!r.error.empty()) j.field("error", r.error);
     j.end_object();
   }
@@ -272,9 +334,12 @@ class BenchCommand : public Command {
     const runtime::DeviceInfo& info = bench.ctx().info();
     fmt::print(stderr, "bench: {}; measuring the copy bandwidth (1 GiB device to device)\n",
                describe_device(info));
-    const double copy_gbps = bench.copy_gbps();
-    fmt::print(stderr, "bench: copy {:.0f} GB/s; {} cases, {} reps each\n", copy_gbps,
-               planned.size(), timing.reps);
+    Floors floors;
+    floors.copy_gbps = bench.copy_gbps();
+    floors.empty_kernel_us = bench.empty_kernel_us();
+    fmt::print(stderr,
+               "bench: copy {:.0f} GB/s, an empty kernel {:.1f} µs; {} cases, {} reps each\n",
+               floors.copy_gbps, floors.empty_kernel_us, planned.size(), timing.reps);
 
     std::vector<CaseResult> results = planned;
     // Cases come in (forward, backward) pairs of one shape, or alone: one set of inputs each,
@@ -301,17 +366,17 @@ class BenchCommand : public Command {
     constexpr std::size_t kAhead = 3;
     for (std::size_t g = 0; g < kAhead; ++g) prepare(g);
     for (std::size_t g = 0, first = 0; g < groups.size(); first += groups[g].size(), ++g) {
-      run_shape(bench, data[g], groups[g], first, results.size(), copy_gbps);
+      run_shape(bench, data[g], groups[g], first, results.size(), floors);
       prepare(g + kAhead);
     }
 
     fmt::print(
         "ptxdsl bench on {}, driver {}.{}: copy {:.0f} GB/s (1 GiB device to device, read + "
-        "written); median of {} reps, L2 flushed ({} MB written by {}) before each, {} ms of "
-        "warm-up\n",
+        "written), an empty kernel {:.1f} µs; median of {} reps, L2 flushed ({} MB written by {}) "
+        "before each, {} ms of warm-up\n",
         describe_device(info), runtime::driver_version() / 1000,
-        runtime::driver_version() % 1000 / 10, copy_gbps, timing.reps, kFlushBytes >> 20,
-        flush_method_name(timing.flush), timing.warmup_ms);
+        runtime::driver_version() % 1000 / 10, floors.copy_gbps, floors.empty_kernel_us,
+        timing.reps, kFlushBytes >> 20, flush_method_name(timing.flush), timing.warmup_ms);
     fmt::print("{:<26} {:>10} {:>9} {:>8} {:>12}  {}\n", "case", "µs", "GB/s", "% copy",
                "max rel err", "check");
     bool all_pass = true;
@@ -325,9 +390,10 @@ class BenchCommand : public Command {
                    r.max_rel, r.error);
       }
     }
+    print_small_targets(results, floors);
     if (!json_.empty()) {
       const std::string text =
-          results_json(info, runtime::driver_version(), copy_gbps, timing, seed, results);
+          results_json(info, runtime::driver_version(), floors, timing, seed, results);
       json_out << text;
       json_out.close();
       if (!json_out)
@@ -384,7 +450,7 @@ class BenchCommand : public Command {
   }
 
   void run_shape(Bench& bench, std::future<NormData>& prepared, std::span<CaseResult> cases,
-                 std::size_t first, std::size_t total, double copy_gbps) const {
+                 std::size_t first, std::size_t total, const Floors& floors) const {
     const CaseResult& lead = cases.front();
     try {
       const NormData data = prepared.get();
@@ -401,7 +467,8 @@ class BenchCommand : public Command {
         }
         if (r.pass) {
           r.gbps = static_cast<double>(r.bytes) / (r.us * 1e-6) / 1e9;
-          r.pct_copy = 100.0 * r.gbps / copy_gbps;
+          r.pct_copy = 100.0 * r.gbps / floors.copy_gbps;
+          r.small_target_us = floors.small_target_us(r.bytes);
           fmt::print(stderr, "[{}/{}] {}: {:.1f} µs, {:.0f} GB/s, {:.1f}% of copy\n", first + i + 1,
                      total, r.name(), r.us, r.gbps, r.pct_copy);
         } else {

@@ -22,6 +22,11 @@ std::string describe_device(const runtime::DeviceInfo& info) {
                      info.sm_count);
 }
 
+runtime::Function load_kernel(const runtime::Context& ctx, Module& m, const std::string& entry) {
+  return runtime::Function(runtime::ModuleCache::global().get(ctx, m.emit(), entry),
+                           m.find(entry).contract());
+}
+
 namespace {
 
 class InfoCommand : public Command {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "device.hpp"
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 
@@ -20,9 +21,7 @@ runtime::Function flush_kernel(const runtime::Context& ctx) {
   auto value = k.param<U32>("value");
   auto thread = k.mad<U32>(k.ctaid_x(), kThreads, k.tid_x());
   k.st_v<4>(p + k.shl(thread, 2u), Vec<U32, 4>{value, value, value, value});
-  const std::string ptx = m.emit();
-  return runtime::Function(runtime::ModuleCache::global().get(ctx, ptx, "ptxdsl_l2_flush"),
-                           m.find("ptxdsl_l2_flush").contract());
+  return load_kernel(ctx, m, "ptxdsl_l2_flush");
 }
 
 }  // namespace
