@@ -84,6 +84,16 @@ std::string_view op_name(Op op) {
       return "createpolicy.fractional";
     case Op::Prefetch:
       return "prefetch";
+    case Op::MbarrierInit:
+      return "mbarrier.init";
+    case Op::MbarrierArrive:
+      return "mbarrier.arrive";
+    case Op::MbarrierWait:
+      return "mbarrier.try_wait.parity";
+    case Op::FenceMbarrierInit:
+      return "fence.mbarrier_init.release.cluster";
+    case Op::CpAsyncBulk:
+      return "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes";
     case Op::GridDepLaunch:
       return "griddepcontrol.launch_dependents";
     case Op::GridDepWait:
@@ -278,6 +288,14 @@ std::string mnemonic(const Instr& in) {
     case Op::CreatePolicy:
       return s + std::string(l2_evict_name(in.l2_primary)) +
              (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";
+    case Op::MbarrierInit:
+      return s + ".shared.b64";
+    case Op::MbarrierArrive:
+      return s + (in.ops.size() > 1 ? ".expect_tx" : "") + ".shared::cta.b64";
+    case Op::MbarrierWait:
+      return s + ".shared::cta.b64";
+    case Op::FenceMbarrierInit:
+    case Op::CpAsyncBulk:
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:
     case Op::GridDepLaunch:
@@ -359,8 +377,10 @@ std::string format_instr(const Kernel& k, const Instr& in) {
   std::string s;
   if (in.guarded) s += fmt::format("@{}{} ", in.guard_negated ? "!" : "", register_name(in.guard));
   s += mnemonic(in);
+  // mbarrier.arrive's state result is not used: the sink `_` takes it.
+  if (in.op == Op::MbarrierArrive) s += " _";
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
-    s += (i ? ", " : " ") + format_operand(in.ops[i]);
+    s += (i || in.op == Op::MbarrierArrive ? ", " : " ") + format_operand(in.ops[i]);
   }
   s += ";";
   if (!in.comment.empty()) s += "  // " + in.comment;

@@ -293,6 +293,84 @@ void Kernel::cp_async_op(Operand dst, Operand src, std::uint32_t bytes,
   commit(std::move(in));
 }
 
+Instr Kernel::mbarrier_op(Op op, SharedPtr<B64> bar) {
+  Instr in = make(op, ScalarType::B64);
+  in.space = Space::Shared;
+  in.ops = {address(bar)};
+  if (bar.offset % 8 != 0) {
+    fail(in, fmt::format("constant offset {} of the mbarrier is not a multiple of 8", bar.offset));
+  }
+  return in;
+}
+
+void Kernel::mbarrier_init(SharedPtr<B64> bar, Src<U32> count) {
+  Instr in = mbarrier_op(Op::MbarrierInit, bar);
+  in.ops.push_back(use(count));
+  const Operand& c = in.ops.back();
+  if (c.kind == Operand::Kind::Imm && (c.imm_bits == 0 || c.imm_bits > kMbarrierMaxCount)) {
+    fail(in,
+         fmt::format("arrival count must be in [1, {}], got {}", kMbarrierMaxCount, c.imm_bits));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::fence_mbarrier_init() {
+  commit(make(Op::FenceMbarrierInit, ScalarType::B32));
+}
+
+void Kernel::mbarrier_arrive(SharedPtr<B64> bar) {
+  commit(mbarrier_op(Op::MbarrierArrive, bar));
+}
+
+void Kernel::mbarrier_arrive_expect_tx(SharedPtr<B64> bar, Src<U32> bytes) {
+  Instr in = mbarrier_op(Op::MbarrierArrive, bar);
+  in.ops.push_back(use(bytes));
+  const Operand& b = in.ops.back();
+  if (b.kind == Operand::Kind::Imm && b.imm_bits > kBulkCopyMaxBytes) {
+    fail(in, fmt::format("transaction bytes must be at most {}, got {}", kBulkCopyMaxBytes,
+                         b.imm_bits));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity) {
+  const Label again = label("mbarrier_wait");
+  bind(again);
+  Instr in = mbarrier_op(Op::MbarrierWait, bar);
+  const Pred done = reg<PredT>();
+  in.ops.insert(in.ops.begin(), def(done));
+  in.ops.push_back(use(parity));
+  const Operand& q = in.ops.back();
+  if (q.kind == Operand::Kind::Imm && q.imm_bits > 1) {
+    fail(in, fmt::format("phase parity must be 0 or 1, got {}", q.imm_bits));
+  }
+  commit(std::move(in));
+  bra_if(done, again, /*negate=*/true);
+}
+
+void Kernel::cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar) {
+  Instr in = make(Op::CpAsyncBulk, ScalarType::B32);
+  in.space = Space::Shared;
+  in.ops = {std::move(dst), std::move(src), std::move(bytes), std::move(bar)};
+  for (int i : {0, 1}) {
+    if (in.ops[i].offset % 16 != 0) {
+      fail(in, fmt::format("constant offset {} of the {} is not a multiple of 16", in.ops[i].offset,
+                           i == 0 ? "destination" : "source"));
+    }
+  }
+  if (in.ops[3].offset % 8 != 0) {
+    fail(in, fmt::format("constant offset {} of the mbarrier is not a multiple of 8",
+                         in.ops[3].offset));
+  }
+  const Operand& n = in.ops[2];
+  if (n.kind == Operand::Kind::Imm &&
+      (n.imm_bits == 0 || n.imm_bits % 16 != 0 || n.imm_bits > kBulkCopyMaxBytes)) {
+    fail(in, fmt::format("size must be a multiple of 16 in [16, {}], got {}", kBulkCopyMaxBytes,
+                         n.imm_bits));
+  }
+  commit(std::move(in));
+}
+
 void Kernel::prefetch_op(Operand addr, PrefetchLevel level) {
   Instr in = make(Op::Prefetch, ScalarType::B32);  // untyped: the suffix is not printed
   in.space = Space::Global;

@@ -248,6 +248,12 @@ Requirement requirement(const Instr& in) {
   }
   if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
   if (in.op == Op::GridDepLaunch || in.op == Op::GridDepWait) return {Arch::Sm90, {7, 8}};
+  // mbarrier.init is sm_80's; arrive with the sink `_` and try_wait sm_90's (PTX 7.8); expect_tx,
+  // the bulk copy and the init fence came with PTX 8.0.
+  if (in.op == Op::MbarrierWait) return {Arch::Sm90, {7, 8}};
+  if (in.op == Op::MbarrierArrive)
+    return {Arch::Sm90, in.ops.size() > 1 ? PtxVersion{8, 0} : PtxVersion{7, 8}};
+  if (in.op == Op::CpAsyncBulk || in.op == Op::FenceMbarrierInit) return {Arch::Sm90, {8, 0}};
   if (in.op == Op::Prefetch &&
       (in.prefetch == PrefetchLevel::L2EvictLast || in.prefetch == PrefetchLevel::L2EvictNormal)) {
     return {Arch::Sm80, {7, 4}};

@@ -890,3 +890,42 @@ TEST_CASE("every cvt pair assembles or is refused for the target", "[dsl][instru
     test::require_assembles(m);
   }
 }
+
+// Hopper's mbarriers and bulk copies need PTX 8.0 for expect_tx, the bulk copy and the init fence:
+// their own table, assembled for sm_90 at PTX 8.0.
+TEST_CASE("mbarriers and bulk copies: exact lines, assembled for sm_90 at PTX 8.0",
+          "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("mbarrier.init.shared.b64 [%r15], 1;", k.mbarrier_init(x.sp.as<B64>(), 1u)),
+      ROW("mbarrier.init.shared.b64 [%r15+8], %r1;", k.mbarrier_init(x.sp.as<B64>() + 1, x.u[0])),
+      ROW("fence.mbarrier_init.release.cluster;", k.fence_mbarrier_init()),
+      ROW("mbarrier.arrive.shared::cta.b64 _, [%r15];", k.mbarrier_arrive(x.sp.as<B64>())),
+      ROW("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r15+16], 4096;",
+          k.mbarrier_arrive_expect_tx(x.sp.as<B64>() + 2, 4096u)),
+      ROW("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r15], %r2;",
+          k.mbarrier_arrive_expect_tx(x.sp.as<B64>(), x.u[1])),
+      ROW("$L__mbarrier_wait_0:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r15], %r1;\n"
+          "@!%p3 bra $L__mbarrier_wait_0;",
+          k.mbarrier_wait(x.sp.as<B64>(), x.u[0])),
+      ROW("$L__mbarrier_wait_0:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 %p3, [%r15+8], 1;\n"
+          "@!%p3 bra $L__mbarrier_wait_0;",
+          k.mbarrier_wait(x.sp.as<B64>() + 1, 1u)),
+      ROW("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r15+16], "
+          "[%rd8+32], 512, [%r15];",
+          k.cp_async_bulk(x.sp + 4, x.gp + 8, 512u, x.sp.as<B64>())),
+      ROW("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r15], [%rd8], "
+          "%r3, [%r15+8];",
+          k.cp_async_bulk(x.sp, x.gp, x.u[2], x.sp.as<B64>() + 1)),
+  };
+  Module m(Arch::Sm90, {8, 0});
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("tma_{}", i));
+    Fx fx(k);
+    INFO("row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  test::require_assembles(m);
+}

@@ -474,3 +474,52 @@ TEST_CASE("L2 cache policies and hints are checked", "[dsl][misuse]") {
   // Without an eviction priority, any version.
   o.prefetch(GlobalPtr<F32>{o.reg<U64>(), 0}, PrefetchLevel::L2);
 }
+
+TEST_CASE("mbarriers and bulk copies: sizes, alignments, targets and PTX versions are checked",
+          "[dsl][misuse]") {
+  Scratch x;  // sm_90, PTX 7.8
+  const SharedPtr<B64> bar = x.s.as<B64>();
+  CHECK_MISUSE(x.k.mbarrier_init(bar, 0u), "k", "instruction 'mbarrier.init.shared.b64'",
+               "arrival count must be in [1, 1048575], got 0");
+  CHECK_MISUSE(x.k.mbarrier_init(bar, 1u << 20), "k", "instruction 'mbarrier.init.shared.b64'",
+               "got 1048576");
+  CHECK_MISUSE(x.k.mbarrier_arrive((x.s + 1).as<B64>()), "k",
+               "instruction 'mbarrier.arrive.shared::cta.b64'",
+               "constant offset 4 of the mbarrier is not a multiple of 8");
+  CHECK_MISUSE(x.k.mbarrier_wait(bar, 2u), "k", "instruction 'mbarrier.try_wait.parity",
+               "phase parity must be 0 or 1, got 2");
+  // PTX 8.0's forms in a PTX 7.8 module
+  CHECK_MISUSE(x.k.mbarrier_arrive_expect_tx(bar, 16u), "k",
+               "instruction 'mbarrier.arrive.expect_tx.shared::cta.b64'",
+               "needs PTX 8.0 or newer; the module is PTX 7.8");
+  CHECK_MISUSE(x.k.cp_async_bulk(x.s, x.g, 16u, bar), "k", "instruction 'cp.async.bulk",
+               "needs PTX 8.0 or newer; the module is PTX 7.8");
+  CHECK_MISUSE(x.k.fence_mbarrier_init(), "k", "instruction 'fence.mbarrier_init.release.cluster'",
+               "needs PTX 8.0 or newer");
+
+  Module m8(Arch::Sm90, {8, 0});
+  Kernel& k = m8.kernel("k8");
+  const SharedPtr<F32> s{k.reg<U32>(), 0};
+  const GlobalPtr<F32> g{k.reg<U64>(), 0};
+  CHECK_MISUSE(k.cp_async_bulk(s, g, 24u, s.as<B64>()), "k8", "instruction 'cp.async.bulk",
+               "size must be a multiple of 16 in [16, 1048560], got 24");
+  CHECK_MISUSE(k.cp_async_bulk(s, g, 0u, s.as<B64>()), "k8", "instruction 'cp.async.bulk", "got 0");
+  CHECK_MISUSE(k.cp_async_bulk(s + 2, g, 16u, s.as<B64>()), "k8", "instruction 'cp.async.bulk",
+               "constant offset 8 of the destination is not a multiple of 16");
+  CHECK_MISUSE(k.cp_async_bulk(s, g + 1, 16u, s.as<B64>()), "k8", "instruction 'cp.async.bulk",
+               "constant offset 4 of the source is not a multiple of 16");
+  CHECK_MISUSE(k.cp_async_bulk(s, g, 16u, (s + 1).as<B64>()), "k8", "instruction 'cp.async.bulk",
+               "constant offset 4 of the mbarrier is not a multiple of 8");
+  CHECK_MISUSE(k.mbarrier_arrive_expect_tx(s.as<B64>(), 1u << 20), "k8",
+               "instruction 'mbarrier.arrive.expect_tx", "at most 1048560, got 1048576");
+
+  // sm_80 has mbarrier.init, not the waits and arrivals of sm_90
+  Module m80(Arch::Sm80);
+  Kernel& k80 = m80.kernel("k80");
+  const SharedPtr<B64> b80{k80.reg<U32>(), 0};
+  k80.mbarrier_init(b80, 32u);
+  CHECK_MISUSE(k80.mbarrier_arrive(b80), "k80", "instruction 'mbarrier.arrive",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.mbarrier_wait(b80, 0u), "k80", "instruction 'mbarrier.try_wait.parity",
+               "needs sm_90 or newer");
+}

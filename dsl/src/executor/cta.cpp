@@ -240,6 +240,24 @@ void run_warp(Ctx& c, Warp& w) {
         w.active &= ~exec;
         if (w.active != 0) advance(w, w.pc + 1);
         break;
+      case Flow::MbarWait: {
+        // Lanes whose phase has completed go on; the others wait for it (release_barrier).
+        std::uint32_t done = 0;
+        if (exec != 0 && check_regs) check_sources(c, in, exec);
+        each_lane(exec, [&](std::uint32_t l) {
+          if (mbarrier_phase_done(c, in, l)) done |= 1u << l;
+        });
+        if (done != 0) {
+          in.fn(c, in, done);
+          w.init[in.dst[0]] |= done;
+        }
+        const std::uint32_t blocked = exec & ~done;
+        each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
+        w.waiting |= blocked;
+        w.active &= ~blocked;
+        if (w.active != 0) advance(w, w.pc + 1);
+        break;
+      }
     }
     if ((active & trace_lane_bit) != 0) {
       record_trace(c, in, static_cast<std::uint32_t>(std::countr_zero(trace_lane_bit)),
@@ -264,6 +282,39 @@ bool release_barrier(Ctx& c) {
   const auto lane0 = [](std::uint32_t m) {
     return static_cast<std::uint32_t>(std::countr_zero(m));
   };
+  // Threads waiting on an mbarrier whose phase has completed run their try_wait again, now
+  // successfully; one whose phase cannot complete (every thread waits or has exited) deadlocks.
+  bool woke = false;
+  const Warp* stuck = nullptr;
+  for (Warp& w : c.warps) {
+    c.w = &w;
+    c.regs = w.regs.data();
+    each_lane(w.waiting, [&](std::uint32_t l) {
+      const DInstr& in = p.code[w.bar_pc[l]];
+      if (in.flow != Flow::MbarWait) return;
+      if (mbarrier_phase_done(c, in, l)) {
+        w.lane_pc[l] = w.bar_pc[l];
+        w.waiting &= ~(1u << l);
+        woke = true;
+      } else if (stuck == nullptr) {
+        stuck = &w;
+      }
+    });
+  }
+  if (woke) return true;
+  if (stuck != nullptr) {
+    std::uint32_t l = 0;
+    each_lane(stuck->waiting, [&](std::uint32_t x) {
+      if (l == 0 && p.code[stuck->bar_pc[x]].flow == Flow::MbarWait) l = x + 1;
+    });
+    const DInstr& in = p.code[stuck->bar_pc[l - 1]];
+    c.w = const_cast<Warp*>(stuck);
+    c.regs = c.w->regs.data();
+    fault(c, in, l - 1,
+          describe_mbarrier_wait(c, in, l - 1) +
+              ", and no thread of the CTA can arrive or copy any more (each waits or has exited): "
+              "the CTA deadlocks");
+  }
   const std::uint32_t wl = lane0(first_waiting->waiting);
   const DInstr& bar = p.code[first_waiting->bar_pc[wl]];
   c.w = const_cast<Warp*>(first_waiting);
@@ -318,6 +369,8 @@ void run_cta(Ctx& c, Dim3 cta) {
     w.copies.clear();
     w.committed.fill(0);
   }
+  c.mbarriers.clear();
+  c.bulk_copies.clear();
   // Copies a previous CTA never waited for are dropped with it.
   if (c.copies_in_flight > 0) {
     std::fill(c.shared_pending.begin(), c.shared_pending.end(), std::uint8_t{0});

@@ -291,6 +291,36 @@ class Decoder {
         if (in.ops.size() != 1) fail(in, "prefetch takes [a]");
         address(in, d, in.ops[0]);
         break;
+      case Op::MbarrierInit:
+      case Op::MbarrierArrive:
+        // src: mbarrier base, then the count (init) or the transaction bytes (expect_tx).
+        if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes [bar] and at most one value");
+        address(in, d, in.ops[0]);
+        if (in.ops.size() == 2) add_src(d, source(in, in.ops[1]));
+        if (in.op == Op::MbarrierInit && in.ops.size() != 2) fail(in, "takes [bar], count");
+        break;
+      case Op::MbarrierWait:
+        // dst: the predicate; src: mbarrier base, parity.
+        if (in.ops.size() != 3) fail(in, "takes p, [bar], parity");
+        d.flow = Flow::MbarWait;
+        add_dst(d, dest(in, in.ops[0]));
+        address(in, d, in.ops[1]);
+        add_src(d, source(in, in.ops[2]));
+        break;
+      case Op::CpAsyncBulk: {
+        // src: destination base, mbarrier base, source base, size; offsets: aux (destination),
+        // offset2 (mbarrier), offset (source).
+        if (in.ops.size() != 4) fail(in, "takes [dst], [src], size, [bar]");
+        address(in, d, in.ops[0]);
+        d.aux = static_cast<std::uint32_t>(static_cast<std::int32_t>(d.offset));
+        address(in, d, in.ops[3]);
+        d.offset2 = d.offset;
+        address(in, d, in.ops[1]);
+        add_src(d, source(in, in.ops[2]));
+        break;
+      }
+      case Op::FenceMbarrierInit:
+        break;
       case Op::CpAsyncCommit:
       case Op::GridDepLaunch:
       case Op::GridDepWait:
@@ -340,6 +370,12 @@ class Decoder {
       case Op::CpAsyncWait:
       case Op::Prefetch:
         return select_memory(in);
+      case Op::MbarrierInit:
+      case Op::MbarrierArrive:
+      case Op::MbarrierWait:
+      case Op::FenceMbarrierInit:
+      case Op::CpAsyncBulk:
+        return select_mbarrier(in);
       case Op::And:
       case Op::Or:
       case Op::Xor:

@@ -103,35 +103,6 @@ void check_race(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange&
   }
 }
 
-// The declared shared array holding [address, address + bytes), which must be aligned to bytes.
-const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
-                                std::uint32_t bytes, bool write) {
-  if (address % bytes != 0) {
-    fault(c, in, lane,
-          fmt::format("misaligned shared {} of {} bytes at {:#x}: it must be {}-byte aligned",
-                      verb(write), bytes, address, bytes));
-  }
-  for (const SharedRange& r : c.shared_ranges) {
-    if (address >= r.begin && address + bytes <= r.end) return r;
-  }
-  fault(c, in, lane,
-        fmt::format("out-of-bounds shared {} of {} bytes at {:#x}; {}", verb(write), bytes, address,
-                    shared_map(c)));
-}
-
-// A thread may touch bytes a cp.async will write only after waiting for it.
-void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
-                         std::size_t offset, std::uint32_t bytes, bool write) {
-  for (std::size_t i = offset; i < offset + bytes; ++i) {
-    if (c.shared_pending[i] != 0) {
-      fault(c, in, lane,
-            fmt::format("{} shared memory at {:#x} ('{}' + {}) that a cp.async in flight will "
-                        "write: wait for its group first (cp.async.wait_group)",
-                        write ? "writes" : "reads", i, range.name, i - range.begin));
-    }
-  }
-}
-
 std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
                         std::uint32_t bytes, bool write) {
   const SharedRange* range = &shared_range(c, in, lane, address, bytes, write);
@@ -328,7 +299,7 @@ void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
       std::memcpy(copy.data.data(),
                   global_span(c, in, l, from, static_cast<std::uint32_t>(reads), false), reads);
     }
-    std::memset(c.shared_pending.data() + offset, 1, bytes);
+    std::memset(c.shared_pending.data() + offset, kPendingCpAsync, bytes);
     ++c.copies_in_flight;
     c.w->copies.push_back(copy);
   });
@@ -360,6 +331,40 @@ void cp_async_wait(Ctx& c, const DInstr& in, std::uint32_t exec) {
 }
 
 }  // namespace
+
+const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                                std::uint32_t bytes, bool write, std::uint32_t align) {
+  if (align == 0) align = bytes;
+  if (address % align != 0) {
+    fault(c, in, lane,
+          fmt::format("misaligned shared {} of {} bytes at {:#x}: it must be {}-byte aligned",
+                      verb(write), bytes, address, align));
+  }
+  for (const SharedRange& r : c.shared_ranges) {
+    if (address >= r.begin && address + bytes <= r.end) return r;
+  }
+  fault(c, in, lane,
+        fmt::format("out-of-bounds shared {} of {} bytes at {:#x}; {}", verb(write), bytes, address,
+                    shared_map(c)));
+}
+
+void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
+                         std::size_t offset, std::uint32_t bytes, bool write) {
+  for (std::size_t i = offset; i < offset + bytes; ++i) {
+    if (c.shared_pending[i] == kPendingCpAsync) {
+      fault(c, in, lane,
+            fmt::format("{} shared memory at {:#x} ('{}' + {}) that a cp.async in flight will "
+                        "write: wait for its group first (cp.async.wait_group)",
+                        write ? "writes" : "reads", i, range.name, i - range.begin));
+    }
+    if (c.shared_pending[i] == kPendingBulk) {
+      fault(c, in, lane,
+            fmt::format("{} shared memory at {:#x} ('{}' + {}) that a bulk copy in flight "
+                        "writes: wait for its mbarrier phase first (mbarrier.try_wait)",
+                        write ? "writes" : "reads", i, range.name, i - range.begin));
+    }
+  }
+}
 
 std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                         std::uint32_t bytes, bool write) {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,9 @@ struct DInstr;
 // Runs one instruction for the lanes in `exec` (active and guard true, never 0).
 using Handler = void (*)(Ctx&, const DInstr&, std::uint32_t exec);
 
-enum class Flow : std::uint8_t { Normal, Bra, Bar, Ret };
+// MbarWait: mbarrier.try_wait.parity, which the executor lets block (as a try_wait may, until its
+// time limit) until the phase completes, so that a thread never spins on another warp.
+enum class Flow : std::uint8_t { Normal, Bra, Bar, MbarWait, Ret };
 
 // One instruction, decoded once: every register operand and immediate is a slot of the warp's
 // register file (immediates live in constant slots, filled for all lanes at launch).
@@ -54,9 +57,10 @@ struct DInstr {
   std::array<std::uint32_t, 4> dst{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   // Sources in PTX order; for memory, src[0] is the address base (kNoSlot for param space).
   std::array<std::uint32_t, 6> src{kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot};
-  std::int64_t offset = 0;  // address constant
-  std::uint32_t aux = 0;    // branch target; param byte offset; Special; barrier id
-  std::uint32_t index = 0;  // in Kernel::instructions()
+  std::int64_t offset = 0;   // address constant
+  std::int64_t offset2 = 0;  // a second one: cp.async.bulk's mbarrier
+  std::uint32_t aux = 0;     // branch target; param byte offset; Special; barrier id
+  std::uint32_t index = 0;   // in Kernel::instructions()
 };
 
 struct SharedRange {
@@ -101,6 +105,26 @@ struct AsyncCopy {
   std::array<std::byte, 16> data{};
 };
 
+// An mbarrier's state, kept beside shared memory by its address: the arrivals its phase still
+// waits for, the transaction bytes announced and not yet landed (negative while a copy lands
+// before its expect_tx), and how many phases have completed (the current phase's parity is
+// phase & 1).
+struct Mbarrier {
+  std::uint32_t count = 0;
+  std::uint32_t pending = 0;
+  std::int64_t tx = 0;
+  std::uint32_t phase = 0;
+};
+
+// A cp.async.bulk whose bytes are in shared memory but not yet visible: it completes on mbarrier
+// `bar`'s phase `phase`, and its bytes become visible to threads that waited for that phase.
+struct BulkCopy {
+  std::uint32_t bar = 0;
+  std::uint32_t phase = 0;
+  std::uint32_t shared_address = 0;
+  std::uint32_t bytes = 0;
+};
+
 struct Warp {
   std::vector<std::uint64_t> regs;  // slot * 32 + lane
   std::vector<std::uint32_t> init;  // per slot: lanes that wrote it
@@ -126,9 +150,13 @@ struct Ctx {
   const LaunchState* launch = nullptr;
   Dim3 cta{0, 0, 0};
   std::vector<std::byte> shared;
-  std::vector<std::uint8_t> shared_init;     // 0xFF where some thread wrote the byte
-  std::vector<std::uint8_t> shared_pending;  // 1 where a cp.async in flight will write the byte
+  std::vector<std::uint8_t> shared_init;  // 0xFF where some thread wrote the byte
+  // kPendingCpAsync where a cp.async in flight will write the byte, kPendingBulk where a bulk
+  // copy's byte waits for its mbarrier phase.
+  std::vector<std::uint8_t> shared_pending;
   std::uint32_t copies_in_flight = 0;
+  std::map<std::uint32_t, Mbarrier> mbarriers;  // by shared address
+  std::vector<BulkCopy> bulk_copies;
   // Race check, per shared byte: the barrier interval (epoch) and thread of the last write and of
   // the last read (kManyReaders: threads of several warps read it).
   std::vector<std::uint32_t> write_epoch, read_epoch;
@@ -168,6 +196,23 @@ std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint6
 std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                        std::uint32_t bytes, bool write);
 
+inline constexpr std::uint8_t kPendingCpAsync = 1;
+inline constexpr std::uint8_t kPendingBulk = 2;
+
+// Shared memory: the declared array holding [address, address + bytes), which must be aligned to
+// `align` (default: bytes); faults otherwise.
+const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                                std::uint32_t bytes, bool write, std::uint32_t align = 0);
+// A thread may touch bytes a copy in flight will write only after waiting for it.
+void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
+                         std::size_t offset, std::uint32_t bytes, bool write);
+
+// mbarrier.try_wait.parity of `lane`: has the phase it names completed? Faults on a barrier never
+// initialized or a parity other than 0 and 1.
+bool mbarrier_phase_done(Ctx& c, const DInstr& in, std::uint32_t lane);
+// The mbarrier a waiting lane waits on, in words, for a deadlock's message.
+std::string describe_mbarrier_wait(Ctx& c, const DInstr& in, std::uint32_t lane);
+
 // Runs CTA `cta` to completion on `c`.
 void run_cta(Ctx& c, Dim3 cta);
 void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch);
@@ -186,10 +231,11 @@ inline void each_lane(std::uint32_t mask, F&& f) {
 }
 
 // Handler selection, one family per file.
-Handler select_int(const Instr& in);      // ops_int.cpp: integer and logic
-Handler select_float(const Instr& in);    // ops_float.cpp
-Handler select_convert(const Instr& in);  // ops_convert.cpp: cvt, cvt pack
-Handler select_memory(const Instr& in);   // ops_memory.cpp
-Handler select_misc(const Instr& in);     // ops_misc.cpp: mov, setp, selp, shfl, cvta
+Handler select_int(const Instr& in);       // ops_int.cpp: integer and logic
+Handler select_float(const Instr& in);     // ops_float.cpp
+Handler select_convert(const Instr& in);   // ops_convert.cpp: cvt, cvt pack
+Handler select_memory(const Instr& in);    // ops_memory.cpp
+Handler select_misc(const Instr& in);      // ops_misc.cpp: mov, setp, selp, shfl, cvta
+Handler select_mbarrier(const Instr& in);  // ops_mbarrier.cpp: mbarriers and bulk copies
 
 }  // namespace ptxdsl::detail

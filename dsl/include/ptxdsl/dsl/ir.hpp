@@ -44,11 +44,17 @@ enum class Op : std::uint8_t {
   St,
   Atom,
   Red,
-  CpAsync,        // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
-  CpAsyncCommit,  // cp.async.commit_group
-  CpAsyncWait,    // cp.async.wait_group N
-  CreatePolicy,   // createpolicy.fractional.L2::<primary>{.L2::<secondary>}.b64 d, fraction
-  Prefetch,       // prefetch.global.{L1, L2, L2::evict_last, L2::evict_normal} [a]
+  CpAsync,            // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
+  CpAsyncCommit,      // cp.async.commit_group
+  CpAsyncWait,        // cp.async.wait_group N
+  CreatePolicy,       // createpolicy.fractional.L2::<primary>{.L2::<secondary>}.b64 d, fraction
+  Prefetch,           // prefetch.global.{L1, L2, L2::evict_last, L2::evict_normal} [a]
+  MbarrierInit,       // mbarrier.init.shared.b64 [bar], count
+  MbarrierArrive,     // mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}
+  MbarrierWait,       // mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity
+  FenceMbarrierInit,  // fence.mbarrier_init.release.cluster
+  CpAsyncBulk,    // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [d], [s], n,
+                  // [bar]
   GridDepLaunch,  // griddepcontrol.launch_dependents
   GridDepWait,    // griddepcontrol.wait
   Shfl,
@@ -57,6 +63,10 @@ enum class Op : std::uint8_t {
   Label,  // a label definition; not an instruction in the PTX sense
   Ret,
 };
+
+// The arrivals an mbarrier phase counts, and the bytes one bulk copy (or expect_tx) may move.
+inline constexpr std::uint32_t kMbarrierMaxCount = (1u << 20) - 1;
+inline constexpr std::uint32_t kBulkCopyMaxBytes = (1u << 20) - 16;
 
 // The arithmetic families: one rounding/precision/ftz/sat modifier scheme, integer or float.
 constexpr bool is_math_op(Op op) {

@@ -414,6 +414,34 @@ class Kernel {
   void cp_async_commit();
   void cp_async_wait(std::uint32_t newest_pending);
 
+  // ---- mbarriers and bulk copies (the Hopper TMA unit) ----
+  // An mbarrier is a 64-bit object in shared memory (8-byte aligned) that counts the arrivals and
+  // the transaction bytes of its current phase. The phase completes when `count` arrivals have
+  // come and every byte announced (expect_tx) has landed; the next phase then begins with the
+  // same count. Phases alternate parity 0, 1, 0, ...: a waiter names the parity of the phase it
+  // waits for.
+  //   `mbarrier_init`: `mbarrier.init.shared.b64` (sm_80, PTX 7.0); count in [1, 2^20 - 1].
+  //   `fence_mbarrier_init`: makes initialized barriers visible to the TMA unit (and the
+  //     cluster); one thread after its inits, then a barrier (sm_90, PTX 8.0).
+  //   `mbarrier_arrive`: one arrival (sm_90, PTX 7.8); `mbarrier_arrive_expect_tx` also announces
+  //     `bytes` more transaction bytes for this phase (sm_90, PTX 8.0).
+  //   `mbarrier_wait`: waits until the phase of parity `parity` (0 or 1) has completed: a loop
+  //     of `mbarrier.try_wait.parity` (sm_90, PTX 7.8). The bytes of bulk copies that completed
+  //     on that phase are then visible to the thread.
+  //   `cp_async_bulk`: `bytes` (a multiple of 16, at most 2^20 - 16) from `src` to `dst`, both
+  //     16-byte aligned, by the TMA unit: one instruction for the whole block. It completes that
+  //     many transaction bytes on `bar` (sm_90, PTX 8.0). Usually one thread of the CTA issues it
+  //     after its `mbarrier_arrive_expect_tx` for the same bytes.
+  void mbarrier_init(SharedPtr<B64> bar, Src<U32> count);
+  void fence_mbarrier_init();
+  void mbarrier_arrive(SharedPtr<B64> bar);
+  void mbarrier_arrive_expect_tx(SharedPtr<B64> bar, Src<U32> bytes);
+  void mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity);
+  template <MemTag T>
+  void cp_async_bulk(SharedPtr<T> dst, GlobalPtr<T> src, Src<U32> bytes, SharedPtr<B64> bar) {
+    cp_async_bulk_op(address(dst), address(src), use(bytes), address(bar));
+  }
+
   // ---- prefetches ----
   // `prefetch.global.<level> [addr]`: brings the line holding `addr` into L1 or L2 ahead of a load,
   // with no register and nothing to wait for. A hint: values never change. The CPU executor checks
@@ -661,6 +689,8 @@ class Kernel {
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
   void prefetch_op(Operand addr, PrefetchLevel level);
+  void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
+  Instr mbarrier_op(Op op, SharedPtr<B64> bar);
   void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes,
                    MemHints h);
   RegId new_reg(RegClass c, std::string_view debug_name);
