@@ -285,7 +285,8 @@ bool release_barrier(Ctx& c) {
   // Threads waiting on an mbarrier whose phase has completed run their try_wait again, now
   // successfully; one whose phase cannot complete (every thread waits or has exited) deadlocks.
   bool woke = false;
-  const Warp* stuck = nullptr;
+  Warp* stuck = nullptr;
+  std::uint32_t stuck_lane = 0;
   for (Warp& w : c.warps) {
     c.w = &w;
     c.regs = w.regs.data();
@@ -298,20 +299,17 @@ bool release_barrier(Ctx& c) {
         woke = true;
       } else if (stuck == nullptr) {
         stuck = &w;
+        stuck_lane = l;
       }
     });
   }
   if (woke) return true;
   if (stuck != nullptr) {
-    std::uint32_t l = 0;
-    each_lane(stuck->waiting, [&](std::uint32_t x) {
-      if (l == 0 && p.code[stuck->bar_pc[x]].flow == Flow::MbarWait) l = x + 1;
-    });
-    const DInstr& in = p.code[stuck->bar_pc[l - 1]];
-    c.w = const_cast<Warp*>(stuck);
-    c.regs = c.w->regs.data();
-    fault(c, in, l - 1,
-          describe_mbarrier_wait(c, in, l - 1) +
+    const DInstr& in = p.code[stuck->bar_pc[stuck_lane]];
+    c.w = stuck;
+    c.regs = stuck->regs.data();
+    fault(c, in, stuck_lane,
+          describe_mbarrier_wait(c, in, stuck_lane) +
               ", and no thread of the CTA can arrive or copy any more (each waits or has exited): "
               "the CTA deadlocks");
   }
