@@ -67,4 +67,36 @@ inline SmallKernel empty_kernel() {
   return finish(m, "empty12");
 }
 
+// y = 2 x over `rows` rows of 128 f32, 128 threads: each row lands in one of two shared buffers by
+// one bulk copy (issued by the last warp's first thread, which the other warps wait for on an
+// mbarrier, by parity) and is read by every thread. sm_90, PTX 8.0.
+inline SmallKernel bulk_copy_kernel(std::uint32_t rows) {
+  constexpr std::uint32_t kRow = 128;
+  Module m(Arch::Sm90, {8, 0});
+  Kernel& k = m.kernel("bulk_copy_rows");
+  k.require_threads(kRow);
+  auto x = k.param_ptr<F32>("x");
+  auto y = k.param_ptr<F32>("y");
+  auto buffers = k.shared_array<F32>("rows", 2 * kRow);
+  auto bar = k.shared_array<B64>("bar", 1, 8);
+  auto t = k.tid_x();
+  auto producer = t == kRow - 32;
+  k.if_(producer, [&] {
+    k.mbarrier_init(bar, 1u);
+    k.fence_mbarrier_init();
+  });
+  k.bar_sync();
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const SharedPtr<F32> buffer = buffers + (r % 2) * kRow;
+    k.if_(producer, [&] {
+      k.mbarrier_arrive_expect_tx(bar, kRow * 4);
+      k.cp_async_bulk(buffer, x + r * kRow, kRow * 4, bar);
+    });
+    k.mbarrier_wait(bar, r % 2);
+    k.st(k.index(y + r * kRow, t), k.mul(k.ld(k.index(buffer, t)), 2.0f));
+    k.bar_sync();
+  }
+  return finish(m, "bulk_copy_rows");
+}
+
 }  // namespace ptxdsl::test

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,6 +85,26 @@ TEST_CASE("launch runs a DSL kernel with checked arguments", "[runtime][gpu]") {
     CHECK_THROWS_WITH(Function(axpy.module(), "nope"),
                       Catch::Contains("looking up entry 'nope' in module 'axpy'") &&
                           Catch::Contains("CUDA_ERROR_NOT_FOUND"));
+  }
+}
+
+TEST_CASE(
+    "bulk copies land on their mbarrier phases on the GPU (as tests/executor's do on the CPU)",
+    "[runtime][gpu]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  constexpr std::uint32_t kRows = 5;
+  const Function rows = load(ctx, test::bulk_copy_kernel(kRows));
+  std::vector<float> x(kRows * 128);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 100.0f;
+  DeviceBuffer<float> dx(ctx, std::span<const float>(x)), dy(ctx, x.size());
+  dy.fill(std::numeric_limits<float>::quiet_NaN());  // every element must be written
+  Stream s(ctx);
+  launch(rows, 1, 128, 0, s, dx, dy);
+  s.synchronize();
+  const std::vector<float> y = dy.to_host();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(y[i] == 2.0f * x[i]);
   }
 }
 
