@@ -293,13 +293,17 @@ void Kernel::cp_async_op(Operand dst, Operand src, std::uint32_t bytes,
   commit(std::move(in));
 }
 
+void Kernel::check_mbarrier_address(const Instr& in, const Operand& bar) const {
+  if (bar.offset % 8 != 0) {
+    fail(in, fmt::format("constant offset {} of the mbarrier is not a multiple of 8", bar.offset));
+  }
+}
+
 Instr Kernel::mbarrier_op(Op op, SharedPtr<B64> bar) {
   Instr in = make(op, ScalarType::B64);
   in.space = Space::Shared;
   in.ops = {address(bar)};
-  if (bar.offset % 8 != 0) {
-    fail(in, fmt::format("constant offset {} of the mbarrier is not a multiple of 8", bar.offset));
-  }
+  check_mbarrier_address(in, in.ops[0]);
   return in;
 }
 
@@ -358,10 +362,7 @@ void Kernel::cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand b
                            i == 0 ? "destination" : "source"));
     }
   }
-  if (in.ops[3].offset % 8 != 0) {
-    fail(in, fmt::format("constant offset {} of the mbarrier is not a multiple of 8",
-                         in.ops[3].offset));
-  }
+  check_mbarrier_address(in, in.ops[3]);
   const Operand& n = in.ops[2];
   if (n.kind == Operand::Kind::Imm &&
       (n.imm_bits == 0 || n.imm_bits % 16 != 0 || n.imm_bits > kBulkCopyMaxBytes)) {

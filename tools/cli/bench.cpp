@@ -487,9 +487,9 @@ class BenchCommand : public Command {
   std::string suite_;
   std::string batch_;
   std::string json_;
-  std::string reps_ = "100";
-  std::string warmup_ = "10";
-  std::string warmup_ms_ = "25";
+  std::string reps_ = std::to_string(Timing{}.reps);
+  std::string warmup_ = std::to_string(Timing{}.warmup);
+  std::string warmup_ms_ = std::to_string(Timing{}.warmup_ms);
   std::string seed_ = "1";
   std::string device_ = "0";
   std::string flush_ = "kernel";

@@ -691,6 +691,7 @@ class Kernel {
   void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
   Instr mbarrier_op(Op op, SharedPtr<B64> bar);
+  void check_mbarrier_address(const Instr& in, const Operand& bar) const;
   void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes,
                    MemHints h);
   RegId new_reg(RegClass c, std::string_view debug_name);
