@@ -108,6 +108,13 @@ void validate(const NormSpec& spec) {
   check_choice(kn.weight_prefetch, "weight_prefetch", 1);
   check_choice(kn.row_nc, "row_nc", 1);
   check_choice(kn.early_weights, "early_weights", 1);
+  check_choice(kn.bulk_rows, "bulk_rows", 1);
+  if (kn.bulk_rows.value_or(0) == 1 &&
+      (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{8, 0})) {
+    throw Error(fmt::format(
+        "bulk_rows 1 needs sm_90 and PTX 8.0 or newer (cp.async.bulk), got {} and PTX {}.{}",
+        arch_name(spec.arch), spec.ptx_version.major, spec.ptx_version.minor));
+  }
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
   if (kn.overlap_reduce.value_or(0) > 0 &&
       (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{7, 8})) {
@@ -264,6 +271,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.row_nc = plan.row_nc ? 1u : 0u;
   if (!is_backward(spec.kind)) {
     out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
+    out.chosen.bulk_rows = plan.bulk_rows ? 1u : 0u;
     // Held only where some chunk of the row is in registers.
     out.chosen.early_weights = plan.early_weights && std::count(plan.data.begin(), plan.data.end(),
                                                                 detail::Place::Registers) > 0

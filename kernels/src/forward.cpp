@@ -65,6 +65,18 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
   if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan), plan.ring_rows);
+  if (plan.bulk_rows) {
+    // Thread 0 issues the row's bulk copy; every thread waits on this mbarrier (initialized,
+    // and visible to the TMA unit, before any thread waits or copies).
+    const SharedPtr<B64> bar = k.shared_array<B64>("row_copied", 1, 8);
+    const Pred issuer = k.setp(Cmp::Eq, cta.tid, 0u);
+    k.if_(issuer, [&] {
+      k.mbarrier_init(bar, 1u);
+      k.fence_mbarrier_init();
+    });
+    k.bar_sync();
+    xt.bulk_copy(bar, issuer, spec.width * static_cast<std::uint32_t>(dtype_bytes(spec.dtype)), 0u);
+  }
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};

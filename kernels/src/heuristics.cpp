@@ -190,7 +190,9 @@ Plan plan_norm(const NormSpec& spec) {
   const bool reread_shape = spec.kind == NormKind::LayerNormFwd
                                 ? fwd.stage_all
                                 : p.width >= 4096 && p.width % (tpr * p.vec) == 0;
-  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
+  // bulk_rows stages the whole row (the bulk copy's destination) unless placements are given.
+  const bool bulk_wanted = !backward && kn.bulk_rows.value_or(0) == 1;
+  const bool reread = !backward && !bulk_wanted && !kn.register_chunks && !kn.staged_chunks &&
                       !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
                       spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
                       resident_bytes <= 24u << 20;
@@ -265,7 +267,7 @@ Plan plan_norm(const NormSpec& spec) {
   if (!backward && narrow && (kn.threads_per_row ? p.chunks * p.vec > 32 : fwd.stage_all)) {
     default_regs = 0;
   }
-  if (reread) default_regs = 0;
+  if (reread || bulk_wanted) default_regs = 0;
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(spec.arch);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
@@ -349,6 +351,10 @@ Plan plan_norm(const NormSpec& spec) {
                              p.block() >= 256 && p.width % p.vec == 0;
   p.early_weights = !backward && kn.early_weights.value_or(early_default ? 1 : 0) == 1;
   if (p.early_weights && early_default && !kn.max_registers) p.max_registers = 64;
+  // bulk_rows: the staged row in one bulk copy, where the staging is the row as it lies in memory
+  // (every chunk staged, one row a CTA) and a 16-byte vector's alignment is the copy's.
+  p.bulk_rows = bulk_wanted && !p.prefetch && p.staged_chunks() == p.chunks &&
+                p.rows_per_cta == 1 && p.vec * s == 16 && p.width % p.vec == 0;
   if (!backward && p.prefetch && !p.ring && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
     // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,
@@ -373,11 +379,11 @@ Plan plan_norm(const NormSpec& spec) {
     const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
     const std::uint32_t ctas = std::clamp<std::uint32_t>(
         kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(), 65536 / (p.block() * floor),
-                                          p.async_staging ? by_shared : in_flight})),
+                                          p.async_staging || p.bulk_rows ? by_shared : in_flight})),
         1, 16);
     // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is enough.
     const std::uint32_t cap = max_registers(p.block() * ctas);
-    if (p.async_staging || cap < 40) {
+    if (p.async_staging || p.bulk_rows || cap < 40) {
       p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
     }
   }

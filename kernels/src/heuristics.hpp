@@ -47,6 +47,8 @@ struct Plan {
   bool weight_prefetch = false;   // forward: w and b lines into L1 before the statistics
   bool row_nc = true;             // x and dy (and mean, rstd) by ld.global.nc
   bool early_weights = false;     // forward: w, b of register chunks loaded with the row
+  // Forward of one row a CTA, row all staged: one bulk copy (TMA) a row, waited for on an mbarrier.
+  bool bulk_rows = false;
   // Backward in two launches: 0, or where the row step lets the reduce launch (1: after its
   // rows, 2: at its start; the reduce waits by griddepcontrol.wait).
   std::uint32_t overlap_reduce = 0;

@@ -490,6 +490,41 @@ TEST_CASE("weights loaded with the row (early_weights) give the same values", "[
   }
 }
 
+TEST_CASE("rows copied in by one bulk copy (bulk_rows) give the same values", "[executor][norm]") {
+  // Forwards of one row a CTA with the row staged: thread 0's cp.async.bulk fills the staging,
+  // every thread waits on the mbarrier (the executor faults on staging read before that, and on
+  // the last chunk's idle lanes unless they were zeroed). Widths whose last chunk is partial, and
+  // ones where the knob stays off (not a whole number of 16-byte vectors; sub-warp row groups of
+  // several rows a CTA).
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : kDtypes) {
+      for (DType weights : {dtype, DType::F32}) {
+        if (weights != dtype && dtype == DType::F32) continue;
+        for (std::uint32_t threads : {0u, 64u, 8u}) {
+          for (std::uint32_t width : {1000u, 1001u, 4104u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.ptx_version = {8, 0};
+            spec.knobs.bulk_rows = 1;
+            spec.knobs.prefetch_rows = 0;
+            if (threads > 0) spec.knobs.threads_per_row = threads;
+            INFO(kind_name(kind) << " " << dtype_name(dtype) << " weights " << dtype_name(weights)
+                                 << " threads " << threads << " width " << width);
+            const BuiltNorm built = build_norm(spec);
+            const std::uint32_t vec = *built.chosen.vector_elems;
+            const bool bulk = width % vec == 0 && *built.chosen.rows_per_cta == 1;
+            if (threads == 8) REQUIRE_FALSE(bulk);
+            REQUIRE(built.chosen.bulk_rows == (bulk ? 1u : 0u));
+            REQUIRE((built.ptx.find("cp.async.bulk.shared") != std::string::npos) == bulk);
+            if (bulk) REQUIRE(*built.chosen.register_chunks == 0u);
+            for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
           "[executor][norm]") {
   // Forwards in each placement; backwards one row ahead in registers, through the ring, in one

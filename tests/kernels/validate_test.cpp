@@ -75,6 +75,21 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
                         "(griddepcontrol), got sm_80 and PTX 7.8");
   }
   s.knobs.overlap_reduce.reset();
+  s.knobs.bulk_rows = 2;
+  REQUIRE_THROWS_WITH(validate(s), "bulk_rows must be 0 or 1, got 2");
+  s.knobs.bulk_rows = 1;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "bulk_rows 1 needs sm_90 and PTX 8.0 or newer (cp.async.bulk), got sm_90 "
+                      "and PTX 7.8");
+  s.ptx_version = {8, 0};
+  REQUIRE_NOTHROW(validate(s));
+  s.arch = Arch::Sm80;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "bulk_rows 1 needs sm_90 and PTX 8.0 or newer (cp.async.bulk), got sm_80 "
+                      "and PTX 8.0");
+  s.arch = Arch::Sm90;
+  s.ptx_version = {7, 8};
+  s.knobs.bulk_rows.reset();
   s.knobs.l2_stream = 3;
   REQUIRE_THROWS_WITH(validate(s), "l2_stream must be 0, 1 or 2, got 3");
   s.knobs.l2_stream = 1;

@@ -200,8 +200,9 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
   // the row loads and the weights prefetched into L1); and with chunks read again from L2 instead
   // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
-  // statistics in one pass, and the rows by plain loads instead of .nc.
-  std::vector<kernels::NormKnobs> variants(3);
+  // statistics in one pass, and the rows by plain loads instead of .nc; the staged rows of the
+  // forwards by one bulk copy.
+  std::vector<kernels::NormKnobs> variants(4);
   variants[0].single_launch = 1;
   variants[0].early_weights = 1;  // forwards: w and b loaded with the row
   variants[1].l2_stream = 2;
@@ -214,6 +215,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[2].l1_rereads = 1;
   variants[2].loop_group = 2;
   variants[2].row_nc = 0;
+  variants[3].bulk_rows = 1;  // staged forwards: the row by one bulk copy (PTX 8.0)
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
@@ -221,6 +223,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
     for (NormCase c : shapes_at(kKnobWidths)) {
       NormOptions options;
       options.knobs = knobs;
+      if (knobs.bulk_rows) options.ptx_version = PtxVersion{8, 0};
       objects.push_back(make_objects(ctx, c, options));
       for (std::uint32_t batch : {3u, 1151u}) {
         c.batch = batch;

@@ -43,6 +43,8 @@ std::span<const KnobFlag> knob_flags() {
        "x and dy by ld.global.nc (1, default) or plain loads, which stay before barriers (0)"},
       {"--early-weights", "early_weights", "0|1", &K::early_weights, true,
        "forward: w and b of register chunks loaded with the row, before the statistics"},
+      {"--bulk-rows", "bulk_rows", "0|1", &K::bulk_rows, true,
+       "forward with its row staged: one bulk copy (TMA) a row; sm_90, PTX 8.0"},
       {"--reduce-slices", "reduce_slices", "1|2|4|8|16|32", &K::reduce_slices, false,
        "backward: warps of the column reduce over the partial rows"},
       {"--loop-group", "loop_group", "N", &K::loop_group, false,

@@ -103,6 +103,12 @@ struct NormKnobs {
   // latency then overlaps the row's instead of following the last barrier. Costs their
   // registers. Unset or 0: loaded (.nc) in the normalizing pass.
   std::optional<std::uint32_t> early_weights;
+  // Forward of one row a CTA with the whole row staged in shared memory, sm_90 and PTX 8.0: 1
+  // copies the row in by one bulk copy (cp.async.bulk, the TMA unit) that a single thread issues
+  // and every thread waits for on an mbarrier, instead of each thread's loads: no load
+  // instructions or registers a thread for the row. Only for 16-byte vectors and widths that are
+  // a multiple of them; elsewhere it stays off (chosen says which). Unset or 0: each thread loads.
+  std::optional<std::uint32_t> bulk_rows;
 };
 
 // Allowed knob values (validate() checks them):
@@ -115,7 +121,7 @@ struct NormKnobs {
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
 //   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1; early_weights 0 or 1
-//   (forward).
+//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0).
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
