@@ -54,7 +54,9 @@ struct Timing {
   int warmup = 10;     // calls before timing
   int warmup_ms = 25;  // then flushed calls, as timed, for at least this long
   FlushMethod flush = FlushMethod::Kernel;
-  bool default_stream = false;  // the legacy default stream instead of a stream of its own
+  // The legacy default stream, on which the peers' harness times torch (its current stream), or
+  // a stream of the bench's own.
+  bool default_stream = true;
 };
 
 // One shape of the suite; `bench` times its forward and its backward.
@@ -302,8 +304,8 @@ class BenchCommand : public Command {
                    "how the L2 is flushed before each repetition: kernel (16-byte stores, as "
                    "torch's zero_; default) or memset (the driver's)");
     sub.add_option("--stream", stream_,
-                   "own (a stream of its own; default) or default (the legacy default stream, "
-                   "torch's)");
+                   "default (the legacy default stream, torch's; default) or own (a stream of "
+                   "its own)");
   }
 
   int run() override {
@@ -493,7 +495,7 @@ class BenchCommand : public Command {
   std::string seed_ = "1";
   std::string device_ = "0";
   std::string flush_ = "kernel";
-  std::string stream_ = "own";
+  std::string stream_ = "default";
 };
 
 }  // namespace
