@@ -248,8 +248,9 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
 
-  const RowGroups groups{k, plan, cta.slot, batch};
   const Reg<U32> grid = k.nctaid_x();
+  RowGroups groups{k, plan, cta.slot, batch};
+  if (plan.blocked_rows) groups.blocked(grid);
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };

@@ -109,6 +109,7 @@ void validate(const NormSpec& spec) {
   check_choice(kn.row_nc, "row_nc", 1);
   check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.bulk_rows, "bulk_rows", 1);
+  check_choice(kn.row_order, "row_order", 1);
   if (kn.bulk_rows.value_or(0) == 1 &&
       (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{8, 0})) {
     throw Error(fmt::format(
@@ -253,6 +254,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
   }
   if (plan.persistent) {
+    out.chosen.row_order = plan.blocked_rows ? 1u : 0u;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }

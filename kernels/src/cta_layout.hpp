@@ -38,14 +38,36 @@ inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
 // Row group g of a CTA holds rows g·R + slot (R = rows a CTA). With R > 1 the last group can run
 // past the batch: those rows are masked, never returned early (group reductions need every
 // thread). Written once for the forward and the persistent row walks.
+//
+// Persistent CTAs walk g = ctaid, ctaid + grid, ... < count(). By default (row_order 0) that g is
+// the row group itself, so the CTAs work on neighbouring groups at once; with `blocked(grid)`
+// (row_order 1) CTA c takes a run of neighbouring groups instead, as many as it would have taken:
+// count = grid·q + r, CTA c starts at c·q + min(c, r), and the i-th g of CTA c is its start + i.
+// Past count() a g stays itself (a row past the batch, masked like any other).
 struct RowGroups {
   Kernel& k;
   const Plan& plan;
   Reg<U32> slot;
   Reg<U32> batch;
+  struct Runs {
+    Reg<U32> grid, count, each, longer;  // grid, count(), q and r
+  };
+  std::optional<Runs> runs = std::nullopt;
 
+  void blocked(Reg<U32> grid) {
+    const Reg<U32> n = count();
+    runs = Runs{grid, n, k.div(n, grid), k.rem(n, grid)};
+  }
+  Reg<U32> group(Reg<U32> g) const {
+    if (!runs) return g;
+    const Reg<U32> cta = k.rem(g, runs->grid);
+    const Reg<U32> start = k.mad(cta, runs->each, k.min(cta, runs->longer));
+    const Reg<U32> run = k.add(start, k.div(g, runs->grid));
+    return k.selp<U32>(run, g, k.setp(Cmp::Lt, g, runs->count));
+  }
   Reg<U32> row(Reg<U32> g) const {
-    return plan.rows_per_cta == 1 ? g : k.mad(g, plan.rows_per_cta, slot);
+    const Reg<U32> at = group(g);
+    return plan.rows_per_cta == 1 ? at : k.mad(at, plan.rows_per_cta, slot);
   }
   // The row is inside the batch (nullopt: always, one row a CTA and no group past the batch).
   std::optional<Pred> row_ok(Reg<U32> row) const {

@@ -39,7 +39,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
   // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
   // batch (it cannot return early: the group reduction needs every thread).
-  const RowGroups groups{k, plan, cta.slot, batch};
+  RowGroups groups{k, plan, cta.slot, batch};
+  if (plan.blocked_rows) groups.blocked(k.nctaid_x());
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };

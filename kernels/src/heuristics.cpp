@@ -387,6 +387,7 @@ Plan plan_norm(const NormSpec& spec) {
       p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
     }
   }
+  p.blocked_rows = p.persistent && kn.row_order.value_or(0) == 1;
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).

@@ -49,6 +49,7 @@ struct Plan {
   bool early_weights = false;     // forward: w, b of register chunks loaded with the row
   // Forward of one row a CTA, row all staged: one bulk copy (TMA) a row, waited for on an mbarrier.
   bool bulk_rows = false;
+  bool blocked_rows = false;  // persistent: each CTA a run of neighbouring row groups (row_order 1)
   // Backward in two launches: 0, or where the row step lets the reduce launch (1: after its
   // rows, 2: at its start; the reduce waits by griddepcontrol.wait).
   std::uint32_t overlap_reduce = 0;

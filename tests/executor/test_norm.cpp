@@ -525,6 +525,49 @@ TEST_CASE("rows copied in by one bulk copy (bulk_rows) give the same values", "[
   }
 }
 
+TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row once",
+          "[executor][norm]") {
+  // Persistent kernels only: the prefetching forward (one row a CTA, and several), the backward
+  // with partial rows, its ring, and in one launch (CTAs past the rows take none). Grids of 2 to
+  // 6 CTAs over batches that leave runs of unequal length, and fewer rows than CTAs.
+  struct Variant {
+    std::uint32_t prefetch_rows, threads, single;
+  };
+  const Variant variants[] = {{1, 0, 0}, {1, 8, 0}, {2, 0, 0}, {0, 0, 1}};
+  for (NormKind kind : kKinds) {
+    const bool backward = is_backward(kind);
+    for (DType dtype : kDtypes) {
+      for (const Variant& v : variants) {
+        if (!backward && v.single) continue;
+        for (std::uint32_t width : {61u, 1003u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs.row_order = 1;
+          spec.knobs.sm_count = 2;
+          if (v.prefetch_rows > 0 && (v.prefetch_rows < 2 || dtype != DType::F32)) {
+            spec.knobs.prefetch_rows = v.prefetch_rows;
+          }
+          if (!backward && !spec.knobs.prefetch_rows) continue;  // not persistent
+          if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
+          if (backward) spec.knobs.single_launch = v.single;
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
+                               << " threads " << v.threads << " single " << v.single << " width "
+                               << width);
+          BuiltNorm built;
+          try {
+            built = build_norm(spec);
+          } catch (const Error&) {
+            continue;  // a ring that this row does not fit (checked by the validate tests)
+          }
+          REQUIRE(built.chosen.row_order == 1u);
+          REQUIRE(built.ptx.find("rem.u32") != std::string::npos);
+          for (std::uint32_t batch : {1u, 3u, 7u, 26u})
+            run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
           "[executor][norm]") {
   // Forwards in each placement; backwards one row ahead in registers, through the ring, in one

@@ -198,7 +198,8 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   // The one-launch backward beyond the batches the runtime gives it (and forwards that load
   // their weights with the row); L2 policies on the rows and
   // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
-  // the row loads and the weights prefetched into L1); and with chunks read again from L2 instead
+  // the row loads and the weights prefetched into L1, persistent CTAs walking runs of rows); and
+  // with chunks read again from L2 instead
   // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
   // statistics in one pass, and the rows by plain loads instead of .nc; the staged rows of the
   // forwards by one bulk copy.
@@ -209,6 +210,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[1].l2_prefetch = 256;
   variants[1].weight_prefetch = 1;
   variants[1].overlap_reduce = 1;  // the reduce launched early (cuLaunchKernelEx)
+  variants[1].row_order = 1;       // persistent CTAs: a run of neighbouring rows each
   variants[2].l2_stream = 1;
   variants[2].staged_chunks = 0;
   variants[2].one_pass_stats = 1;

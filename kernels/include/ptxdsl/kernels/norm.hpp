@@ -109,6 +109,10 @@ struct NormKnobs {
   // instructions or registers a thread for the row. Only for 16-byte vectors and widths that are
   // a multiple of them; elsewhere it stays off (chosen says which). Unset or 0: each thread loads.
   std::optional<std::uint32_t> bulk_rows;
+  // Persistent kernels (every backward; forwards that prefetch rows): which rows a CTA walks.
+  // 0: rows ctaid, ctaid + grid, ... (the CTAs work on neighbouring rows at once); 1: a run of
+  // neighbouring rows each, as many as 0 gives it (the CTAs work on rows a run apart). Unset: 0.
+  std::optional<std::uint32_t> row_order;
 };
 
 // Allowed knob values (validate() checks them):
@@ -121,7 +125,7 @@ struct NormKnobs {
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
 //   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1; early_weights 0 or 1
-//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0).
+//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0); row_order 0 or 1.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
