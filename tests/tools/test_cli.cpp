@@ -242,7 +242,7 @@ TEST_CASE("with a driver, info, run and bench work", "[tools][gpu]") {
                            "run ln_bwd --batch 100 --width 1000 --dtype bf16 --seed 7",
                            "bench ln_fwd --batch 64 --width 1000 --dtype f16",
                            "bench rms_bwd --batch 64 --width 4096 --dtype bf16 --flush memset "
-                           "--stream default"}) {
+                           "--stream own"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 0);
