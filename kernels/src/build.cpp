@@ -51,6 +51,15 @@ void check_choice(std::optional<std::uint32_t> v, std::string_view name, std::ui
   throw Error(fmt::format("{} must be {}, got {}", name, allowed, *v));
 }
 
+// A knob that, set above 0, needs sm_90 and PTX `least` for the instructions it emits.
+void check_hopper_knob(const NormSpec& spec, std::optional<std::uint32_t> v, std::string_view name,
+                       PtxVersion least, std::string_view instructions) {
+  if (v.value_or(0) == 0 || (spec.arch >= Arch::Sm90 && spec.ptx_version >= least)) return;
+  throw Error(fmt::format("{} {} needs sm_90 and PTX {}.{} or newer ({}), got {} and PTX {}.{}",
+                          name, *v, least.major, least.minor, instructions, arch_name(spec.arch),
+                          spec.ptx_version.major, spec.ptx_version.minor));
+}
+
 }  // namespace
 
 void validate(const NormSpec& spec) {
@@ -110,19 +119,9 @@ void validate(const NormSpec& spec) {
   check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.bulk_rows, "bulk_rows", 1);
   check_choice(kn.row_order, "row_order", 1);
-  if (kn.bulk_rows.value_or(0) == 1 &&
-      (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{8, 0})) {
-    throw Error(fmt::format(
-        "bulk_rows 1 needs sm_90 and PTX 8.0 or newer (cp.async.bulk), got {} and PTX {}.{}",
-        arch_name(spec.arch), spec.ptx_version.major, spec.ptx_version.minor));
-  }
+  check_hopper_knob(spec, kn.bulk_rows, "bulk_rows", {8, 0}, "cp.async.bulk");
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
-  if (kn.overlap_reduce.value_or(0) > 0 &&
-      (spec.arch < Arch::Sm90 || spec.ptx_version < PtxVersion{7, 8})) {
-    throw Error(fmt::format(
-        "overlap_reduce {} needs sm_90 and PTX 7.8 or newer (griddepcontrol), got {} and PTX {}.{}",
-        *kn.overlap_reduce, arch_name(spec.arch), spec.ptx_version.major, spec.ptx_version.minor));
-  }
+  check_hopper_knob(spec, kn.overlap_reduce, "overlap_reduce", {7, 8}, "griddepcontrol");
   if (kn.reduce_slices && (*kn.reduce_slices > 32 || !std::has_single_bit(*kn.reduce_slices))) {
     throw Error(
         fmt::format("reduce_slices must be 1, 2, 4, 8, 16 or 32, got {}", *kn.reduce_slices));
