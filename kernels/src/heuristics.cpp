@@ -372,18 +372,20 @@ Plan plan_norm(const NormSpec& spec) {
     // threads, 55 when prefetching): cap them so that enough CTAs fit an SM. One CTA a row keeps
     // about 96 KB of row loads in flight an SM (Little's law: 12288-wide 16-bit rows ran 10% faster
     // at 4 CTAs of 32 registers than at 3 of 40; 16384-wide ones 1-3% slower at 4 than at 3). With
-    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster).
+    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster); so
+    // with the bulk copy, whose row is in flight without any thread's registers either.
+    const bool copied_in = p.async_staging || p.bulk_rows;
     const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
     const std::uint32_t by_shared =
         (shared_budget(spec.arch) + 4096) / (p.dynamic_shared_bytes(spec) + 1024);
     const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
     const std::uint32_t ctas = std::clamp<std::uint32_t>(
         kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(), 65536 / (p.block() * floor),
-                                          p.async_staging || p.bulk_rows ? by_shared : in_flight})),
+                                          copied_in ? by_shared : in_flight})),
         1, 16);
     // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is enough.
     const std::uint32_t cap = max_registers(p.block() * ctas);
-    if (p.async_staging || p.bulk_rows || cap < 40) {
+    if (copied_in || cap < 40) {
       p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
     }
   }
