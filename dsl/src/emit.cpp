@@ -92,6 +92,8 @@ std::string_view op_name(Op op) {
       return "mbarrier.try_wait.parity";
     case Op::FenceMbarrierInit:
       return "fence.mbarrier_init.release.cluster";
+    case Op::FenceGpu:
+      return "fence.acq_rel.gpu";
     case Op::CpAsyncBulk:
       return "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes";
     case Op::GridDepLaunch:
@@ -295,6 +297,7 @@ std::string mnemonic(const Instr& in) {
     case Op::MbarrierWait:
       return s + ".shared::cta.b64";
     case Op::FenceMbarrierInit:
+    case Op::FenceGpu:
     case Op::CpAsyncBulk:
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:

@@ -257,6 +257,19 @@ Reg<F32> Kernel::atom_add(GlobalPtr<F32> addr, Src<F32> v) {
   return d;
 }
 
+Reg<U32> Kernel::atom_add(GlobalPtr<U32> addr, Src<U32> v) {
+  Reg<U32> d = reg<U32>();
+  Instr in = make(Op::Atom, ScalarType::U32);
+  in.space = Space::Global;
+  in.ops = {def(d), address(addr), use(v)};
+  commit(std::move(in));
+  return d;
+}
+
+void Kernel::fence_gpu() {
+  commit(make(Op::FenceGpu, ScalarType::B32));
+}
+
 void Kernel::red_add(GlobalPtr<F32> addr, Src<F32> v) {
   Instr in = make(Op::Red, ScalarType::F32);
   in.space = Space::Global;

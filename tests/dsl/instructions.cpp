@@ -551,6 +551,8 @@ std::vector<Row> memory() {
       ROW("atom.global.add.f32 %f4, [%rd8+4], 0f3F800000;", k.atom_add(x.gp + 1, 1.0f)),
       ROW("red.global.add.f32 [%rd8], %f1;", k.red_add(x.gp, x.a)),
       ROW("red.global.add.f32 [%rd8+64], 0f40000000;", k.red_add(x.gp + 16, 2.0f)),
+      ROW("atom.global.add.u32 %r16, [%rd8+8], 1;", k.atom_add(x.gp.as<U32>() + 2, 1u)),
+      ROW("fence.acq_rel.gpu;", k.fence_gpu()),
   };
 }
 

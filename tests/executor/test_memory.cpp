@@ -150,6 +150,31 @@ TEST_CASE("atom and red add.f32", "[executor][memory]") {
   }
 }
 
+TEST_CASE("atom add.u32 hands out every ticket once, across CTAs on host threads",
+          "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("tickets");
+  auto counter = k.param_ptr<U32>("counter");
+  auto taken = k.param_ptr<U32>("taken");
+  // Each thread takes two tickets and marks them; a fence between them changes nothing here.
+  for (int i = 0; i < 2; ++i) {
+    const Reg<U32> ticket = k.atom_add(counter, 1u);
+    k.fence_gpu();
+    k.st(k.index(taken, ticket), k.add(k.tid_x(), 1u));
+  }
+  k.finalize();
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<std::uint32_t> c = {0}, t(6 * 64 * 2, 0);
+    CpuDevice dev;
+    ExecOptions opt;
+    opt.threads = threads;
+    dev.launch(k, {6, 64},
+               {dev.map<std::uint32_t>(c, "counter"), dev.map<std::uint32_t>(t, "taken")}, opt);
+    CHECK(c[0] == 6 * 64 * 2);
+    CHECK(std::count(t.begin(), t.end(), 0u) == 0);
+  }
+}
+
 namespace {
 
 std::string launch_error(const std::function<void(Kernel&)>& body, std::uint32_t threads,

@@ -324,6 +324,7 @@ class Decoder {
       case Op::CpAsyncCommit:
       case Op::GridDepLaunch:
       case Op::GridDepWait:
+      case Op::FenceGpu:
         break;
       case Op::CpAsyncWait:
         if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
@@ -357,6 +358,7 @@ class Decoder {
       case Op::CreatePolicy:
       case Op::GridDepLaunch:
       case Op::GridDepWait:
+      case Op::FenceGpu:
         return select_misc(in);
       case Op::Cvt:
       case Op::CvtPack:

@@ -258,6 +258,28 @@ void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
   });
 }
 
+// atom.global.add.u32, wrapping as PTX's does.
+void atom_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* base = c.row(in.src[0]);
+  const std::uint64_t* v = c.row(in.src[1]);
+  std::uint64_t* d = c.row(in.dst[0]);
+  each_lane(exec, [&](std::uint32_t l) {
+    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
+    std::byte* p = global_bytes(c, in, l, address, 4, true);
+    const auto add = static_cast<std::uint32_t>(v[l]);
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
+      std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
+      d[l] = ref.fetch_add(add, std::memory_order_relaxed);
+      return;
+    }
+    std::uint32_t old;
+    std::memcpy(&old, p, 4);
+    const std::uint32_t next = old + add;
+    std::memcpy(p, &next, 4);
+    d[l] = old;
+  });
+}
+
 void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const std::uint64_t* base = c.row(in.src[0]);
   const std::uint64_t* v = c.row(in.src[1]);
@@ -410,7 +432,9 @@ Handler select_memory(const Instr& in) {
       if (in.space == Space::Shared) return &st_shared;
       return nullptr;
     case Op::Atom:
-      return in.space == Space::Global && in.type == ScalarType::F32 ? &atom_global : nullptr;
+      if (in.space != Space::Global) return nullptr;
+      if (in.type == ScalarType::U32) return &atom_global_u32;
+      return in.type == ScalarType::F32 ? &atom_global : nullptr;
     case Op::Red:
       return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
     case Op::CpAsync:

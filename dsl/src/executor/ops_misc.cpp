@@ -1,3 +1,5 @@
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "numeric.hpp"
@@ -312,11 +314,18 @@ void create_policy(Ctx& c, const DInstr& in, std::uint32_t exec) {
 // and a wait finds its prior grid complete.
 void grid_dependency(Ctx&, const DInstr&, std::uint32_t) {}
 
+// fence.acq_rel.gpu: CTAs may run on several host threads, whose atomics it orders.
+void fence_gpu(Ctx&, const DInstr&, std::uint32_t) {
+  std::atomic_thread_fence(std::memory_order_acq_rel);
+}
+
 Handler select_misc(const Instr& in) {
   switch (in.op) {
     case Op::GridDepLaunch:
     case Op::GridDepWait:
       return &grid_dependency;
+    case Op::FenceGpu:
+      return &fence_gpu;
     case Op::CreatePolicy:
       return &create_policy;
     case Op::Mov:

@@ -53,6 +53,7 @@ enum class Op : std::uint8_t {
   MbarrierArrive,     // mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}
   MbarrierWait,       // mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity
   FenceMbarrierInit,  // fence.mbarrier_init.release.cluster
+  FenceGpu,           // fence.acq_rel.gpu
   CpAsyncBulk,    // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [d], [s], n,
                   // [bar]
   GridDepLaunch,  // griddepcontrol.launch_dependents

@@ -393,6 +393,11 @@ class Kernel {
   // `atom.global.add.f32` returns the old value; `red.global.add.f32` does not.
   Reg<F32> atom_add(GlobalPtr<F32> addr, Src<F32> v);
   void red_add(GlobalPtr<F32> addr, Src<F32> v);
+  // `atom.global.add.u32`: a ticket from a counter that CTAs share (dynamic work assignment).
+  Reg<U32> atom_add(GlobalPtr<U32> addr, Src<U32> v);
+  // `fence.acq_rel.gpu`: this thread's memory accesses before it are ordered before those after
+  // it for every thread of the GPU (a CTA announcing it is done with a shared counter).
+  void fence_gpu();
 
   // ---- asynchronous copies, global to shared (cp.async, sm_80 and later) ----
   // `bytes` (4, 8 or 16) from `src` to `dst`, both aligned to `bytes`; nothing waits for it. The
