@@ -545,6 +545,16 @@ void Kernel::for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
   bind(end);
 }
 
+void Kernel::while_(const std::function<Pred()>& cond, const std::function<void()>& body) {
+  Label top = label("while");
+  Label end = label("while_end");
+  bind(top);
+  bra_if(cond(), end, /*negate=*/true);
+  body();
+  bra(top);
+  bind(end);
+}
+
 void Kernel::require_threads(std::uint32_t x) {
   if (finalized_) fail("require_threads", "called after finalize");
   if (x == 0 || x > 1024)

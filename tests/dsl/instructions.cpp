@@ -741,6 +741,14 @@ std::vector<Row> control_flow() {
           "bra $L__loop_0;\n"
           "$L__loop_end_1:",
           k.for_range(x.u[1], 1024u, x.u[2], [](Reg<U32>) {})),
+      ROW("$L__while_0:\n"
+          "setp.lt.u32 %p3, %r1, 100;\n"
+          "@!%p3 bra $L__while_end_1;\n"
+          "add.u32 %r1, %r1, %r2;\n"
+          "bra $L__while_0;\n"
+          "$L__while_end_1:",
+          k.while_([&] { return k.setp(Cmp::Lt, x.u[0], 100u); },
+                   [&] { k.add(x.u[0], x.u[0], x.u[1]); })),
   };
 }
 

@@ -66,6 +66,29 @@ TEST_CASE("loops with per-thread trip counts reconverge; guarded ret exits some 
   }
 }
 
+TEST_CASE("while_ loops until its condition fails, per thread", "[executor][control]") {
+  Module m;
+  Kernel& k = m.kernel("collatz");
+  auto out = k.param_ptr<U32>("out");
+  const Reg<U32> t = k.tid_x();
+  Reg<U32> n = k.add(t, 1u);
+  Reg<U32> steps = k.mov<U32>(0u);
+  k.while_([&] { return k.setp(Cmp::Ne, n, 1u); },
+           [&] {
+             const Reg<U32> half = k.shr(n, 1u);
+             const Reg<U32> triple = k.add(k.mul(n, 3u), 1u);
+             k.mov(n, k.selp<U32>(triple, half, k.setp(Cmp::Ne, k.and_(n, 1u), 0u)));
+             k.add(steps, steps, 1u);
+           });
+  k.st(k.index(out, t), steps);
+  const auto got = run_out(k, 1, 32);
+  for (std::uint32_t i = 0; i < 32; ++i) {
+    std::uint32_t v = i + 1, want = 0;
+    for (; v != 1; ++want) v = v % 2 ? 3 * v + 1 : v / 2;
+    CHECK(got[i] == want);
+  }
+}
+
 TEST_CASE("shfl.sync up/down/bfly/idx with segments and clamping", "[executor][shfl]") {
   for (std::uint32_t width : {32u, 16u, 8u, 4u, 1u}) {
     Module m;

@@ -572,6 +572,9 @@ class Kernel {
   // for (i = lo; i < hi; i += step) with run-time bounds, unsigned compare.
   void for_range(Src<U32> lo, Src<U32> hi, Src<U32> step,
                  const std::function<void(Reg<U32>)>& body);
+  // while (cond()) body(): `cond` emits the test at the top of every trip; the body updates the
+  // registers it reads (op(d, a, b) or mov(d, a) into them).
+  void while_(const std::function<Pred()>& cond, const std::function<void()>& body);
 
   // ---- kernel attributes and contract ----
   void require_threads(std::uint32_t x);  // .reqntid x, 1, 1
