@@ -194,6 +194,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     partials.push_back(param_dptr(k, "partial_dw", DType::F32));
     if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
   }
+  std::optional<GlobalPtr<U32>> row_counter;
+  if (plan.ticketed_rows) row_counter = k.param_ptr<U32>("row_counter");
   const Reg<U32> batch = k.param<U32>("batch");
   const Reg<U32> stride = k.param<U32>("stride");
 
@@ -251,6 +253,13 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<U32> grid = k.nctaid_x();
   RowGroups groups{k, plan, cta.slot, batch};
   if (plan.blocked_rows) groups.blocked(grid);
+  // Row groups from a counter: the current one and those whose rows are in flight are known.
+  std::optional<RowTickets> tickets;
+  if (plan.ticketed_rows) {
+    const std::uint32_t in_flight = plan.ring ? plan.ring_rows : plan.prefetch ? 1 : 0;
+    tickets.emplace(k, *row_counter, k.shared_array<U32>("tickets", 2), cta.tid, cta_id, grid,
+                    in_flight);
+  }
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };
@@ -289,8 +298,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     dyt.use_ring(k, x_ring + slots, 2 * slots, plan.ring_rows);
   }
   std::vector<Raw> stats;
-  RowsAhead ahead(plan, lanes, groups, grid, {&xt, &dyt},
-                  [&](std::size_t t, Reg<U32> row) { return thread_row(t == 0 ? x : dy, row); });
+  RowsAhead ahead(
+      plan, lanes, groups, grid, {&xt, &dyt},
+      [&](std::size_t t, Reg<U32> row) { return thread_row(t == 0 ? x : dy, row); },
+      tickets ? &*tickets : nullptr);
   if (plan.prefetch) {
     // The first row's chunks and statistics load before the loop; each iteration then loads the
     // next row's while it works on the current one.
@@ -300,7 +311,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     stats = load_stats(first_row, ok);
   }
 
-  k.for_range(cta_id, groups.count(), grid, [&](Reg<U32> g) {
+  const auto walk = [&](const std::function<void(Reg<U32>)>& body) {
+    if (tickets) {
+      tickets->for_each(k, groups.count(), body);
+    } else {
+      k.for_range(cta_id, groups.count(), grid, body);
+    }
+  };
+  walk([&](Reg<U32> g) {
+    if (tickets) tickets->take(k);
     const Reg<U32> row = groups.row(g);
     const std::optional<Pred> row_ok = groups.row_ok(row);
     const RowMasks masks(k, lanes, row_ok);
@@ -308,7 +327,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     std::vector<Raw> stats_ahead;
     if (plan.prefetch) {
       // Past the batch nothing loads; the loop ends before those values are used.
-      const Reg<U32> next_row = groups.row(k.add(g, grid));
+      const Reg<U32> next_row = groups.row(ahead.group_ahead(k, g, 1));
       const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
       ahead.issue(k, g, std::pair{next_row, next_ok});
       stats_ahead = load_stats(next_row, next_ok);
@@ -368,7 +387,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     std::vector<Reg<F32>> sums{sum_xg.value()};
     if (ln) sums.push_back(sum_g.value());
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
+    // The next ticket reaches the CTA through the group reduce's barrier (or one of its own).
+    if (tickets) tickets->post(k);
     const auto total = group_reduce(k, sums, ReduceOp::Sum, T, plan.block(), cta.tid, cur);
+    if (tickets && T <= 32) k.bar_sync(0);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
     std::optional<Reg<F32>> c2;
     if (ln) c2 = k.mul(total[1], inv_width);
@@ -388,12 +410,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
+    // Last: `g` (and `row`) are the current group's registers until here.
+    if (tickets) tickets->receive(k);
     if (plan.prefetch) {
       ahead.advance(k);
       for (std::size_t i = 0; i < stats.size(); ++i) assign(k, stats[i], stats_ahead[i]);
     }
   });
 
+  if (tickets) tickets->finish(k);
   if (plan.overlap_reduce == 1) k.griddep_launch_dependents();
   if (plan.single_launch) {
     column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});

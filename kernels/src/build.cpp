@@ -118,7 +118,7 @@ void validate(const NormSpec& spec) {
   check_choice(kn.row_nc, "row_nc", 1);
   check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.bulk_rows, "bulk_rows", 1);
-  check_choice(kn.row_order, "row_order", 1);
+  check_choice(kn.row_order, "row_order", 2);
   check_hopper_knob(spec, kn.bulk_rows, "bulk_rows", {8, 0}, "cp.async.bulk");
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
   check_hopper_knob(spec, kn.overlap_reduce, "overlap_reduce", {7, 8}, "griddepcontrol");
@@ -223,13 +223,17 @@ std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
   return steps[0].grid.grid(batch, spec.width);
 }
 
+std::uint64_t BuiltNorm::partial_dw_offset() const {
+  return ticketed_rows ? kRowCounterBytes : 0;
+}
+
 std::uint64_t BuiltNorm::partial_db_offset(std::uint32_t batch) const {
-  return static_cast<std::uint64_t>(partial_rows(batch)) * partial_pitch * 4;
+  return partial_dw_offset() + static_cast<std::uint64_t>(partial_rows(batch)) * partial_pitch * 4;
 }
 
 std::uint64_t BuiltNorm::workspace_bytes(std::uint32_t batch) const {
   const std::uint64_t tensors = spec.kind == NormKind::LayerNormBwd ? 2 : 1;
-  return partial_db_offset(batch) * tensors;
+  return partial_dw_offset() + (partial_db_offset(batch) - partial_dw_offset()) * tensors;
 }
 
 BuiltNorm build_norm(const NormSpec& spec) {
@@ -245,6 +249,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
       out.partial_pitch = detail::partial_pitch(spec.width);
     }
     out.chosen.single_launch = plan.single_launch ? 1u : 0u;
+    out.ticketed_rows = plan.ticketed_rows;
     out.chosen.overlap_reduce = plan.overlap_reduce;
     if (!plan.single_launch) out.chosen.reduce_slices = plan.reduce_slices;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
@@ -253,7 +258,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
   }
   if (plan.persistent) {
-    out.chosen.row_order = plan.blocked_rows ? 1u : 0u;
+    out.chosen.row_order = plan.ticketed_rows ? 2u : plan.blocked_rows ? 1u : 0u;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }

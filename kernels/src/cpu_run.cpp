@@ -15,8 +15,14 @@ CpuNormRun run_norm_on_cpu(const BuiltNorm& built, CpuDevice& dev,
   const std::uint64_t workspace = built.workspace_bytes(batch);
   if (workspace > 0 && buffers.count("partial_dw") == 0) {
     const DevicePtr base = dev.alloc(std::max<std::uint64_t>(workspace, 4), "workspace");
-    buffers["partial_dw"] = base;
+    buffers["partial_dw"] = base + static_cast<std::int64_t>(built.partial_dw_offset());
     buffers["partial_db"] = base + static_cast<std::int64_t>(built.partial_db_offset(batch));
+    if (built.ticketed_rows) {
+      // Zero before the first launch, as the host must; the partial rows stay poisoned.
+      const std::uint32_t zeros[4] = {};
+      dev.write(base, std::span<const std::uint32_t>(zeros));
+      buffers["row_counter"] = base;
+    }
   }
   const std::map<std::string, Arg> scalars{{"batch", Arg(batch)},
                                            {"stride", Arg(stride)},

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cta_layout.hpp"
+#include "row_tickets.hpp"
 #include "row_tile.hpp"
 
 // Persistent CTAs walk row groups g = first, first + grid, ... with the rows ahead already in
@@ -19,8 +20,12 @@ namespace ptxdsl::kernels::detail {
 class RowsAhead {
  public:
   // `row_at(t, row)`: tile t's address for this thread in `row`.
+  // `tickets`: the CTA takes its groups from a counter (row_order 2), which says the ones ahead.
   RowsAhead(const Plan& plan, const RowLanes& lanes, const RowGroups& groups, Reg<U32> grid,
-            std::vector<RowTile*> tiles, std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at);
+            std::vector<RowTile*> tiles, std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at,
+            const RowTickets* tickets = nullptr);
+  // The group i ahead of g (i ≤ the rows in flight).
+  Reg<U32> group_ahead(Kernel& k, Reg<U32> g, std::uint32_t i) const;
 
   // Before the loop: the first row group's row `first_row` (masked by `first`) on its way; with
   // the ring the second group's too, and the first one moved into registers.
@@ -40,6 +45,7 @@ class RowsAhead {
   Reg<U32> grid_;
   std::vector<RowTile*> tiles_;
   std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at_;
+  const RowTickets* tickets_;
   std::vector<std::vector<ChunkLoad>> ahead_;  // per tile: the next row's register loads
 
   // Every tile's register chunks of `row` into the ring's next buffer, as one cp.async group.

@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "driver_api.hpp"
 #include "ptxdsl/runtime/launch.hpp"
+#include "ptxdsl/runtime/memory.hpp"
 
 namespace ptxdsl::runtime {
 
@@ -28,13 +30,14 @@ enum class Bind : std::uint8_t {
   Dw,
   Db,
   PartialDw,
-  PartialDb,  // pointers
+  PartialDb,
+  RowCounter,  // pointers
   Batch,
   Stride,
   PartialRows,
   Eps,
 };
-constexpr int kPointerBinds = 12;
+constexpr int kPointerBinds = 13;
 
 struct BindName {
   std::string_view name;
@@ -54,6 +57,7 @@ constexpr BindName kBindNames[] = {
     {"partial_dw", Bind::PartialDw},
     {"partials", Bind::PartialDw},
     {"partial_db", Bind::PartialDb},
+    {"row_counter", Bind::RowCounter},
     {"batch", Bind::Batch},
     {"stride", Bind::Stride},
     {"partial_rows", Bind::PartialRows},
@@ -194,8 +198,12 @@ class NormPair {
 
   void set_eps(float eps) { values_.eps = eps; }
 
-  // Binds the partial sums: the caller's workspace, or the object's own, grown as needed.
-  void bind_workspace(bool backward, const Variant& v, std::uint32_t batch, const Workspace& ws) {
+  // Binds the partial sums (and the row counter): the caller's workspace, or the object's own,
+  // grown as needed. The object's own counter is zeroed when allocated and every launch leaves it
+  // zero; a caller's workspace may hold anything between calls, so its counter is zeroed on the
+  // stream before each launch.
+  void bind_workspace(bool backward, const Variant& v, std::uint32_t batch, const Workspace& ws,
+                      StreamRef stream) {
     const std::uint64_t need = v.built.workspace_bytes(batch);
     std::uint64_t base = ws.address;
     if (base != 0) {
@@ -205,11 +213,19 @@ class NormPair {
                          "{} bytes, 16-byte aligned (workspace_bytes(batch) says how many)",
                          base, ws.bytes, batch, need));
       }
+      if (v.built.ticketed_rows) {
+        // Not fill_u32: on the legacy stream it waits for the fill, and this must not wait.
+        detail::make_current(ctx_.handle());
+        PTXDSL_CU_CHECK(
+            [&] { return fmt::format("zeroing the row counter of the workspace at 0x{:x}", base); },
+            cuMemsetD32Async, base, 0u, kernels::BuiltNorm::kRowCounterBytes / 4, stream.handle());
+      }
     } else {
       if (owned_.bytes() < need) grow(need);
       base = owned_.address();
     }
-    values_.pointers[static_cast<int>(Bind::PartialDw)] = base;
+    values_.pointers[static_cast<int>(Bind::RowCounter)] = base;
+    values_.pointers[static_cast<int>(Bind::PartialDw)] = base + v.built.partial_dw_offset();
     values_.pointers[static_cast<int>(Bind::PartialDb)] = base + v.built.partial_db_offset(batch);
     values_.partial_rows = v.built.partial_rows(batch);
   }
@@ -304,6 +320,8 @@ class NormPair {
     const std::uint64_t rounded = (need + (1u << 20) - 1) & ~std::uint64_t{(1u << 20) - 1};
     owned_ = DeviceBuffer<std::byte>();
     owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
+    // The row counter (row_order 2) starts at zero; the launches leave it so.
+    fill_u32(ctx_, owned_.address(), 0u, kernels::BuiltNorm::kRowCounterBytes / 4);
   }
 
   // Each direction comes as two variants picked per batch unless the options fix the knob: the
@@ -456,7 +474,7 @@ void LayerNorm::backward(const LayerNormBackwardArgs& a) {
   };
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
   const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
-  impl_->bind_workspace(true, v, a.batch, a.workspace);
+  impl_->bind_workspace(true, v, a.batch, a.workspace, a.stream);
   impl_->launch_steps(v, a.batch, a.stream);
 }
 
@@ -522,7 +540,7 @@ void RmsNorm::backward(const RmsNormBackwardArgs& a) {
   };
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
   const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
-  impl_->bind_workspace(true, v, a.batch, a.workspace);
+  impl_->bind_workspace(true, v, a.batch, a.workspace, a.stream);
   impl_->launch_steps(v, a.batch, a.stream);
 }
 

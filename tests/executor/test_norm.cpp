@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -139,8 +140,11 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
 
 // Runs every step of `built` for one batch and checks every output.
 // `x_offset` moves every x (rows far from zero test the statistics' precision).
+// `launches` > 1 runs the norm again on the same workspace, outputs poisoned again each time, on
+// `threads` host threads: a kernel whose rows come from a counter (row_order 2) must leave it at
+// zero for the next launch.
 void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride,
-               float x_offset = 0.0f) {
+               float x_offset = 0.0f, std::uint32_t launches = 1, unsigned threads = 1) {
   const NormSpec& spec = built.spec;
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
@@ -165,23 +169,45 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   upload("dy", in.dy);
   const std::size_t rows = static_cast<std::size_t>(batch) * stride;
   const std::vector<Output> outs = expected_outputs(spec, in, rows, dev, ptrs);
-  for (const Output& o : outs) {
-    // NaN in every format (0xFF bytes), so an element the kernel never wrote fails the check.
-    ptrs[o.name] =
-        dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name, 0xFF);
+  if (built.ticketed_rows) {
+    // The host's part: a workspace whose row counter is zero (the partial rows poisoned).
+    const DevicePtr ws = dev.alloc(built.workspace_bytes(batch), "workspace", 0xFF);
+    dev.write(ws, std::span<const std::uint32_t>(std::array<std::uint32_t, 4>{}));
+    ptrs["row_counter"] = ws;
+    ptrs["partial_dw"] = ws + static_cast<std::int64_t>(built.partial_dw_offset());
+    ptrs["partial_db"] = ws + static_cast<std::int64_t>(built.partial_db_offset(batch));
   }
-  const CpuNormRun run = run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps);
-  Totals& t = totals();
-  t.launches += run.launches;
-  t.lane_instructions += run.lane_instructions;
-  t.warp_instructions += run.warp_instructions;
-  t.seconds += run.seconds;
-  for (const Output& o : outs) {
-    const auto bytes = dev.download<std::byte>(
-        ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
-    std::vector<float> got = to_floats(bytes, o.dtype, o.count);
-    if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
-    check(o, got);
+  ExecOptions options;
+  options.threads = threads;
+  for (std::uint32_t launch = 0; launch < launches; ++launch) {
+    INFO("launch " << launch);
+    for (const Output& o : outs) {
+      // NaN in every format (0xFF bytes), so an element the kernel never wrote fails the check.
+      const std::size_t bytes = o.count * static_cast<std::size_t>(dtype_bytes(o.dtype));
+      if (launch == 0) {
+        ptrs[o.name] = dev.alloc(bytes, o.name, 0xFF);
+      } else {
+        dev.write(ptrs.at(o.name),
+                  std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{0xFF})));
+      }
+    }
+    const CpuNormRun run = run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
+    Totals& t = totals();
+    t.launches += run.launches;
+    t.lane_instructions += run.lane_instructions;
+    t.warp_instructions += run.warp_instructions;
+    t.seconds += run.seconds;
+    for (const Output& o : outs) {
+      const auto bytes = dev.download<std::byte>(
+          ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
+      std::vector<float> got = to_floats(bytes, o.dtype, o.count);
+      if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
+      check(o, got);
+    }
+    if (built.ticketed_rows) {
+      const auto counter = dev.download<std::uint32_t>(ptrs.at("row_counter"), 4);
+      CHECK(counter == std::vector<std::uint32_t>(4, 0u));
+    }
   }
 }
 
@@ -566,6 +592,53 @@ TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row 
       }
     }
   }
+}
+
+TEST_CASE("CTAs taking rows from a counter (row_order 2) cover every row once, launch after launch",
+          "[executor][norm]") {
+  // Backwards with partial rows: one row ahead in registers, several rows a CTA (no CTA-wide
+  // reduce: a barrier of its own passes the ticket), the ring, and staged rows; on 1 and 3 host
+  // threads, so that CTAs race for the tickets. Grids of 2 CTAs, batches below and above them.
+  struct Variant {
+    std::uint32_t prefetch_rows, threads, staged;
+  };
+  const Variant variants[] = {{1, 0, 9}, {1, 8, 9}, {2, 0, 9}, {0, 0, 9}, {1, 0, 4}};
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (const Variant& v : variants) {
+        for (std::uint32_t width : {61u, 1003u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs.row_order = 2;
+          spec.knobs.sm_count = 2;
+          spec.knobs.single_launch = 0;
+          spec.knobs.prefetch_rows = v.prefetch_rows;
+          if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
+          if (v.staged < 9) spec.knobs.register_chunks = 0;
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
+                               << " threads " << v.threads << " staged " << v.staged << " width "
+                               << width);
+          BuiltNorm built;
+          try {
+            built = build_norm(spec);
+          } catch (const Error&) {
+            continue;  // a ring that this row does not fit (checked by the validate tests)
+          }
+          REQUIRE(built.ticketed_rows);
+          REQUIRE(built.chosen.row_order == 2u);
+          REQUIRE(built.ptx.find("atom.global.add.u32") != std::string::npos);
+          for (std::uint32_t batch : {1u, 3u, 26u}) {
+            run_batch(built, batch, (width + 7) / 8 * 8, 0.0f, 2, batch == 26 ? 3u : 1u);
+          }
+        }
+      }
+    }
+  }
+  // Elsewhere the knob changes nothing: forwards and the one launch walk as row_order 0.
+  NormSpec single = spec_of(NormKind::RmsNormBwd, DType::F16, 1003);
+  single.knobs.row_order = 2;
+  single.knobs.single_launch = 1;
+  CHECK_FALSE(build_norm(single).ticketed_rows);
+  CHECK(build_norm(single).chosen.row_order == 0u);
 }
 
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",

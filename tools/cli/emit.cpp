@@ -115,15 +115,20 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   j.key("workspace").begin_object();
   j.field("element", "f32");
   j.field("partial_pitch", built.partial_pitch);
-  j.field(
-      "layout",
-      is_backward(s.kind)
-          ? "partial_rows(batch) = the first step's grid; partial_dw at byte 0, rows "
-            "partial_pitch floats apart; partial_db (ln_bwd) at partial_rows * partial_pitch * 4"
-          : "none: the forward needs no workspace");
+  j.field("layout",
+          !is_backward(s.kind) ? "none: the forward needs no workspace"
+          : built.ticketed_rows
+              ? "row_counter: 16 bytes at byte 0, zero before the first launch (each launch "
+                "leaves it zero); partial_rows(batch) = the first step's grid; partial_dw at "
+                "byte 16, rows partial_pitch floats apart; partial_db (ln_bwd) at 16 + "
+                "partial_rows * partial_pitch * 4"
+              : "partial_rows(batch) = the first step's grid; partial_dw at byte 0, rows "
+                "partial_pitch floats apart; partial_db (ln_bwd) at partial_rows * partial_pitch "
+                "* 4");
   if (batch) {
     j.field("batch", *batch);
     j.field("partial_rows", built.partial_rows(*batch));
+    j.field("partial_dw_offset", built.partial_dw_offset());
     j.field("partial_db_offset", built.partial_db_offset(*batch));
     j.field("bytes", built.workspace_bytes(*batch));
   }

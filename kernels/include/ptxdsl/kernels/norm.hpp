@@ -111,7 +111,10 @@ struct NormKnobs {
   std::optional<std::uint32_t> bulk_rows;
   // Persistent kernels (every backward; forwards that prefetch rows): which rows a CTA walks.
   // 0: rows ctaid, ctaid + grid, ... (the CTAs work on neighbouring rows at once); 1: a run of
-  // neighbouring rows each, as many as 0 gives it (the CTAs work on rows a run apart). Unset: 0.
+  // neighbouring rows each, as many as 0 gives it (the CTAs work on rows a run apart); 2
+  // (backward with partial rows; elsewhere 0): after its first rows each CTA takes the next one
+  // from a counter in the workspace, so CTAs that move rows faster take more. dw and db then add
+  // up each CTA's rows in an order that varies run to run (within f32 rounding). Unset: 0.
   std::optional<std::uint32_t> row_order;
 };
 
@@ -125,7 +128,7 @@ struct NormKnobs {
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
 //   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1; early_weights 0 or 1
-//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0); row_order 0 or 1.
+//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0); row_order 0, 1 or 2.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
@@ -190,8 +193,8 @@ struct LaunchStep {
 };
 
 // What `build_norm` produces. Parameter names are fixed across the family (x, w, b, y, mean, rstd,
-// dy, dx, dw, db, partial_dw, partial_db, batch, stride, eps, partial_rows), so a host binds by
-// name; docs/kernels.md lists each entry's parameters in order.
+// dy, dx, dw, db, partial_dw, partial_db, row_counter, batch, stride, eps, partial_rows), so a host
+// binds by name; docs/kernels.md lists each entry's parameters in order.
 struct BuiltNorm {
   NormSpec spec;
   std::string ptx;
@@ -204,9 +207,16 @@ struct BuiltNorm {
   // Backward: f32 elements from one partial row to the next (the width rounded up to 4); 0 for
   // the one-launch backward, which has no partial rows.
   std::uint32_t partial_pitch = 0;
-  // f32 scratch the backward needs for `batch` rows (partial dw/db rows); 0 for the forward.
-  // Layout: partial_dw at byte 0, partial_db (layer norm) at partial_db_offset(batch).
+  // Backward whose CTAs take rows from a counter (row_order 2): its kernel has a `row_counter`
+  // parameter, the first kRowCounterBytes of the workspace, which must be zero before its first
+  // launch; every launch leaves them zero again (at every batch: they do not move).
+  bool ticketed_rows = false;
+  static constexpr std::uint64_t kRowCounterBytes = 16;
+  // Scratch the backward needs for `batch` rows (the row counter, f32 partial dw/db rows); 0 for
+  // the forward. Layout: the row counter at byte 0 (ticketed_rows), partial_dw at
+  // partial_dw_offset(), partial_db (layer norm) at partial_db_offset(batch).
   std::uint64_t workspace_bytes(std::uint32_t batch) const;
+  std::uint64_t partial_dw_offset() const;
   std::uint32_t partial_rows(std::uint32_t batch) const;  // backward: rows of partials used
   std::uint64_t partial_db_offset(std::uint32_t batch) const;
 };
