@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <ptxdsl/dsl/executor.hpp>
@@ -551,6 +552,19 @@ TEST_CASE("rows copied in by one bulk copy (bulk_rows) give the same values", "[
   }
 }
 
+namespace {
+
+// A ring that this row does not fit is refused (the validate tests check how): nullopt.
+std::optional<BuiltNorm> build_if_it_fits(const NormSpec& spec) {
+  try {
+    return build_norm(spec);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row once",
           "[executor][norm]") {
   // Persistent kernels only: the prefetching forward (one row a CTA, and several), the backward
@@ -578,12 +592,9 @@ TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row 
           INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
                                << " threads " << v.threads << " single " << v.single << " width "
                                << width);
-          BuiltNorm built;
-          try {
-            built = build_norm(spec);
-          } catch (const Error&) {
-            continue;  // a ring that this row does not fit (checked by the validate tests)
-          }
+          const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
+          if (!fits) continue;
+          const BuiltNorm& built = *fits;
           REQUIRE(built.chosen.row_order == 1u);
           REQUIRE(built.ptx.find("rem.u32") != std::string::npos);
           for (std::uint32_t batch : {1u, 3u, 7u, 26u})
@@ -617,12 +628,9 @@ TEST_CASE("CTAs taking rows from a counter (row_order 2) cover every row once, l
           INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
                                << " threads " << v.threads << " staged " << v.staged << " width "
                                << width);
-          BuiltNorm built;
-          try {
-            built = build_norm(spec);
-          } catch (const Error&) {
-            continue;  // a ring that this row does not fit (checked by the validate tests)
-          }
+          const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
+          if (!fits) continue;
+          const BuiltNorm& built = *fits;
           REQUIRE(built.ticketed_rows);
           REQUIRE(built.chosen.row_order == 2u);
           REQUIRE(built.ptx.find("atom.global.add.u32") != std::string::npos);

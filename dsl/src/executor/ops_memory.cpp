@@ -247,37 +247,38 @@ float atomic_add_f32(std::byte* p, float v) {
   return f32_of(old);
 }
 
-void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+// atom.global.add.u32, wrapping as PTX's does.
+std::uint32_t atomic_add_u32(std::byte* p, std::uint32_t v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
+    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
+    return ref.fetch_add(v, std::memory_order_relaxed);
+  }
+  std::uint32_t old;
+  std::memcpy(&old, p, 4);
+  const std::uint32_t next = old + v;
+  std::memcpy(p, &next, 4);
+  return old;
+}
+
+// atom.global.add: every lane's old value, by `add(bytes, value bits)`.
+template <typename Add>
+void atom_lanes(Ctx& c, const DInstr& in, std::uint32_t exec, Add add) {
   const std::uint64_t* base = c.row(in.src[0]);
   const std::uint64_t* v = c.row(in.src[1]);
   std::uint64_t* d = c.row(in.dst[0]);
   each_lane(exec, [&](std::uint32_t l) {
     const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
-    std::byte* p = global_bytes(c, in, l, address, 4, true);
-    d[l] = bits_of(atomic_add_f32(p, f32_of(v[l])));
+    d[l] = add(global_bytes(c, in, l, address, 4, true), static_cast<std::uint32_t>(v[l]));
   });
 }
 
-// atom.global.add.u32, wrapping as PTX's does.
+void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  atom_lanes(c, in, exec,
+             [](std::byte* p, std::uint32_t v) { return bits_of(atomic_add_f32(p, f32_of(v))); });
+}
+
 void atom_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
-  const std::uint64_t* base = c.row(in.src[0]);
-  const std::uint64_t* v = c.row(in.src[1]);
-  std::uint64_t* d = c.row(in.dst[0]);
-  each_lane(exec, [&](std::uint32_t l) {
-    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
-    std::byte* p = global_bytes(c, in, l, address, 4, true);
-    const auto add = static_cast<std::uint32_t>(v[l]);
-    if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
-      std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
-      d[l] = ref.fetch_add(add, std::memory_order_relaxed);
-      return;
-    }
-    std::uint32_t old;
-    std::memcpy(&old, p, 4);
-    const std::uint32_t next = old + add;
-    std::memcpy(p, &next, 4);
-    d[l] = old;
-  });
+  atom_lanes(c, in, exec, &atomic_add_u32);
 }
 
 void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
