@@ -474,6 +474,51 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   CHECK(tuned_m.violations == 0);
 }
 
+TEST_CASE("rows from a counter (row_order 2) in a caller's workspace that holds garbage",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  // The runtime zeroes the counter of a caller's workspace before each call: dx (which does not
+  // depend on the order rows are taken in) comes out as with the object's own workspace.
+  constexpr std::uint32_t kWidth = 4096, kBatch = 1500;
+  NormOptions options;
+  options.knobs.row_order = 2;
+  options.knobs.single_launch = 0;
+  RmsNorm rms(ctx, DType::BF16, DType::BF16, kWidth, options);
+  const std::size_t n = std::size_t{kBatch} * kWidth;
+  test::DeviceArray x(ctx, n, DType::BF16), dy(ctx, n, DType::BF16), dx(ctx, n, DType::BF16);
+  test::DeviceArray w(ctx, kWidth, DType::BF16), dw(ctx, kWidth, DType::BF16);
+  test::DeviceArray rstd(ctx, kBatch, DType::F32);
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>((i * 7919) % 1013) / 1013.0f;
+  x.upload_floats(ctx, values);
+  std::reverse(values.begin(), values.end());
+  dy.upload_floats(ctx, values);
+  w.upload_floats(ctx, std::vector<float>(kWidth, 1.5f));
+  rstd.upload_floats(ctx, std::vector<float>(kBatch, 0.75f));
+  const std::uint64_t need = rms.workspace_bytes(kBatch);
+  test::DeviceArray workspace(ctx, need / 4, DType::F32);
+  RmsNormBackwardArgs args{.dy = dy.view(),
+                           .x = x.view(),
+                           .w = w.view(),
+                           .rstd = rstd.view(),
+                           .dx = dx.view(),
+                           .dw = dw.view(),
+                           .batch = kBatch};
+  dx.poison(ctx, nullptr);
+  rms.backward(args);
+  ctx.synchronize();
+  const std::vector<std::byte> own = dx.download_bytes(ctx);
+  args.workspace = {workspace.address, need};
+  for (int call = 0; call < 3; ++call) {
+    INFO("call " << call);
+    fill_u32(ctx, workspace.address, 0xDEADBEEFu, need / 4);  // what another user left there
+    dx.poison(ctx, nullptr);
+    rms.backward(args);
+    ctx.synchronize();
+    CHECK(dx.download_bytes(ctx) == own);
+  }
+}
+
 TEST_CASE("a norm call costs the host within 1 us of a bare cuLaunchKernel",
           "[runtime][gpu][perf]") {
   PTXDSL_REQUIRE_GPU(ctx);
