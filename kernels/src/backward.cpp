@@ -257,8 +257,14 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   std::optional<RowTickets> tickets;
   if (plan.ticketed_rows) {
     const std::uint32_t in_flight = plan.ring ? plan.ring_rows : plan.prefetch ? 1 : 0;
+    // row_order 3: the fixed walk for all but the last quarter of each CTA's rounds.
+    Reg<U32> fixed = k.mov<U32>(in_flight + 1);
+    if (plan.ticketed_tail) {
+      const Reg<U32> rounds = k.div(groups.count(), grid);
+      fixed = k.max(fixed, k.sub(rounds, k.shr(k.add(rounds, 3u), 2u)));
+    }
     tickets.emplace(k, *row_counter, k.shared_array<U32>("tickets", 2), cta.tid, cta_id, grid,
-                    in_flight);
+                    in_flight, fixed);
   }
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());

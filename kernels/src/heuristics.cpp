@@ -390,7 +390,8 @@ Plan plan_norm(const NormSpec& spec) {
     }
   }
   p.blocked_rows = p.persistent && kn.row_order.value_or(0) == 1;
-  p.ticketed_rows = p.persistent && backward && !single && kn.row_order.value_or(0) == 2;
+  p.ticketed_rows = p.persistent && backward && !single && kn.row_order.value_or(0) >= 2;
+  p.ticketed_tail = p.ticketed_rows && kn.row_order.value_or(0) == 3;
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).

@@ -52,6 +52,7 @@ struct Plan {
   bool blocked_rows = false;  // persistent: each CTA a run of neighbouring row groups (row_order 1)
   // Backward with partial rows: CTAs take their row groups from a counter (row_order 2).
   bool ticketed_rows = false;
+  bool ticketed_tail = false;  // row_order 3: the fixed walk first, tickets for the last quarter
   // Backward in two launches: 0, or where the row step lets the reduce launch (1: after its
   // rows, 2: at its start; the reduce waits by griddepcontrol.wait).
   std::uint32_t overlap_reduce = 0;

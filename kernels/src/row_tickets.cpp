@@ -3,16 +3,24 @@
 namespace ptxdsl::kernels::detail {
 
 RowTickets::RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, Reg<U32> tid,
-                       Reg<U32> first, Reg<U32> grid, std::uint32_t depth)
-    : counter_(counter), slots_(slots), tid_(tid), grid_(grid) {
+                       Reg<U32> first, Reg<U32> grid, std::uint32_t depth, Reg<U32> fixed)
+    : counter_(counter), slots_(slots), tid_(tid), first_(first), grid_(grid), fixed_(fixed) {
   leader_ = k.setp(Cmp::Eq, tid, 0u);
   slot_ = k.mov<U32>(0u);
   ticket_ = k.mov<U32>(0u);
   fresh_ = k.mov<U32>(0u);
+  arriving_ = k.mov<U32>(depth + 1);
   queue_.push_back(k.mov<U32>(first));
   for (std::uint32_t i = 1; i <= depth; ++i) queue_.push_back(k.mad(grid, i, first));
-  // The first trip posts this ticket; each trip takes the one the next trip posts.
-  k.predicated(leader_, [&] { k.mov(ticket_, k.atom_add(counter_, 1u)); });
+  // The first trip posts this ticket (if its group is past the fixed ones); each trip takes the
+  // one the next trip posts.
+  take_if_ticketed(k, arriving_, ticket_);
+}
+
+void RowTickets::take_if_ticketed(Kernel& k, Reg<U32> index, Reg<U32> into) {
+  // Thread 0, and only for a group past the fixed ones: a ticket taken is a group handed out.
+  const Reg<U32> gate = k.selp<U32>(index, 0u, leader_);
+  k.predicated(k.setp(Cmp::Ge, gate, fixed_), [&] { k.mov(into, k.atom_add(counter_, 1u)); });
 }
 
 void RowTickets::for_each(Kernel& k, Reg<U32> count, const std::function<void(Reg<U32>)>& body) {
@@ -20,12 +28,15 @@ void RowTickets::for_each(Kernel& k, Reg<U32> count, const std::function<void(Re
 }
 
 void RowTickets::take(Kernel& k) {
-  k.predicated(leader_, [&] { k.mov(fresh_, k.atom_add(counter_, 1u)); });
+  take_if_ticketed(k, k.add(arriving_, 1u), fresh_);
 }
 
 void RowTickets::post(Kernel& k) {
-  const auto first_taken = static_cast<std::uint32_t>(queue_.size());
-  k.predicated(leader_, [&] { k.st(k.index(slots_, slot_), k.mad(grid_, first_taken, ticket_)); });
+  const Reg<U32> fixed_group = k.mad(grid_, arriving_, first_);
+  const Reg<U32> ticketed_group = k.mad(grid_, fixed_, ticket_);
+  const Reg<U32> next =
+      k.selp<U32>(ticketed_group, fixed_group, k.setp(Cmp::Ge, arriving_, fixed_));
+  k.predicated(leader_, [&] { k.st(k.index(slots_, slot_), next); });
 }
 
 void RowTickets::receive(Kernel& k) {
@@ -34,6 +45,7 @@ void RowTickets::receive(Kernel& k) {
   for (std::size_t i = 0; i + 1 < queue_.size(); ++i) k.mov(queue_[i], queue_[i + 1]);
   k.mov(queue_.back(), next);
   k.predicated(leader_, [&] { k.mov(ticket_, fresh_); });
+  k.add(arriving_, arriving_, 1u);
 }
 
 void RowTickets::finish(Kernel& k) {

@@ -11,21 +11,23 @@
 // more of them, so the grid ends together rather than waiting for its slowest CTA (ncu on the
 // H200: 132 CTAs of 32 KB rows were active 79% of the row step, each on a fixed share).
 //
-// Every CTA starts with the groups ctaid, ctaid + grid, ..., ctaid + depth·grid (the current
-// one and the `depth` ahead, whose rows are in flight); after that each trip thread 0 takes a
-// ticket t (counter[0] += 1) for the group (depth + 1)·grid + t, which the CTA learns a trip
-// later: a whole trip hides the atomic's round trip (posted in the trip it was taken, thread 0
-// stalled the CTA's barrier on it: 4-17% slower at 8192-16384 wide rows). Tickets rise, so once a
-// CTA's current group is past the end every later one is too. The last CTA to finish (counter[1]
-// counts them) puts both words back to zero for the next launch: the host zeroes them once.
+// Every CTA walks the groups ctaid, ctaid + grid, ... for its first `fixed` groups (at least the
+// current one and the `depth` ahead, whose rows are in flight, when the loop starts); each later
+// group comes by ticket: thread 0 takes t (counter[0] += 1) for the group fixed·grid + t one trip
+// before the CTA learns it, so a whole trip hides the atomic's round trip. A CTA's groups rise,
+// so once its current group is past the end every later one is too (and a ticket it took but
+// never used was past the end). The last CTA to finish (counter[1] counts them) puts both words
+// back to zero for the next launch: the host zeroes them once.
 namespace ptxdsl::kernels::detail {
 
 class RowTickets {
  public:
   // `counter`: two u32, zero at the launch. `slots`: two u32 of shared memory for the ticket's
   // way from thread 0 to the CTA.
+  // `fixed`: the groups each CTA takes by the fixed walk before tickets, at least depth + 1
+  // (depth + 1: every group after the first ones by ticket).
   RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, Reg<U32> tid, Reg<U32> first,
-             Reg<U32> grid, std::uint32_t depth);
+             Reg<U32> grid, std::uint32_t depth, Reg<U32> fixed);
 
   // while (current < count) body(current).
   void for_each(Kernel& k, Reg<U32> count, const std::function<void(Reg<U32>)>& body);
@@ -43,9 +45,12 @@ class RowTickets {
   void finish(Kernel& k);
 
  private:
+  void take_if_ticketed(Kernel& k, Reg<U32> index, Reg<U32> into);
+
   GlobalPtr<U32> counter_;
   SharedPtr<U32> slots_;
-  Reg<U32> tid_, grid_;
+  Reg<U32> tid_, first_, grid_, fixed_;
+  Reg<U32> arriving_;  // the CTA's index of the group this trip posts (`receive` appends it)
   Pred leader_;
   Reg<U32> slot_;    // this trip's slot, 0 or 1: trips alternate, so none waits for the last
   Reg<U32> ticket_;  // taken last trip (or before the loop): posted this trip

@@ -605,8 +605,10 @@ TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row 
   }
 }
 
-TEST_CASE("CTAs taking rows from a counter (row_order 2) cover every row once, launch after launch",
-          "[executor][norm]") {
+TEST_CASE(
+    "CTAs taking rows from a counter (row_order 2; 3 after a fixed walk) cover every row once, "
+    "launch after launch",
+    "[executor][norm]") {
   // Backwards with partial rows: one row ahead in registers, several rows a CTA (no CTA-wide
   // reduce: a barrier of its own passes the ticket), the ring, and staged rows; on 1 and 3 host
   // threads, so that CTAs race for the tickets. Grids of 2 CTAs, batches below and above them.
@@ -618,24 +620,26 @@ TEST_CASE("CTAs taking rows from a counter (row_order 2) cover every row once, l
     for (DType dtype : kDtypes) {
       for (const Variant& v : variants) {
         for (std::uint32_t width : {61u, 1003u}) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.knobs.row_order = 2;
-          spec.knobs.sm_count = 2;
-          spec.knobs.single_launch = 0;
-          spec.knobs.prefetch_rows = v.prefetch_rows;
-          if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
-          if (v.staged < 9) spec.knobs.register_chunks = 0;
-          INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
-                               << " threads " << v.threads << " staged " << v.staged << " width "
-                               << width);
-          const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
-          if (!fits) continue;
-          const BuiltNorm& built = *fits;
-          REQUIRE(built.ticketed_rows);
-          REQUIRE(built.chosen.row_order == 2u);
-          REQUIRE(built.ptx.find("atom.global.add.u32") != std::string::npos);
-          for (std::uint32_t batch : {1u, 3u, 26u}) {
-            run_batch(built, batch, (width + 7) / 8 * 8, 0.0f, 2, batch == 26 ? 3u : 1u);
+          for (std::uint32_t order : {2u, 3u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.knobs.row_order = order;
+            spec.knobs.sm_count = 2;
+            spec.knobs.single_launch = 0;
+            spec.knobs.prefetch_rows = v.prefetch_rows;
+            if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
+            if (v.staged < 9) spec.knobs.register_chunks = 0;
+            INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
+                                 << " threads " << v.threads << " staged " << v.staged << " width "
+                                 << width << " row_order " << order);
+            const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
+            if (!fits) continue;
+            const BuiltNorm& built = *fits;
+            REQUIRE(built.ticketed_rows);
+            REQUIRE(built.chosen.row_order == order);
+            REQUIRE(built.ptx.find("atom.global.add.u32") != std::string::npos);
+            for (std::uint32_t batch : {1u, 3u, 26u}) {
+              run_batch(built, batch, (width + 7) / 8 * 8, 0.0f, 2, batch == 26 ? 3u : 1u);
+            }
           }
         }
       }

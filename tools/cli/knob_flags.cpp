@@ -43,9 +43,9 @@ std::span<const KnobFlag> knob_flags() {
        "x and dy by ld.global.nc (1, default) or plain loads, which stay before barriers (0)"},
       {"--early-weights", "early_weights", "0|1", &K::early_weights, true,
        "forward: w and b of register chunks loaded with the row, before the statistics"},
-      {"--row-order", "row_order", "0|1|2", &K::row_order, true,
+      {"--row-order", "row_order", "0|1|2|3", &K::row_order, true,
        "persistent kernels: rows ctaid, ctaid + grid, ... (0), a run of neighbouring rows (1), "
-       "or (backward) the next row from a counter (2)"},
+       "or (backward) the next row from a counter (2; 3: only the last quarter)"},
       {"--bulk-rows", "bulk_rows", "0|1", &K::bulk_rows, true,
        "forward with its row staged: one bulk copy (TMA) a row; sm_90, PTX 8.0"},
       {"--reduce-slices", "reduce_slices", "1|2|4|8|16|32", &K::reduce_slices, false,
