@@ -259,11 +259,15 @@ Reg<F32> Kernel::atom_add(GlobalPtr<F32> addr, Src<F32> v) {
 
 Reg<U32> Kernel::atom_add(GlobalPtr<U32> addr, Src<U32> v) {
   Reg<U32> d = reg<U32>();
+  atom_add(d, addr, v);
+  return d;
+}
+
+void Kernel::atom_add(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> v) {
   Instr in = make(Op::Atom, ScalarType::U32);
   in.space = Space::Global;
   in.ops = {def(d), address(addr), use(v)};
   commit(std::move(in));
-  return d;
 }
 
 void Kernel::fence_gpu() {

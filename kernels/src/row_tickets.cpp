@@ -20,7 +20,8 @@ RowTickets::RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, 
 void RowTickets::take_if_ticketed(Kernel& k, Reg<U32> index, Reg<U32> into) {
   // Thread 0, and only for a group past the fixed ones: a ticket taken is a group handed out.
   const Reg<U32> gate = k.selp<U32>(index, 0u, leader_);
-  k.predicated(k.setp(Cmp::Ge, gate, fixed_), [&] { k.mov(into, k.atom_add(counter_, 1u)); });
+  // Straight into `into`: a mov of the result would wait for the atomic's round trip here.
+  k.predicated(k.setp(Cmp::Ge, gate, fixed_), [&] { k.atom_add(into, counter_, 1u); });
 }
 
 void RowTickets::for_each(Kernel& k, Reg<U32> count, const std::function<void(Reg<U32>)>& body) {

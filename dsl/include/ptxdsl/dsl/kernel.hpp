@@ -394,7 +394,10 @@ class Kernel {
   Reg<F32> atom_add(GlobalPtr<F32> addr, Src<F32> v);
   void red_add(GlobalPtr<F32> addr, Src<F32> v);
   // `atom.global.add.u32`: a ticket from a counter that CTAs share (dynamic work assignment).
+  // The form with `d` writes the old value into a register that already exists (loop-carried,
+  // or kept where a predicate skips the atomic): no mov that would wait for the atomic's return.
   Reg<U32> atom_add(GlobalPtr<U32> addr, Src<U32> v);
+  void atom_add(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> v);
   // `fence.acq_rel.gpu`: this thread's memory accesses before it are ordered before those after
   // it for every thread of the GPU (a CTA announcing it is done with a shared counter).
   void fence_gpu();
