@@ -90,6 +90,22 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
   REQUIRE(names(rms.steps[1].contract) == Names{"partial_dw", "dw", "partial_rows"});
   REQUIRE(rms.workspace_bytes(4096) == std::uint64_t{rms.partial_rows(4096)} * 8192 * 4);
   REQUIRE(rms.partial_rows(4096) <= *rms.chosen.sm_count * *rms.chosen.ctas_per_sm);
+  REQUIRE_FALSE(rms.ticketed_rows);
+  REQUIRE(rms.partial_dw_offset() == 0u);
+
+  // Rows from a counter (row_order 2): its 16 bytes open the workspace, the partial rows follow.
+  NormSpec ticketed = spec_of(NormKind::LayerNormBwd, DType::F16, 1151);
+  ticketed.knobs.row_order = 2;
+  const BuiltNorm tk = build_norm(ticketed);
+  REQUIRE(tk.ticketed_rows);
+  REQUIRE(names(tk.steps[0].contract) == Names{"x", "w", "mean", "rstd", "dy", "dx", "partial_dw",
+                                               "partial_db", "row_counter", "batch", "stride"});
+  REQUIRE(names(tk.steps[1].contract) ==
+          Names{"partial_dw", "partial_db", "dw", "db", "partial_rows"});
+  REQUIRE(tk.partial_dw_offset() == BuiltNorm::kRowCounterBytes);
+  const std::uint64_t rows = tk.partial_rows(100000);
+  REQUIRE(tk.partial_db_offset(100000) == 16 + rows * 1152 * 4);
+  REQUIRE(tk.workspace_bytes(100000) == 16 + 2 * rows * 1152 * 4);
 }
 
 TEST_CASE("every knob can be set and is honoured", "[contract]") {
