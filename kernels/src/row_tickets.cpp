@@ -4,7 +4,7 @@ namespace ptxdsl::kernels::detail {
 
 RowTickets::RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, Reg<U32> tid,
                        Reg<U32> first, Reg<U32> grid, std::uint32_t depth, Reg<U32> fixed)
-    : counter_(counter), slots_(slots), tid_(tid), first_(first), grid_(grid), fixed_(fixed) {
+    : counter_(counter), slots_(slots), first_(first), grid_(grid), fixed_(fixed) {
   leader_ = k.setp(Cmp::Eq, tid, 0u);
   slot_ = k.mov<U32>(0u);
   ticket_ = k.mov<U32>(0u);

@@ -49,7 +49,7 @@ class RowTickets {
 
   GlobalPtr<U32> counter_;
   SharedPtr<U32> slots_;
-  Reg<U32> tid_, first_, grid_, fixed_;
+  Reg<U32> first_, grid_, fixed_;
   Reg<U32> arriving_;  // the CTA's index of the group this trip posts (`receive` appends it)
   Pred leader_;
   Reg<U32> slot_;    // this trip's slot, 0 or 1: trips alternate, so none waits for the last
