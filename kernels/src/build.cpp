@@ -224,7 +224,7 @@ std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
 }
 
 std::uint64_t BuiltNorm::partial_dw_offset() const {
-  return ticketed_rows ? kRowCounterBytes : 0;
+  return ticketed_rows ? kRowCounterSpan : 0;
 }
 
 std::uint64_t BuiltNorm::partial_db_offset(std::uint32_t batch) const {

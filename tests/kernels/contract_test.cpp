@@ -93,7 +93,8 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
   REQUIRE_FALSE(rms.ticketed_rows);
   REQUIRE(rms.partial_dw_offset() == 0u);
 
-  // Rows from a counter (row_order 2): its 16 bytes open the workspace, the partial rows follow.
+  // Rows from a counter (row_order 2): its 16 bytes open the workspace, the partial rows follow
+  // 256 bytes in, on whole L2 lines.
   NormSpec ticketed = spec_of(NormKind::LayerNormBwd, DType::F16, 1151);
   ticketed.knobs.row_order = 2;
   const BuiltNorm tk = build_norm(ticketed);
@@ -102,10 +103,10 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
                                                "partial_db", "row_counter", "batch", "stride"});
   REQUIRE(names(tk.steps[1].contract) ==
           Names{"partial_dw", "partial_db", "dw", "db", "partial_rows"});
-  REQUIRE(tk.partial_dw_offset() == BuiltNorm::kRowCounterBytes);
+  REQUIRE(tk.partial_dw_offset() == 256u);
   const std::uint64_t rows = tk.partial_rows(100000);
-  REQUIRE(tk.partial_db_offset(100000) == 16 + rows * 1152 * 4);
-  REQUIRE(tk.workspace_bytes(100000) == 16 + 2 * rows * 1152 * 4);
+  REQUIRE(tk.partial_db_offset(100000) == 256 + rows * 1152 * 4);
+  REQUIRE(tk.workspace_bytes(100000) == 256 + 2 * rows * 1152 * 4);
 }
 
 TEST_CASE("every knob can be set and is honoured", "[contract]") {
