@@ -280,7 +280,8 @@ std::string mnemonic(const Instr& in) {
              type(storage_type(in.type));
     case Op::Atom:
     case Op::Red:
-      return s + std::string(space_name(in.space)) + ".add" + type(in.type);
+      return s + std::string(space_name(in.space)) + (in.atom == AtomOp::Inc ? ".inc" : ".add") +
+             type(in.type);
     case Op::Shfl:
       return s + std::string(shfl_name(in.shfl)) + type(in.type);
     case Op::CpAsync:

@@ -270,6 +270,14 @@ void Kernel::atom_add(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> v) {
   commit(std::move(in));
 }
 
+void Kernel::atom_inc(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> limit) {
+  Instr in = make(Op::Atom, ScalarType::U32);
+  in.space = Space::Global;
+  in.atom = AtomOp::Inc;
+  in.ops = {def(d), address(addr), use(limit)};
+  commit(std::move(in));
+}
+
 void Kernel::fence_gpu() {
   commit(make(Op::FenceGpu, ScalarType::B32));
 }

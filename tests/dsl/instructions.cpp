@@ -553,6 +553,8 @@ std::vector<Row> memory() {
       ROW("red.global.add.f32 [%rd8+64], 0f40000000;", k.red_add(x.gp + 16, 2.0f)),
       ROW("atom.global.add.u32 %r16, [%rd8+8], 1;", k.atom_add(x.gp.as<U32>() + 2, 1u)),
       ROW("atom.global.add.u32 %r1, [%rd8], %r2;", k.atom_add(x.u[0], x.gp.as<U32>(), x.u[1])),
+      ROW("atom.global.inc.u32 %r1, [%rd8+4], 7;", k.atom_inc(x.u[0], x.gp.as<U32>() + 1, 7u)),
+      ROW("atom.global.inc.u32 %r1, [%rd8], %r2;", k.atom_inc(x.u[0], x.gp.as<U32>(), x.u[1])),
       ROW("fence.acq_rel.gpu;", k.fence_gpu()),
   };
 }

@@ -175,6 +175,28 @@ TEST_CASE("atom add.u32 hands out every ticket once, across CTAs on host threads
   }
 }
 
+TEST_CASE("atom inc.u32 counts up to its limit, then starts again at 0", "[executor][memory]") {
+  Module m;
+  Kernel& k = m.kernel("wrapping");
+  auto counter = k.param_ptr<U32>("counter");
+  auto seen = k.param_ptr<F32>("seen");
+  const Reg<U32> old = k.reg<U32>();
+  k.atom_inc(old, counter, 9u);
+  k.red_add(k.index(seen, old), 1.0f);
+  k.finalize();
+  for (unsigned threads : {1u, 3u}) {
+    std::vector<std::uint32_t> c = {0};
+    std::vector<float> s(10, 0.0f);
+    CpuDevice dev;
+    ExecOptions opt;
+    opt.threads = threads;
+    dev.launch(k, {6, 64}, {dev.map<std::uint32_t>(c, "counter"), dev.map<float>(s, "seen")}, opt);
+    // 384 increments through 0..9: 38 rounds and 4 more.
+    CHECK(c[0] == 4u);
+    for (std::uint32_t v = 0; v < 10; ++v) CHECK(s[v] == (v < 4 ? 39.0f : 38.0f));
+  }
+}
+
 namespace {
 
 std::string launch_error(const std::function<void(Kernel&)>& body, std::uint32_t threads,

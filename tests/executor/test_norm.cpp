@@ -636,7 +636,7 @@ TEST_CASE(
             const BuiltNorm& built = *fits;
             REQUIRE(built.ticketed_rows);
             REQUIRE(built.chosen.row_order == order);
-            REQUIRE(built.ptx.find("atom.global.add.u32") != std::string::npos);
+            REQUIRE(built.ptx.find("atom.global.inc.u32") != std::string::npos);
             for (std::uint32_t batch : {1u, 3u, 26u}) {
               run_batch(built, batch, (width + 7) / 8 * 8, 0.0f, 2, batch == 26 ? 3u : 1u);
             }

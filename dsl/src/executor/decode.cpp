@@ -243,6 +243,7 @@ class Decoder {
     d.mul = in.mul;
     d.space = in.space;
     d.shfl = in.shfl;
+    d.atom = in.atom;
     d.ftz = in.ftz;
     d.sat = in.sat;
     d.uniform = in.uniform;

@@ -260,7 +260,24 @@ std::uint32_t atomic_add_u32(std::byte* p, std::uint32_t v) {
   return old;
 }
 
-// atom.global.add: every lane's old value, by `add(bytes, value bits)`.
+// atom.global.inc.u32: back to 0 at `limit`, else one up.
+std::uint32_t atomic_inc_u32(std::byte* p, std::uint32_t limit) {
+  const auto next = [limit](std::uint32_t old) { return old >= limit ? 0u : old + 1; };
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
+    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
+    std::uint32_t old = ref.load(std::memory_order_relaxed);
+    while (!ref.compare_exchange_weak(old, next(old), std::memory_order_relaxed)) {
+    }
+    return old;
+  }
+  std::uint32_t old;
+  std::memcpy(&old, p, 4);
+  const std::uint32_t value = next(old);
+  std::memcpy(p, &value, 4);
+  return old;
+}
+
+// atom.global.add/inc: every lane's old value, by `add(bytes, value bits)`.
 template <typename Add>
 void atom_lanes(Ctx& c, const DInstr& in, std::uint32_t exec, Add add) {
   const std::uint64_t* base = c.row(in.src[0]);
@@ -279,6 +296,10 @@ void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
 
 void atom_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
   atom_lanes(c, in, exec, &atomic_add_u32);
+}
+
+void atom_inc_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  atom_lanes(c, in, exec, &atomic_inc_u32);
 }
 
 void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
@@ -434,7 +455,9 @@ Handler select_memory(const Instr& in) {
       return nullptr;
     case Op::Atom:
       if (in.space != Space::Global) return nullptr;
-      if (in.type == ScalarType::U32) return &atom_global_u32;
+      if (in.type == ScalarType::U32) {
+        return in.atom == AtomOp::Inc ? &atom_inc_global_u32 : &atom_global_u32;
+      }
       return in.type == ScalarType::F32 ? &atom_global : nullptr;
     case Op::Red:
       return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;

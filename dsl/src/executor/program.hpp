@@ -45,6 +45,7 @@ struct DInstr {
   MulMode mul = MulMode::None;
   Space space = Space::None;
   ShflMode shfl = ShflMode::Bfly;
+  AtomOp atom = AtomOp::Add;
   bool ftz = false;
   bool sat = false;
   bool uniform = false;

@@ -124,7 +124,8 @@ enum class L2Evict : std::uint8_t { Normal, First, Last, Unchanged };
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
 // Where `prefetch` brings a line: L1, L2, or L2 with an eviction priority (sm_80, PTX 7.4).
 enum class PrefetchLevel : std::uint8_t { L1, L2, L2EvictLast, L2EvictNormal };
-enum class AtomOp : std::uint8_t { Add };
+// atom.add, or atom.inc (old >= b ? 0 : old + 1).
+enum class AtomOp : std::uint8_t { Add, Inc };
 enum class Special : std::uint8_t {
   TidX,
   TidY,

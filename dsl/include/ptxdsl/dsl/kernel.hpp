@@ -398,6 +398,11 @@ class Kernel {
   // or kept where a predicate skips the atomic): no mov that would wait for the atomic's return.
   Reg<U32> atom_add(GlobalPtr<U32> addr, Src<U32> v);
   void atom_add(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> v);
+  // `atom.global.inc.u32`: old = *addr; *addr = old >= limit ? 0 : old + 1. A ticket below
+  // `limit` as add 1 gives one, but ptxas turns an add of a value into a warp-aggregated atomic
+  // whose shuffle of the result waits for the atomic's round trip where it stands; an inc it
+  // leaves alone (with limit 0xFFFFFFFF it is an add again), so the wait moves to the first use.
+  void atom_inc(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> limit);
   // `fence.acq_rel.gpu`: this thread's memory accesses before it are ordered before those after
   // it for every thread of the GPU (a CTA announcing it is done with a shared counter).
   void fence_gpu();
