@@ -398,7 +398,7 @@ std::string emit_kernel(const Kernel& k) {
     if (d.dynamic) {
       out += fmt::format(".extern .shared .align {} .b8 {}[];\n", d.align, d.name);
     } else {
-      out += fmt::format(".shared .align {} .b8 {}[{}];\n", d.align, d.name, d.bytes);
+      out += fmt::format(".shared .align {} .b8 {}[{}];\n", d.align, d.name, k.laid_out_bytes(d));
     }
   }
   if (!k.shared().empty()) out += "\n";

@@ -603,6 +603,14 @@ void Kernel::finalize() {
   finalized_ = true;
 }
 
+std::uint32_t Kernel::laid_out_bytes(const SharedDecl& d) const {
+  if (d.dynamic) return d.bytes;
+  for (const SharedDecl& other : shared_) {
+    if (other.dynamic) return (d.bytes + other.align - 1) / other.align * other.align;
+  }
+  return d.bytes;
+}
+
 KernelContract Kernel::contract() const {
   KernelContract c;
   c.entry = name_;
@@ -613,7 +621,7 @@ KernelContract Kernel::contract() const {
     if (d.dynamic) {
       c.dynamic_shared_bytes = std::max(c.dynamic_shared_bytes, d.bytes);
     } else {
-      c.static_shared_bytes += d.bytes;
+      c.static_shared_bytes += laid_out_bytes(d);
     }
   }
   c.waits_for_prior_grid = std::any_of(body_.begin(), body_.end(),

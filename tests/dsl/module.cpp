@@ -93,7 +93,7 @@ constexpr const char* kStagePtx = R"(//
 .address_size 64
 
 .shared .align 16 .b8 stage_tile[512];
-.extern .shared .align 16 .b8 stage_dyn[];
+.extern .shared .align 128 .b8 stage_dyn[];
 
 .visible .entry stage()
 .maxntid 128, 1, 1

@@ -312,6 +312,19 @@ TEST_CASE("memcheck: shared memory bounds and reads of bytes no thread wrote",
       32, 64, 64);
   CHECK_THAT(dyn, Contains("out-of-bounds shared write"));
   CHECK_THAT(dyn, Contains("thread (16, 0, 0)"));
+  // Beside a dynamic array a static one takes a whole 128-byte line; what it did not declare
+  // stays out of bounds, and the dynamic array starts on the next line.
+  const std::string padding = launch_error(
+      [](Kernel& k) {
+        SharedPtr<F32> s = k.shared_array<F32>("s", 4);
+        (void)k.shared_dynamic<F32>("d", 64);
+        k.st(k.index(s, k.add(k.tid_x(), 3u)), k.mov<F32>(1.0f));
+        (void)k.param_ptr<F32>("x");
+      },
+      2, 64, 64);
+  CHECK_THAT(padding, Contains("out-of-bounds shared write of 4 bytes at 0x10"));
+  CHECK_THAT(padding, Contains("'faulty_s' [0x0, 0x10)"));
+  CHECK_THAT(padding, Contains("'faulty_d' [0x80,"));
   const std::string misaligned = launch_error(
       [](Kernel& k) {
         SharedPtr<F32> s = k.shared_array<F32>("s", 64);

@@ -73,7 +73,7 @@ class Decoder {
       const std::uint32_t begin = align_up(end, d.align);
       p_.shared.push_back({begin, begin + d.bytes, d.name});
       symbols_[d.name] = begin;
-      end = begin + d.bytes;
+      end = begin + k_.laid_out_bytes(d);  // padding past `bytes` stays out of bounds
     }
     p_.static_shared_end = end;
     for (const SharedDecl& d : k_.shared()) {

@@ -518,11 +518,17 @@ class Kernel {
     return {shared_base(declare_shared(name, count * T::kBytes, align, false)), 0};
   }
   // The kernel's dynamic shared memory (`.extern .shared`); `bytes` is what a launch must pass.
+  // It starts on a 128-byte line by default (see laid_out_bytes).
   template <MemTag T>
   SharedPtr<T> shared_dynamic(std::string_view name, std::uint32_t bytes,
-                              std::uint32_t align = 16) {
+                              std::uint32_t align = 128) {
     return {shared_base(declare_shared(name, bytes, align, true)), 0};
   }
+  // What a shared array takes in the layout: a static one in a kernel with a dynamic array is
+  // rounded up to that array's alignment, so that the dynamic array, which follows every static
+  // one, starts aligned in whatever order they are placed. On the H200 a staging region 16 bytes
+  // off a 128-byte line made the L2 serve every sector that cp.async copied into it twice.
+  std::uint32_t laid_out_bytes(const SharedDecl& d) const;
   void bar_sync(std::uint32_t barrier = 0);
 
   // ---- programmatic dependent launch (sm_90, PTX 7.8) ----
