@@ -89,7 +89,8 @@ else
   # backward and forward (one row ahead, cp.async), the ring (two rows ahead) with 16- and
   # 4-byte copies; and the one-launch backward (a CTA for every tile of columns, rows sharing a
   # warp's loads, lone 16-bit columns); and forwards that read their rows again from L2 under
-  # L2 policies (RMS 8192-wide, layer norm 16384-wide by default).
+  # L2 policies (RMS 8192-wide, layer norm 16384-wide by default); and backwards whose CTAs
+  # take rows from a counter (row_order 2 staged, row_order 3 with two rows ahead).
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -102,7 +103,9 @@ else
       "ln_bwd --dtype bf16 --width 4096 --batch 200 --single-launch 1" \
       "rms_bwd --dtype f16 --width 1003 --batch 77 --single-launch 1 --vector-elems 1" \
       "rms_fwd --dtype bf16 --width 8192 --batch 301" \
-      "ln_fwd --dtype f16 --width 16384 --batch 77"; do
+      "ln_fwd --dtype f16 --width 16384 --batch 77" \
+      "rms_bwd --dtype bf16 --width 16384 --batch 700 --row-order 2" \
+      "ln_bwd --dtype f16 --width 8192 --batch 1001 --row-order 3"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
