@@ -222,47 +222,10 @@ void ld_param(Ctx& c, const DInstr& in, std::uint32_t exec) {
   each_lane(exec, [&](std::uint32_t l) { d[l] = v; });
 }
 
-// atom.global.add.f32 / red.global.add.f32: round to nearest even, subnormal inputs and results
-// flushed to sign-preserving zero, as PTX documents for the f32 atomic add.
-float atomic_add_f32(std::byte* p, float v) {
-  const auto add = [](std::uint32_t old_bits, float x) {
-    float old = f32_of(old_bits);
-    if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
-    float r = old + x;
-    if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
-    return static_cast<std::uint32_t>(r != r ? kCanonicalNanF32 : bits_of(r));
-  };
-  if (is_subnormal(v, kF32)) v = std::copysign(0.0f, v);
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
-    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
-    std::uint32_t old = ref.load(std::memory_order_relaxed);
-    while (!ref.compare_exchange_weak(old, add(old, v), std::memory_order_relaxed)) {
-    }
-    return f32_of(old);
-  }
-  std::uint32_t old;
-  std::memcpy(&old, p, 4);
-  const std::uint32_t next = add(old, v);
-  std::memcpy(p, &next, 4);
-  return f32_of(old);
-}
-
-// atom.global.add.u32, wrapping as PTX's does.
-std::uint32_t atomic_add_u32(std::byte* p, std::uint32_t v) {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
-    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
-    return ref.fetch_add(v, std::memory_order_relaxed);
-  }
-  std::uint32_t old;
-  std::memcpy(&old, p, 4);
-  const std::uint32_t next = old + v;
-  std::memcpy(p, &next, 4);
-  return old;
-}
-
-// atom.global.inc.u32: back to 0 at `limit`, else one up.
-std::uint32_t atomic_inc_u32(std::byte* p, std::uint32_t limit) {
-  const auto next = [limit](std::uint32_t old) { return old >= limit ? 0u : old + 1; };
+// A u32 read-modify-write, *p = next(old), returning old: atomic where the host bytes are
+// aligned for std::atomic_ref (CTAs may run on several host threads).
+template <typename Next>
+std::uint32_t atomic_update_u32(std::byte* p, Next next) {
   if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
     std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
     std::uint32_t old = ref.load(std::memory_order_relaxed);
@@ -275,6 +238,30 @@ std::uint32_t atomic_inc_u32(std::byte* p, std::uint32_t limit) {
   const std::uint32_t value = next(old);
   std::memcpy(p, &value, 4);
   return old;
+}
+
+// atom.global.add.f32 / red.global.add.f32: round to nearest even, subnormal inputs and results
+// flushed to sign-preserving zero, as PTX documents for the f32 atomic add.
+float atomic_add_f32(std::byte* p, float v) {
+  const auto add = [](std::uint32_t old_bits, float x) {
+    float old = f32_of(old_bits);
+    if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
+    float r = old + x;
+    if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
+    return static_cast<std::uint32_t>(r != r ? kCanonicalNanF32 : bits_of(r));
+  };
+  if (is_subnormal(v, kF32)) v = std::copysign(0.0f, v);
+  return f32_of(atomic_update_u32(p, [&](std::uint32_t old) { return add(old, v); }));
+}
+
+// atom.global.add.u32, wrapping as PTX's does.
+std::uint32_t atomic_add_u32(std::byte* p, std::uint32_t v) {
+  return atomic_update_u32(p, [v](std::uint32_t old) { return old + v; });
+}
+
+// atom.global.inc.u32: back to 0 at `limit`, else one up.
+std::uint32_t atomic_inc_u32(std::byte* p, std::uint32_t limit) {
+  return atomic_update_u32(p, [limit](std::uint32_t old) { return old >= limit ? 0u : old + 1; });
 }
 
 // atom.global.add/inc: every lane's old value, by `add(bytes, value bits)`.
