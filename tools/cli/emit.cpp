@@ -115,16 +115,22 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   j.key("workspace").begin_object();
   j.field("element", "f32");
   j.field("partial_pitch", built.partial_pitch);
-  j.field("layout",
-          !is_backward(s.kind) ? "none: the forward needs no workspace"
-          : built.ticketed_rows
-              ? "row_counter: 16 bytes at byte 0, zero before the first launch (each launch "
-                "leaves it zero); partial_rows(batch) = the first step's grid; partial_dw at "
-                "byte 16, rows partial_pitch floats apart; partial_db (ln_bwd) at 16 + "
-                "partial_rows * partial_pitch * 4"
-              : "partial_rows(batch) = the first step's grid; partial_dw at byte 0, rows "
-                "partial_pitch floats apart; partial_db (ln_bwd) at partial_rows * partial_pitch "
-                "* 4");
+  // The offsets come from BuiltNorm, so the text cannot drift from the layout it describes.
+  const std::uint64_t dw_at = built.partial_dw_offset();
+  const std::string counter =
+      built.ticketed_rows
+          ? fmt::format(
+                "row_counter: {} bytes at byte 0, zero before the first launch (each "
+                "launch leaves it zero); ",
+                kernels::BuiltNorm::kRowCounterBytes)
+          : "";
+  const std::string db_at = dw_at != 0 ? fmt::format("{} + ", dw_at) : "";
+  j.field("layout", !is_backward(s.kind)
+                        ? std::string("none: the forward needs no workspace")
+                        : fmt::format("{}partial_rows(batch) = the first step's grid; partial_dw "
+                                      "at byte {}, rows partial_pitch floats apart; partial_db "
+                                      "(ln_bwd) at {}partial_rows * partial_pitch * 4",
+                                      counter, dw_at, db_at));
   if (batch) {
     j.field("batch", *batch);
     j.field("partial_rows", built.partial_rows(*batch));
