@@ -296,7 +296,9 @@ TEST_CASE("prefetching rows, and not: the forward's persistent variant, the back
 TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor][norm]") {
   // Every chunk staged, or staged beside a register chunk; 16-byte vectors with ragged tails (the
   // rows padded to a multiple of 8 elements), several row slots a CTA, and CTAs that walk many
-  // rows (two SMs assumed).
+  // rows (three SMs assumed: 16-bit rows of 4104 elements lie 16 bytes on in their sectors from
+  // one to the next, and a CTA's rows, three apart, then alternate; a buffer's copies land at
+  // either offset, which the CTA syncs for).
   for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1003u, 4097u}) {
@@ -306,7 +308,7 @@ TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor]
           spec.knobs.rows_per_cta = width == 1003 ? 2 : 1;
           spec.knobs.register_chunks = in_registers;
           spec.knobs.prefetch_rows = 1;
-          spec.knobs.sm_count = 2;
+          spec.knobs.sm_count = 3;
           const BuiltNorm built = build_norm(spec);
           INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
           REQUIRE(built.ptx.find("cp.async.wait_group 1;") != std::string::npos);
@@ -610,16 +612,18 @@ TEST_CASE(
     "launch after launch",
     "[executor][norm]") {
   // Backwards with partial rows: one row ahead in registers, several rows a CTA (no CTA-wide
-  // reduce: a barrier of its own passes the ticket), the ring, and staged rows; on 1 and 3 host
-  // threads, so that CTAs race for the tickets. Grids of 2 CTAs, batches below and above them.
+  // reduce: a barrier of its own passes the ticket), rings of two and three, and staged rows; on 1
+  // and 3 host threads, so that CTAs race for the tickets. Grids of 2 CTAs, batches below and above
+  // them. 16-bit rows of 997 padded to 1000 lie 16 bytes on in their sectors from one to the next:
+  // rows taking turns in a buffer then land at either offset, which the CTA syncs for.
   struct Variant {
-    std::uint32_t prefetch_rows, threads, staged;
+    std::uint32_t prefetch_rows, threads, staged, rows_per_cta = 0;
   };
-  const Variant variants[] = {{1, 0, 9}, {1, 8, 9}, {2, 0, 9}, {0, 0, 9}, {1, 0, 4}};
+  const Variant variants[] = {{1, 0, 9}, {1, 8, 9}, {2, 0, 9}, {3, 0, 9, 1}, {0, 0, 9}, {1, 0, 4}};
   for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
     for (DType dtype : kDtypes) {
       for (const Variant& v : variants) {
-        for (std::uint32_t width : {61u, 1003u}) {
+        for (std::uint32_t width : {61u, 997u}) {
           for (std::uint32_t order : {2u, 3u}) {
             NormSpec spec = spec_of(kind, dtype, width);
             spec.knobs.row_order = order;
@@ -628,6 +632,7 @@ TEST_CASE(
             spec.knobs.prefetch_rows = v.prefetch_rows;
             if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
             if (v.staged < 9) spec.knobs.register_chunks = 0;
+            if (v.rows_per_cta > 0) spec.knobs.rows_per_cta = v.rows_per_cta;
             INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
                                  << " threads " << v.threads << " staged " << v.staged << " width "
                                  << width << " row_order " << order);

@@ -321,6 +321,9 @@ void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
     const SharedRange& range = shared_range(c, in, l, to, bytes, true);
     const auto offset = static_cast<std::size_t>(to);
     check_not_in_flight(c, in, l, range, offset, bytes, true);
+    // The copy may land any time from now: a write, for the race check, from here as well as at
+    // the wait that completes it.
+    if (c.launch->options.check_shared_races) check_race(c, in, l, range, offset, bytes, true);
     AsyncCopy copy;
     copy.lane = l;
     copy.group = c.w->committed[l];
