@@ -118,7 +118,7 @@ std::uint32_t Plan::ring_bytes(int element_bytes, int tensors) const {
   if (!ring) return 0;
   const std::uint32_t slot =
       register_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) +
-      kSectorBytes;
+      kLineBytes;
   return ring_rows * slot * rows_per_cta * static_cast<std::uint32_t>(tensors);
 }
 

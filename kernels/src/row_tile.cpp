@@ -8,9 +8,9 @@
 namespace ptxdsl::kernels::detail {
 namespace {
 
-// Bits of one sector offset (0 to 31) in the ring's queue of them.
-constexpr std::uint32_t kOffsetBits = 5;
-static_assert(kSectorBytes == 1u << kOffsetBits);
+// Bits of one line offset (0 to 127) in the ring's queue of them.
+constexpr std::uint32_t kOffsetBits = 7;
+static_assert(kLineBytes == 1u << kOffsetBits);
 
 std::optional<Pred> both(Kernel& k, std::optional<Pred> a, std::optional<Pred> b) {
   if (!a) return b;
@@ -56,15 +56,15 @@ std::optional<Pred> RowMasks::tail(std::uint32_t j) const {
   return lanes_->map().complete(j) ? std::nullopt : last_tail_;
 }
 
-Reg<U32> sector_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row) {
+Reg<U32> line_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row) {
   // The low bits of this thread's address less its own offset in the row: the row start's.
   const auto s = static_cast<std::uint32_t>(dtype_bytes(thread_row.dtype));
   const Reg<U32> lane_bytes = k.mul(lanes.first_element(), s);
-  const auto offset = static_cast<std::uint32_t>(
-      ((thread_row.p.offset % kSectorBytes) + kSectorBytes) % kSectorBytes);
+  const auto offset =
+      static_cast<std::uint32_t>(((thread_row.p.offset % kLineBytes) + kLineBytes) % kLineBytes);
   const Reg<U32> low = k.cvt<U32>(thread_row.p.base);
   const Reg<U32> start = k.sub(offset == 0 ? low : k.add(low, offset), lane_bytes);
-  return k.and_(start, kSectorBytes - 1);
+  return k.and_(start, kLineBytes - 1);
 }
 
 ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
@@ -315,7 +315,7 @@ void RowTile::ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row) {
   if (ring_queued_ == ring_rows_) {
     throw std::logic_error("RowTile::ring_fill: every ring buffer holds a row not yet taken");
   }
-  const Reg<U32> offset = sector_offset(k, m.lanes(), thread_row);
+  const Reg<U32> offset = line_offset(k, m.lanes(), thread_row);
   copy_chunks(k, m, thread_row, moved(k, *ring_fill_, offset), Place::Registers, ring_index_);
   // Past the queued offsets the register holds zeros (takes shift them in from the top).
   const Reg<U32> placed = ring_queued_ == 0 ? offset : k.shl(offset, kOffsetBits * ring_queued_);
@@ -328,7 +328,7 @@ void RowTile::ring_take(Kernel& k) {
   if (ring_queued_ == 0) throw std::logic_error("RowTile::ring_take: no row in the ring");
   const std::uint32_t per_chunk = map_.threads * map_.vec;
   const bool first = !prefetching_;
-  const SharedDPtr landed = moved(k, *ring_take_, k.and_(*ring_offsets_, kSectorBytes - 1));
+  const SharedDPtr landed = moved(k, *ring_take_, k.and_(*ring_offsets_, kLineBytes - 1));
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] != Place::Registers) continue;
     // The whole vector: the ring holds zeros where the row's masks kept the copy from reading.
@@ -353,7 +353,7 @@ void RowTile::preload(Kernel& k, const RowMasks& m) {
     if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, m, row_, j, hints_);
   }
   if (next_staging_) {
-    k.mov(landed_->p.base, moved(k, *staging_, sector_offset(k, m.lanes(), row_)).p.base);
+    k.mov(landed_->p.base, moved(k, *staging_, line_offset(k, m.lanes(), row_)).p.base);
     copy_staged(k, m, row_, *landed_);
   }
   regs_ = std::move(loads);
@@ -368,7 +368,7 @@ std::vector<ChunkLoad> RowTile::prefetch(Kernel& k, const RowMasks& next,
   }
   if (next_staging_) {
     k.mov(next_landed_->p.base,
-          moved(k, *next_staging_, sector_offset(k, next.lanes(), next_row)).p.base);
+          moved(k, *next_staging_, line_offset(k, next.lanes(), next_row)).p.base);
     copy_staged(k, next, next_row, *next_landed_);
   }
   return loads;
@@ -422,13 +422,13 @@ SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> sl
 
 SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                     Reg<U32> first_element) {
-  return slot_start(k, base, plan, plan.register_chunks(), kSectorBytes, slot, first_element);
+  return slot_start(k, base, plan, plan.register_chunks(), kLineBytes, slot, first_element);
 }
 
 std::int64_t ring_slots_elements(const Plan& plan, DType d) {
   const std::int64_t slot =
       static_cast<std::int64_t>(plan.register_chunks()) * plan.threads_per_row * plan.vec +
-      kSectorBytes / dtype_bytes(d);
+      kLineBytes / dtype_bytes(d);
   return slot * plan.rows_per_cta;
 }
 

@@ -76,13 +76,14 @@ class RowMasks {
   std::optional<Pred> last_tail_;
 };
 
-// The byte offset in its 32-byte sector of the row that `thread_row` (this thread's address in
-// it) lies in. A row copies into shared memory by cp.async at this offset into its buffer: from
-// any other offset every sector it copies reaches the L2 twice (docs/performance.md item 61).
-// Each buffer has kSectorBytes past every row slot for it. A thread's copies then land where its
+// The byte offset in its 128-byte line of the row that `thread_row` (this thread's address in it)
+// lies in. A row copies into shared memory by cp.async at this offset into its buffer: 16 bytes
+// off, every sector it copies reached the L2 twice, and 32 bytes off it copied 11% slower
+// (docs/performance.md items 61-62).
+// Each buffer has kLineBytes past every row slot for it. A thread's copies then land where its
 // neighbour's of a row at another offset did, so where rows lie at different offsets the CTA
 // syncs before refilling a buffer (RowsAhead).
-Reg<U32> sector_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row);
+Reg<U32> line_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row);
 
 // Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
 struct ChunkLoad {
@@ -200,7 +201,7 @@ class RowTile {
   std::uint32_t ring_step_ = 0;
   void ring_turn(Kernel& k, const SharedDPtr& p) const;
   std::vector<std::uint32_t> ring_index_;  // per chunk: its slot among the register chunks
-  // The sector offsets of the rows filled and not yet taken, 5 bits each, the oldest lowest:
+  // The line offsets of the rows filled and not yet taken, 7 bits each, the oldest lowest:
   // `ring_queued_` of them where the build stands (fills and takes are built in the order they
   // run). One register, not one a buffer: the rings run close to their register limits.
   std::optional<Reg<U32>> ring_offsets_;
@@ -212,7 +213,7 @@ class RowTile {
 // accesses, and each thread reads back only what it wrote, so staging needs no barrier.
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                        Reg<U32> first_element);
-// The same in the ring of prefetch_rows ≥ 2 (register chunks and kSectorBytes a row slot, one
+// The same in the ring of prefetch_rows ≥ 2 (register chunks and kLineBytes a row slot, one
 // tensor's buffer); every row slot of one tensor's buffer spans ring_slots_elements elements.
 SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                     Reg<U32> first_element);

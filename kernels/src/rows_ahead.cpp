@@ -41,8 +41,8 @@ void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const
     const Reg<U32> other = tickets_ != nullptr ? k.add(first_row, 1u)
                                                : groups_.row(group_ahead(k, first_group, buffers));
     for (std::size_t t = 0; t < tiles_.size(); ++t) {
-      const Pred differ = k.setp(Cmp::Ne, sector_offset(k, lanes_, row_at_(t, first_row)),
-                                 sector_offset(k, lanes_, row_at_(t, other)));
+      const Pred differ = k.setp(Cmp::Ne, line_offset(k, lanes_, row_at_(t, first_row)),
+                                 line_offset(k, lanes_, row_at_(t, other)));
       offsets_differ_ = offsets_differ_ ? k.or_(*offsets_differ_, differ) : differ;
     }
   }
