@@ -299,7 +299,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const std::uint32_t ring_at = dynamic_bytes - plan.ring_bytes(s, 2);
     const SharedDPtr x_ring =
         ring_for(k, {region(ring_at).as<B32>(), spec.dtype}, plan, cta.slot, lanes.first_element());
-    const std::int64_t slots = ring_slots_elements(plan, spec.dtype);
+    const std::int64_t slots = ring_slots_elements(plan);
     xt.use_ring(k, x_ring, 2 * slots, plan.ring_rows);
     dyt.use_ring(k, x_ring + slots, 2 * slots, plan.ring_rows);
   }

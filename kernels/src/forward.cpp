@@ -65,7 +65,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
-  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan, spec.dtype), plan.ring_rows);
+  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan), plan.ring_rows);
   if (plan.bulk_rows) {
     // Thread 0 issues the row's bulk copy; every thread waits on this mbarrier (initialized,
     // and visible to the TMA unit, before any thread waits or copies).

@@ -116,10 +116,9 @@ std::uint32_t Plan::register_chunks() const {
 
 std::uint32_t Plan::ring_bytes(int element_bytes, int tensors) const {
   if (!ring) return 0;
-  const std::uint32_t slot =
-      register_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) +
-      kLineBytes;
-  return ring_rows * slot * rows_per_cta * static_cast<std::uint32_t>(tensors);
+  return ring_rows * register_chunks() * threads_per_row * vec *
+         static_cast<std::uint32_t>(element_bytes) * rows_per_cta *
+         static_cast<std::uint32_t>(tensors);
 }
 
 std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
@@ -143,11 +142,8 @@ std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
 }
 
 std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
-  if (staged_chunks() == 0) return 0;
-  const std::uint32_t slot =
-      staged_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) +
-      staging_slot_pad();
-  return slot * rows_per_cta * static_cast<std::uint32_t>(tensors);
+  return staged_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
+         rows_per_cta * static_cast<std::uint32_t>(tensors);
 }
 
 Plan plan_norm(const NormSpec& spec) {

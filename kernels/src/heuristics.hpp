@@ -10,11 +10,6 @@
 // Every choice a knob can override is read from NormKnobs first.
 namespace ptxdsl::kernels::detail {
 
-// Room past each row slot of a shared buffer that rows copy into by cp.async: a row lands at its
-// start's offset in a 128-byte line, which keeps the L2 from serving each sector twice and the
-// copies' lines whole (RowTile; docs/performance.md items 61-62).
-inline constexpr std::uint32_t kLineBytes = 128;
-
 // Where one chunk (one vector slot per thread) of a thread's row slice lives between passes.
 enum class Place : std::uint8_t {
   Registers,  // f32 values, converted once
@@ -88,8 +83,6 @@ struct Plan {
   // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes: one buffer.
   std::uint32_t staging_bytes(int element_bytes, int tensors) const;
   std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
-  // Bytes past each row slot of the staging: kLineBytes when rows copy in by cp.async.
-  std::uint32_t staging_slot_pad() const { return async_staging ? kLineBytes : 0; }
   std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
   // The ring of prefetch_rows ≥ 2, every buffer of every tensor and row slot, in bytes.
   std::uint32_t ring_bytes(int element_bytes, int tensors) const;

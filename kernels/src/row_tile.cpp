@@ -1,16 +1,11 @@
 #include "row_tile.hpp"
 
-#include <stdexcept>
 #include <utility>
 
 #include "chunk_loop.hpp"
 
 namespace ptxdsl::kernels::detail {
 namespace {
-
-// Bits of one line offset (0 to 127) in the ring's queue of them.
-constexpr std::uint32_t kOffsetBits = 7;
-static_assert(kLineBytes == 1u << kOffsetBits);
 
 std::optional<Pred> both(Kernel& k, std::optional<Pred> a, std::optional<Pred> b) {
   if (!a) return b;
@@ -54,17 +49,6 @@ bool RowMasks::never(std::uint32_t j) const {
 
 std::optional<Pred> RowMasks::tail(std::uint32_t j) const {
   return lanes_->map().complete(j) ? std::nullopt : last_tail_;
-}
-
-Reg<U32> line_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row) {
-  // The low bits of this thread's address less its own offset in the row: the row start's.
-  const auto s = static_cast<std::uint32_t>(dtype_bytes(thread_row.dtype));
-  const Reg<U32> lane_bytes = k.mul(lanes.first_element(), s);
-  const auto offset =
-      static_cast<std::uint32_t>(((thread_row.p.offset % kLineBytes) + kLineBytes) % kLineBytes);
-  const Reg<U32> low = k.cvt<U32>(thread_row.p.base);
-  const Reg<U32> start = k.sub(offset == 0 ? low : k.add(low, offset), lane_bytes);
-  return k.and_(start, kLineBytes - 1);
 }
 
 ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
@@ -161,11 +145,6 @@ SharedDPtr RowTile::staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
 
 namespace {
 
-// `p` moved by `bytes` (a register), in a base register of its own.
-SharedDPtr moved(Kernel& k, const SharedDPtr& p, Reg<U32> bytes) {
-  return SharedDPtr{{k.add(p.p.base, bytes), p.p.offset}, p.dtype};
-}
-
 // `p` with a base register of its own (rewritten each row), and the buffer `elements` further on,
 // also in a register of its own.
 std::pair<SharedDPtr, SharedDPtr> two_buffers(Kernel& k, SharedDPtr p, std::int64_t elements) {
@@ -186,8 +165,6 @@ void RowTile::stage_async(Kernel& k, std::int64_t buffer_elements) {
   staging_ = first;
   next_staging_ = second;
   buffer_flip_ = k.xor_(first.p.base, second.p.base);
-  landed_ = SharedDPtr{{k.mov<U32>(first.p.base), first.p.offset}, first.dtype};
-  next_landed_ = SharedDPtr{{k.mov<U32>(second.p.base), second.p.offset}, second.dtype};
 }
 
 void RowTile::copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer,
@@ -291,8 +268,6 @@ void RowTile::use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements,
   const auto [first, second] = two_buffers(k, ring, buffer_elements);
   ring_fill_ = first;
   ring_take_ = SharedDPtr{{k.mov<U32>(first.p.base), first.p.offset}, first.dtype};
-  ring_rows_ = rows;
-  ring_offsets_ = k.mov<U32>(0u);
   if (rows == 2) {
     ring_flip_ = k.xor_(first.p.base, second.p.base);
     return;
@@ -312,27 +287,17 @@ void RowTile::ring_turn(Kernel& k, const SharedDPtr& p) const {
 }
 
 void RowTile::ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row) {
-  if (ring_queued_ == ring_rows_) {
-    throw std::logic_error("RowTile::ring_fill: every ring buffer holds a row not yet taken");
-  }
-  const Reg<U32> offset = line_offset(k, m.lanes(), thread_row);
-  copy_chunks(k, m, thread_row, moved(k, *ring_fill_, offset), Place::Registers, ring_index_);
-  // Past the queued offsets the register holds zeros (takes shift them in from the top).
-  const Reg<U32> placed = ring_queued_ == 0 ? offset : k.shl(offset, kOffsetBits * ring_queued_);
-  k.mov(*ring_offsets_, k.or_(*ring_offsets_, placed));
-  ++ring_queued_;
+  copy_chunks(k, m, thread_row, *ring_fill_, Place::Registers, ring_index_);
   ring_turn(k, *ring_fill_);
 }
 
 void RowTile::ring_take(Kernel& k) {
-  if (ring_queued_ == 0) throw std::logic_error("RowTile::ring_take: no row in the ring");
   const std::uint32_t per_chunk = map_.threads * map_.vec;
   const bool first = !prefetching_;
-  const SharedDPtr landed = moved(k, *ring_take_, k.and_(*ring_offsets_, kLineBytes - 1));
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] != Place::Registers) continue;
     // The whole vector: the ring holds zeros where the row's masks kept the copy from reading.
-    const SharedDPtr at = landed + static_cast<std::int64_t>(ring_index_[j]) * per_chunk;
+    const SharedDPtr at = *ring_take_ + static_cast<std::int64_t>(ring_index_[j]) * per_chunk;
     ChunkLoad c;
     c.vector = load_raw(k, at, map_.vec, std::nullopt, kNoHints);
     if (first) {
@@ -341,8 +306,6 @@ void RowTile::ring_take(Kernel& k) {
       assign(k, *regs_[j].vector, *c.vector);
     }
   }
-  k.mov(*ring_offsets_, k.shr(*ring_offsets_, kOffsetBits));
-  --ring_queued_;
   ring_turn(k, *ring_take_);
   prefetching_ = true;
 }
@@ -352,10 +315,7 @@ void RowTile::preload(Kernel& k, const RowMasks& m) {
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, m, row_, j, hints_);
   }
-  if (next_staging_) {
-    k.mov(landed_->p.base, moved(k, *staging_, line_offset(k, m.lanes(), row_)).p.base);
-    copy_staged(k, m, row_, *landed_);
-  }
+  if (next_staging_) copy_staged(k, m, row_, *staging_);
   regs_ = std::move(loads);
   prefetching_ = true;
 }
@@ -366,11 +326,7 @@ std::vector<ChunkLoad> RowTile::prefetch(Kernel& k, const RowMasks& next,
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] == Place::Registers) loads[j] = issue_chunk(k, next, next_row, j, hints_);
   }
-  if (next_staging_) {
-    k.mov(next_landed_->p.base,
-          moved(k, *next_staging_, line_offset(k, next.lanes(), next_row)).p.base);
-    copy_staged(k, next, next_row, *next_landed_);
-  }
+  if (next_staging_) copy_staged(k, next, next_row, *next_staging_);
   return loads;
 }
 
@@ -378,7 +334,6 @@ void RowTile::advance(Kernel& k, const std::vector<ChunkLoad>& next) {
   if (next_staging_) {
     flip(k, *staging_, *buffer_flip_);
     flip(k, *next_staging_, *buffer_flip_);
-    k.mov(landed_->p.base, next_landed_->p.base);
   }
   for (std::uint32_t j = 0; j < places_.size(); ++j) {
     if (places_[j] != Place::Registers) continue;
@@ -405,9 +360,8 @@ namespace {
 
 // This thread's first element in a [slot][chunk][lane][V] layout of `chunks` chunks a slot.
 SharedDPtr slot_start(Kernel& k, SharedDPtr base, const Plan& plan, std::uint32_t chunks,
-                      std::uint32_t pad_bytes, Reg<U32> slot, Reg<U32> first_element) {
-  const std::uint32_t per_slot = chunks * plan.threads_per_row * plan.vec +
-                                 pad_bytes / static_cast<std::uint32_t>(dtype_bytes(base.dtype));
+                      Reg<U32> slot, Reg<U32> first_element) {
+  const std::uint32_t per_slot = chunks * plan.threads_per_row * plan.vec;
   if (plan.rows_per_cta == 1) return at(k, base, first_element);
   return at(k, base, k.mad(slot, per_slot, first_element));
 }
@@ -416,20 +370,17 @@ SharedDPtr slot_start(Kernel& k, SharedDPtr base, const Plan& plan, std::uint32_
 
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                        Reg<U32> first_element) {
-  return slot_start(k, base, plan, plan.staged_chunks(), plan.staging_slot_pad(), slot,
-                    first_element);
+  return slot_start(k, base, plan, plan.staged_chunks(), slot, first_element);
 }
 
 SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                     Reg<U32> first_element) {
-  return slot_start(k, base, plan, plan.register_chunks(), kLineBytes, slot, first_element);
+  return slot_start(k, base, plan, plan.register_chunks(), slot, first_element);
 }
 
-std::int64_t ring_slots_elements(const Plan& plan, DType d) {
-  const std::int64_t slot =
-      static_cast<std::int64_t>(plan.register_chunks()) * plan.threads_per_row * plan.vec +
-      kLineBytes / dtype_bytes(d);
-  return slot * plan.rows_per_cta;
+std::int64_t ring_slots_elements(const Plan& plan) {
+  return static_cast<std::int64_t>(plan.register_chunks()) * plan.threads_per_row * plan.vec *
+         plan.rows_per_cta;
 }
 
 }  // namespace ptxdsl::kernels::detail

@@ -76,15 +76,6 @@ class RowMasks {
   std::optional<Pred> last_tail_;
 };
 
-// The byte offset in its 128-byte line of the row that `thread_row` (this thread's address in it)
-// lies in. A row copies into shared memory by cp.async at this offset into its buffer: 16 bytes
-// off, every sector it copies reached the L2 twice, and 32 bytes off it copied 11% slower
-// (docs/performance.md items 61-62).
-// Each buffer has kLineBytes past every row slot for it. A thread's copies then land where its
-// neighbour's of a row at another offset did, so where rows lie at different offsets the CTA
-// syncs before refilling a buffer (RowsAhead).
-Reg<U32> line_offset(Kernel& k, const RowLanes& lanes, GlobalDPtr thread_row);
-
 // Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
 struct ChunkLoad {
   std::optional<Raw> vector;
@@ -184,16 +175,13 @@ class RowTile {
   }
   SharedDPtr staged(Kernel& k, SharedDPtr buffer, std::uint32_t j,
                     std::optional<Reg<U32>> shift) const;
-  // The current row's staged chunk j (where its copies landed, with stage_async).
   SharedDPtr staged(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
-    return staged(k, landed_ ? *landed_ : *staging_, j, shift);
+    return staged(k, *staging_, j, shift);
   }
 
   // stage_async: the other buffer, and the bits that turn either base address into the other.
   std::optional<SharedDPtr> next_staging_;
   std::optional<Reg<U32>> buffer_flip_;
-  // stage_async: where the current row's copies landed, and the next row's.
-  std::optional<SharedDPtr> landed_, next_landed_;
   // use_ring: the buffer to fill next and the one to take next. Two buffers swap by XOR with
   // ring_flip_; more go round: one buffer on (ring_step_ bytes), back to ring_first_ at ring_end_.
   std::optional<SharedDPtr> ring_fill_, ring_take_;
@@ -201,22 +189,17 @@ class RowTile {
   std::uint32_t ring_step_ = 0;
   void ring_turn(Kernel& k, const SharedDPtr& p) const;
   std::vector<std::uint32_t> ring_index_;  // per chunk: its slot among the register chunks
-  // The line offsets of the rows filled and not yet taken, 7 bits each, the oldest lowest:
-  // `ring_queued_` of them where the build stands (fills and takes are built in the order they
-  // run). One register, not one a buffer: the rings run close to their register limits.
-  std::optional<Reg<U32>> ring_offsets_;
-  std::uint32_t ring_rows_ = 0, ring_queued_ = 0;
 };
 
 // This thread's first staged element for CTA row slot `slot` (0..R-1), staged chunks laid out as
-// [slot][staged chunk][lane][V] (and plan.staging_slot_pad() bytes): conflict-free 16-byte
-// accesses, and each thread reads back only what it wrote, so staging needs no barrier.
+// [slot][staged chunk][lane][V]: conflict-free 16-byte accesses, and each thread reads back only
+// what it wrote, so staging needs no barrier.
 SharedDPtr staging_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                        Reg<U32> first_element);
-// The same in the ring of prefetch_rows ≥ 2 (register chunks and kLineBytes a row slot, one
-// tensor's buffer); every row slot of one tensor's buffer spans ring_slots_elements elements.
+// The same in the ring of prefetch_rows ≥ 2 (register chunks, one tensor's buffer); every row slot
+// of one tensor's buffer spans ring_slots_elements(plan) elements.
 SharedDPtr ring_for(Kernel& k, SharedDPtr base, const Plan& plan, Reg<U32> slot,
                     Reg<U32> first_element);
-std::int64_t ring_slots_elements(const Plan& plan, DType d);
+std::int64_t ring_slots_elements(const Plan& plan);
 
 }  // namespace ptxdsl::kernels::detail

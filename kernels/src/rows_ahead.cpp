@@ -15,11 +15,6 @@ RowsAhead::RowsAhead(const Plan& plan, const RowLanes& lanes, const RowGroups& g
       tickets_(tickets),
       ahead_(tiles_.size()) {}
 
-void RowsAhead::sync_before_refill(Kernel& k) const {
-  if (!offsets_differ_) return;
-  k.if_(*offsets_differ_, [&] { k.bar_sync(0); });
-}
-
 Reg<U32> RowsAhead::group_ahead(Kernel& k, Reg<U32> g, std::uint32_t i) const {
   if (tickets_ != nullptr) return tickets_->ahead(i);
   if (i == 1) return k.add(g, grid_);
@@ -32,20 +27,6 @@ void RowsAhead::fill_ring(Kernel& k, Reg<U32> row, const RowMasks& masks) {
 }
 
 void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const RowMasks& first) {
-  if (plan_.ring || plan_.async_staging) {
-    // A buffer takes every `buffers`-th row group of the CTA's walk: rows the same distance apart
-    // in every row slot, so their offsets differ for all or for none. Rows from a counter may be
-    // any distance apart: their offsets differ when neighbouring rows' do. (Rows past the batch
-    // are only addresses here.)
-    const std::uint32_t buffers = plan_.ring ? plan_.ring_rows : 2;
-    const Reg<U32> other = tickets_ != nullptr ? k.add(first_row, 1u)
-                                               : groups_.row(group_ahead(k, first_group, buffers));
-    for (std::size_t t = 0; t < tiles_.size(); ++t) {
-      const Pred differ = k.setp(Cmp::Ne, line_offset(k, lanes_, row_at_(t, first_row)),
-                                 line_offset(k, lanes_, row_at_(t, other)));
-      offsets_differ_ = offsets_differ_ ? k.or_(*offsets_differ_, differ) : differ;
-    }
-  }
   if (plan_.ring) {
     fill_ring(k, first_row, first);
     // Rows past the batch copy nothing; the loop ends before they would be used.
@@ -64,7 +45,6 @@ void RowsAhead::start(Kernel& k, Reg<U32> first_group, Reg<U32> first_row, const
 }
 
 void RowsAhead::issue(Kernel& k, Reg<U32> g, std::optional<std::pair<Reg<U32>, Pred>> next) {
-  sync_before_refill(k);
   if (plan_.ring) {
     // The row ring_rows groups on into the ring (the ones before it are there or on their way).
     const Reg<U32> last = groups_.row(group_ahead(k, g, plan_.ring_rows));

@@ -47,11 +47,6 @@ class RowsAhead {
   std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at_;
   const RowTickets* tickets_;
   std::vector<std::vector<ChunkLoad>> ahead_;  // per tile: the next row's register loads
-  // The rows that take turns in one buffer lie at different offsets in their lines: a row's
-  // copies then overlap other threads' reads of the buffer's last row (line_offset), so the CTA
-  // syncs before refilling a buffer (never where row pitches are multiples of 128 bytes).
-  std::optional<Pred> offsets_differ_;
-  void sync_before_refill(Kernel& k) const;
 
   // Every tile's register chunks of `row` into the ring's next buffer, as one cp.async group.
   void fill_ring(Kernel& k, Reg<U32> row, const RowMasks& masks);

@@ -296,9 +296,8 @@ TEST_CASE("prefetching rows, and not: the forward's persistent variant, the back
 TEST_CASE("staged rows prefetched by cp.async into a second buffer", "[executor][norm]") {
   // Every chunk staged, or staged beside a register chunk; 16-byte vectors with ragged tails (the
   // rows padded to a multiple of 8 elements), several row slots a CTA, and CTAs that walk many
-  // rows (three SMs assumed: 16-bit rows of 4104 elements lie 16 bytes further on in their 128-byte
-  // lines from one to the next, and a CTA's rows, three apart, then alternate; a buffer's copies
-  // land at either offset, which the CTA syncs for).
+  // rows (three SMs assumed: an odd grid, so that a CTA's 16-bit rows of 4104 elements alternate
+  // between two offsets in their sectors).
   for (NormKind kind : kKinds) {
     for (DType dtype : kDtypes) {
       for (std::uint32_t width : {1003u, 4097u}) {
@@ -614,8 +613,8 @@ TEST_CASE(
   // Backwards with partial rows: one row ahead in registers, several rows a CTA (no CTA-wide
   // reduce: a barrier of its own passes the ticket), rings of two and three, and staged rows; on 1
   // and 3 host threads, so that CTAs race for the tickets. Grids of 2 CTAs, batches below and above
-  // them. 16-bit rows of 997 padded to 1000 lie 16 bytes further on in their lines from one to the
-  // next: rows taking turns in a buffer then land at either offset, which the CTA syncs for.
+  // them. 16-bit rows of 997 padded to 1000 lie 16 bytes further on in their sectors from one to
+  // the next.
   struct Variant {
     std::uint32_t prefetch_rows, threads, staged, rows_per_cta = 0;
   };
