@@ -119,6 +119,7 @@ void validate(const NormSpec& spec) {
   check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.bulk_rows, "bulk_rows", 1);
   check_choice(kn.row_order, "row_order", 3);
+  check_choice(kn.deterministic, "deterministic", 1);
   check_hopper_knob(spec, kn.bulk_rows, "bulk_rows", {8, 0}, "cp.async.bulk");
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
   check_hopper_knob(spec, kn.overlap_reduce, "overlap_reduce", {7, 8}, "griddepcontrol");
@@ -252,6 +253,8 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.ticketed_rows = plan.ticketed_rows;
     out.chosen.overlap_reduce = plan.overlap_reduce;
     if (!plan.single_launch) out.chosen.reduce_slices = plan.reduce_slices;
+    // dw and db add up in a fixed order unless CTAs take their rows from a counter.
+    out.chosen.deterministic = plan.ticketed_rows ? 0u : 1u;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
   } else {

@@ -389,9 +389,16 @@ Plan plan_norm(const NormSpec& spec) {
       p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
     }
   }
-  p.blocked_rows = p.persistent && kn.row_order.value_or(0) == 1;
-  p.ticketed_rows = p.persistent && backward && !single && kn.row_order.value_or(0) >= 2;
-  p.ticketed_tail = p.ticketed_rows && kn.row_order.value_or(0) == 3;
+  // Rows from a counter balance SMs that move rows at uneven speeds, at the price of dw/db bits
+  // that vary run to run: only where the caller allows it, and where it measured faster (the RMS
+  // backward's 16-bit rows copied in by cp.async, 28-32 KB: 9-13%; elsewhere -7% to +3%,
+  // docs/performance.md item 60).
+  const bool tickets_pay = backward && !single && spec.kind == NormKind::RmsNormBwd && s == 2 &&
+                           p.async_staging && kn.deterministic.value_or(1) == 0;
+  const std::uint32_t row_order = kn.row_order.value_or(tickets_pay ? 2 : 0);
+  p.blocked_rows = p.persistent && row_order == 1;
+  p.ticketed_rows = p.persistent && backward && !single && row_order >= 2;
+  p.ticketed_tail = p.ticketed_rows && row_order == 3;
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).

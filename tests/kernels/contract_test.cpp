@@ -109,6 +109,47 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
   REQUIRE(tk.workspace_bytes(100000) == 256 + 2 * rows * 1152 * 4);
 }
 
+TEST_CASE("deterministic 0 lets the heuristic take rows from a counter where that measured faster",
+          "[contract]") {
+  // The RMS backward of 16-bit rows staged by cp.async: by default (and with deterministic 1) dw
+  // is bit-identical run to run, its rows on the fixed walk.
+  NormSpec rms = spec_of(NormKind::RmsNormBwd, DType::BF16, 16384);
+  for (const std::optional<std::uint32_t> det : {std::optional<std::uint32_t>{}, {1u}}) {
+    rms.knobs.deterministic = det;
+    const BuiltNorm fixed = build_norm(rms);
+    REQUIRE_FALSE(fixed.ticketed_rows);
+    REQUIRE(fixed.chosen.row_order == 0u);
+    REQUIRE(fixed.chosen.deterministic == 1u);
+  }
+  rms.knobs.deterministic = 0;
+  const BuiltNorm fast = build_norm(rms);
+  REQUIRE(fast.ticketed_rows);
+  REQUIRE(fast.chosen.row_order == 2u);
+  REQUIRE(fast.chosen.deterministic == 0u);
+  REQUIRE(fast.ptx.find("atom.global.inc.u32") != std::string::npos);
+  // An explicit row_order wins either way.
+  rms.knobs.row_order = 0;
+  REQUIRE_FALSE(build_norm(rms).ticketed_rows);
+  rms.knobs.row_order = 2;
+  rms.knobs.deterministic.reset();
+  REQUIRE(build_norm(rms).chosen.deterministic == 0u);
+  // Where tickets measured no faster, deterministic 0 changes nothing: layer norm, rows through
+  // the ring, f32 rows, the one launch.
+  for (NormSpec other : {spec_of(NormKind::LayerNormBwd, DType::F16, 12288),
+                         spec_of(NormKind::RmsNormBwd, DType::BF16, 8192),
+                         spec_of(NormKind::RmsNormBwd, DType::F32, 8192)}) {
+    other.knobs.deterministic = 0;
+    const BuiltNorm b = build_norm(other);
+    INFO(kind_name(other.kind) << " " << dtype_name(other.dtype) << " " << other.width);
+    REQUIRE_FALSE(b.ticketed_rows);
+    REQUIRE(b.chosen.deterministic == 1u);
+  }
+  NormSpec single = spec_of(NormKind::RmsNormBwd, DType::BF16, 16384);
+  single.knobs.deterministic = 0;
+  single.knobs.single_launch = 1;
+  REQUIRE_FALSE(build_norm(single).ticketed_rows);
+}
+
 TEST_CASE("every knob can be set and is honoured", "[contract]") {
   NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 4096);
   s.knobs.threads_per_row = 256;

@@ -46,6 +46,9 @@ std::span<const KnobFlag> knob_flags() {
       {"--row-order", "row_order", "0|1|2|3", &K::row_order, true,
        "persistent kernels: rows ctaid, ctaid + grid, ... (0), a run of neighbouring rows (1), "
        "or (backward) the next row from a counter (2; 3: only the last quarter)"},
+      {"--deterministic", "deterministic", "0|1", &K::deterministic, true,
+       "backward: dw and db bit-identical run to run (1, default), or rows from a counter where "
+       "that is faster (0)"},
       {"--bulk-rows", "bulk_rows", "0|1", &K::bulk_rows, true,
        "forward with its row staged: one bulk copy (TMA) a row; sm_90, PTX 8.0"},
       {"--reduce-slices", "reduce_slices", "1|2|4|8|16|32", &K::reduce_slices, false,

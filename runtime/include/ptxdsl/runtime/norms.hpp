@@ -112,7 +112,8 @@ class LayerNorm {
   void forward(DeviceView x, DeviceView w, DeviceView b, DeviceView y, DeviceView mean,
                DeviceView rstd, std::uint32_t batch, float eps = 1e-5f, StreamRef stream = {},
                std::uint32_t stride = 0);
-  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run).
+  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
+  // knobs set row_order 2 or 3, or deterministic 0 where the heuristic then takes tickets.
   void backward(const LayerNormBackwardArgs& args);
   void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean, DeviceView rstd,
                 DeviceView dx, DeviceView dw, DeviceView db, std::uint32_t batch,
@@ -146,7 +147,8 @@ class RmsNorm {
   void forward(const RmsNormForwardArgs& args);
   void forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd, std::uint32_t batch,
                float eps = 1e-5f, StreamRef stream = {}, std::uint32_t stride = 0);
-  // dx, and dw summed over the batch in a fixed order.
+  // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
+  // knobs set row_order 2 or 3, or deterministic 0 where the heuristic then takes tickets.
   void backward(const RmsNormBackwardArgs& args);
   void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
                 DeviceView dw, std::uint32_t batch, StreamRef stream = {},
