@@ -253,6 +253,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<U32> grid = k.nctaid_x();
   RowGroups groups{k, plan, cta.slot, batch};
   if (plan.blocked_rows) groups.blocked(grid);
+  if (plan.rotated_rows) groups.rotated(grid);
   // Row groups from a counter: the current one and those whose rows are in flight are known.
   std::optional<RowTickets> tickets;
   if (plan.ticketed_rows) {

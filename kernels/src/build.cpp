@@ -118,7 +118,7 @@ void validate(const NormSpec& spec) {
   check_choice(kn.row_nc, "row_nc", 1);
   check_choice(kn.early_weights, "early_weights", 1);
   check_choice(kn.bulk_rows, "bulk_rows", 1);
-  check_choice(kn.row_order, "row_order", 3);
+  check_choice(kn.row_order, "row_order", 4);
   check_choice(kn.deterministic, "deterministic", 1);
   check_hopper_knob(spec, kn.bulk_rows, "bulk_rows", {8, 0}, "cp.async.bulk");
   check_choice(kn.overlap_reduce, "overlap_reduce", 2);
@@ -264,6 +264,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.chosen.row_order = plan.ticketed_tail   ? 3u
                            : plan.ticketed_rows ? 2u
                            : plan.blocked_rows  ? 1u
+                           : plan.rotated_rows  ? 4u
                                                 : 0u;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;

@@ -41,6 +41,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // batch (it cannot return early: the group reduction needs every thread).
   RowGroups groups{k, plan, cta.slot, batch};
   if (plan.blocked_rows) groups.blocked(k.nctaid_x());
+  if (plan.rotated_rows) groups.rotated(k.nctaid_x());
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };

@@ -397,7 +397,8 @@ Plan plan_norm(const NormSpec& spec) {
                            p.async_staging && kn.deterministic.value_or(1) == 0;
   const std::uint32_t row_order = kn.row_order.value_or(tickets_pay ? 2 : 0);
   p.blocked_rows = p.persistent && row_order == 1;
-  p.ticketed_rows = p.persistent && backward && !single && row_order >= 2;
+  p.rotated_rows = p.persistent && row_order == 4;
+  p.ticketed_rows = p.persistent && backward && !single && (row_order == 2 || row_order == 3);
   p.ticketed_tail = p.ticketed_rows && row_order == 3;
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward

@@ -566,11 +566,14 @@ std::optional<BuiltNorm> build_if_it_fits(const NormSpec& spec) {
 
 }  // namespace
 
-TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row once",
-          "[executor][norm]") {
+TEST_CASE(
+    "CTAs walking runs of neighbouring rows (row_order 1), or moving places in each round "
+    "(row_order 4), cover every row once",
+    "[executor][norm]") {
   // Persistent kernels only: the prefetching forward (one row a CTA, and several), the backward
   // with partial rows, its ring, and in one launch (CTAs past the rows take none). Grids of 2 to
-  // 6 CTAs over batches that leave runs of unequal length, and fewer rows than CTAs.
+  // 6 CTAs over batches that leave runs of unequal length, a last round not full, and fewer rows
+  // than CTAs.
   struct Variant {
     std::uint32_t prefetch_rows, threads, single;
   };
@@ -580,9 +583,10 @@ TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row 
     for (DType dtype : kDtypes) {
       for (const Variant& v : variants) {
         if (!backward && v.single) continue;
-        for (std::uint32_t width : {61u, 1003u}) {
+        for (const auto [width, order] :
+             {std::pair{61u, 1u}, {1003u, 1u}, {61u, 4u}, {1003u, 4u}}) {
           NormSpec spec = spec_of(kind, dtype, width);
-          spec.knobs.row_order = 1;
+          spec.knobs.row_order = order;
           spec.knobs.sm_count = 2;
           if (v.prefetch_rows > 0 && (v.prefetch_rows < 2 || dtype != DType::F32)) {
             spec.knobs.prefetch_rows = v.prefetch_rows;
@@ -592,11 +596,11 @@ TEST_CASE("CTAs walking runs of neighbouring rows (row_order 1) cover every row 
           if (backward) spec.knobs.single_launch = v.single;
           INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
                                << " threads " << v.threads << " single " << v.single << " width "
-                               << width);
+                               << width << " row_order " << order);
           const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
           if (!fits) continue;
           const BuiltNorm& built = *fits;
-          REQUIRE(built.chosen.row_order == 1u);
+          REQUIRE(built.chosen.row_order == order);
           REQUIRE(built.ptx.find("rem.u32") != std::string::npos);
           for (std::uint32_t batch : {1u, 3u, 7u, 26u})
             run_batch(built, batch, (width + 7) / 8 * 8);

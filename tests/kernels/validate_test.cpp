@@ -122,7 +122,7 @@ TEST_CASE("counts and switches outside their ranges are refused, one knob at a t
       {&NormKnobs::weight_prefetch, {{2, "weight_prefetch must be 0 or 1, got 2"}}, {1}},
       {&NormKnobs::early_weights, {{2, "early_weights must be 0 or 1, got 2"}}, {1}},
       {&NormKnobs::row_nc, {{2, "row_nc must be 0 or 1, got 2"}}, {0, 1}},
-      {&NormKnobs::row_order, {{4, "row_order must be 0, 1, 2 or 3, got 4"}}, {0, 1, 2, 3}},
+      {&NormKnobs::row_order, {{5, "row_order must be 0, 1, 2, 3 or 4, got 5"}}, {0, 1, 2, 3, 4}},
       {&NormKnobs::deterministic, {{2, "deterministic must be 0 or 1, got 2"}}, {0, 1}},
       {&NormKnobs::overlap_reduce, {{3, "overlap_reduce must be 0, 1 or 2, got 3"}}, {1, 2}},
       {&NormKnobs::reduce_slices,

@@ -43,9 +43,10 @@ std::span<const KnobFlag> knob_flags() {
        "x and dy by ld.global.nc (1, default) or plain loads, which stay before barriers (0)"},
       {"--early-weights", "early_weights", "0|1", &K::early_weights, true,
        "forward: w and b of register chunks loaded with the row, before the statistics"},
-      {"--row-order", "row_order", "0|1|2|3", &K::row_order, true,
+      {"--row-order", "row_order", "0-4", &K::row_order, true,
        "persistent kernels: rows ctaid, ctaid + grid, ... (0), a run of neighbouring rows (1), "
-       "or (backward) the next row from a counter (2; 3: only the last quarter)"},
+       "(backward) the next row from a counter (2; 3: only the last quarter), or 0's rounds "
+       "with the CTAs' places in them moving (4)"},
       {"--deterministic", "deterministic", "0|1", &K::deterministic, true,
        "backward: dw and db bit-identical run to run (1, default), or rows from a counter where "
        "that is faster (0)"},

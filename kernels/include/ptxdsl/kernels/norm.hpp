@@ -115,8 +115,10 @@ struct NormKnobs {
   // (backward with partial rows; elsewhere 0): after its first rows each CTA takes the next one
   // from a counter in the workspace, so CTAs that move rows faster take more. dw and db then add
   // up each CTA's rows in an order that varies run to run (within f32 rounding); 3: as 2 for the
-  // last quarter of each CTA's rounds only, the walk of 0 before. Unset: 0, or as `deterministic`
-  // says.
+  // last quarter of each CTA's rounds only, the walk of 0 before; 4: the rounds of 0 (grid
+  // neighbouring groups at once), but CTA c takes the group at (c + 81·round) % grid of each full
+  // round, so that its rows do not all sit at one place of their rounds (bit-identical dw/db).
+  // Unset: 0, or as `deterministic` says.
   std::optional<std::uint32_t> row_order;
   // Backward: unset or 1 keeps dw and db bit-identical run to run (row_order 0 unless told
   // otherwise). 0 lets the heuristic take rows from a counter (row_order 2) where that measured
@@ -136,7 +138,7 @@ struct NormKnobs {
 //   (layer norm forward); loop_group in [1, 16]; l1_rereads 0 or 1; l2_prefetch 0, 64, 128 or
 //   256; weight_prefetch 0 or 1 (forward); overlap_reduce 0, 1 or 2 (backward; sm_90, PTX 7.8);
 //   reduce_slices 1, 2, 4, 8, 16 or 32 (backward); row_nc 0 or 1; early_weights 0 or 1
-//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0); row_order 0 to 3; deterministic 0 or 1.
+//   (forward); bulk_rows 0 or 1 (sm_90, PTX 8.0); row_order 0 to 4; deterministic 0 or 1.
 
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
