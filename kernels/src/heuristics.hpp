@@ -50,7 +50,7 @@ struct Plan {
   // Forward of one row a CTA, row all staged: one bulk copy (TMA) a row, waited for on an mbarrier.
   bool bulk_rows = false;
   bool blocked_rows = false;  // persistent: each CTA a run of neighbouring row groups (row_order 1)
-  bool rotated_rows = false;  // persistent: a CTA's place in each round of groups moves (row_order 4)
+  bool rotated_rows = false;  // persistent: a CTA's place in each round moves (row_order 4)
   // Backward with partial rows: CTAs take their row groups from a counter (row_order 2 or 3).
   bool ticketed_rows = false;
   bool ticketed_tail = false;  // row_order 3: the fixed walk first, tickets for the last quarter
