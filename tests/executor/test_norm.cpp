@@ -583,7 +583,7 @@ TEST_CASE(
     for (DType dtype : kDtypes) {
       for (const Variant& v : variants) {
         if (!backward && v.single) continue;
-        for (const auto [width, order] :
+        for (const auto& [width, order] :
              {std::pair{61u, 1u}, {1003u, 1u}, {61u, 4u}, {1003u, 4u}}) {
           NormSpec spec = spec_of(kind, dtype, width);
           spec.knobs.row_order = order;
