@@ -72,10 +72,20 @@ class Accumulator {
                                                                                            : -1);
     }
     const std::uint32_t per = per_chunk();
+    // Complete chunks of 8 floats a lane leave by whole warps, their addresses made chunk by
+    // chunk: held from the start, they cost a spill at 32768 wide on sm_80.
+    const RowLanes& lanes = columns_.lanes();
+    const bool by_warp = stores_by_warp(lanes.map(), DType::F32);
     for_each_chunk(
         k, keys, plan_.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
           if (plan_.accum[j] == Place::Global) return;
+          if (by_warp && lanes.map().complete(j)) {
+            const Values v = get(k, j, shift);
+            store_chunk_by_warp(k, lanes.map(),
+                                warp_pieces(k, lanes, shifted(k, row_start_, shift, per)), j, v);
+            return;
+          }
           store_chunk(k, columns_, shifted(k, partial_row_, shift, per), j, get(k, j, shift),
                       kNoHints);
         },
