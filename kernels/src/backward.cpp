@@ -5,6 +5,8 @@
 // in one launch (plan.single_launch), the CTAs sum them by columns after their rows.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "access_hints.hpp"
 #include "builders.hpp"
 #include "chunk_loop.hpp"
@@ -72,18 +74,25 @@ class Accumulator {
                                                                                            : -1);
     }
     const std::uint32_t per = per_chunk();
-    // Complete chunks of 8 floats a lane leave by whole warps, their addresses made chunk by
-    // chunk: held from the start, they cost a spill at 32768 wide on sm_80.
     const RowLanes& lanes = columns_.lanes();
-    const bool by_warp = stores_by_warp(lanes.map(), DType::F32);
+    const bool by_warp = warp_blocked_columns(plan_) > 0;
     for_each_chunk(
         k, keys, plan_.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
           if (plan_.accum[j] == Place::Global) return;
           if (by_warp && lanes.map().complete(j)) {
+            // The lane's halves at 4·lane and 128 + 4·lane of its warp's 256 floats. Made here,
+            // chunk by chunk: an address held from the start costs a spill (32768 wide, sm_80).
+            const Reg<U32> in_warp = k.and_(lanes.lane(), 31u);
+            const Reg<U32> piece = k.sub(lanes.first_element(), k.shl(in_warp, 2u));
+            const GlobalDPtr q =
+                shifted(k, at(k, row_start_, piece), shift, per) + lanes.map().chunk_offset(j);
             const Values v = get(k, j, shift);
-            store_chunk_by_warp(k, lanes.map(),
-                                warp_pieces(k, lanes, shifted(k, row_start_, shift, per)), j, v);
+            for (std::uint32_t half = 0; half < 2; ++half) {
+              Raw r;
+              r.f32.assign(v.begin() + 4 * half, v.begin() + 4 * half + 4);
+              store_raw(k, q + 128 * half, r, std::nullopt, kNoHints);
+            }
             return;
           }
           store_chunk(k, columns_, shifted(k, partial_row_, shift, per), j, get(k, j, shift),
@@ -178,6 +187,28 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
 
 std::uint32_t partial_pitch(std::uint32_t width) {
   return (width + 3) / 4 * 4;
+}
+
+std::uint32_t warp_blocked_columns(const Plan& plan) {
+  const bool whole_warps = plan.vec == 8 && plan.threads_per_row % 32 == 0;
+  const bool one_writer = !plan.single_launch && plan.rows_per_cta == 1 &&
+                          std::find(plan.accum.begin(), plan.accum.end(), Place::Global) ==
+                              plan.accum.end();
+  if (!whole_warps || !one_writer) return 0;
+  const std::uint32_t chunk = plan.threads_per_row * plan.vec;
+  return plan.width / chunk * chunk;
+}
+
+Reg<U32> partial_column(Kernel& k, Reg<U32> position, std::uint32_t blocked, std::uint32_t width) {
+  if (blocked == 0) return position;
+  // Position 4·lane + e of a block is column 8·lane + e; 128 + 4·lane + e is 8·lane + 4 + e.
+  const Reg<U32> in_block = k.and_(position, 255u);
+  const Reg<U32> lane_first = k.shl(k.shr(k.and_(in_block, 127u), 2u), 3u);
+  const Reg<U32> half = k.shl(k.shr(in_block, 7u), 2u);
+  const Reg<U32> column = k.add(k.and_(position, ~255u),
+                                k.add(lane_first, k.add(half, k.and_(in_block, 3u))));
+  if (blocked >= width) return column;
+  return k.selp(column, position, k.setp(Cmp::Lt, position, blocked));
 }
 
 LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {

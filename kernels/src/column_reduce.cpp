@@ -62,14 +62,16 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> lane = k.and_(tid, C - 1);
   const Reg<U32> slice = k.shr(tid, 5u);
-  const Reg<U32> column = k.mad(k.ctaid_x(), C, lane);
-  const Pred column_ok = k.setp(Cmp::Lt, column, spec.width);
+  // Positions in the partial rows; the columns they hold differ where the row step wrote them by
+  // whole warps.
+  const Reg<U32> position = k.mad(k.ctaid_x(), C, lane);
+  const Pred column_ok = k.setp(Cmp::Lt, position, spec.width);
   const std::uint32_t pitch = partial_pitch(spec.width);
 
   std::vector<GlobalPtr<F32>> cols;
   std::vector<std::vector<Reg<F32>>> sums;
   for (const GlobalDPtr& p : partials) {
-    cols.push_back(k.index(p.p.as<F32>(), column));
+    cols.push_back(k.index(p.p.as<F32>(), position));
     sums.push_back({k.mov<F32>(0.0f)});
   }
   k.for_range(slice, rows, S * unroll, [&](Reg<U32> r) {
@@ -90,6 +92,7 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
 
   const SharedPtr<F32> table =
       k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C);
+  const Reg<U32> column = partial_column(k, position, warp_blocked_columns(plan), spec.width);
   store_slice_sums(k, SliceSums{table, tid, slice, C, S, 1, sums, std::nullopt}, outs, column,
                    column_ok, spec.weight_dtype);
   k.finalize();

@@ -112,33 +112,6 @@ void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint3
   }
 }
 
-bool stores_by_warp(const RowMap& map, DType d) {
-  return d == DType::F32 && map.vec == 8 && map.threads % 32 == 0;
-}
-
-WarpPieces warp_pieces(Kernel& k, const RowLanes& lanes, GlobalDPtr row_start) {
-  const Reg<U32> half_warp = k.shr(k.and_(lanes.lane(), 31u), 4u);  // 0 or 1
-  return {k.setp(Cmp::Ne, half_warp, 0u),
-          at(k, row_start, k.sub(lanes.first_element(), k.mul(half_warp, 124u)))};
-}
-
-void store_chunk_by_warp(Kernel& k, const RowMap& map, const WarpPieces& w, std::uint32_t j,
-                         const Values& v) {
-  // Lanes 0-15 keep their first halves for the first store and lanes 16-31 their second halves
-  // for the second; the other halves cross the warp in one butterfly. So the first store covers
-  // lanes 0-15's 512 bytes and the second lanes 16-31's.
-  Raw first, second;
-  for (std::uint32_t e = 0; e < 4; ++e) {
-    const Reg<F32> given = k.selp(v[e], v[4 + e], w.upper);
-    const Reg<F32> got = k.shfl_bfly(given, 16);
-    first.f32.push_back(k.selp(got, v[e], w.upper));
-    second.f32.push_back(k.selp(v[4 + e], got, w.upper));
-  }
-  const GlobalDPtr q = w.row + map.chunk_offset(j);
-  store_raw(k, q, first, std::nullopt, kNoHints);
-  store_raw(k, q + 128, second, std::nullopt, kNoHints);
-}
-
 RowTile::RowTile(const RowMap& map, const std::vector<Place>& places, GlobalDPtr thread_row,
                  std::optional<SharedDPtr> staging, MemHints hints, std::uint32_t loop_group)
     : map_(map),

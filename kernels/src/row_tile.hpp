@@ -90,20 +90,6 @@ void prefetch_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::ui
 // Stores in thread_row's dtype, rounding to nearest even.
 void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
                  const Values& v, MemHints h);
-// Chunks of 8 f32 a lane (32 bytes) stored by whole warps: each store instruction covers 512
-// contiguous bytes, where a lane's own two v4 stores would each write half of 32 sectors.
-bool stores_by_warp(const RowMap& map, DType d);
-// Where store_chunk_by_warp's lane stores first: lanes 0-15 their own first element, lanes 16-31
-// the second half of lane − 16 (first_element − 124).
-struct WarpPieces {
-  Pred upper;  // lane % 32 >= 16
-  GlobalDPtr row;
-};
-WarpPieces warp_pieces(Kernel& k, const RowLanes& lanes, GlobalDPtr row_start);
-// A complete chunk j of f32, at the addresses and with the bits store_chunk gives it. Every lane
-// of the warp takes part.
-void store_chunk_by_warp(Kernel& k, const RowMap& map, const WarpPieces& w, std::uint32_t j,
-                         const Values& v);
 
 // One tensor's slice of one row, placed chunk by chunk as the plan says.
 class RowTile {
