@@ -191,9 +191,9 @@ std::uint32_t partial_pitch(std::uint32_t width) {
 
 std::uint32_t warp_blocked_columns(const Plan& plan) {
   const bool whole_warps = plan.vec == 8 && plan.threads_per_row % 32 == 0;
-  const bool one_writer = !plan.single_launch && plan.rows_per_cta == 1 &&
-                          std::find(plan.accum.begin(), plan.accum.end(), Place::Global) ==
-                              plan.accum.end();
+  const bool one_writer =
+      !plan.single_launch && plan.rows_per_cta == 1 &&
+      std::find(plan.accum.begin(), plan.accum.end(), Place::Global) == plan.accum.end();
   if (!whole_warps || !one_writer) return 0;
   const std::uint32_t chunk = plan.threads_per_row * plan.vec;
   return plan.width / chunk * chunk;
@@ -205,8 +205,8 @@ Reg<U32> partial_column(Kernel& k, Reg<U32> position, std::uint32_t blocked, std
   const Reg<U32> in_block = k.and_(position, 255u);
   const Reg<U32> lane_first = k.shl(k.shr(k.and_(in_block, 127u), 2u), 3u);
   const Reg<U32> half = k.shl(k.shr(in_block, 7u), 2u);
-  const Reg<U32> column = k.add(k.and_(position, ~255u),
-                                k.add(lane_first, k.add(half, k.and_(in_block, 3u))));
+  const Reg<U32> column =
+      k.add(k.and_(position, ~255u), k.add(lane_first, k.add(half, k.and_(in_block, 3u))));
   if (blocked >= width) return column;
   return k.selp(column, position, k.setp(Cmp::Lt, position, blocked));
 }
