@@ -5,7 +5,10 @@
 // (0x3800 halves: 0.5 in f16, 3e-5 in bf16 and as f32 words) rather than real inputs.
 //
 //   ptxdsl-timeline PTX ROW_ENTRY REDUCE_ENTRY ROW_GRID ROW_BLOCK ROW_SHARED REDUCE_GRID
-//                   REDUCE_BLOCK BATCH WIDTH REPS
+//                   REDUCE_BLOCK BATCH WIDTH REPS [EARLY]
+//
+// EARLY 1 launches the reduce as the library does when it waits for the grid before it
+// (programmatic dependent launch); 0, the default, launches it plainly.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,10 +58,10 @@ struct Launch {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 12) {
+  if (argc != 12 && argc != 13) {
     fmt::print(stderr,
                "usage: {} PTX ROW_ENTRY REDUCE_ENTRY ROW_GRID ROW_BLOCK ROW_SHARED "
-               "REDUCE_GRID REDUCE_BLOCK BATCH WIDTH REPS\n",
+               "REDUCE_GRID REDUCE_BLOCK BATCH WIDTH REPS [EARLY]\n",
                argv[0]);
     return 2;
   }
@@ -70,8 +73,12 @@ int main(int argc, char** argv) {
 
   rt::Context ctx(0);
   const auto module = std::make_shared<const rt::Module>(ctx, ptx, "timeline");
+  // launch_raw launches early what its contract says waits for the grid before it.
+  ptxdsl::KernelContract reduce;
+  reduce.entry = argv[3];
+  reduce.waits_for_prior_grid = argc == 13 && number(12) == 1;
   Launch steps[2] = {{rt::Function(module, argv[2]), number(4), number(5), number(6), {}, {}},
-                     {rt::Function(module, argv[3]), number(7), number(8), 0, {}, {}}};
+                     {rt::Function(module, reduce), number(7), number(8), 0, {}, {}}};
   steps[0].function.reserve_dynamic_shared(steps[0].shared);
 
   const std::size_t tl_words = std::size_t{steps[0].grid} * kRowSlots + steps[1].grid * 2;
