@@ -25,7 +25,7 @@ def main():
     args = p.parse_args()
     import torch
 
-    timer = Timer(torch, args.reps, 10)
+    timer = Timer(torch, args.reps, 10, 25)  # as compare_peers: 10 calls and 25 ms of warm-up
 
     def copy_us(moved_bytes):
         half = int(moved_bytes // 2) // 16 * 16
