@@ -44,6 +44,7 @@ namespace ptxdsl::runtime::detail {
   X(cuMemcpyDtoH, 3020)               \
   X(cuMemcpyDtoD, 3020)               \
   X(cuMemcpyHtoDAsync, 3020)          \
+  X(cuMemcpyDtoDAsync, 3020)          \
   X(cuMemcpyDtoHAsync, 3020)          \
   X(cuMemsetD8, 3020)                 \
   X(cuMemsetD16, 3020)                \

@@ -71,6 +71,14 @@ void copy_to_device_async(const Context& ctx, std::uint64_t dst, const void* src
       cuMemcpyHtoDAsync, dst, src, bytes, stream.handle());
 }
 
+void copy_device_async(const Context& ctx, std::uint64_t dst, std::uint64_t src, std::size_t bytes,
+                       StreamRef stream) {
+  ctx.make_current();
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("copying {} bytes from 0x{:x} to 0x{:x}", bytes, src, dst); },
+      cuMemcpyDtoDAsync, dst, src, bytes, stream.handle());
+}
+
 void copy_to_host_async(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes,
                         StreamRef stream) {
   ctx.make_current();

@@ -79,6 +79,17 @@ TEST_CASE("streams and events order and time work", "[runtime][gpu]") {
   CHECK(ms >= 0.0f);
   s.synchronize();
   CHECK(b.to_host()[12345] == 0xFFFFFFFFu);
+
+  // Device to device on the stream, after the fill it follows.
+  DeviceBuffer<std::uint32_t> c(ctx, 1 << 20);
+  c.fill(7u, s);
+  copy_device_async(ctx, b.address() + 4, c.address(), c.bytes(), s);
+  s.synchronize();
+  const std::vector<std::uint32_t> got = b.to_host();
+  CHECK(got[0] == 0xFFFFFFFFu);
+  CHECK(got[1] == 7u);
+  CHECK(got[1 << 20] == 7u);
+  CHECK(got[(1 << 20) + 1] == 0xFFFFFFFFu);
   Stream moved = std::move(s);
   CHECK(moved.handle() != nullptr);
   CHECK(s.handle() == nullptr);  // NOLINT(bugprone-use-after-move)

@@ -23,6 +23,8 @@ void copy_to_device_async(const Context& ctx, std::uint64_t dst, const void* src
                           StreamRef stream);
 void copy_to_host_async(const Context& ctx, void* dst, std::uint64_t src, std::size_t bytes,
                         StreamRef stream);
+void copy_device_async(const Context& ctx, std::uint64_t dst, std::uint64_t src, std::size_t bytes,
+                       StreamRef stream);
 // `count` values of 1, 2 or 4 bytes (NaN bit patterns, zeros...).
 void fill_u8(const Context& ctx, std::uint64_t dst, std::uint8_t value, std::size_t count,
              StreamRef stream = {});
