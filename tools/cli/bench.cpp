@@ -40,10 +40,18 @@ constexpr std::uint64_t kLargeCaseBytes = 64'000'000;
 constexpr double kForwardTargetPct = 92.0;
 constexpr double kBackwardTargetPct = 85.0;
 
+// GB/s of `bytes` moved in `us` microseconds.
+double gbps(std::uint64_t bytes, double us) {
+  return static_cast<double>(bytes) / (us * 1e3);
+}
+
 // What each run measures before the cases: the floors their targets are judged against.
 struct Floors {
   double copy_gbps = 0;
   double empty_kernel_us = 0;
+  double pct_of_copy(std::uint64_t bytes, double us) const {
+    return 100.0 * gbps(bytes, us) / copy_gbps;
+  }
   // The bound a case's median must meet where it moves ≤ 16 MB; 0 for larger cases.
   double small_target_us(std::uint64_t bytes) const {
     if (bytes > kSmallCaseBytes) return 0;
@@ -182,7 +190,7 @@ class Bench {
       stop.synchronize();
       if (i >= 0) ms.push_back(stop.elapsed_ms_since(start));
     }
-    return 2.0 * static_cast<double>(kCopyBytes) / (median(ms) * 1e-3) / 1e9;
+    return gbps(2 * kCopyBytes, median(ms) * 1e3);
   }
 
   // A device-to-device copy of `bytes` read plus written, timed as the cases are; the buffers stay
@@ -190,6 +198,7 @@ class Bench {
   double same_size_copy_us(std::uint64_t bytes) {
     const std::uint64_t half = bytes / 2 / 16 * 16;
     if (copy_src_.size() < half / 4) {
+      // The smaller pair freed before the larger one is allocated.
       copy_src_ = runtime::DeviceBuffer<std::uint32_t>();
       copy_dst_ = runtime::DeviceBuffer<std::uint32_t>();
       copy_src_ = runtime::DeviceBuffer<std::uint32_t>(ctx_, half / 4);
@@ -531,12 +540,11 @@ class BenchCommand : public Command {
           r.error = e.what();
         }
         if (r.pass) {
-          r.gbps = static_cast<double>(r.bytes) / (r.us * 1e-6) / 1e9;
-          r.pct_copy = 100.0 * r.gbps / floors.copy_gbps;
+          r.gbps = gbps(r.bytes, r.us);
+          r.pct_copy = floors.pct_of_copy(r.bytes, r.us);
           r.small_target_us = floors.small_target_us(r.bytes);
           r.copy_us = bench.same_size_copy_us(r.bytes);
-          r.copy_pct_copy =
-              100.0 * static_cast<double>(r.bytes) / (r.copy_us * 1e3) / floors.copy_gbps;
+          r.copy_pct_copy = floors.pct_of_copy(r.bytes, r.copy_us);
           fmt::print(stderr, "[{}/{}] {}: {:.1f} µs, {:.0f} GB/s, {:.1f}% of copy\n", first + i + 1,
                      total, r.name(), r.us, r.gbps, r.pct_copy);
         } else {
