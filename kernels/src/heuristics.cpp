@@ -175,8 +175,8 @@ Plan plan_norm(const NormSpec& spec) {
 
   // Forwards that read the row again from L2 instead of keeping it (torch.compile's shape): the
   // first read evict_last, the last one evict_first, a chunk at a time in 32 registers (48 where
-  // f32 weights sit beside 16-bit rows: sm_80 spills a word at 40). Measured on the H200 (docs/
-  // performance.md, item 20): RMS rows of 4096 to 16384 elements in whole chunks ran 0-4% faster
+  // f32 weights sit beside 16-bit rows: sm_80 spills a word at 40). On the H200 (docs/
+  // performance.md): RMS rows of 4096 to 16384 elements in whole chunks ran 0-4% faster
   // than in registers (ragged 3000 and 6000: 5-7% slower); 16-bit layer norm rows too wide to
   // keep, 0-4% faster than staged in shared memory (layer norm reads the row three times, and
   // lost 2-12% at widths that fit registers). Only while the rows of every resident CTA fit
@@ -199,19 +199,19 @@ Plan plan_norm(const NormSpec& spec) {
   p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
   // 16-bit layer norm forwards sum x − x₀ and (x − x₀)² in one pass (one reduction, one barrier
   // a row; a row read again from L2 is read twice, not three times). On the H200 (docs/
-  // performance.md, item 24): 1-7% faster on 16-bit rows of 2048 to 20000 elements, even at
+  // performance.md): 1-7% faster on 16-bit rows of 2048 to 20000 elements, even at
   // 16384x8192; f32 rows gained nothing and their error grew 5-fold (1.9e-7 to 9e-7).
   p.one_pass_stats =
       kn.one_pass_stats.value_or(spec.kind == NormKind::LayerNormFwd && narrow ? 1 : 0) == 1;
   // torch.compile's L1 priorities on the rows read again: 0-2% faster on every forward that reads
-  // them again (H200, item 25); evict_first once read for the last time.
+  // them again (H200); evict_first once read for the last time.
   p.l1_rereads = kn.l1_rereads.value_or(reread ? 1 : 0) == 1;
   p.l2_prefetch = kn.l2_prefetch.value_or(0);
   p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
   p.row_nc = kn.row_nc.value_or(1) == 1;
   // Two-launch backwards launch their column reduce as the row step's CTAs end (griddepcontrol),
   // so its launch and first loads overlap the last rows: 2-10% faster on every two-launch
-  // backward timed on the H200 (item 30), most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).
+  // backward timed on the H200, most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).
   const bool griddep = spec.arch >= Arch::Sm90 && spec.ptx_version >= PtxVersion{7, 8};
   p.overlap_reduce = backward && !single ? kn.overlap_reduce.value_or(griddep ? 1 : 0) : 0;
 
@@ -238,8 +238,8 @@ Plan plan_norm(const NormSpec& spec) {
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
-  // RMS rows read again: two chunks' loads in flight a loop iteration, 1-3% faster on 16-bit rows
-  // (item 25). At 32 registers 4 spill for f16 16384, and layer norm's rows spill even with 2.
+  // RMS rows read again: two chunks' loads in flight a loop iteration, 1-3% faster on 16-bit rows.
+  // At 32 registers 4 spill for f16 16384, and layer norm's rows spill even with 2.
   const bool rms_reread = reread && spec.kind == NormKind::RmsNormFwd;
   p.loop_group = kn.loop_group.value_or(p.max_registers >= 128 ? (backward ? 2 : 4)
                                         : rms_reread           ? 2
@@ -339,7 +339,7 @@ Plan plan_norm(const NormSpec& spec) {
 
   // Layer norm forwards of one row a CTA (not persistent) with the whole row in registers: w and b
   // load with the row, not after the two reductions where their L2 round trip sat on every row's
-  // path. Measured on the H200 (docs/performance.md, items 36-37): ln f32 4096x8192 71.3 → 70.2
+  // path. Measured on the H200 (docs/performance.md): ln f32 4096x8192 71.3 → 70.2
   // and 71.6 → 70.6 µs, ln f16 4096x8192 39.4 → 39.0; neutral on 16-bit 16384x8192. Only where
   // the row and its weights take ≤ 48 registers, at 64 (CTAs of 256 threads stay 4 an SM, as at
   // the packed rows' 56; at 65 and more one CTA of 512 fits), and not beside lone tail elements
@@ -391,8 +391,8 @@ Plan plan_norm(const NormSpec& spec) {
   }
   // Rows from a counter balance SMs that move rows at uneven speeds, at the price of dw/db bits
   // that vary run to run: only where the caller allows it, and where it measured faster (the RMS
-  // backward's 16-bit rows copied in by cp.async, 28-32 KB: 9-13%; elsewhere -7% to +3%,
-  // docs/performance.md item 60).
+  // backward's 16-bit rows copied in by cp.async, 28-32 KB: 9-13%; elsewhere -7% to +3%;
+  // docs/performance.md).
   const bool tickets_pay = backward && !single && spec.kind == NormKind::RmsNormBwd && s == 2 &&
                            p.async_staging && kn.deterministic.value_or(1) == 0;
   const std::uint32_t row_order = kn.row_order.value_or(tickets_pay ? 2 : 0);
@@ -476,7 +476,7 @@ namespace {
 // Rounds of loads (kColumnRowsInFlight a warp, a round trip to L2 each) a CTA's column pass may
 // take: always up to 2; up to 16 where two launches would leave a quarter of the SMs without a CTA
 // (each CTA walks min_row_groups rows so that the partial rows stay few). Measured on the H200
-// over 19 cases of 32 to 2048 rows (docs/performance.md, item 21): the one launch won all 5 of
+// over 19 cases of 32 to 2048 rows (docs/performance.md): the one launch won all 5 of
 // ≤ 2 rounds and 6 of the 7 under-filled ones of 3-16 rounds (lost 3% at 8 rounds); with the SMs
 // 80% full or more it lost 6 of 7 from 3 rounds on (rms_bwd f32 384x4096 by 9%, 512x4096 by 11%,
 // 8 rounds by 16-24%) and won one by 5%.

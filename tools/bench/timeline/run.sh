@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: every case prepare.sh wrote, REPS repetitions each (L2 flushed before each),
 # its stamps to OUTDIR/<case>.txt, then analyze.py's summary of them all. EARLY=0 launches every
-# reduce plainly (as runs 51-52 did).
+# reduce plainly, to compare with the early (PDL) launch.
 #
 #   tools/bench/timeline/run.sh PTXDSL_TIMELINE CASEDIR OUTDIR [REPS=5]
 set -u

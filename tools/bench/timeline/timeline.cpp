@@ -1,6 +1,6 @@
 // ptxdsl-timeline: runs a backward's two steps from a module that stamp.py gave %globaltimer
 // stamps, and prints thread 0's stamps of every CTA (ns since an arbitrary origin), for
-// analyze.py. A measuring tool for the GPU machine (docs/performance.md, session 13), not part
+// analyze.py. A measuring tool for the GPU machine (docs/performance.md), not part
 // of the library: arguments unchecked beyond their count, buffers filled with one bit pattern
 // (0x3800 halves: 0.5 in f16, 3e-5 in bf16 and as f32 words) rather than real inputs.
 //

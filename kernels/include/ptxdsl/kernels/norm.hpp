@@ -123,7 +123,7 @@ struct NormKnobs {
   // Backward: unset or 1 keeps dw and db bit-identical run to run (row_order 0 unless told
   // otherwise). 0 lets the heuristic take rows from a counter (row_order 2) where that measured
   // faster: RMS backwards of 16-bit rows staged by cp.async, whose SMs move rows at uneven speeds
-  // (28-32 KB rows: 9-13% faster on the H200, docs/performance.md item 60). dw and db then vary
+  // (28-32 KB rows: 9-13% faster on the H200, docs/performance.md). dw and db then vary
   // run to run within f32 rounding. An explicit row_order wins either way.
   std::optional<std::uint32_t> deterministic;
 };
@@ -224,7 +224,7 @@ struct BuiltNorm {
   static constexpr std::uint64_t kRowCounterBytes = 16;
   // Where the partial rows start after the counter: on a 128-byte line, as they do without it
   // (16 bytes in, each row's stores and the column reduce's loads straddled sectors; the H200
-  // showed no difference in speed either way, session 11).
+  // showed no difference in speed either way).
   static constexpr std::uint64_t kRowCounterSpan = 256;
   // Scratch the backward needs for `batch` rows (the row counter, f32 partial dw/db rows); 0 for
   // the forward. Layout: the row counter at byte 0 (ticketed_rows), partial_dw at
