@@ -1,7 +1,9 @@
 #pragma once
 
 // Everything a kernel author needs: `#include <ptxdsl/dsl.hpp>`.
+#include "ptxdsl/dsl/arch.hpp"
 #include "ptxdsl/dsl/contract.hpp"
+#include "ptxdsl/dsl/device_model.hpp"
 #include "ptxdsl/dsl/emit.hpp"
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/half.hpp"
