@@ -41,10 +41,8 @@ DeviceModel family(int major, int minor) {
     m.shared_per_sm = 228 * kKiB;
     m.shared_per_block_optin = 227 * kKiB;
   }
-  // Clusters exist from 9.0: 8 blocks portably, 16 with the non-portable opt-in (Programming
-  // Guide, "Thread Block Clusters").
-  m.max_cluster_size = major >= 9 ? 8 : 0;
-  m.max_cluster_size_nonportable = major >= 9 ? 16 : 0;
+  m.max_cluster_size = major >= 9 ? kPortableClusterSize : 0;
+  m.max_cluster_size_nonportable = major >= 9 ? kNonPortableClusterSize : 0;
   return m;
 }
 

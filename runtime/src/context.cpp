@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "driver_api.hpp"
 #include "ptxdsl/runtime/context.hpp"
 #include "ptxdsl/runtime/driver.hpp"
@@ -22,6 +24,43 @@ int attribute(CUdevice device, CUdevice_attribute a, const char* what) {
   return v;
 }
 
+std::uint32_t limit(CUdevice device, CUdevice_attribute a, const char* what) {
+  return static_cast<std::uint32_t>(std::max(attribute(device, a, what), 0));
+}
+
+DeviceModel read_model(CUdevice device, const DeviceInfo& info) {
+  DeviceModel m;
+  m.name = info.name;
+  m.cc_major = info.cc_major;
+  m.cc_minor = info.cc_minor;
+  m.sm_count = limit(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
+  m.max_threads_per_sm =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads an SM");
+  m.max_threads_per_block =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "threads a block");
+  m.max_blocks_per_sm =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, "blocks an SM");
+  m.registers_per_sm =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers an SM");
+  m.registers_per_block =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers a block");
+  // The driver has no attribute for it; 255 is every supported family's limit.
+  m.max_registers_per_thread = 255;
+  m.shared_per_sm = limit(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                          "shared memory an SM");
+  m.shared_per_block =
+      limit(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory a block");
+  m.shared_per_block_optin = limit(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                   "opt-in shared memory a block");
+  m.shared_reserved_per_block = limit(device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+                                      "reserved shared memory a block");
+  m.l2_bytes = limit(device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size");
+  const bool clusters = limit(device, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, "cluster launch") != 0;
+  m.max_cluster_size = clusters ? kPortableClusterSize : 0;
+  m.max_cluster_size_nonportable = clusters ? kNonPortableClusterSize : 0;
+  return m;
+}
+
 DeviceInfo read_info(CUdevice device, int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;
@@ -37,6 +76,7 @@ DeviceInfo read_info(CUdevice device, int ordinal) {
   size_t total = 0;
   PTXDSL_CU_CHECK("reading the device memory size", cuDeviceTotalMem, &total, device);
   info.total_memory = total;
+  info.model = read_model(device, info);
   return info;
 }
 

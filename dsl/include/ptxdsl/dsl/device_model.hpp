@@ -47,6 +47,12 @@ struct DeviceModel {
   std::string summary() const;
 };
 
+// Cluster sizes, which the driver has no attribute for: 8 blocks portably wherever clusters launch
+// (9.0 and later), 16 with the non-portable opt-in (CUDA C++ Programming Guide, "Thread Block
+// Clusters").
+inline constexpr std::uint32_t kPortableClusterSize = 8;
+inline constexpr std::uint32_t kNonPortableClusterSize = 16;
+
 // The family a compute capability runs PTX for (8.x → sm_80, 9.x → sm_90, 10.x and later →
 // sm_100); throws for devices older than 8.0, which the kernels do not target.
 Arch arch_for_compute_capability(int major, int minor);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "ptxdsl/dsl/device_model.hpp"
 #include "ptxdsl/runtime/handles.hpp"
 
 namespace ptxdsl::runtime {
@@ -20,6 +21,8 @@ struct DeviceInfo {
   int l2_bytes = 0;
   int max_shared_per_block_optin = 0;
   std::uint64_t total_memory = 0;
+  // Everything a planner needs to know of the device, read from the driver.
+  DeviceModel model;
 };
 
 // A device's primary context: retained and made current on construction, released when the last
