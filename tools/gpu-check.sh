@@ -37,6 +37,10 @@ step() {
   local rc=$?
   if [[ $rc -eq 0 ]]; then
     note "PASS  $name ($((SECONDS - start)) s)"
+  elif [[ $rc -eq 77 ]]; then
+    # A test binary's code for "every case skipped": on the GPU machine that is a missing driver.
+    note "FAIL  $name (every test case skipped: no usable GPU; see $(basename "$log"))"
+    failed=1
   else
     note "FAIL  $name (exit $rc, $((SECONDS - start)) s; see $(basename "$log"))"
     failed=1

@@ -91,8 +91,6 @@ LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const flo
     const double c1 = sum_xg / width, c2 = sum_g / width;
     for (std::uint32_t i = 0; i < width; ++i) {
       r.dx[static_cast<std::size_t>(row) * width + i] = (g[i] - (xhat[i] * c1 + c2)) * rstd;
-      r.dx_scale =
-          std::max(r.dx_scale, rstd * (std::abs(g[i]) + std::abs(xhat[i] * c1) + std::abs(c2)));
     }
   }
   return r;
@@ -139,23 +137,18 @@ RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> 
     const double c1 = sum_xg / width;
     for (std::uint32_t i = 0; i < width; ++i) {
       r.dx[static_cast<std::size_t>(row) * width + i] = (g[i] - xhat[i] * c1) * rstd;
-      r.dx_scale = std::max(r.dx_scale, rstd * (std::abs(g[i]) + std::abs(xhat[i] * c1)));
     }
   }
   return r;
 }
 
 Deviation deviation(std::span<const float> got, std::span<const double> want) {
-  return deviation(got, want, 0.0);
-}
-
-Deviation deviation(std::span<const float> got, std::span<const double> want, double scale_floor) {
   if (got.size() != want.size()) {
     throw Error(
         fmt::format("deviation: {} values against {} reference values", got.size(), want.size()));
   }
   Deviation d;
-  double scale = scale_floor;
+  double scale = 0;
   for (double v : want) scale = std::max(scale, std::abs(v));
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (!std::isfinite(got[i])) {
@@ -171,18 +164,6 @@ Deviation deviation(std::span<const float> got, std::span<const double> want, do
   }
   d.max_rel = scale > 0 ? d.max_abs / scale : d.max_abs;
   return d;
-}
-
-double tolerance(DType d) {
-  switch (d) {
-    case DType::F32:
-      return 1e-5;
-    case DType::F16:
-      return 2e-3;  // the output rounded to 2^-11, four times over
-    case DType::BF16:
-      return 1.6e-2;  // the output rounded to 2^-8, four times over
-  }
-  return 0;
 }
 
 }  // namespace ptxdsl::kernels

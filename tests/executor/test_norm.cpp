@@ -1,9 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
@@ -14,6 +12,7 @@
 #include <ptxdsl/kernels/inputs.hpp>
 #include <ptxdsl/kernels/norm.hpp>
 
+#include <ptxdsl/kernels/check_outputs.hpp>
 #include <ptxdsl/kernels/reference.hpp>
 #include "../kernels/occurrences.hpp"
 #include "../kernels/spec_of.hpp"
@@ -34,67 +33,33 @@ constexpr NormKind kKinds[] = {NormKind::LayerNormFwd, NormKind::RmsNormFwd, Nor
                                NormKind::RmsNormBwd};
 constexpr float kEps = 1e-5f;
 
-struct Totals {
-  std::uint64_t launches = 0, lane_instructions = 0, warp_instructions = 0;
-  double seconds = 0;
-};
-Totals& totals() {
-  static Totals t;
-  return t;
-}
-
 struct Output {
   std::string name;
   DType dtype;
   std::size_t count;
   std::vector<double> want;
-  bool per_element;  // y/dx: checked element by element; dw/db, mean, rstd: against their largest
-  double scale = 0;  // dx: the size of the terms it is the difference of (0: max |want|)
 };
 
-// f32: every error within 1e-5 of the tensor's scale (its largest value, or for dx the largest
-// rstd·|w·dy| term, since dx cancels terms that size: at width 1 it is all cancellation).
-// 16-bit y/dx: within 1e-2 plus the format's half ulp (bf16 cannot hold 4.3 closer than 0.016);
-// 16-bit dw/db: within 1e-2 of their largest magnitude.
-void check(const Output& o, std::span<const float> got) {
-  const Deviation d = deviation(got, o.want);
-  double top = 0;
-  for (double v : o.want) top = std::max(top, std::fabs(v));
-  const double scale = std::max(top, o.scale);
-  const double half_ulp = o.dtype == DType::BF16 ? 0x1p-8 : 0x1p-11;
-  std::size_t bad = 0, first_bad = 0;
-  for (std::size_t i = 0; i < o.want.size(); ++i) {
-    const double err = std::fabs(static_cast<double>(got[i]) - o.want[i]);
-    double bound;
-    if (o.dtype == DType::F32) {
-      bound = 1e-5 * scale;
-    } else if (o.per_element) {
-      bound = 1e-2 + half_ulp * std::fabs(o.want[i]);
-    } else {
-      bound = 1e-2 * scale;
-    }
-    if (!(err <= bound) && bad++ == 0) first_bad = i;
-  }
-  INFO("output " << o.name << " (" << dtype_name(o.dtype) << "): max abs error " << d.max_abs
-                 << ", max error / scale " << d.max_abs / std::max(scale, 1e-300) << " (scale "
-                 << scale << ") at " << d.worst << ", " << d.nonfinite << " non-finite; " << bad
-                 << " out of bounds, first at " << first_bad << ": got " << got[first_bad]
-                 << ", want " << o.want[first_bad]);
-  CHECK(d.nonfinite == 0);
-  CHECK(bad == 0);
-}
-
-// max over elements of rstd_row · |w_i · dy_i|.
-double dx_scale(const NormInputs& in, std::span<const double> rstd) {
-  double s = 0;
-  for (std::uint32_t r = 0; r < in.batch; ++r) {
-    for (std::uint32_t i = 0; i < in.width; ++i) {
-      const double g =
-          static_cast<double>(in.w.values[i]) * in.dy.values[std::size_t{r} * in.stride + i];
-      s = std::max(s, rstd[r] * std::fabs(g));
-    }
-  }
-  return s;
+// Judged by the one accuracy rule (check_outputs); `got` dense, the problem's rows strided.
+void check(const NormSpec& spec, const NormInputs& in, const Output& o,
+           std::span<const float> got) {
+  const NormProblem problem{.layer = is_layer_norm(spec.kind),
+                            .batch = in.batch,
+                            .width = in.width,
+                            .stride = in.stride,
+                            .eps = kEps,
+                            .x = in.x.values,
+                            .w = in.w.values,
+                            .b = in.b.values,
+                            .dy = is_backward(spec.kind) ? std::span<const float>(in.dy.values)
+                                                         : std::span<const float>()};
+  const NormOutput out[] = {{o.name, o.dtype, got, o.want}};
+  const OutputVerdict v = check_outputs(problem, out).outputs[0];
+  INFO("output " << o.name << " (" << dtype_name(o.dtype) << "): " << v.failures
+                 << " over their bound, " << v.nonfinite << " non-finite; worst at " << v.worst
+                 << ": got " << v.got << ", want " << v.want << ", error " << v.error << ", bound "
+                 << v.bound);
+  CHECK(v.pass);
 }
 
 std::uint64_t seed_for(NormKind kind, DType dtype, std::uint32_t width, std::uint32_t batch) {
@@ -111,14 +76,14 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
   if (spec.kind == NormKind::LayerNormFwd) {
     LayerNormFwdRef r =
         layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, batch, width, stride, kEps);
-    return {{"y", spec.dtype, rows, std::move(r.y), true},
-            {"mean", DType::F32, batch, std::move(r.mean), false},
-            {"rstd", DType::F32, batch, std::move(r.rstd), false}};
+    return {{"y", spec.dtype, rows, std::move(r.y)},
+            {"mean", DType::F32, batch, std::move(r.mean)},
+            {"rstd", DType::F32, batch, std::move(r.rstd)}};
   }
   if (spec.kind == NormKind::RmsNormFwd) {
     RmsNormFwdRef r = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
-    return {{"y", spec.dtype, rows, std::move(r.y), true},
-            {"rstd", DType::F32, batch, std::move(r.rstd), false}};
+    return {{"y", spec.dtype, rows, std::move(r.y)},
+            {"rstd", DType::F32, batch, std::move(r.rstd)}};
   }
   if (spec.kind == NormKind::LayerNormBwd) {
     const LayerNormFwdRef f =
@@ -127,16 +92,16 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
         layer_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
     ptrs["mean"] = dev.upload<float>(to_f32(f.mean), "mean");
     ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
-    return {{"dx", spec.dtype, rows, std::move(r.dx), true, dx_scale(in, f.rstd)},
-            {"dw", spec.weight_dtype, width, std::move(r.dw), false},
-            {"db", spec.weight_dtype, width, std::move(r.db), false}};
+    return {{"dx", spec.dtype, rows, std::move(r.dx)},
+            {"dw", spec.weight_dtype, width, std::move(r.dw)},
+            {"db", spec.weight_dtype, width, std::move(r.db)}};
   }
   const RmsNormFwdRef f = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
   RmsNormBwdRef r =
       rms_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
   ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
-  return {{"dx", spec.dtype, rows, std::move(r.dx), true, dx_scale(in, f.rstd)},
-          {"dw", spec.weight_dtype, width, std::move(r.dw), false}};
+  return {{"dx", spec.dtype, rows, std::move(r.dx)},
+          {"dw", spec.weight_dtype, width, std::move(r.dw)}};
 }
 
 // Runs every step of `built` for one batch and checks every output.
@@ -192,18 +157,13 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
                   std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{0xFF})));
       }
     }
-    const CpuNormRun run = run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
-    Totals& t = totals();
-    t.launches += run.launches;
-    t.lane_instructions += run.lane_instructions;
-    t.warp_instructions += run.warp_instructions;
-    t.seconds += run.seconds;
+    run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
     for (const Output& o : outs) {
       const auto bytes = dev.download<std::byte>(
           ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
       std::vector<float> got = to_floats(bytes, o.dtype, o.count);
       if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
-      check(o, got);
+      check(spec, in, o, got);
     }
     if (built.ticketed_rows) {
       const auto counter = dev.download<std::uint32_t>(ptrs.at("row_counter"), 4);
@@ -212,46 +172,77 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   }
 }
 
-void run_kind(NormKind kind, std::span<const DType> dtypes) {
-  const auto start = std::chrono::steady_clock::now();
-  for (DType dtype : dtypes) {
-    for (std::uint32_t width : kWidths) {
-      NormSpec spec = spec_of(kind, dtype, width);
-      // What the runtime picks for rows `width` apart at aligned addresses.
-      spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, width, 0, 0);
-      const BuiltNorm built = build_norm(spec);
-      REQUIRE(built.module != nullptr);
-      for (std::uint32_t batch : kBatches) run_batch(built, batch, width);
-    }
+void run_kind(NormKind kind, DType dtype) {
+  for (std::uint32_t width : kWidths) {
+    NormSpec spec = spec_of(kind, dtype, width);
+    // What the runtime picks for rows `width` apart at aligned addresses.
+    spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, width, 0, 0);
+    const BuiltNorm built = build_norm(spec);
+    REQUIRE(built.module != nullptr);
+    for (std::uint32_t batch : kBatches) run_batch(built, batch, width);
   }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const Totals t = totals();
-  totals() = {};
-  std::printf(
-      "executor norm check %s: %.2f s; %llu launches ran %.3g lane-instructions in %.2f s "
-      "(%.3g lane-instructions/s)\n",
-      std::string(kind_name(kind)).c_str(), secs, static_cast<unsigned long long>(t.launches),
-      static_cast<double>(t.lane_instructions), t.seconds,
-      t.seconds > 0 ? static_cast<double>(t.lane_instructions) / t.seconds : 0.0);
 }
 
 }  // namespace
 
-TEST_CASE("layer norm forward on the executor matches the float64 reference", "[executor][norm]") {
-  run_kind(NormKind::LayerNormFwd, kDtypes);
+TEST_CASE("layer norm forward on the executor matches the float64 reference, f32",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormFwd, DType::F32);
 }
 
-TEST_CASE("layer norm backward on the executor matches the float64 reference", "[executor][norm]") {
-  run_kind(NormKind::LayerNormBwd, kDtypes);
+TEST_CASE("layer norm forward on the executor matches the float64 reference, f16",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormFwd, DType::F16);
 }
 
-TEST_CASE("RMS norm forward on the executor matches the float64 reference", "[executor][norm]") {
-  run_kind(NormKind::RmsNormFwd, kDtypes);
+TEST_CASE("layer norm forward on the executor matches the float64 reference, bf16",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormFwd, DType::BF16);
 }
 
-TEST_CASE("RMS norm backward on the executor matches the float64 reference", "[executor][norm]") {
-  run_kind(NormKind::RmsNormBwd, kDtypes);
+TEST_CASE("layer norm backward on the executor matches the float64 reference, f32",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormBwd, DType::F32);
+}
+
+TEST_CASE("layer norm backward on the executor matches the float64 reference, f16",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormBwd, DType::F16);
+}
+
+TEST_CASE("layer norm backward on the executor matches the float64 reference, bf16",
+          "[executor][norm]") {
+  run_kind(NormKind::LayerNormBwd, DType::BF16);
+}
+
+TEST_CASE("RMS norm forward on the executor matches the float64 reference, f32",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormFwd, DType::F32);
+}
+
+TEST_CASE("RMS norm forward on the executor matches the float64 reference, f16",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormFwd, DType::F16);
+}
+
+TEST_CASE("RMS norm forward on the executor matches the float64 reference, bf16",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormFwd, DType::BF16);
+}
+
+TEST_CASE("RMS norm backward on the executor matches the float64 reference, f32",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormBwd, DType::F32);
+}
+
+TEST_CASE("RMS norm backward on the executor matches the float64 reference, f16",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormBwd, DType::F16);
+}
+
+TEST_CASE("RMS norm backward on the executor matches the float64 reference, bf16",
+          "[executor][norm]") {
+  run_kind(NormKind::RmsNormBwd, DType::BF16);
 }
 
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
@@ -919,8 +910,6 @@ TEST_CASE("other shapes of the kernels: threads per row, rows per CTA, persisten
       }
     }
   }
-  std::printf("executor norm check: %zu other shapes built and checked, %zu oversized skipped\n",
-              built_count - oversized, oversized);
   CHECK(built_count - oversized >= 12);
   CHECK_NOFAIL(oversized == 0);  // a kernels/ bug, reported; not this executor's
 }

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <functional>
 #include <future>
 #include <string>
@@ -100,46 +99,63 @@ void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr)
   }
 }
 
-}  // namespace
-
-TEST_CASE("every norm kernel assembles without spills on sm_80 and sm_90", "[ptxas]") {
-  const auto start = std::chrono::steady_clock::now();
+// Every kernel of `kind` for `arch`: each dtype and weight dtype at every width, also in the
+// runtime's small-batch variant (same entry names for the forward, so a group of its own): the
+// forward as persistent CTAs prefetching rows, the backward in one launch. The backward
+// prefetches by default where its registers allow.
+void assemble_kind(NormKind kind, Arch arch) {
   std::vector<Group> groups;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
-                        NormKind::RmsNormBwd}) {
-    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-      for (DType weights : {dtype, DType::F32}) {
-        if (dtype == DType::F32 && weights != dtype) continue;
-        // Each direction also in the runtime's small-batch variant (same entry names for the
-        // forward, so a group of its own): the forward as persistent CTAs prefetching rows, the
-        // backward in one launch. The backward prefetches by default where its registers allow.
-        const bool forward = !is_backward(kind);
-        for (const std::uint32_t alternate : {0u, 1u}) {
-          for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-            Group g;
-            g.label = fmt::format("{} {} w{} {} {} {}", kind_name(kind), dtype_name(dtype),
-                                  dtype_name(weights), arch_name(arch),
-                                  forward ? "prefetch_rows" : "single_launch", alternate);
-            for (std::uint32_t width : kWidths) {
-              NormSpec spec = spec_of(kind, dtype, width);
-              spec.weight_dtype = weights;
-              spec.arch = arch;
-              set_alternate(spec, alternate);
-              // Forward prefetching only where the runtime would choose it.
-              if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
-              g.built.push_back(build_norm(spec));
-            }
-            groups.push_back(std::move(g));
-          }
+  const bool forward = !is_backward(kind);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (DType weights : {dtype, DType::F32}) {
+      if (dtype == DType::F32 && weights != dtype) continue;
+      for (const std::uint32_t alternate : {0u, 1u}) {
+        Group g;
+        g.label = fmt::format("{} {} w{} {} {} {}", kind_name(kind), dtype_name(dtype),
+                              dtype_name(weights), arch_name(arch),
+                              forward ? "prefetch_rows" : "single_launch", alternate);
+        for (std::uint32_t width : kWidths) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.weight_dtype = weights;
+          spec.arch = arch;
+          set_alternate(spec, alternate);
+          // Forward prefetching only where the runtime would choose it.
+          if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
+          g.built.push_back(build_norm(spec));
         }
+        groups.push_back(std::move(g));
       }
     }
   }
   assemble_all(std::move(groups));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  WARN(fmt::format("built and assembled {} norm modules in {:.1f} s", 6 * 5 * 2 * kWidths.size(),
-                   seconds));
+}
+
+}  // namespace
+
+// One case per kernel and arch, so that CTest assembles them on every core.
+TEST_CASE("every layer norm forward assembles without spills on sm_80", "[ptxas]") {
+  assemble_kind(NormKind::LayerNormFwd, Arch::Sm80);
+}
+TEST_CASE("every layer norm forward assembles without spills on sm_90", "[ptxas]") {
+  assemble_kind(NormKind::LayerNormFwd, Arch::Sm90);
+}
+TEST_CASE("every layer norm backward assembles without spills on sm_80", "[ptxas]") {
+  assemble_kind(NormKind::LayerNormBwd, Arch::Sm80);
+}
+TEST_CASE("every layer norm backward assembles without spills on sm_90", "[ptxas]") {
+  assemble_kind(NormKind::LayerNormBwd, Arch::Sm90);
+}
+TEST_CASE("every RMS norm forward assembles without spills on sm_80", "[ptxas]") {
+  assemble_kind(NormKind::RmsNormFwd, Arch::Sm80);
+}
+TEST_CASE("every RMS norm forward assembles without spills on sm_90", "[ptxas]") {
+  assemble_kind(NormKind::RmsNormFwd, Arch::Sm90);
+}
+TEST_CASE("every RMS norm backward assembles without spills on sm_80", "[ptxas]") {
+  assemble_kind(NormKind::RmsNormBwd, Arch::Sm80);
+}
+TEST_CASE("every RMS norm backward assembles without spills on sm_90", "[ptxas]") {
+  assemble_kind(NormKind::RmsNormBwd, Arch::Sm90);
 }
 
 TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {

@@ -46,8 +46,6 @@ TEST_CASE("layer norm backward reference", "[reference]") {
   require_close(r.dx, {rs / 6, -rs / 3, rs / 6, rs / 6, -rs / 3, rs / 6});
   require_close(r.dw, {-2 * rs, 0, 0});
   require_close(r.db, {2, 0, 0});
-  // The largest term: g = 1 at x̂ = −r, x̂·c1 = r²/3 = 0.5, c2 = 1/3, times rstd.
-  REQUIRE(r.dx_scale == Approx(rs * (1 + 0.5 + 1.0 / 3)));
 }
 
 TEST_CASE("RMS norm forward reference", "[reference]") {
@@ -85,6 +83,4 @@ TEST_CASE("deviation measures against the reference's scale", "[reference]") {
   REQUIRE(d.max_abs == Approx(0.1).epsilon(1e-6));
   REQUIRE(d.max_rel == Approx(0.025).epsilon(1e-6));
   REQUIRE(deviation(std::vector<float>{kNaN}, std::vector<double>{1.0}).nonfinite == 1);
-  REQUIRE(tolerance(DType::F32) == 1e-5);
-  REQUIRE(deviation(got, want, 10.0).max_rel == Approx(0.01).epsilon(1e-6));
 }

@@ -6,9 +6,10 @@
 #include <string>
 
 #include "ptxdsl/runtime.hpp"
+#include "skip.hpp"
 
 // What every [gpu] test shares: one context on device 0, or the reason there is none. Without a
-// driver a [gpu] test prints "skipped: <reason>" and returns: it neither fails nor silently passes.
+// driver a [gpu] test prints "skipped: <reason>" and is reported skipped (support/skip.hpp).
 namespace ptxdsl::test {
 
 struct GpuState {
@@ -35,8 +36,5 @@ inline GpuState& gpu_state() {
 // Binds `ctx` (a runtime::Context&) or skips the test with the reason.
 #define PTXDSL_REQUIRE_GPU(ctx)                                         \
   ::ptxdsl::test::GpuState& ctx##_state_ = ::ptxdsl::test::gpu_state(); \
-  if (!ctx##_state_.context) {                                          \
-    WARN("skipped: " << ctx##_state_.why);                              \
-    return;                                                             \
-  }                                                                     \
+  if (!ctx##_state_.context) PTXDSL_SKIP(ctx##_state_.why);             \
   ::ptxdsl::runtime::Context& ctx = *ctx##_state_.context

@@ -10,13 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "ptxdsl/kernels/check_outputs.hpp"
 #include "ptxdsl/kernels/inputs.hpp"
 #include "ptxdsl/kernels/reference.hpp"
 #include "ptxdsl/runtime.hpp"
 
-// Runs a norm's forward and backward on the GPU through the host API and measures every output
-// against the float64 reference: fresh inputs, outputs poisoned with NaN before each launch, the
-// padding between rows checked untouched, dw/db compared bit for bit across two runs.
+// Runs a norm's forward and backward on the GPU through the host API and judges every output
+// against the float64 reference by check_outputs: fresh inputs, outputs poisoned with NaN before
+// each launch, the padding between rows checked untouched, dw/db compared bit for bit across two
+// runs.
 namespace ptxdsl::test {
 
 using kernels::DType;
@@ -55,55 +57,18 @@ struct HostCase {
   kernels::NormInputs in;
   std::vector<double> y, mean, rstd, dx, dw, db;
   std::vector<float> mean_in, rstd_in;  // what the backward reads (f32, from the reference)
-  // f32 cases: per element, the magnitude of what computing it in f32 rounds and cancels.
-  std::vector<double> y_scale, dx_scale, dw_scale, db_scale;
-};
-
-// f32 outputs are held to 1e-5 of the largest |reference| or, where that is larger, 8 units of f32
-// roundoff (2^-24) times the magnitude of what the element's computation rounds and cancels. The
-// second bound takes over only where f32 itself cannot do better: a row whose variance is near eps
-// (widths 1 to 3) amplifies the rounding of x − mean by rstd, and the terms of dx cancel to nearly
-// nothing. dw and db add their rows' rounding in quadrature. A wrong index or a lost term is orders
-// of magnitude above either bound.
-inline void add_f32_scales(const NormCase& c, HostCase& h) {
-  const std::uint32_t n = c.width, s = c.row_stride();
-  const auto& x = h.in.x.values;
-  const auto& w = h.in.w.values;
-  const auto& dy = h.in.dy.values;
-  h.y_scale.assign(static_cast<std::size_t>(c.batch) * n, 0);
-  h.dx_scale.assign(h.y_scale.size(), 0);
-  h.dw_scale.assign(n, 0);
-  h.db_scale.assign(n, 0);
-  std::vector<double> xhat(n), err(n), g(n);
-  for (std::uint32_t row = 0; row < c.batch; ++row) {
-    const double r = h.rstd[row];
-    const double mu = c.layer ? h.mean[row] : 0.0;
-    double c1 = 0, c2 = 0, mean_g_err = 0;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const double xi = x[static_cast<std::size_t>(row) * s + i];
-      const double dyi = dy[static_cast<std::size_t>(row) * s + i];
-      xhat[i] = (xi - mu) * r;
-      err[i] =
-          c.layer ? r * (std::abs(xi) + std::abs(mu)) + std::abs(xhat[i]) : 2 * std::abs(xhat[i]);
-      g[i] = w[i] * dyi;
-      c1 += xhat[i] * g[i] / n;
-      c2 += c.layer ? g[i] / n : 0.0;
-      mean_g_err += std::abs(g[i]) * err[i] / n;
-      const double term = std::abs(dyi) * (err[i] + std::abs(xhat[i]));
-      h.dw_scale[i] += term * term;
-      h.db_scale[i] += dyi * dyi;
-    }
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const std::size_t at = static_cast<std::size_t>(row) * n + i;
-      h.y_scale[at] = std::abs(w[i]) * err[i] + std::abs(h.y[at]);
-      h.dx_scale[at] = r * (std::abs(g[i]) + std::abs(xhat[i] * c1) + std::abs(c2)) +
-                       r * std::abs(c1) * err[i] + r * std::abs(xhat[i]) * mean_g_err +
-                       std::abs(h.dx[at]);
-    }
+  kernels::NormProblem problem(const NormCase& c) const {
+    return {.layer = c.layer,
+            .batch = c.batch,
+            .width = c.width,
+            .stride = c.row_stride(),
+            .eps = c.eps,
+            .x = in.x.values,
+            .w = in.w.values,
+            .b = in.b.values,
+            .dy = in.dy.values};
   }
-  for (double& v : h.dw_scale) v = std::sqrt(v);
-  for (double& v : h.db_scale) v = std::sqrt(v);
-}
+};
 
 inline HostCase make_host_case(const NormCase& c) {
   HostCase h;
@@ -133,16 +98,12 @@ inline HostCase make_host_case(const NormCase& c) {
     h.dw = std::move(b.dw);
   }
   h.rstd_in = kernels::to_f32(h.rstd);
-  if (c.dtype == DType::F32) add_f32_scales(c, h);
   return h;
 }
 
-// One output measured: the reference's Deviation, allclose violations (16-bit y and dx), and
-// values written into the padding between rows.
+// One output measured: check_outputs' verdict and values written into the padding between rows.
 struct Measured {
-  kernels::Deviation dev;
-  std::size_t violations = 0;   // outside the bound
-  std::size_t conditioned = 0;  // f32: beyond 1e-5 of the largest |reference|, within f32 reach
+  kernels::OutputVerdict verdict;
   std::size_t padding_written = 0;
   bool present = false;
 };
@@ -153,16 +114,6 @@ struct CaseResult {
   bool dwdb_identical = true;
   std::uint32_t forward_vec = 0, backward_vec = 0;
 };
-
-// The seeds' allclose for 16-bit outputs: |got − want| ≤ atol + rtol·|want|, atol 1e-2, and rtol
-// one ulp of the output format (2^-10 for f16, 2^-7 for bf16) rather than torch's 1e-5, which is
-// meant for f32: a correctly rounded f16 above 16 (bf16 above 2) may already be 1e-2 away.
-inline double allclose_rtol(DType d) {
-  return d == DType::BF16 ? 0x1p-7 : 0x1p-10;
-}
-inline constexpr double kAtol = 1e-2;
-inline constexpr double kF32Rel = 1e-5;
-inline constexpr double kF32Roundoff = 8 * 0x1p-24;
 
 // A device array at a byte offset inside its own allocation.
 struct DeviceArray {
@@ -209,33 +160,22 @@ struct DeviceArray {
   }
 };
 
-// `allclose`: the 16-bit rule above; else with `scale` the f32 rule, else only Deviation.
-inline Measured measure(const std::vector<float>& got, const std::vector<double>& want, DType d,
-                        bool allclose, const std::vector<double>* scale = nullptr) {
+// One output against its reference, by the one accuracy rule.
+inline Measured measure(const NormCase& c, const HostCase& h, const char* name, DType d,
+                        const std::vector<float>& got, const std::vector<double>& want) {
   Measured m;
   m.present = true;
-  m.dev = kernels::deviation(got, want);
-  double largest = 0;
-  for (double v : want) largest = std::max(largest, std::abs(v));
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double e = std::abs(static_cast<double>(got[i]) - want[i]);
-    if (allclose) {
-      if (!(e <= kAtol + allclose_rtol(d) * std::abs(want[i]))) ++m.violations;
-    } else if (scale != nullptr) {
-      if (!(e <= std::max(kF32Rel * largest, kF32Roundoff * (*scale)[i]))) ++m.violations;
-      if (!(e <= kF32Rel * largest)) ++m.conditioned;
-    }
-  }
-  if (scale != nullptr) m.conditioned -= std::min(m.conditioned, m.violations);
+  const kernels::NormOutput out[] = {{name, d, got, want}};
+  m.verdict = kernels::check_outputs(h.problem(c), out).outputs[0];
   return m;
 }
 
 // Rows of a strided output, measured; the padding must still hold the poison (NaN).
-inline Measured measure_rows(const std::vector<float>& strided, const std::vector<double>& want,
-                             const NormCase& c, const std::vector<double>* scale = nullptr) {
+inline Measured measure_rows(const NormCase& c, const HostCase& h, const char* name,
+                             const std::vector<float>& strided, const std::vector<double>& want) {
   const std::uint32_t s = c.row_stride();
-  Measured m = measure(kernels::dense_rows(strided, c.batch, c.width, s), want, c.dtype,
-                       c.dtype != DType::F32, scale);
+  Measured m =
+      measure(c, h, name, c.dtype, kernels::dense_rows(strided, c.batch, c.width, s), want);
   for (std::uint32_t row = 0; row + 1 < c.batch; ++row) {
     for (std::uint32_t i = c.width; i < s; ++i) {
       if (!std::isnan(strided[static_cast<std::size_t>(row) * s + i])) ++m.padding_written;
@@ -299,10 +239,9 @@ inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
     r.forward_vec = rms->last_vector_elems();
   }
   ctx.synchronize();
-  const bool f32 = c.dtype == DType::F32;
-  r.y = measure_rows(y.download(ctx), h.y, c, f32 ? &h.y_scale : nullptr);
-  r.rstd = measure(rstd.download(ctx), h.rstd, DType::F32, false);
-  if (c.layer) r.mean = measure(mean.download(ctx), h.mean, DType::F32, false);
+  r.y = measure_rows(c, h, "y", y.download(ctx), h.y);
+  r.rstd = measure(c, h, "rstd", DType::F32, rstd.download(ctx), h.rstd);
+  if (c.layer) r.mean = measure(c, h, "mean", DType::F32, mean.download(ctx), h.mean);
 
   // Backward, twice.
   std::vector<std::byte> first_dw, first_db;
@@ -335,27 +274,27 @@ inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
     }
     ctx.synchronize();
     if (run == 0) {
-      r.dx = measure_rows(dx.download(ctx), h.dx, c, f32 ? &h.dx_scale : nullptr);
+      r.dx = measure_rows(c, h, "dx", dx.download(ctx), h.dx);
       first_dw = dw.download_bytes(ctx);
-      r.dw = measure(kernels::to_floats(first_dw, c.weight_dtype), h.dw, c.weight_dtype, false,
-                     f32 ? &h.dw_scale : nullptr);
+      r.dw =
+          measure(c, h, "dw", c.weight_dtype, kernels::to_floats(first_dw, c.weight_dtype), h.dw);
       if (c.layer) {
         first_db = db.download_bytes(ctx);
-        r.db = measure(kernels::to_floats(first_db, c.weight_dtype), h.db, c.weight_dtype, false,
-                       f32 ? &h.db_scale : nullptr);
+        r.db =
+            measure(c, h, "db", c.weight_dtype, kernels::to_floats(first_db, c.weight_dtype), h.db);
       }
     } else {
       // The second call against the reference too: state one call leaves (a row counter) must
       // not spoil the next.
-      r.dx_again = measure_rows(dx.download(ctx), h.dx, c, f32 ? &h.dx_scale : nullptr);
+      r.dx_again = measure_rows(c, h, "dx", dx.download(ctx), h.dx);
       const std::vector<std::byte> second_dw = dw.download_bytes(ctx);
-      r.dw_again = measure(kernels::to_floats(second_dw, c.weight_dtype), h.dw, c.weight_dtype,
-                           false, f32 ? &h.dw_scale : nullptr);
+      r.dw_again =
+          measure(c, h, "dw", c.weight_dtype, kernels::to_floats(second_dw, c.weight_dtype), h.dw);
       std::vector<std::byte> second_db;
       if (c.layer) {
         second_db = db.download_bytes(ctx);
-        r.db_again = measure(kernels::to_floats(second_db, c.weight_dtype), h.db, c.weight_dtype,
-                             false, f32 ? &h.db_scale : nullptr);
+        r.db_again = measure(c, h, "db", c.weight_dtype,
+                             kernels::to_floats(second_db, c.weight_dtype), h.db);
       }
       r.dwdb_identical = second_dw == first_dw && (!c.layer || second_db == first_db);
     }
@@ -363,43 +302,35 @@ inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
   return r;
 }
 
-// The bounds of the issue: f32 outputs within 1e-5 of the largest |reference| (plus f32's own
-// roundoff, above); 16-bit y and dx allclose; 16-bit dw/db within 1e-2 of their largest magnitude;
-// mean/rstd (always f32) within 1e-5 relative.
+// Every output by the one accuracy rule (check_outputs), no padding written, and dw/db the same
+// bits call after call.
+inline bool passed(const CaseResult& r, bool same_sums) {
+  for (const Measured* m :
+       {&r.y, &r.mean, &r.rstd, &r.dx, &r.dw, &r.db, &r.dx_again, &r.dw_again, &r.db_again}) {
+    if (m->present && (!m->verdict.pass || m->padding_written != 0)) return false;
+  }
+  return !same_sums || r.dwdb_identical;
+}
+
 inline void check_case(const NormCase& c, const CaseResult& r) {
   INFO(c.describe());
-  const bool f32 = c.dtype == DType::F32;
   for (const auto& [name, m] : {std::pair<const char*, const Measured&>{"y", r.y},
+                                {"mean", r.mean},
+                                {"rstd", r.rstd},
                                 {"dx", r.dx},
-                                {"dx (second call)", r.dx_again}}) {
-    INFO(name << ": max abs error " << m.dev.max_abs << ", max rel error " << m.dev.max_rel
-              << " at " << m.dev.worst << ", " << m.violations << " outside the bound, "
-              << m.dev.nonfinite << " non-finite, " << m.padding_written
-              << " padding values written");
-    CHECK(m.dev.nonfinite == 0);
-    CHECK(m.padding_written == 0);
-    CHECK(m.violations == 0);
-  }
-  for (const auto& [name, m] :
-       {std::pair<const char*, const Measured&>{"mean", r.mean}, {"rstd", r.rstd}}) {
-    if (!m.present) continue;
-    INFO(name << ": max rel error " << m.dev.max_rel << ", " << m.dev.nonfinite << " non-finite");
-    CHECK(m.dev.nonfinite == 0);
-    CHECK(m.dev.max_rel <= 1e-5);
-  }
-  for (const auto& [name, m] : {std::pair<const char*, const Measured&>{"dw", r.dw},
+                                {"dw", r.dw},
                                 {"db", r.db},
+                                {"dx (second call)", r.dx_again},
                                 {"dw (second call)", r.dw_again},
                                 {"db (second call)", r.db_again}}) {
     if (!m.present) continue;
-    INFO(name << ": max rel error " << m.dev.max_rel << ", " << m.violations
-              << " outside the f32 bound, " << m.dev.nonfinite << " non-finite");
-    CHECK(m.dev.nonfinite == 0);
-    if (f32) {
-      CHECK(m.violations == 0);
-    } else {
-      CHECK(m.dev.max_rel <= 1e-2);
-    }
+    const kernels::OutputVerdict& v = m.verdict;
+    INFO(name << ": " << v.failures << " over their bound, " << v.nonfinite
+              << " non-finite; worst at " << v.worst << ": got " << v.got << ", want " << v.want
+              << ", error " << v.error << ", bound " << v.bound << "; " << m.padding_written
+              << " padding values written");
+    CHECK(v.pass);
+    CHECK(m.padding_written == 0);
   }
   if (c.same_sums) CHECK(r.dwdb_identical);
 }
@@ -408,17 +339,15 @@ inline void check_case(const NormCase& c, const CaseResult& r) {
 struct Worst {
   double y_abs = 0, y_rel = 0, dx_abs = 0, dx_rel = 0, dw_rel = 0, db_rel = 0, stats_rel = 0;
   std::size_t cases = 0;
-  std::size_t conditioned = 0;  // f32 elements beyond 1e-5 but within f32's roundoff
   void add(const CaseResult& r) {
     ++cases;
-    conditioned += r.y.conditioned + r.dx.conditioned + r.dw.conditioned + r.db.conditioned;
-    y_abs = std::max(y_abs, r.y.dev.max_abs);
-    y_rel = std::max(y_rel, r.y.dev.max_rel);
-    dx_abs = std::max(dx_abs, r.dx.dev.max_abs);
-    dx_rel = std::max(dx_rel, r.dx.dev.max_rel);
-    dw_rel = std::max(dw_rel, r.dw.dev.max_rel);
-    db_rel = std::max(db_rel, r.db.dev.max_rel);
-    stats_rel = std::max({stats_rel, r.mean.dev.max_rel, r.rstd.dev.max_rel});
+    y_abs = std::max(y_abs, r.y.verdict.max_abs);
+    y_rel = std::max(y_rel, r.y.verdict.max_rel);
+    dx_abs = std::max(dx_abs, r.dx.verdict.max_abs);
+    dx_rel = std::max(dx_rel, r.dx.verdict.max_rel);
+    dw_rel = std::max(dw_rel, r.dw.verdict.max_rel);
+    db_rel = std::max(db_rel, r.db.verdict.max_rel);
+    stats_rel = std::max({stats_rel, r.mean.verdict.max_rel, r.rstd.verdict.max_rel});
   }
 };
 

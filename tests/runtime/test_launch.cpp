@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <string>
 #include <thread>
@@ -181,41 +180,4 @@ TEST_CASE("the module cache JITs each (PTX, device) once, across threads", "[run
   for (const auto& m : got) CHECK(m == got[0]);
   CHECK(cache.jit_count() == 2);
   CHECK(cache.size() == 2);
-  WARN("JIT of a small module: " << first->jit_ms() << " ms");
-}
-
-TEST_CASE("a checked launch costs the host within 1 us of a bare cuLaunchKernel",
-          "[runtime][gpu][perf]") {
-  PTXDSL_REQUIRE_GPU(ctx);
-  const Function f = load(ctx, test::empty_kernel());
-  DeviceBuffer<float> p(ctx, 16);
-  Stream s(ctx);
-  std::uint64_t a = p.address();
-  std::uint32_t batch = 1, stride = 1, rows = 1;
-  float eps = 1e-5f;
-  void* raw[] = {&a, &a, &a, &a, &a, &a, &a, &a, &batch, &stride, &eps, &rows};
-  constexpr int kLaunches = 200, kRounds = 30;
-  using Clock = std::chrono::steady_clock;
-  std::vector<double> raw_ns, checked_ns;
-  for (int round = 0; round < kRounds; ++round) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < kLaunches; ++i) launch_raw(f, 1, 128, 0, s, raw);
-    auto t1 = Clock::now();
-    s.synchronize();
-    auto t2 = Clock::now();
-    for (int i = 0; i < kLaunches; ++i) {
-      launch(f, 1, 128, 0, s, p, p, p, p, p, p, p, p, batch, stride, eps, rows);
-    }
-    auto t3 = Clock::now();
-    s.synchronize();
-    raw_ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / kLaunches);
-    checked_ns.push_back(std::chrono::duration<double, std::nano>(t3 - t2).count() / kLaunches);
-  }
-  std::sort(raw_ns.begin(), raw_ns.end());
-  std::sort(checked_ns.begin(), checked_ns.end());
-  const double raw_median = raw_ns[kRounds / 2], checked_median = checked_ns[kRounds / 2];
-  WARN("host cost per launch, median of " << kRounds << " rounds of " << kLaunches
-                                          << ": launch_raw " << raw_median << " ns, launch "
-                                          << checked_median << " ns");
-  CHECK(checked_median - raw_median < 1000.0);
 }

@@ -1,0 +1,171 @@
+#include "ptxdsl/kernels/check_outputs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ptxdsl/dsl/error.hpp"
+
+namespace ptxdsl::kernels {
+namespace {
+
+constexpr double kRel = 1e-5;              // f32: of the tensor's largest |reference|
+constexpr double kRoundoff = 8 * 0x1p-24;  // f32: units of roundoff of the element's terms
+constexpr double kAtol = 1e-2;             // 16-bit outputs, as the seeds' allclose
+double output_ulp(DType d) {
+  return d == DType::BF16 ? 0x1p-7 : 0x1p-10;
+}
+
+// Per element, the magnitude of what computing it in f32 rounds and cancels: the operands of
+// x − mean (amplified by rstd), the terms of dx's difference, each row's terms of dw and db.
+struct Scales {
+  std::vector<double> y, mean, rstd, dx, dw, db;
+};
+
+Scales term_scales(const NormProblem& p, std::span<const double> y_want,
+                   std::span<const double> dx_want) {
+  const std::uint32_t n = p.width, s = p.stride;
+  const bool backward = !p.dy.empty();
+  Scales out;
+  if (!y_want.empty()) out.y.assign(std::size_t{p.batch} * n, 0);
+  if (backward) {
+    if (!dx_want.empty()) out.dx.assign(std::size_t{p.batch} * n, 0);
+    out.dw.assign(n, 0);
+    out.db.assign(n, 0);
+  }
+  out.mean.assign(p.batch, 0);
+  out.rstd.assign(p.batch, 0);
+  std::vector<double> xhat(n), err(n), g(n);
+  for (std::uint32_t row = 0; row < p.batch; ++row) {
+    const float* x = p.x.data() + std::size_t{row} * s;
+    double sum = 0, sum_abs = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      sum += x[i];
+      sum_abs += std::abs(x[i]);
+    }
+    const double mu = p.layer ? sum / n : 0.0;
+    double sq = 0;
+    for (std::uint32_t i = 0; i < n; ++i) sq += (x[i] - mu) * (x[i] - mu);
+    const double r = 1.0 / std::sqrt(sq / n + p.eps);
+    out.mean[row] = sum_abs / n;
+    out.rstd[row] = r;
+    double c1 = 0, c2 = 0, mean_g_err = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      xhat[i] = (x[i] - mu) * r;
+      err[i] =
+          p.layer ? r * (std::abs(x[i]) + std::abs(mu)) + std::abs(xhat[i]) : 2 * std::abs(xhat[i]);
+      if (!backward) continue;
+      const double dy = p.dy[std::size_t{row} * s + i];
+      g[i] = p.w[i] * dy;
+      c1 += xhat[i] * g[i] / n;
+      c2 += p.layer ? g[i] / n : 0.0;
+      mean_g_err += std::abs(g[i]) * err[i] / n;
+      const double term = std::abs(dy) * (err[i] + std::abs(xhat[i]));
+      out.dw[i] += term * term;
+      out.db[i] += dy * dy;
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::size_t at = std::size_t{row} * n + i;
+      if (!out.y.empty()) out.y[at] = std::abs(p.w[i]) * err[i] + std::abs(y_want[at]);
+      if (!out.dx.empty()) {
+        out.dx[at] = r * (std::abs(g[i]) + std::abs(xhat[i] * c1) + std::abs(c2)) +
+                     r * std::abs(c1) * err[i] + r * std::abs(xhat[i]) * mean_g_err +
+                     std::abs(dx_want[at]);
+      }
+    }
+  }
+  // The rows' roundings of a column sum add in quadrature.
+  for (double& v : out.dw) v = std::sqrt(v);
+  for (double& v : out.db) v = std::sqrt(v);
+  return out;
+}
+
+std::span<const double> want_of(std::span<const NormOutput> outputs, std::string_view name) {
+  for (const NormOutput& o : outputs) {
+    if (o.name == name) return o.want;
+  }
+  return {};
+}
+
+const std::vector<double>& scale_of(const Scales& s, std::string_view name) {
+  if (name == "y") return s.y;
+  if (name == "mean") return s.mean;
+  if (name == "rstd") return s.rstd;
+  if (name == "dx") return s.dx;
+  if (name == "dw") return s.dw;
+  if (name == "db") return s.db;
+  throw Error(
+      fmt::format("check_outputs: no rule for output '{}' (y, mean, rstd, dx, dw, db)", name));
+}
+
+OutputVerdict judge(const NormOutput& o, const std::vector<double>& scale) {
+  if (o.got.size() != o.want.size() || o.want.size() != scale.size()) {
+    throw Error(
+        fmt::format("check_outputs: output '{}' has {} values, its reference {}, its "
+                    "problem {}",
+                    o.name, o.got.size(), o.want.size(), scale.size()));
+  }
+  OutputVerdict v;
+  v.name = std::string(o.name);
+  v.dtype = o.dtype;
+  double largest = 0;
+  for (double w : o.want) largest = std::max(largest, std::abs(w));
+  const bool rows = o.name == "y" || o.name == "dx";
+  double worst_ratio = -1;
+  for (std::size_t i = 0; i < o.got.size(); ++i) {
+    double bound;
+    if (o.dtype == DType::F32) {
+      bound = std::max(kRel * largest, kRoundoff * scale[i]);
+    } else if (rows) {
+      bound = kAtol + output_ulp(o.dtype) * std::abs(o.want[i]);
+    } else {
+      bound = kAtol * largest;
+    }
+    const bool finite = std::isfinite(o.got[i]);
+    const double error = finite ? std::abs(static_cast<double>(o.got[i]) - o.want[i])
+                                : std::numeric_limits<double>::infinity();
+    if (!finite) ++v.nonfinite;
+    if (!(error <= bound)) ++v.failures;
+    v.max_abs = std::max(v.max_abs, error);
+    const double ratio = bound > 0 ? error / bound : (error > 0 ? 1e300 : 0);
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      v.worst = i;
+      v.got = o.got[i];
+      v.want = o.want[i];
+      v.error = error;
+      v.bound = bound;
+    }
+  }
+  v.max_rel = largest > 0 ? v.max_abs / largest : v.max_abs;
+  v.pass = v.failures == 0;
+  return v;
+}
+
+}  // namespace
+
+bool Verdict::pass() const {
+  return std::all_of(outputs.begin(), outputs.end(), [](const OutputVerdict& o) { return o.pass; });
+}
+
+Verdict check_outputs(const NormProblem& problem, std::span<const NormOutput> outputs) {
+  check_batch(problem.batch);
+  check_stride(problem.width, problem.stride);
+  const std::size_t rows = (std::size_t{problem.batch} - 1) * problem.stride + problem.width;
+  if (problem.x.size() < rows || problem.w.size() < problem.width ||
+      (!problem.dy.empty() && problem.dy.size() < rows)) {
+    throw Error(
+        fmt::format("check_outputs: {} rows of stride {} need {} elements of x (and dy) "
+                    "and {} weights, got {}, {} and {}",
+                    problem.batch, problem.stride, rows, problem.width, problem.x.size(),
+                    problem.dy.size(), problem.w.size()));
+  }
+  const Scales scales = term_scales(problem, want_of(outputs, "y"), want_of(outputs, "dx"));
+  Verdict v;
+  for (const NormOutput& o : outputs) v.outputs.push_back(judge(o, scale_of(scales, o.name)));
+  return v;
+}
+
+}  // namespace ptxdsl::kernels
