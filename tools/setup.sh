@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
 # Set-up in one command on Debian 12 with the CUDA toolkit at /usr/local/cuda: installs the apt
-# packages, builds (preset `default`, into build/), then runs the main job: prints the PTX of the
-# default kernel (RMS norm forward, f32, 8192 columns) and, where a GPU and its driver exist, runs
-# it and compares with the float64 reference.
+# packages (tools/apt-packages.txt), builds (preset `default`, into build/), then runs the main
+# job: prints the PTX of the default kernel (RMS norm forward, f32, 8192 columns) and, where a GPU
+# and its driver exist, runs it and compares with the float64 reference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-as_root=()
-if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y \
-  cmake ninja-build g++ libfmt-dev catch2 libcli11-dev
+tools/install-packages.sh
 
 cmake --preset default
 cmake --build --preset default
