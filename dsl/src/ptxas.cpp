@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <regex>
 
 #include "ptxdsl/dsl/error.hpp"
@@ -50,37 +52,49 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-void parse_report(PtxasResult& r) {
+// A number of ptxas's report, which must fit the field it fills.
+std::uint32_t report_number(const std::ssub_match& digits, std::string_view line) {
+  const std::string text = digits.str();
+  std::uint32_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    throw Error(fmt::format("ptxas reported {} in '{}': numbers must be in [0, {}]", text, line,
+                            std::numeric_limits<std::uint32_t>::max()));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<PtxasEntry> parse_ptxas_report(std::string_view log) {
   static const std::regex kEntry(R"(Compiling entry function '([^']+)')");
   static const std::regex kFrame(
       R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex kRegs(R"(Used (\d+) registers)");
   static const std::regex kSmem(R"((\d+) bytes smem)");
+  std::vector<PtxasEntry> entries;
   std::size_t start = 0;
-  while (start < r.log.size()) {
-    std::size_t end = r.log.find('\n', start);
-    if (end == std::string::npos) end = r.log.size();
-    const std::string line = r.log.substr(start, end - start);
+  while (start < log.size()) {
+    std::size_t end = log.find('\n', start);
+    if (end == std::string_view::npos) end = log.size();
+    const std::string line(log.substr(start, end - start));
     std::smatch m;
     if (std::regex_search(line, m, kEntry)) {
-      r.entries.push_back(PtxasEntry{m[1].str()});
-    } else if (!r.entries.empty()) {
-      PtxasEntry& e = r.entries.back();
+      entries.push_back(PtxasEntry{m[1].str()});
+    } else if (!entries.empty()) {
+      PtxasEntry& e = entries.back();
       if (std::regex_search(line, m, kFrame)) {
-        e.stack_frame_bytes = static_cast<std::uint32_t>(std::stoul(m[1].str()));
-        e.spill_store_bytes = static_cast<std::uint32_t>(std::stoul(m[2].str()));
-        e.spill_load_bytes = static_cast<std::uint32_t>(std::stoul(m[3].str()));
+        e.stack_frame_bytes = report_number(m[1], line);
+        e.spill_store_bytes = report_number(m[2], line);
+        e.spill_load_bytes = report_number(m[3], line);
       }
-      if (std::regex_search(line, m, kRegs))
-        e.registers = static_cast<std::uint32_t>(std::stoul(m[1].str()));
-      if (std::regex_search(line, m, kSmem))
-        e.shared_bytes = static_cast<std::uint32_t>(std::stoul(m[1].str()));
+      if (std::regex_search(line, m, kRegs)) e.registers = report_number(m[1], line);
+      if (std::regex_search(line, m, kSmem)) e.shared_bytes = report_number(m[1], line);
     }
     start = end + 1;
   }
+  return entries;
 }
-
-}  // namespace
 
 std::string ptxas_path() {
   const char* env = std::getenv("PTXDSL_PTXAS");
@@ -114,7 +128,7 @@ PtxasResult run_ptxas(std::string_view ptx, std::string_view arch) {
                     "PATH: {}",
                     ptxas_path(), r.log));
   }
-  parse_report(r);
+  r.entries = parse_ptxas_report(r.log);
   return r;
 }
 

@@ -164,6 +164,51 @@ void validate(const NormSpec& spec) {
   }
 }
 
+void check_knobs_apply(const NormSpec& spec) {
+  const NormKnobs& kn = spec.knobs;
+  const bool backward = is_backward(spec.kind);
+  struct Scoped {
+    const std::optional<std::uint32_t>& value;
+    std::string_view name;
+    bool applies;
+    std::string_view to;  // the kernels it applies to
+  };
+  const Scoped scoped[] = {
+      {kn.single_launch, "single_launch", backward, "the backwards"},
+      {kn.accumulator_register_chunks, "accumulator_register_chunks", backward, "the backwards"},
+      {kn.overlap_reduce, "overlap_reduce", backward, "the backwards"},
+      {kn.reduce_slices, "reduce_slices", backward, "the backwards"},
+      {kn.deterministic, "deterministic", backward, "the backwards"},
+      {kn.min_row_groups, "min_row_groups", backward, "the backwards"},
+      {kn.weight_prefetch, "weight_prefetch", !backward, "the forwards"},
+      {kn.early_weights, "early_weights", !backward, "the forwards"},
+      {kn.bulk_rows, "bulk_rows", !backward, "the forwards"},
+      {kn.one_pass_stats, "one_pass_stats", spec.kind == NormKind::LayerNormFwd, "ln_fwd"},
+  };
+  for (const Scoped& k : scoped) {
+    if (k.value && !k.applies) {
+      throw Error(fmt::format("{} applies to {} only; {} would ignore {} {}", k.name, k.to,
+                              kind_name(spec.kind), k.name, *k.value));
+    }
+  }
+  const std::uint32_t order = kn.row_order.value_or(0);
+  if (order == 2 || order == 3) {
+    if (!backward) {
+      throw Error(fmt::format(
+          "row_order {} takes rows from a counter in a backward's workspace; {} has none (use "
+          "0, 1 or 4)",
+          order, kind_name(spec.kind)));
+    }
+    if (kn.single_launch.value_or(0) == 1) {
+      throw Error(fmt::format(
+          "row_order {} hands out rows that a second launch reduces; single_launch 1 has no "
+          "second launch (use single_launch 0, or row_order 0, 1 or 4)",
+          order));
+    }
+  }
+  validate(spec);
+}
+
 void check_batch(std::uint32_t batch) {
   if (batch < 1) throw Error(fmt::format("batch must be ≥ 1, got {}", batch));
 }

@@ -197,3 +197,49 @@ TEST_CASE("vector_elems_for picks the widest vector the addresses and stride all
   REQUIRE(vector_elems_for(DType::F32, DType::F32, 4098, 0x1008, 0x2000) == 2);
   REQUIRE(vector_elems_for(DType::BF16, DType::BF16, 64, 0, 0) == 8);
 }
+
+TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check_knobs_apply",
+          "[validate]") {
+  // validate() lets them pass: one set of runtime knobs serves both directions.
+  NormSpec fwd = spec_of(NormKind::RmsNormFwd, DType::F16, 1024);
+  fwd.knobs.single_launch = 1;
+  REQUIRE_NOTHROW(validate(fwd));
+  REQUIRE_THROWS_WITH(check_knobs_apply(fwd),
+                      "single_launch applies to the backwards only; rms_fwd would ignore "
+                      "single_launch 1");
+  NormSpec bwd = spec_of(NormKind::LayerNormBwd, DType::F16, 1024);
+  bwd.knobs.bulk_rows = 1;
+  bwd.ptx_version = {8, 0};  // what bulk_rows needs where it applies
+  REQUIRE_NOTHROW(validate(bwd));
+  REQUIRE_THROWS_WITH(check_knobs_apply(bwd),
+                      "bulk_rows applies to the forwards only; ln_bwd would ignore bulk_rows 1");
+  NormSpec rms = spec_of(NormKind::RmsNormFwd, DType::F16, 1024);
+  rms.knobs.one_pass_stats = 0;
+  REQUIRE_THROWS_WITH(check_knobs_apply(rms), Catch::Contains("one_pass_stats applies to ln_fwd"));
+  NormSpec conflict = spec_of(NormKind::RmsNormBwd, DType::F16, 1024);
+  conflict.knobs.row_order = 2;
+  conflict.knobs.single_launch = 1;
+  REQUIRE_NOTHROW(validate(conflict));
+  REQUIRE_THROWS_WITH(check_knobs_apply(conflict),
+                      Catch::StartsWith("row_order 2 hands out rows that a second launch reduces"));
+  conflict.knobs.row_order = 3;
+  REQUIRE_THROWS_WITH(check_knobs_apply(conflict), Catch::StartsWith("row_order 3"));
+  conflict.knobs.single_launch = 0;
+  REQUIRE_NOTHROW(check_knobs_apply(conflict));
+  NormSpec ticketed_fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 1024);
+  ticketed_fwd.knobs.row_order = 2;
+  REQUIRE_THROWS_WITH(check_knobs_apply(ticketed_fwd), Catch::Contains("ln_fwd has none"));
+  // Each direction's own knobs pass, and check_knobs_apply refuses what validate refuses.
+  NormSpec own = spec_of(NormKind::LayerNormFwd, DType::F16, 1024);
+  own.knobs.one_pass_stats = 1;
+  own.knobs.weight_prefetch = 1;
+  own.knobs.row_order = 1;
+  REQUIRE_NOTHROW(check_knobs_apply(own));
+  NormSpec own_bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 1024);
+  own_bwd.knobs.single_launch = 1;
+  own_bwd.knobs.deterministic = 0;
+  own_bwd.knobs.min_row_groups = 2;
+  REQUIRE_NOTHROW(check_knobs_apply(own_bwd));
+  REQUIRE_THROWS_WITH(check_knobs_apply(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
+                      "width must be in [1, 65536], got 0");
+}

@@ -6,9 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/dsl/ptxas.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 
 #ifndef PTXDSL_CLI
@@ -44,10 +48,12 @@ std::string cli_path() {
   return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
 }
 
-// Runs `ptxdsl <args>` through the shell; `args` is shell text.
-Result run_cli(const std::string& args) {
+// Runs `ptxdsl <args>` through the shell; `args` is shell text. `stdout_to`, when given, is the
+// shell's redirection of stdout (">/dev/full", ">&-") instead of a file the result reads.
+Result run_cli(const std::string& args, const std::string& stdout_to = "") {
   const std::string out = temp_path("out"), err = temp_path("err");
-  const std::string cmd = cli_path() + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd =
+      cli_path() + " " + args + " " + (stdout_to.empty() ? ">" + out : stdout_to) + " 2>" + err;
   const int raw = std::system(cmd.c_str());
   Result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
@@ -62,6 +68,32 @@ std::size_t lines(const std::string& s) {
   std::size_t n = 0;
   for (char c : s) n += c == '\n';
   return n;
+}
+
+// `s` in single quotes for the shell, which keeps every byte but the quote itself.
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string temp_dir() {
+  std::string pattern = "/tmp/ptxdsl-cli-test-dir-XXXXXX";
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+// The names in a folder, "." and ".." left out.
+std::vector<std::string> folder_names(const std::string& dir) {
+  std::vector<std::string> names;
+  const std::string list = dir + "/.list";
+  REQUIRE(std::system(("ls -A " + shell_quote(dir) + " >" + list).c_str()) == 0);
+  std::istringstream in(read_file(list));
+  for (std::string name; std::getline(in, name);) {
+    if (name != ".list") names.push_back(name);
+  }
+  std::remove(list.c_str());
+  return names;
 }
 
 bool has_driver() {
@@ -205,6 +237,43 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"bench --suite standard --stream legacy", "'legacy'"},
       {"frob", "frob"},
       {"", "command"},
+      // Numbers too large for any integer type are out of range, not wrapped.
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 4294967303.0", "4294967303.0"},
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 4294967303.0", "[7.0, 9.0]"},
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 7.4294967296", "[7.0, 9.0]"},
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 8.10", "'8.10'"},
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 8.", "'8.'"},
+      {"emit rms_fwd --width 18446744073709551617 --dtype f16", "[1, 65536]"},
+      {"emit rms_fwd --width 4294968320 --dtype f16", "4294968320"},
+      {"emit rms_fwd --width 1024 --dtype f16 --rows-per-cta 4294967297", "--rows-per-cta"},
+      {"emit rms_fwd --width 1024 --dtype f16 --json --batch 4294967297", "--batch"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --seed 18446744073709551616", "--seed"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --device 4294967296", "--device"},
+      {"bench --suite standard --reps 4294967396", "--reps"},
+      // An empty value is not "unset".
+      {"emit rms_fwd --width 1024 --dtype f16 --arch ''", "--arch"},
+      {"emit rms_fwd --width 1024 --dtype f16 --ptx-version ''", "--ptx-version"},
+      {"emit rms_fwd --width 1024 --dtype f16 --weight-dtype ''", "--weight-dtype"},
+      {"emit rms_fwd --width 1024 --dtype f16 -o ''", "--output"},
+      {"emit rms_fwd --width 1024 --dtype f16 --json --batch ''", "--batch"},
+      {"emit rms_fwd --width '' --dtype f16", "--width"},
+      {"emit rms_fwd --width 1024 --dtype ''", "--dtype"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --seed ''", "--seed"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --device ''", "--device"},
+      {"bench --suite standard --json ''", "--json"},
+      {"bench --suite ''", "--suite"},
+      // The suite is BENCHMARKS.md's: it takes no arch, PTX version or weight dtype.
+      {"bench --suite standard --arch sm_90", "--arch"},
+      {"bench --suite standard --ptx-version 8.0", "--ptx-version"},
+      {"bench --suite standard --weight-dtype f32", "--weight-dtype"},
+      // Knobs of the other direction, of another norm, or that conflict.
+      {"emit rms_fwd --width 1024 --dtype f16 --single-launch 1", "single_launch"},
+      {"emit rms_fwd --width 1024 --dtype f16 --single-launch 0", "backwards"},
+      {"emit ln_bwd --width 1024 --dtype f16 --bulk-rows 1", "bulk_rows applies to the forwards"},
+      {"emit rms_fwd --width 1024 --dtype f16 --one-pass-stats 1", "ln_fwd"},
+      {"emit ln_fwd --width 1024 --dtype f16 --row-order 2", "row_order 2"},
+      {"emit rms_bwd --width 1024 --dtype f16 --row-order 2 --single-launch 1", "single_launch 1"},
+      {"bench rms_fwd --batch 8 --width 1024 --dtype f16 --deterministic 0", "deterministic"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);
@@ -279,3 +348,178 @@ TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
                      "prefetch_rows 2 copies vectors of 4 to 16 bytes") != std::string::npos);
 }
 #endif
+
+TEST_CASE("every knob refuses an empty value", "[tools]") {
+  for (const char* knob : {"--threads-per-row", "--rows-per-cta",
+                           "--vector-elems",    "--ctas-per-sm",
+                           "--sm-count",        "--register-chunks",
+                           "--staged-chunks",   "--accumulator-register-chunks",
+                           "--max-registers",   "--prefetch-rows",
+                           "--single-launch",   "--l2-stream",
+                           "--one-pass-stats",  "--l1-rereads",
+                           "--l2-prefetch",     "--weight-prefetch",
+                           "--overlap-reduce",  "--row-nc",
+                           "--early-weights",   "--row-order",
+                           "--deterministic",   "--bulk-rows",
+                           "--reduce-slices",   "--loop-group",
+                           "--min-row-groups"}) {
+    CAPTURE(knob);
+    const Result r = run_cli(std::string("emit rms_fwd --width 1024 --dtype f16 ") + knob + " ''");
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find(std::string(knob) + " needs a value") != std::string::npos);
+  }
+}
+
+TEST_CASE("output that cannot be written is a failure, exit 1", "[tools]") {
+  if (access("/dev/full", W_OK) != 0) {
+    WARN("skipped: no writable /dev/full");
+    return;
+  }
+  std::vector<std::string> commands = {"emit rms_fwd --width 64 --dtype f32",
+                                       "emit rms_fwd --width 64 --dtype f32 --json", "list",
+                                       "--version", "bench --host"};
+#if __has_include("ptxdsl/dsl/executor.hpp")
+  commands.push_back("run rms_fwd --batch 2 --width 64 --dtype f32 --cpu");
+#endif
+  for (const std::string& args : commands) {
+    for (const char* to : {">/dev/full", ">&-"}) {
+      CAPTURE(args, to);
+      const Result r = run_cli(args, to);
+      CHECK(r.status == 1);
+      CHECK(r.err.find("cannot write to stdout") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("ptxdsl --version prints the version", "[tools]") {
+  const Result r = run_cli("--version");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(std::regex_match(r.out, std::regex("ptxdsl [0-9]+\\.[0-9]+\\.[0-9]+\n")));
+}
+
+TEST_CASE("unexpected arguments are named in the order given", "[tools]") {
+  const Result r = run_cli("emit rms_fwd --width 64 --dtype f32 one two three");
+  CHECK(r.status == 2);
+  CHECK(lines(r.err) == 1);
+  CAPTURE(r.err);
+  const auto one = r.err.find("one"), two = r.err.find("two"), three = r.err.find("three");
+  REQUIRE(one != std::string::npos);
+  REQUIRE(two != std::string::npos);
+  REQUIRE(three != std::string::npos);
+  CHECK(one < two);
+  CHECK(two < three);
+}
+
+TEST_CASE("run refuses a shape larger than the host memory, saying how much it needs", "[tools]") {
+  for (const char* args : {"run rms_fwd --batch 2147483647 --width 65536 --dtype f32 --cpu",
+                           "run ln_bwd --batch 2147483647 --width 65536 --dtype bf16 --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK(r.err.find("GiB of host memory") != std::string::npos);
+    CHECK(r.err.find("available") != std::string::npos);
+  }
+}
+
+TEST_CASE("a failed bench leaves an existing --json file as it was", "[tools]") {
+  if (has_driver()) {
+    WARN("skipped: a CUDA driver is present, so bench would not fail here");
+    return;
+  }
+  const std::string dir = temp_dir();
+  const std::string file = dir + "/results.json";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "{\"earlier\": true}\n";
+  }
+  const Result r = run_cli("bench rms_fwd --batch 8 --width 1024 --dtype f16 --json " + file);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("driver") != std::string::npos);
+  CHECK(read_file(file) == "{\"earlier\": true}\n");
+  // And no temporary file is left beside it.
+  CHECK(folder_names(dir) == std::vector<std::string>{"results.json"});
+  std::remove(file.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("bench --host reports PTX generation time against its target", "[tools]") {
+  const std::string dir = temp_dir();
+  const std::string file = dir + "/host.json";
+  const Result r = run_cli("bench --host --json " + file);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("host: PTX generation, median of 9 builds of each of 20 kernels: slowest ") !=
+        std::string::npos);
+  CHECK(r.out.find("target ≤ 2 ms: ") != std::string::npos);
+  const std::string j = read_file(file);
+  CHECK(j.rfind("{\n", 0) == 0);
+  CHECK(j.size() > 2);
+  CHECK(j.substr(j.size() - 2) == "}\n");
+  CHECK(j.find("\"tool\": \"ptxdsl bench\"") != std::string::npos);
+  CHECK(j.find("\"ptx_generation\": {") != std::string::npos);
+  CHECK(j.find("\"slowest_ms\": ") != std::string::npos);
+  CHECK(j.find("\"target_ms\": 2") != std::string::npos);
+  CHECK(j.find("{\"kernel\": \"ln_fwd\", \"dtype\": \"f16\", \"width\": 1024, \"ms\": ") !=
+        std::string::npos);
+  if (has_driver()) {
+    CHECK(r.out.find("host: a host-API launch of a cached kernel") != std::string::npos);
+    CHECK(j.find("\"launch_overhead\": {") != std::string::npos);
+  } else {
+    CHECK(r.out.find("host: launch overhead skipped: ") != std::string::npos);
+    CHECK(j.find("\"launch_overhead\": null") != std::string::npos);
+    CHECK(j.find("\"launch_overhead_skipped\": \"") != std::string::npos);
+  }
+  std::remove(file.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("emit --json escapes a file name that is not UTF-8", "[tools]") {
+  const std::string dir = temp_dir();
+  // An invalid byte, a control character, a quote, a backslash, a valid é (C3 A9) and an overlong
+  // '/' (C0 AF).
+  const std::string name = "\xff\x01\"q\\\xc3\xa9\xc0\xaf.ptx";
+  const std::string path = dir + "/" + name;
+  const Result r = run_cli("emit rms_fwd --width 64 --dtype f32 --json -o " + shell_quote(path));
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("\"ptx_file\": \"" + dir +
+                   "/\\ufffd\\u0001\\\"q\\\\\xc3\xa9\\ufffd\\ufffd.ptx\"") != std::string::npos);
+  CHECK(r.out.find('\xff') == std::string::npos);
+  CHECK(r.out.find('\x01') == std::string::npos);
+  CHECK(r.out.find("\xc0\xaf") == std::string::npos);
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST_CASE("the ptxas report parser reads each entry and refuses numbers that do not fit",
+          "[tools]") {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'rms_fwd_f16' for 'sm_90'\n"
+      "ptxas info    : Function properties for rms_fwd_f16\n"
+      "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, 2048 bytes smem, 400 bytes cmem[0]\n";
+  const std::vector<ptxdsl::PtxasEntry> entries = ptxdsl::parse_ptxas_report(log);
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].name == "rms_fwd_f16");
+  CHECK(entries[0].registers == 40);
+  CHECK(entries[0].shared_bytes == 2048);
+  CHECK(entries[0].stack_frame_bytes == 8);
+  CHECK(entries[0].spill_store_bytes == 4);
+  CHECK(entries[0].spill_load_bytes == 12);
+  const std::string huge =
+      "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+      "ptxas info    : Used 99999999999999999999 registers, 0 bytes smem\n";
+  CHECK_THROWS_AS(ptxdsl::parse_ptxas_report(huge), ptxdsl::Error);
+  CHECK_THROWS_WITH(ptxdsl::parse_ptxas_report(huge),
+                    "ptxas reported 99999999999999999999 in 'ptxas info    : Used "
+                    "99999999999999999999 registers, 0 bytes smem': numbers must be in [0, "
+                    "4294967295]");
+  const std::string just_over =
+      "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+      "    4294967296 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+  CHECK_THROWS_WITH(ptxdsl::parse_ptxas_report(just_over), Catch::Contains("4294967296"));
+}

@@ -2,6 +2,8 @@
 // written before every repetition (L2 flush), median of the repetitions, the device-to-device copy
 // bandwidth measured in the same run; checked against float64 before it is timed.
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <future>
 #include <limits>
+#include <optional>
 
 #include "cli.hpp"
 #include "device.hpp"
@@ -39,6 +42,15 @@ constexpr double kSmallCaseSlackUs = 3.0;
 constexpr std::uint64_t kLargeCaseBytes = 64'000'000;
 constexpr double kForwardTargetPct = 92.0;
 constexpr double kBackwardTargetPct = 85.0;
+
+// BENCHMARKS.md's host targets: PTX generation of one norm kernel, and a host-API launch of a
+// cached kernel over a bare cuLaunchKernel.
+constexpr double kGenerationTargetMs = 2.0;
+constexpr double kWideGenerationTargetMs = 10.0;  // beyond kWideGenerationColumns
+constexpr std::uint32_t kWideGenerationColumns = 65536;
+constexpr double kLaunchOverheadTargetUs = 1.0;
+constexpr int kGenerationBuilds = 9;  // builds of each kernel; their median is reported
+constexpr int kLaunchRounds = 30, kLaunchesARound = 200;
 
 // GB/s of `bytes` moved in `us` microseconds.
 double gbps(std::uint64_t bytes, double us) {
@@ -150,9 +162,8 @@ class Bench {
   // `call` warmed up, then timed by events reps_ times, the L2 flushed before each.
   Times time_us(const std::function<void()>& call) {
     for (int i = 0; i < warmup_; ++i) call();
-    // Then flushed calls, as the timed loop makes them, for warmup_time_ (triton's do_bench warms
-    // up for 25 ms; compare_peers.py does the same for the peers). On the H200 it changed no lone
-    // bench of a small case (docs/performance.md, item 40).
+    // Then flushed calls, as the timed loop makes them, for warmup_time_: triton's do_bench warms
+    // up for 25 ms, and the peers are timed the same way, so that neither side starts colder.
     const auto warm_start = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - warm_start < warmup_time_) {
       for (std::uint32_t i = 0; i < 8; ++i) {
@@ -286,9 +297,222 @@ void print_large_targets(const std::vector<CaseResult>& results) {
   }
 }
 
+// A file replaced only when complete: written beside it under a temporary name, then renamed over
+// it, so that a run that fails leaves what was there.
+class ReplacingFile {
+ public:
+  explicit ReplacingFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp-XXXXXX") {
+    const int fd = mkstemp(temp_.data());
+    if (fd < 0) fail();
+    // mkstemp's 0600 would replace the file's usual mode; take the one a new file would get.
+    const mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    close(fd);
+  }
+  ReplacingFile(const ReplacingFile&) = delete;
+  ReplacingFile& operator=(const ReplacingFile&) = delete;
+  ~ReplacingFile() {
+    if (!committed_) std::remove(temp_.c_str());
+  }
+  void commit(const std::string& text) {
+    std::ofstream out(temp_, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || std::rename(temp_.c_str(), path_.c_str()) != 0) fail();
+    committed_ = true;
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, std::strerror(errno)));
+  }
+  std::string path_, temp_;
+  bool committed_ = false;
+};
+
+// One kernel's PTX generation: the median of kGenerationBuilds builds.
+struct GenerationTime {
+  kernels::NormSpec spec;
+  double ms = 0;
+  double target_ms() const {
+    return spec.width > kWideGenerationColumns ? kWideGenerationTargetMs : kGenerationTargetMs;
+  }
+  bool met() const { return ms <= target_ms(); }
+  std::string name() const {
+    return fmt::format("{} {} {}", kernels::kind_name(spec.kind), kernels::dtype_name(spec.dtype),
+                       spec.width);
+  }
+};
+
+// Host time per launch, medians of kLaunchRounds rounds of kLaunchesARound launches.
+struct LaunchOverhead {
+  std::string kernel;  // what the host API launched
+  double api_us = 0;   // the host API's call
+  double bare_us = 0;  // cuLaunchKernel of an empty kernel, as is
+  double over_us() const { return api_us - bare_us; }
+  bool met() const { return over_us() <= kLaunchOverheadTargetUs; }
+};
+
+struct HostResults {
+  std::vector<GenerationTime> generation;
+  std::optional<LaunchOverhead> launch;
+  std::string launch_skipped;  // why there is no launch measurement
+  const GenerationTime& slowest() const {
+    return *std::max_element(generation.begin(), generation.end(),
+                             [](const GenerationTime& a, const GenerationTime& b) {
+                               return a.ms / a.target_ms() < b.ms / b.target_ms();
+                             });
+  }
+};
+
+std::vector<GenerationTime> measure_generation() {
+  using Clock = std::chrono::steady_clock;
+  std::vector<GenerationTime> out;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (std::uint32_t width : {1024u, 4096u, 8192u, 16384u, kernels::kMaxWidth}) {
+      GenerationTime g;
+      g.spec = make_spec(kind, DType::F16, width);
+      std::vector<double> ms;
+      for (int i = 0; i < kGenerationBuilds; ++i) {
+        const auto start = Clock::now();
+        const kernels::BuiltNorm built = kernels::build_norm(g.spec);
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      }
+      g.ms = median(ms);
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+// The host API's forward of a one-row RMS norm, its kernel cached by the first call, against
+// cuLaunchKernel of an empty kernel: what the API adds to the driver's own cost of a launch.
+LaunchOverhead measure_launch_overhead(int device) {
+  using Clock = std::chrono::steady_clock;
+  const runtime::Context ctx(device);
+  const runtime::Stream stream(ctx);
+  const runtime::StreamRef on(stream);
+  const kernels::NormSpec spec = make_spec(NormKind::RmsNormFwd, DType::F16, 4096);
+  const NormData data = make_norm_data(spec, 1, 1);
+  GpuNorm norm(ctx, data, runtime::NormOptions{});
+  const runtime::Function empty = empty_kernel(ctx);
+  norm.call(spec.kind, on);
+  runtime::launch_raw(empty, 1, kEmptyKernelThreads, 0, on, nullptr);
+  stream.synchronize();
+  const auto per_launch_us = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count() / kLaunchesARound;
+  };
+  std::vector<double> api, bare;
+  for (int round = 0; round < kLaunchRounds; ++round) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < kLaunchesARound; ++i)
+      runtime::launch_raw(empty, 1, kEmptyKernelThreads, 0, on, nullptr);
+    const auto t1 = Clock::now();
+    stream.synchronize();
+    const auto t2 = Clock::now();
+    for (int i = 0; i < kLaunchesARound; ++i) norm.call(spec.kind, on);
+    const auto t3 = Clock::now();
+    stream.synchronize();
+    bare.push_back(per_launch_us(t0, t1));
+    api.push_back(per_launch_us(t2, t3));
+  }
+  return {fmt::format("rms_fwd f16 1x{}", spec.width), median(api), median(bare)};
+}
+
+HostResults measure_host(int device) {
+  HostResults r;
+  r.generation = measure_generation();
+  std::string why;
+  if (!runtime::driver_available(&why)) {
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    r.launch_skipped = why.empty() ? std::string("no CUDA driver found") : why;
+  } else {
+    r.launch = measure_launch_overhead(device);
+  }
+  return r;
+}
+
+void print_host(const HostResults& r) {
+  const GenerationTime& worst = r.slowest();
+  const auto failing = std::count_if(r.generation.begin(), r.generation.end(),
+                                     [](const GenerationTime& g) { return !g.met(); });
+  fmt::print(
+      "host: PTX generation, median of {} builds of each of {} kernels: slowest {} in {:.3f} ms, "
+      "target ≤ {:.0f} ms: {} ({} of {} over their target)\n",
+      kGenerationBuilds, r.generation.size(), worst.name(), worst.ms, worst.target_ms(),
+      failing == 0 ? "met" : "not met", failing, r.generation.size());
+  if (r.launch) {
+    const LaunchOverhead& l = *r.launch;
+    fmt::print(
+        "host: a host-API launch of a cached kernel ({}) {:.2f} µs of host time, a bare "
+        "cuLaunchKernel {:.2f} µs: {:+.2f} µs, target ≤ {:.0f} µs over: {}\n",
+        l.kernel, l.api_us, l.bare_us, l.over_us(), kLaunchOverheadTargetUs,
+        l.met() ? "met" : "not met");
+  } else {
+    fmt::print("host: launch overhead skipped: {}\n", r.launch_skipped);
+  }
+}
+
+void write_host_json(JsonWriter& j, const HostResults& r) {
+  j.key("host").begin_object();
+  j.key("ptx_generation").begin_object();
+  j.field("builds_per_kernel", kGenerationBuilds);
+  j.field("target_ms", kGenerationTargetMs);
+  j.field("wide_target_ms", kWideGenerationTargetMs);
+  j.field("wide_beyond_columns", kWideGenerationColumns);
+  const GenerationTime& worst = r.slowest();
+  j.field("slowest", worst.name());
+  j.field("slowest_ms", worst.ms);
+  j.field("met", std::all_of(r.generation.begin(), r.generation.end(),
+                             [](const GenerationTime& g) { return g.met(); }));
+  j.key("kernels").begin_array();
+  for (const GenerationTime& g : r.generation) {
+    j.begin_object(true);
+    j.field("kernel", kernels::kind_name(g.spec.kind));
+    j.field("dtype", kernels::dtype_name(g.spec.dtype));
+    j.field("width", g.spec.width);
+    j.field("ms", g.ms);
+    j.field("target_ms", g.target_ms());
+    j.field("met", g.met());
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  j.key("launch_overhead");
+  if (r.launch) {
+    const LaunchOverhead& l = *r.launch;
+    j.begin_object();
+    j.field("kernel", l.kernel);
+    j.field("host_api_us", l.api_us);
+    j.field("bare_cu_launch_kernel_us", l.bare_us);
+    j.field("over_us", l.over_us());
+    j.field("target_us", kLaunchOverheadTargetUs);
+    j.field("met", l.met());
+    j.field("rounds", kLaunchRounds);
+    j.field("launches_a_round", kLaunchesARound);
+    j.end_object();
+  } else {
+    j.null();
+    j.field("launch_overhead_skipped", r.launch_skipped);
+  }
+  j.end_object();
+}
+
+std::string host_only_json(const HostResults& r) {
+  JsonWriter j;
+  j.begin_object();
+  j.field("tool", "ptxdsl bench");
+  write_host_json(j, r);
+  j.end_object();
+  return j.str();
+}
+
 std::string results_json(const runtime::DeviceInfo& info, int driver, const Floors& floors,
                          const Timing& timing, std::uint64_t seed,
-                         const std::vector<CaseResult>& results) {
+                         const std::vector<CaseResult>& results,
+                         const std::optional<HostResults>& host) {
   JsonWriter j;
   j.begin_object();
   j.field("tool", "ptxdsl bench");
@@ -350,6 +574,7 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
     j.end_object();
   }
   j.end_array();
+  if (host) write_host_json(j, *host);
   j.end_object();
   return j.str();
 }
@@ -362,6 +587,9 @@ class BenchCommand : public Command {
     options_.add_to(sub, /*required=*/false);
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647 (one case, without --suite)");
     sub.add_option("--json", json_, "also write the results as JSON to FILE");
+    sub.add_flag("--host", host_,
+                 "the host-side targets: PTX generation time, and with a driver a launch's host "
+                 "cost over a bare cuLaunchKernel (alone, or after the suite or case)");
     sub.add_option("--reps", reps_, "timed repetitions per case, 100 to 100000 (default 100)");
     sub.add_option("--warmup", warmup_, "untimed calls before timing, 0 to 1000 (default 10)");
     sub.add_option("--warmup-ms", warmup_ms_,
@@ -390,13 +618,15 @@ class BenchCommand : public Command {
       throw UsageError(fmt::format("--stream must be 'own' or 'default', got '{}'", stream_));
     }
     timing.default_stream = stream_ == "default";
-    // Opened first: a path that cannot be written fails before minutes of work, not after.
-    std::ofstream json_out;
-    if (!json_.empty()) {
-      json_out.open(json_, std::ios::binary | std::ios::trunc);
-      if (!json_out) {
-        throw std::runtime_error(fmt::format("cannot write '{}': {}", json_, std::strerror(errno)));
-      }
+    // Opened first, beside the file: a path that cannot be written fails before minutes of work,
+    // and the file itself changes only when the results are complete.
+    std::optional<ReplacingFile> json_out;
+    if (!json_.empty()) json_out.emplace(json_);
+    if (host_ && !one_case_given() && suite_.empty()) {
+      const HostResults host = measure_host(device);
+      print_host(host);
+      if (json_out) json_out->commit(host_only_json(host));
+      return kExitOk;
     }
     require_driver_one_line();
 
@@ -465,22 +695,27 @@ class BenchCommand : public Command {
         "the case\n");
     print_small_targets(results, floors);
     print_large_targets(results);
-    if (!json_.empty()) {
-      const std::string text =
-          results_json(info, runtime::driver_version(), floors, timing, seed, results);
-      json_out << text;
-      json_out.close();
-      if (!json_out)
-        throw std::runtime_error(fmt::format("cannot write '{}': {}", json_, std::strerror(errno)));
+    std::optional<HostResults> host;
+    if (host_) {
+      host = measure_host(device);
+      print_host(*host);
+    }
+    if (json_out) {
+      json_out->commit(
+          results_json(info, runtime::driver_version(), floors, timing, seed, results, host));
     }
     return all_pass ? kExitOk : kExitFailure;
   }
 
  private:
   // The cases to run, from the command line; throws UsageError.
+  bool one_case_given() const {
+    return !options_.kernel.empty() || !options_.width.empty() || !options_.dtype.empty() ||
+           !batch_.empty();
+  }
+
   std::vector<CaseResult> plan() const {
-    const bool one_case = !options_.kernel.empty() || !options_.width.empty() ||
-                          !options_.dtype.empty() || !batch_.empty();
+    const bool one_case = one_case_given();
     std::vector<CaseResult> cases;
     if (!suite_.empty()) {
       if (suite_ != "standard") {
@@ -492,6 +727,18 @@ class BenchCommand : public Command {
       }
       if (options_.any_knob())
         throw UsageError("--suite takes no knobs: the heuristics choose for each case");
+      // The suite is BENCHMARKS.md's: the device's arch, the default PTX version, and weights in
+      // the input's dtype, as the peers it is compared with are timed.
+      for (const auto& [flag, value] :
+           {std::pair{"--arch", &options_.arch}, std::pair{"--ptx-version", &options_.ptx_version},
+            std::pair{"--weight-dtype", &options_.weight_dtype}}) {
+        if (!value->empty()) {
+          throw UsageError(fmt::format(
+              "--suite takes no {}: its cases are built for the device's arch and the default "
+              "PTX version, weights in the input's dtype; time one case to choose them",
+              flag));
+        }
+      }
       for (const Shape& s : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
@@ -504,7 +751,9 @@ class BenchCommand : public Command {
       return cases;
     }
     if (!one_case) {
-      throw UsageError("bench needs --suite standard, or KERNEL --batch B --width N --dtype T");
+      if (host_) return cases;
+      throw UsageError(
+          "bench needs --suite standard, --host, or KERNEL --batch B --width N --dtype T");
     }
     if (options_.kernel.empty())
       throw UsageError("KERNEL is required without --suite: ln_fwd, ln_bwd, rms_fwd or rms_bwd");
@@ -570,6 +819,7 @@ class BenchCommand : public Command {
   std::string device_ = "0";
   std::string flush_ = "kernel";
   std::string stream_ = "default";
+  bool host_ = false;
 };
 
 }  // namespace

@@ -6,9 +6,54 @@
 
 namespace ptxdsl::cli {
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms,
+// no surrogates, nothing past U+10FFFF), or 0 where it is not one.
+std::size_t utf8_sequence(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char b0 = byte(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    n = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    n = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    n = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (std::size_t i = 2; i < n; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 std::string json_quote(std::string_view s) {
   std::string out = "\"";
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Text such as a file name need not be UTF-8, and JSON must be: a byte that starts no
+      // well-formed sequence becomes U+FFFD.
+      const std::size_t n = utf8_sequence(s.substr(i));
+      if (n == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -26,12 +71,13 @@ std::string json_quote(std::string_view s) {
         out += "\\r";
         break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (c < 0x20 || c == 0x7F) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
         } else {
-          out += c;
+          out += static_cast<char>(c);
         }
     }
+    ++i;
   }
   return out + "\"";
 }

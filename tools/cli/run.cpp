@@ -2,7 +2,13 @@
 // executor), compared with the float64 reference; the exit status follows PASS/FAIL.
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "cli.hpp"
 #include "device.hpp"
@@ -11,6 +17,46 @@
 
 namespace ptxdsl::cli {
 namespace {
+
+// Bytes of host memory a run of `spec` over `batch` rows holds at its peak, per element of the
+// batch × width rows: the inputs (floats and their dtype's bytes), the float64 references and the
+// reference functions' own results before they are copied in, what came back as floats, and on
+// the CPU executor its copies of the rows in and out.
+std::uint64_t host_bytes_needed(const kernels::NormSpec& spec, std::uint32_t batch, bool cpu) {
+  const std::uint64_t s = static_cast<std::uint64_t>(kernels::dtype_bytes(spec.dtype));
+  const std::uint64_t rows_in = is_backward(spec.kind) ? 2 : 1;     // x (and dy)
+  const std::uint64_t references = is_backward(spec.kind) ? 2 : 1;  // y (and dx), in float64
+  std::uint64_t per_element = rows_in * (4 + s) + references * 2 * 8 + 4;
+  if (cpu) per_element += (rows_in + 2) * s;  // the executor's rows in and out, and the download
+  const std::uint64_t elements = std::uint64_t{batch} * spec.width;
+  // The per-row and per-column vectors, and the process itself, are small beside the rows.
+  constexpr std::uint64_t kBase = 64ull << 20;
+  return elements * per_element + std::uint64_t{batch} * 64 + kBase;
+}
+
+// The host memory this process may still take: MemAvailable, and an address-space limit if set.
+std::uint64_t host_bytes_available() {
+  std::uint64_t available = std::numeric_limits<std::uint64_t>::max();
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    std::uint64_t kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") available = kib * 1024;
+  }
+  if (available == std::numeric_limits<std::uint64_t>::max()) {
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) available = static_cast<std::uint64_t>(pages) * page;
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    available = std::min<std::uint64_t>(available, limit.rlim_cur);
+  return available;
+}
+
+std::string gib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
+}
 
 class RunCommand : public Command {
  public:
@@ -29,6 +75,15 @@ class RunCommand : public Command {
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
     if (!cpu_) require_driver_one_line();
+    const std::uint64_t needed = host_bytes_needed(spec, batch, cpu_);
+    const std::uint64_t available = host_bytes_available();
+    if (needed > available) {
+      throw std::runtime_error(fmt::format(
+          "{} {}x{} needs about {} of host memory (inputs, float64 references, outputs{}), and "
+          "{} is available; use a smaller --batch or --width",
+          kernels::kind_name(spec.kind), batch, spec.width, gib(needed),
+          cpu_ ? ", the CPU executor's copies" : "", gib(available)));
+    }
 
     const NormData data = make_norm_data(spec, batch, seed);
     std::vector<Output> got;

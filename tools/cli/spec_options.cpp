@@ -29,6 +29,39 @@ std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint
   return value;
 }
 
+void refuse_empty_values(const CLI::App& sub) {
+  for (const CLI::Option* o : sub.get_options()) {
+    // Flags take no value; an option given only '' has nothing but empty results.
+    if (o->count() == 0 || o->get_expected_min() == 0) continue;
+    const std::vector<std::string>& given = o->results();
+    if (!std::all_of(given.begin(), given.end(), [](const std::string& v) { return v.empty(); }))
+      continue;
+    const std::string name = o->get_name();
+    const std::string& takes = o->get_description();
+    throw UsageError(takes.empty() ? fmt::format("{} needs a value, got ''", name)
+                                   : fmt::format("{} needs a value ({}), got ''", name, takes));
+  }
+}
+
+PtxVersion parse_ptx_version_option(std::string_view what, std::string_view text) {
+  const auto bad = [&] {
+    return UsageError(fmt::format("{} must be MAJOR.MINOR in [7.0, 9.0], got '{}'", what, text));
+  };
+  const auto dot = text.find('.');
+  if (dot == std::string_view::npos) throw bad();
+  // Each part in a range its digits cannot overflow: "4294967303.0" is not 7.0.
+  std::uint32_t major = 0, minor = 0;
+  for (auto [part, value] :
+       {std::pair{text.substr(0, dot), &major}, std::pair{text.substr(dot + 1), &minor}}) {
+    const char* end = part.data() + part.size();
+    const auto [ptr, ec] = std::from_chars(part.data(), end, *value);
+    if (part.empty() || ptr != end || ec != std::errc() || *value > 9) throw bad();
+  }
+  const PtxVersion v{static_cast<int>(major), static_cast<int>(minor)};
+  if (v < PtxVersion{7, 0} || v > PtxVersion{9, 0}) throw bad();
+  return v;
+}
+
 void SpecOptions::add_to(CLI::App& app, bool required) {
   auto* k = app.add_option("kernel", kernel, "ln_fwd, ln_bwd, rms_fwd or rms_bwd");
   auto* w = app.add_option("--width", width, "elements per row, 1 to 65536");
@@ -96,7 +129,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.width = static_cast<std::uint32_t>(parse_uint("--width", width, 1, kernels::kMaxWidth));
   s.arch = arch.empty() ? Arch::Sm90 : usage([&] { return parse_arch(arch); });
   s.ptx_version = ptx_version.empty() ? default_ptx_version(s.arch)
-                                      : usage([&] { return parse_ptx_version(ptx_version); });
+                                      : parse_ptx_version_option("--ptx-version", ptx_version);
   if (s.ptx_version < min_ptx_version(s.arch)) {
     const PtxVersion least = min_ptx_version(s.arch);
     throw UsageError(fmt::format("--ptx-version must be at least {}.{} for {}, got '{}'",
@@ -106,7 +139,8 @@ kernels::NormSpec SpecOptions::spec() const {
     const KnobFlag& f = knob_flags()[i];
     s.knobs.*f.member = knob(f, knobs[i]);
   }
-  usage([&] { kernels::validate(s); });
+  // Knobs on the command line are for this one kernel: one it would ignore is a mistake to report.
+  usage([&] { kernels::check_knobs_apply(s); });
   return s;
 }
 

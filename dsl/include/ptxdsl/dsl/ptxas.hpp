@@ -29,5 +29,7 @@ struct PtxasResult {
 std::string ptxas_path();
 // Runs `ptxas -arch=<arch> -v` on the text; throws ptxdsl::Error only if ptxas cannot be started.
 PtxasResult run_ptxas(std::string_view ptx, std::string_view arch);
+// The entries of a `ptxas -v` log; throws ptxdsl::Error naming a line whose number does not fit.
+std::vector<PtxasEntry> parse_ptxas_report(std::string_view log);
 
 }  // namespace ptxdsl

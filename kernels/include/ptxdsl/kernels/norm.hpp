@@ -151,6 +151,11 @@ struct NormSpec {
 };
 // Throws ptxdsl::Error naming the bad value and the allowed range.
 void validate(const NormSpec& spec);
+// validate(), and more for knobs given for this one kernel (the command line's): refuses a knob
+// that the spec's kernel ignores (the other direction's, another norm's) and knobs that conflict
+// (row_order 2 or 3 with single_launch 1). validate() lets those pass because one set of runtime
+// knobs serves both directions and spec_for_batch turns on single_launch per call.
+void check_knobs_apply(const NormSpec& spec);
 // Host-side checks before a launch: batch ≥ 1, stride ≥ width. Throw ptxdsl::Error.
 void check_batch(std::uint32_t batch);
 void check_stride(std::uint32_t width, std::uint32_t stride);
