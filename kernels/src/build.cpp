@@ -82,6 +82,14 @@ void validate(const NormSpec& spec) {
   if (spec.width < 1 || spec.width > kMaxWidth) {
     throw Error(fmt::format("width must be in [1, {}], got {}", kMaxWidth, spec.width));
   }
+  if (spec.device.sm_count == 0) {
+    throw Error("the device model is empty: take one from device_preset() or the runtime");
+  }
+  if (spec.arch > spec.device.arch()) {
+    throw Error(fmt::format("{} code does not run on {} (cc {}.{}, {} and older)",
+                            arch_name(spec.arch), spec.device.name, spec.device.cc_major,
+                            spec.device.cc_minor, arch_name(spec.device.arch())));
+  }
   const NormKnobs& kn = spec.knobs;
   const std::uint32_t max_vec = 16 / static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   if (kn.vector_elems) {
@@ -154,13 +162,16 @@ void validate(const NormSpec& spec) {
                     "vector_elems {} of {} is {} bytes",
                     p.ring_rows, p.vec, dtype_name(spec.dtype), vector_bytes));
   }
-  const std::uint32_t budget = detail::shared_budget(spec.arch);
+  const std::uint32_t budget = detail::shared_budget(spec.device);
   const std::uint32_t shared = p.dynamic_shared_bytes(spec);
   if (shared > budget) {
     throw Error(
         fmt::format("the kernel needs {} bytes of shared memory, more than the {} that {} "
                     "allows; use fewer rows_per_cta or more threads_per_row",
-                    shared, budget, arch_name(spec.arch)));
+                    shared, budget, spec.device.name));
+  }
+  if (const auto misfit = spec.device.block_misfit(p.block(), p.max_registers, shared)) {
+    throw Error(fmt::format("the kernel does not fit the device: {}", *misfit));
   }
 }
 

@@ -18,9 +18,22 @@ std::uint32_t accumulators(NormKind k) {
   return k == NormKind::LayerNormBwd ? 2 : 1;
 }
 
-// Registers a thread may use so that one CTA of `block` threads fits on an SM (64K registers).
-std::uint32_t max_registers(std::uint32_t block) {
-  return std::min<std::uint32_t>(255, 65536 / round_up(block, 128) / 8 * 8);
+// Registers a thread may use so that one CTA of `block` threads fits on an SM.
+std::uint32_t max_registers(const DeviceModel& d, std::uint32_t block) {
+  return std::min<std::uint32_t>(d.max_registers_per_thread,
+                                 d.registers_per_sm / round_up(block, 128) / 8 * 8);
+}
+
+// CTAs of `block` threads at `registers` a thread that an SM holds by threads and registers.
+std::uint32_t ctas_by_registers(const DeviceModel& d, std::uint32_t block,
+                                std::uint32_t registers) {
+  return std::min(d.max_threads_per_sm / block, d.registers_per_sm / (block * registers));
+}
+
+// CTAs with `smem` bytes of dynamic shared memory (beside the static scratch that shared_budget
+// keeps back) that an SM holds by shared memory.
+std::uint32_t ctas_by_shared(const DeviceModel& d, std::uint32_t smem) {
+  return d.shared_per_block_optin / (smem + d.shared_reserved_per_block);
 }
 
 // f32 values a thread may keep in registers across the passes, under a register ceiling: the rest
@@ -63,7 +76,8 @@ ForwardShape forward_shape(std::uint32_t vectors, std::uint32_t vec, bool narrow
 
 // Backward: x and dy at ≤ 16 values a thread each; then fewer threads when that lets every
 // accumulator column live in registers (partials in the workspace cost L2 traffic every row).
-std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::uint32_t nacc) {
+std::uint32_t backward_threads(const DeviceModel& d, std::uint32_t vectors, std::uint32_t vec,
+                                std::uint32_t nacc) {
   if (vectors <= 32) return std::bit_ceil(vectors);
   const std::uint32_t per_thread = std::max<std::uint32_t>(1, 16 / vec);
   const std::uint32_t first =
@@ -82,7 +96,7 @@ std::uint32_t backward_threads(std::uint32_t vectors, std::uint32_t vec, std::ui
   }
   for (std::uint32_t t : candidates) {
     const std::uint32_t chunks = ceil_div(vectors, t);
-    const std::uint32_t room = value_room(max_registers(t), vec, NormKind::LayerNormBwd);
+    const std::uint32_t room = value_room(max_registers(d, t), vec, NormKind::LayerNormBwd);
     const std::uint32_t acc_chunks = std::min(chunks, room / (nacc * vec));
     const double share = static_cast<double>(acc_chunks) / chunks;
     if (share > best_share + 1e-9) {
@@ -100,10 +114,9 @@ std::uint32_t default_vector_elems(DType d) {
   return 16 / static_cast<std::uint32_t>(dtype_bytes(d));
 }
 
-std::uint32_t shared_budget(Arch a) {
-  // The opt-in maximum per block (163 KB on sm_80, 227 KB on sm_90 and later), less room for the
-  // kernels' static reduction scratch.
-  return (a == Arch::Sm80 ? 166912u : 232448u) - 4096u;
+std::uint32_t shared_budget(const DeviceModel& d) {
+  // The opt-in maximum per block, less room for the kernels' static reduction scratch.
+  return d.shared_per_block_optin - kStaticScratchBytes;
 }
 
 std::uint32_t Plan::staged_chunks() const {
@@ -148,6 +161,7 @@ std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
 
 Plan plan_norm(const NormSpec& spec) {
   const NormKnobs& kn = spec.knobs;
+  const DeviceModel& dev = spec.device;
   const bool backward = is_backward(spec.kind);
   const std::uint32_t nacc = accumulators(spec.kind);
   const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
@@ -158,13 +172,15 @@ Plan plan_norm(const NormSpec& spec) {
   Plan p;
   p.single_launch = single;
   p.width = spec.width;
+  p.sm_count = kn.sm_count.value_or(dev.sm_count);
   p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::uint32_t vectors = ceil_div(p.width, p.vec);
   const bool narrow = s < 4;
   const ForwardShape fwd =
       forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
   p.threads_per_row =
-      kn.threads_per_row.value_or(backward ? backward_threads(vectors, p.vec, nacc) : fwd.threads);
+      kn.threads_per_row.value_or(backward ? backward_threads(dev, vectors, p.vec, nacc)
+                                          : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
   const std::uint32_t target_block = backward ? 256 : 128;
   const std::uint32_t tpr = p.threads_per_row;
@@ -180,13 +196,13 @@ Plan plan_norm(const NormSpec& spec) {
   // than in registers (ragged 3000 and 6000: 5-7% slower); 16-bit layer norm rows too wide to
   // keep, 0-4% faster than staged in shared memory (layer norm reads the row three times, and
   // lost 2-12% at widths that fit registers). Only while the rows of every resident CTA fit
-  // 24 MiB, two fifths of the H200's 60 MiB L2: 21 MB resident ran faster (bf16 20000-wide
-  // layer norm), 32 MB 17% slower (f32 12288-wide RMS).
+  // two fifths of the L2 (on the H200's 60 MiB, 21 MB resident ran faster, 32 MB slower).
   const std::uint32_t reread_registers = wide_weights ? 48 : 32;
   const std::uint32_t reread_ctas =
-      std::min(2048 / p.block(), 65536 / (round_up(p.block(), 128) * reread_registers));
+      std::min(dev.max_threads_per_sm / p.block(),
+               dev.registers_per_sm / (round_up(p.block(), 128) * reread_registers));
   const std::uint64_t resident_bytes =
-      std::uint64_t{reread_ctas} * kn.sm_count.value_or(132) * p.rows_per_cta * p.width * s;
+      std::uint64_t{reread_ctas} * p.sm_count * p.rows_per_cta * p.width * s;
   const bool reread_shape = spec.kind == NormKind::LayerNormFwd
                                 ? fwd.stage_all
                                 : p.width >= 4096 && p.width % (tpr * p.vec) == 0;
@@ -195,7 +211,7 @@ Plan plan_norm(const NormSpec& spec) {
   const bool reread = !backward && !bulk_wanted && !kn.register_chunks && !kn.staged_chunks &&
                       !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
                       spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
-                      resident_bytes <= 24u << 20;
+                      resident_bytes <= dev.l2_bytes * 2 / 5;
   p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
   // 16-bit layer norm forwards sum x − x₀ and (x − x₀)² in one pass (one reduction, one barrier
   // a row; a row read again from L2 is read twice, not three times). On the H200 (docs/
@@ -230,11 +246,11 @@ Plan plan_norm(const NormSpec& spec) {
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
   p.max_registers =
-      kn.max_registers.value_or(backward ? max_registers(p.block() * kn.ctas_per_sm.value_or(1))
+      kn.max_registers.value_or(backward ? max_registers(dev, p.block() * kn.ctas_per_sm.value_or(1))
                                 : reread ? reread_registers
                                 : p.block() > 512 ? 64
                                 : packed_row      ? 56
-                                                  : std::min(72u, max_registers(2 * p.block())));
+                                                  : std::min(72u, max_registers(dev, 2 * p.block())));
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);
@@ -269,7 +285,7 @@ Plan plan_norm(const NormSpec& spec) {
   }
   if (reread || bulk_wanted) default_regs = 0;
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
-  std::uint32_t shared_left = shared_budget(spec.arch);
+  std::uint32_t shared_left = shared_budget(dev);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
                          std::uint32_t chunk_bytes, std::uint32_t max_shared) {
     places.assign(p.chunks, Place::Registers);
@@ -294,13 +310,12 @@ Plan plan_norm(const NormSpec& spec) {
   const std::uint32_t backward_values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
   const std::uint32_t backward_regs =
       std::min(p.max_registers, round_up(backward_values + 40 + 3 * p.vec, 8));
-  const std::uint32_t backward_fit =
-      std::min(2048 / p.block(), 65536 / (p.block() * backward_regs));
+  const std::uint32_t backward_fit = ctas_by_registers(dev, p.block(), backward_regs);
   // Staged chunks prefetch by cp.async into a second buffer (no registers) where it fits.
   Plan doubled = p;
   doubled.async_staging = true;
   const bool async_fits = p.staged_chunks() > 0 && p.vec * s >= 4 &&
-                          doubled.dynamic_shared_bytes(spec) <= shared_budget(spec.arch);
+                          doubled.dynamic_shared_bytes(spec) <= shared_budget(dev);
   bool prefetch_default = false;
   if (backward && data_regs == 0) {
     // Every chunk staged: the prefetch costs shared memory only.
@@ -308,7 +323,7 @@ Plan plan_norm(const NormSpec& spec) {
   } else if (backward) {
     // Only where the prefetched row fits the registers the CTAs an SM leave (calibrated on
     // ptxas: 8192-wide 16-bit and f32 rows fit, ragged tails of narrow rows do not).
-    const std::uint32_t ceiling = max_registers(p.block() * std::max(1u, backward_fit));
+    const std::uint32_t ceiling = max_registers(dev, p.block() * std::max(1u, backward_fit));
     // One launch: its freed accumulator registers go to x and dy, and where chunks outside
     // registers remain beside them, those loop with their own addresses, masks and counters: 16
     // more (ptxas 13.0 spilled the one-launch ln f32 16384 at 128 on sm_80 without them).
@@ -324,7 +339,7 @@ Plan plan_norm(const NormSpec& spec) {
   Plan ringed = p;
   ringed.ring = true;
   const bool ring_fits = data_regs == p.chunks && p.vec * s >= 4 &&
-                         ringed.dynamic_shared_bytes(spec) <= shared_budget(spec.arch);
+                         ringed.dynamic_shared_bytes(spec) <= shared_budget(dev);
   const bool ring_default =
       backward && ring_fits && s == 2 && kn.ctas_per_sm.value_or(backward_fit) == 1;
   const std::uint32_t depth = kn.prefetch_rows.value_or(ring_default       ? 2
@@ -363,7 +378,7 @@ Plan plan_norm(const NormSpec& spec) {
         data_regs * p.vec + prefetched +
         (spec.kind == NormKind::LayerNormFwd ? 2 : 1) * p.vec * (wide_weights ? 2 : 1) +
         (s == 4 ? 56 : 16) + (data_regs > 8 ? data_regs - 8 : 0);
-    const std::uint32_t ceiling = max_registers(p.block());
+    const std::uint32_t ceiling = max_registers(dev, p.block());
     p.prefetch_fits = need <= ceiling;
     p.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p.max_registers, ceiling);
   }
@@ -376,15 +391,14 @@ Plan plan_norm(const NormSpec& spec) {
     // with the bulk copy, whose row is in flight without any thread's registers either.
     const bool copied_in = p.async_staging || p.bulk_rows;
     const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
-    const std::uint32_t by_shared =
-        (shared_budget(spec.arch) + 4096) / (p.dynamic_shared_bytes(spec) + 1024);
+    const std::uint32_t by_shared = ctas_by_shared(dev, p.dynamic_shared_bytes(spec));
     const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
     const std::uint32_t ctas = std::clamp<std::uint32_t>(
-        kn.ctas_per_sm.value_or(std::min({by_shared, 2048 / p.block(), 65536 / (p.block() * floor),
+        kn.ctas_per_sm.value_or(std::min({by_shared, ctas_by_registers(dev, p.block(), floor),
                                           copied_in ? by_shared : in_flight})),
         1, 16);
     // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is enough.
-    const std::uint32_t cap = max_registers(p.block() * ctas);
+    const std::uint32_t cap = max_registers(dev, p.block() * ctas);
     if (copied_in || cap < 40) {
       p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
     }
@@ -405,14 +419,13 @@ Plan plan_norm(const NormSpec& spec) {
     // estimates what it uses, the forward takes its ceiling).
     const std::uint32_t regs = backward ? backward_regs : p.max_registers;
     const std::uint32_t smem = p.dynamic_shared_bytes(spec);
-    std::uint32_t fit = std::min(2048 / p.block(), 65536 / (p.block() * regs));
-    if (smem > 0) fit = std::min(fit, (shared_budget(spec.arch) + 4096) / (smem + 1024));
+    std::uint32_t fit = ctas_by_registers(dev, p.block(), regs);
+    if (smem > 0) fit = std::min(fit, ctas_by_shared(dev, smem));
     p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
-    p.sm_count = kn.sm_count.value_or(132);
     // A prefetching backward takes what those CTAs leave: ptxas, left at a one-CTA ceiling, took
     // 146 registers for the ring at 4096 wide (one CTA of 256 an SM where the grid counts two).
     if (backward && p.prefetch && !kn.max_registers) {
-      p.max_registers = std::min(p.max_registers, max_registers(p.block() * p.ctas_per_sm));
+      p.max_registers = std::min(p.max_registers, max_registers(dev, p.block() * p.ctas_per_sm));
     }
   }
   if (backward) {
@@ -453,7 +466,6 @@ namespace ptxdsl::kernels {
 
 std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   using detail::Plan;
-  using detail::shared_budget;
   NormSpec one_pass = spec;
   one_pass.knobs.prefetch_rows = 0;
   const Plan p = detail::plan_norm(one_pass);
@@ -463,13 +475,12 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   // Rows all staged: the cp.async prefetch measured no faster than one CTA a row at any batch
   // (12288- and 16384-wide 16-bit rows, 1024 to 16384 rows; docs/performance.md).
   if (std::count(p.data.begin(), p.data.end(), detail::Place::Registers) == 0) return 0;
-  const std::uint32_t smem = p.dynamic_shared_bytes(spec) + 1024;
   const std::uint32_t fit =
-      std::max(1u, std::min({2048 / p.block(), 65536 / (p.block() * p.max_registers),
-                             (shared_budget(spec.arch) + 4096) / smem}));
+      std::max(1u, std::min(detail::ctas_by_registers(spec.device, p.block(), p.max_registers),
+                            detail::ctas_by_shared(spec.device, p.dynamic_shared_bytes(spec))));
   // Up to about four rows a resident row slot: 4096x1024 and 1151x8192 f16 gained 7-14%,
   // 4096x4096 to 16384x8192 lost 1-7% (docs/performance.md).
-  return 4 * spec.knobs.sm_count.value_or(132) * fit * p.rows_per_cta;
+  return 4 * p.sm_count * fit * p.rows_per_cta;
 }
 
 namespace {

@@ -111,14 +111,14 @@ class NormPair {
     spec_.dtype = dtype;
     spec_.weight_dtype = weight_dtype;
     spec_.width = width;
-    spec_.arch = options.arch.value_or(arch_of(ctx.info()));
+    spec_.device = ctx.info().model;
+    spec_.arch = options.arch.value_or(spec_.device.arch());
     spec_.ptx_version = options.ptx_version.value_or(PtxVersion{7, 8});
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
     knobs_[0] = options.knobs;
     knobs_[1] = options.backward_knobs.value_or(options.knobs);
     for (const bool backward : {false, true}) {
       kernels::NormKnobs& kn = knobs_[backward ? 1 : 0];
-      if (!kn.sm_count) kn.sm_count = static_cast<std::uint32_t>(ctx.sm_count());
       try {
         kernels::validate(spec_for(backward));
       } catch (const Error& e) {
@@ -252,14 +252,6 @@ class NormPair {
   }
 
  private:
-  static Arch arch_of(const DeviceInfo& info) {
-    if (info.cc_major >= 10) return Arch::Sm100;
-    if (info.cc_major == 9) return Arch::Sm90;
-    if (info.cc_major == 8) return Arch::Sm80;
-    throw Error(fmt::format("the norm kernels need sm_80 or newer; device {} ({}) is sm_{}{}",
-                            info.ordinal, info.name, info.cc_major, info.cc_minor));
-  }
-
   std::uint32_t expected_elem(Role r) const {
     switch (r) {
       case Role::Rows:

@@ -175,9 +175,41 @@ TEST_CASE("shapes that need more shared memory than the target has are refused",
   s.knobs.threads_per_row = 32;
   s.knobs.rows_per_cta = 8;
   REQUIRE_THROWS_WITH(validate(s), Catch::Contains("bytes of shared memory, more than the 228352 "
-                                                   "that sm_90 allows; use fewer rows_per_cta"));
+                                                   "that h200 allows; use fewer rows_per_cta"));
   s.knobs.rows_per_cta = 1;
   REQUIRE_NOTHROW(validate(s));
+}
+
+TEST_CASE("the budget is the device's, not the arch's", "[validate]") {
+  // Four row slots stage about 130 KB: within the H200's 227 KB a block, past an RTX 4090's 99 KB
+  // (the same sm_80 PTX runs on both).
+  NormSpec s = spec_of(NormKind::LayerNormBwd, DType::F16, 4097);
+  s.arch = Arch::Sm80;
+  s.knobs.threads_per_row = 32;
+  s.knobs.rows_per_cta = 4;
+  REQUIRE_NOTHROW(validate(s));
+  s.device = device_preset("rtx4090");
+  REQUIRE_THROWS_WITH(validate(s), Catch::Contains("more than the 97280 that rtx4090 allows"));
+}
+
+TEST_CASE("a spec's PTX target must run on its device", "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 4096);
+  s.device = device_preset("l40s");
+  s.arch = Arch::Sm90;
+  REQUIRE_THROWS_WITH(validate(s), "sm_90 code does not run on l40s (cc 8.9, sm_80 and older)");
+  s.arch = Arch::Sm80;
+  REQUIRE_NOTHROW(validate(s));
+  s.device = DeviceModel{};
+  REQUIRE_THROWS_WITH(validate(s), Catch::Contains("the device model is empty"));
+}
+
+TEST_CASE("a block the device cannot hold is refused with the limit named", "[validate]") {
+  // 1024 threads at 255 registers: four times what any SM has.
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F32, 32768);
+  s.knobs.threads_per_row = 1024;
+  s.knobs.max_registers = 255;
+  REQUIRE_THROWS_WITH(validate(s), Catch::Contains("the kernel does not fit the device") &&
+                                       Catch::Contains("h200 has 65536 a block"));
 }
 
 TEST_CASE("launch shape checks: batch and stride", "[validate]") {

@@ -185,6 +185,27 @@ TEST_CASE("ptxdsl emit --json prints the launch contract", "[tools]") {
   CHECK(t.out.find("\"partial_dw_offset\": 256") != std::string::npos);
 }
 
+TEST_CASE("--device plans for a preset, and the contract names its limits", "[tools]") {
+  const Result h = run_cli("emit ln_bwd --width 4096 --dtype f16 --json");
+  REQUIRE(h.status == 0);
+  CHECK(h.out.find("\"name\": \"h200\"") != std::string::npos);
+  CHECK(h.out.find("\"sm_count\": 132") != std::string::npos);
+  CHECK(h.out.find("\"shared_per_block_optin\": 232448") != std::string::npos);
+  // An Ada part: its arch by default, and its 99 KB of shared memory a block in the contract.
+  const Result l = run_cli("emit ln_bwd --width 4096 --dtype f16 --json --device l40s");
+  REQUIRE(l.status == 0);
+  CHECK(l.out.find("\"arch\": \"sm_80\"") != std::string::npos);
+  CHECK(l.out.find("\"name\": \"l40s\"") != std::string::npos);
+  CHECK(l.out.find("\"sm_count\": 142") != std::string::npos);
+  CHECK(l.out.find("\"shared_per_block_optin\": 101376") != std::string::npos);
+  CHECK(l.out.find(".target sm_80") != std::string::npos);
+  const Result list = run_cli("list");
+  REQUIRE(list.status == 0);
+  for (const char* name : {"h200:", "h100:", "a100:", "l40s:", "rtx4090:", "b200:"}) {
+    CHECK(list.out.find(name) != std::string::npos);
+  }
+}
+
 TEST_CASE("ptxdsl check assembles with ptxas and reports registers", "[tools]") {
   const Result r = run_cli("check rms_fwd --width 4096 --dtype bf16");
   CHECK(r.status == 0);
@@ -235,6 +256,10 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"bench --suite standard --reps 10", "--reps"},
       {"bench --suite standard --flush none", "'none'"},
       {"bench --suite standard --stream legacy", "'legacy'"},
+      {"emit rms_fwd --width 1024 --dtype f16 --device v100", "'v100'"},
+      {"emit rms_fwd --width 1024 --dtype f16 --device l40s --arch sm_90", "l40s"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --cpu --device 0", "preset"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --device a100", "ordinal"},
       {"frob", "frob"},
       {"", "command"},
       // Numbers too large for any integer type are out of range, not wrapped.

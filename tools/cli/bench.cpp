@@ -584,7 +584,7 @@ class BenchCommand : public Command {
   explicit BenchCommand(CLI::App& sub) {
     sub.add_option("--suite", suite_,
                    "standard: every case of BENCHMARKS.md, forward and backward");
-    options_.add_to(sub, /*required=*/false);
+    options_.add_to(sub, /*required=*/false, /*device_option=*/false);
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647 (one case, without --suite)");
     sub.add_option("--json", json_, "also write the results as JSON to FILE");
     sub.add_flag("--host", host_,

@@ -46,17 +46,25 @@ struct SpecOptions {
   std::string width;
   std::string dtype;
   std::string weight_dtype;
-  std::string arch;  // empty: sm_90 for emit/check, the device's for run/bench
+  std::string arch;  // empty: the device's
   std::string ptx_version;
+  // A device preset to plan for (empty: h200); `run` on a GPU takes its ordinal here instead.
+  std::string device;
   // The knobs' text, one per entry of knob_flags(), in its order (empty: not given).
   std::vector<std::string> knobs = std::vector<std::string>(knob_flags().size());
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.
-  void add_to(CLI::App& app, bool required = true);
+  // --device is registered where `device_option` (bench has an ordinal of its own).
+  void add_to(CLI::App& app, bool required = true, bool device_option = true);
   void add_knobs_to(CLI::App& app);
   bool any_knob() const;
-  // Parses and validates; throws UsageError.
+  // Parses and validates; throws UsageError. Plans for the --device preset (an ordinal there
+  // leaves the default preset: a GPU run plans again for the GPU itself).
   kernels::NormSpec spec() const;
+  // --device as a preset name (empty: the default); an ordinal is refused, naming the presets.
+  const DeviceModel& device_preset() const;
+  // --device as a GPU ordinal (empty: 0); a preset name is refused.
+  int gpu_ordinal() const;
   // What a host API object takes: the knobs, and the arch and PTX version where they were given.
   runtime::NormOptions norm_options(const kernels::NormSpec& spec) const;
 };

@@ -80,6 +80,23 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   j.field("width", s.width);
   j.field("arch", arch_name(s.arch));
   j.field("ptx_version", fmt::format("{}.{}", s.ptx_version.major, s.ptx_version.minor));
+  // The limits the plan was made for: a loader on another device should build for that one.
+  const DeviceModel& d = s.device;
+  j.key("device").begin_object();
+  j.field("name", d.name);
+  j.field("compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor));
+  j.field("sm_count", d.sm_count);
+  j.field("max_threads_per_sm", d.max_threads_per_sm);
+  j.field("max_threads_per_block", d.max_threads_per_block);
+  j.field("max_blocks_per_sm", d.max_blocks_per_sm);
+  j.field("registers_per_sm", d.registers_per_sm);
+  j.field("registers_per_block", d.registers_per_block);
+  j.field("shared_per_sm", d.shared_per_sm);
+  j.field("shared_per_block_optin", d.shared_per_block_optin);
+  j.field("shared_reserved_per_block", d.shared_reserved_per_block);
+  j.field("l2_bytes", d.l2_bytes);
+  j.field("max_cluster_size", d.max_cluster_size);
+  j.end_object();
   const auto knobs = [&](std::string_view name, const kernels::NormKnobs& k) {
     j.key(name).begin_object(true);
     const auto knob = [&](std::string_view knob_name, const std::optional<std::uint32_t>& v) {

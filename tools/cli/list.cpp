@@ -33,7 +33,9 @@ class ListCommand : public Command {
         "  --width N             1 to {:<33} (required)\n"
         "  --dtype T             f32, f16, bf16 (x, y, dy, dx)           (required)\n"
         "  --weight-dtype T      the input's dtype or f32 (w, b, dw, db) the input's dtype\n"
-        "  --arch A              sm_80, sm_90, sm_100                    sm_90\n"
+        "  --arch A              sm_80, sm_90, sm_100                    the device's\n"
+        "  --device D            a preset below (emit, check, run --cpu), h200\n"
+        "                        or a GPU's ordinal (run)                0\n"
         "  --ptx-version V       7.0 to 9.0, at least the arch's least   7.8 (8.6 for sm_100)\n"
         "  --batch B (run/bench) 1 to 2147483647 rows                    (required)\n"
         "  --seed S (run)        0 to 2^64-1                             1\n"
@@ -43,6 +45,8 @@ class ListCommand : public Command {
     for (const KnobFlag& f : knob_flags()) {
       fmt::print("  {:<21} {}\n", fmt::format("{} {}", f.flag, f.value), f.help);
     }
+    fmt::print("\ndevices (--device; a GPU run plans for the GPU itself)\n");
+    for (const DeviceModel& d : device_presets()) fmt::print("  {}\n", d.summary());
     fmt::print(
         "\n`ptxdsl emit KERNEL --width N --dtype T --json` shows what the heuristic chose.\n");
     return kExitOk;

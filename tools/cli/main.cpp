@@ -12,6 +12,8 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "cli.hpp"
@@ -121,6 +123,15 @@ int main(int argc, char** argv) {
   } catch (const ptxdsl::cli::UsageError& e) {
     std::fprintf(stderr, "ptxdsl: %s\n", e.what());
     return kExitUsage;
+  } catch (const std::system_error& e) {
+    // fmt::print reports a failed write to a FILE* so; the commands print only to stdout.
+    if (std::string_view(e.what()).starts_with("cannot write to file")) {
+      std::fprintf(stderr, "ptxdsl: error: cannot write to stdout: %s\n",
+                   e.code().message().c_str());
+    } else {
+      std::fprintf(stderr, "ptxdsl: error: %s\n", e.what());
+    }
+    return kExitFailure;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "ptxdsl: error: out of host memory (std::bad_alloc); try a smaller --batch or "

@@ -65,7 +65,6 @@ class RunCommand : public Command {
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647")->required();
     sub.add_option("--seed", seed_, "input seed (default 1)");
     sub.add_flag("--cpu", cpu_, "run on the CPU executor instead of the GPU");
-    sub.add_option("--device", device_, "GPU ordinal (default 0)");
   }
 
   int run() override {
@@ -73,7 +72,8 @@ class RunCommand : public Command {
     const auto batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
-    const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    const int device = cpu_ ? 0 : options_.gpu_ordinal();
+    if (cpu_) options_.device_preset();  // an ordinal means a GPU: refuse it here
     if (!cpu_) require_driver_one_line();
     const std::uint64_t needed = host_bytes_needed(spec, batch, cpu_);
     const std::uint64_t available = host_bytes_available();
@@ -118,7 +118,6 @@ class RunCommand : public Command {
   SpecOptions options_;
   std::string batch_;
   std::string seed_ = "1";
-  std::string device_ = "0";
   bool cpu_ = false;
 };
 

@@ -62,7 +62,7 @@ PtxVersion parse_ptx_version_option(std::string_view what, std::string_view text
   return v;
 }
 
-void SpecOptions::add_to(CLI::App& app, bool required) {
+void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   auto* k = app.add_option("kernel", kernel, "ln_fwd, ln_bwd, rms_fwd or rms_bwd");
   auto* w = app.add_option("--width", width, "elements per row, 1 to 65536");
   auto* d = app.add_option("--dtype", dtype, "x, y, dy, dx: f32, f16 or bf16");
@@ -73,7 +73,13 @@ void SpecOptions::add_to(CLI::App& app, bool required) {
   }
   app.add_option("--weight-dtype", weight_dtype,
                  "w, b, dw, db: the input's dtype (default) or f32");
-  app.add_option("--arch", arch, "sm_80, sm_90 or sm_100 (default sm_90; run/bench: the device's)");
+  app.add_option("--arch", arch, "sm_80, sm_90 or sm_100 (default: the device's)");
+  if (device_option) {
+    app.add_option("--device", device,
+                   fmt::format("the device to plan for: {} (default {}); run on a GPU: its ordinal "
+                               "(default 0)",
+                               device_preset_names(), default_device().name));
+  }
   app.add_option("--ptx-version", ptx_version, "7.0 to 9.0 (default 7.8, or the arch's least)");
   add_knobs_to(app);
 }
@@ -110,6 +116,11 @@ std::optional<std::uint32_t> knob(const KnobFlag& f, const std::string& text) {
   return static_cast<std::uint32_t>(parse_uint(f.flag, text, f.zero_allowed ? 0 : 1, 1u << 20));
 }
 
+bool is_ordinal(std::string_view text) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 PtxVersion default_ptx_version(Arch arch) {
   return std::max(PtxVersion{7, 8}, min_ptx_version(arch));
 }
@@ -127,7 +138,8 @@ kernels::NormSpec SpecOptions::spec() const {
                                  kernels::dtype_name(s.dtype), weight_dtype));
   }
   s.width = static_cast<std::uint32_t>(parse_uint("--width", width, 1, kernels::kMaxWidth));
-  s.arch = arch.empty() ? Arch::Sm90 : usage([&] { return parse_arch(arch); });
+  s.device = is_ordinal(device) ? default_device() : device_preset();
+  s.arch = arch.empty() ? s.device.arch() : usage([&] { return parse_arch(arch); });
   s.ptx_version = ptx_version.empty() ? default_ptx_version(s.arch)
                                       : parse_ptx_version_option("--ptx-version", ptx_version);
   if (s.ptx_version < min_ptx_version(s.arch)) {
@@ -142,6 +154,30 @@ kernels::NormSpec SpecOptions::spec() const {
   // Knobs on the command line are for this one kernel: one it would ignore is a mistake to report.
   usage([&] { kernels::check_knobs_apply(s); });
   return s;
+}
+
+const DeviceModel& SpecOptions::device_preset() const {
+  if (device.empty()) return default_device();
+  if (is_ordinal(device)) {
+    throw UsageError(fmt::format("--device must name a preset here ({}), got '{}'",
+                                 device_preset_names(), device));
+  }
+  try {
+    return ptxdsl::device_preset(device);
+  } catch (const Error& e) {
+    throw UsageError(fmt::format("--device: {}", e.what()));
+  }
+}
+
+int SpecOptions::gpu_ordinal() const {
+  if (device.empty()) return 0;
+  if (!is_ordinal(device)) {
+    throw UsageError(fmt::format(
+        "--device on a GPU is its ordinal (the plan is the GPU's own; presets are for emit, "
+        "check and run --cpu), got '{}'",
+        device));
+  }
+  return static_cast<int>(parse_uint("--device", device, 0, 1023));
 }
 
 runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) const {

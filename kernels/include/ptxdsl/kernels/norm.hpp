@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptxdsl/dsl/contract.hpp"
+#include "ptxdsl/dsl/device_model.hpp"
 #include "ptxdsl/dsl/module.hpp"
 
 // The norm kernel family: what to build (NormSpec), what comes out (BuiltNorm: PTX text plus the
@@ -145,9 +146,13 @@ struct NormSpec {
   DType dtype = DType::F16;         // x, y, dy, dx
   DType weight_dtype = DType::F16;  // w (and b, dw, db): dtype or F32
   std::uint32_t width = 0;          // elements per row, [1, kMaxWidth]
+  // The PTX target: which instructions the kernel may use. It must run on `device`.
   Arch arch = Arch::Sm90;
   PtxVersion ptx_version{7, 8};
   NormKnobs knobs;
+  // What the kernel is planned for: its SMs, threads, registers and shared memory bound every
+  // choice, and the plan must fit it. The runtime fills it from the driver.
+  DeviceModel device = default_device();
 };
 // Throws ptxdsl::Error naming the bad value and the allowed range.
 void validate(const NormSpec& spec);
