@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 
 #include "ptxdsl/dsl/emit.hpp"
 
@@ -49,16 +50,20 @@ PtxVersion parse_ptx_version(std::string_view text) {
   };
   const auto dot = text.find('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 1 >= text.size()) throw bad();
+  // One digit a part at most: longer digit strings are out of range, never wrapped to one in it.
   PtxVersion v{0, 0};
-  for (char c : text.substr(0, dot)) {
-    if (c < '0' || c > '9') throw bad();
-    v.major = v.major * 10 + (c - '0');
+  for (auto [part, value] :
+       {std::pair{text.substr(0, dot), &v.major}, std::pair{text.substr(dot + 1), &v.minor}}) {
+    const auto digits = part.find_first_not_of('0');
+    const std::string_view significant =
+        digits == std::string_view::npos ? std::string_view("0") : part.substr(digits);
+    for (char c : part) {
+      if (c < '0' || c > '9') throw bad();
+    }
+    if (significant.size() > 1) throw bad();
+    *value = significant[0] - '0';
   }
-  for (char c : text.substr(dot + 1)) {
-    if (c < '0' || c > '9') throw bad();
-    v.minor = v.minor * 10 + (c - '0');
-  }
-  if (v < PtxVersion{7, 0} || v > PtxVersion{9, 0} || v.minor > 9) throw bad();
+  if (v < PtxVersion{7, 0} || v > PtxVersion{9, 0}) throw bad();
   return v;
 }
 

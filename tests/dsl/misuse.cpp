@@ -253,7 +253,8 @@ TEST_CASE("PTX version and target must agree", "[dsl][misuse]") {
                Module m(Arch::Sm80, {6, 4});
              }),
              Contains("PTX version must be in [7.0, 9.0], got 6.4"));
-  for (const char* bad : {"9.1", "7", "7.", ".8", "x.y", "10.0", "7.10", ""}) {
+  for (const char* bad : {"9.1", "7", "7.", ".8", "x.y", "10.0", "7.10", "", "4294967303.0",
+                          "7.4294967304", "-7.8", "7.-8"}) {
     INFO(bad);
     CHECK_THAT(error_of([&] { parse_ptx_version(bad); }),
                Contains("PTX version must be MAJOR.MINOR in [7.0, 9.0]"));

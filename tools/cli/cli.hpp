@@ -35,9 +35,6 @@ std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint
 // the option and what it takes. Runs on the parsed subcommand before its command.
 void refuse_empty_values(const CLI::App& sub);
 
-// `text` as a PTX version MAJOR.MINOR in [7.0, 9.0]; otherwise a UsageError naming `what`.
-PtxVersion parse_ptx_version_option(std::string_view what, std::string_view text);
-
 // The options that say which kernel to build: KERNEL --width --dtype [--weight-dtype] [--arch]
 // [--ptx-version] and the tuning knobs. Values are kept as text and parsed here, so that every
 // bad value gets a message naming it and what is allowed.

@@ -43,25 +43,6 @@ void refuse_empty_values(const CLI::App& sub) {
   }
 }
 
-PtxVersion parse_ptx_version_option(std::string_view what, std::string_view text) {
-  const auto bad = [&] {
-    return UsageError(fmt::format("{} must be MAJOR.MINOR in [7.0, 9.0], got '{}'", what, text));
-  };
-  const auto dot = text.find('.');
-  if (dot == std::string_view::npos) throw bad();
-  // Each part in a range its digits cannot overflow: "4294967303.0" is not 7.0.
-  std::uint32_t major = 0, minor = 0;
-  for (auto [part, value] :
-       {std::pair{text.substr(0, dot), &major}, std::pair{text.substr(dot + 1), &minor}}) {
-    const char* end = part.data() + part.size();
-    const auto [ptr, ec] = std::from_chars(part.data(), end, *value);
-    if (part.empty() || ptr != end || ec != std::errc() || *value > 9) throw bad();
-  }
-  const PtxVersion v{static_cast<int>(major), static_cast<int>(minor)};
-  if (v < PtxVersion{7, 0} || v > PtxVersion{9, 0}) throw bad();
-  return v;
-}
-
 void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   auto* k = app.add_option("kernel", kernel, "ln_fwd, ln_bwd, rms_fwd or rms_bwd");
   auto* w = app.add_option("--width", width, "elements per row, 1 to 65536");
@@ -141,7 +122,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.device = is_ordinal(device) ? default_device() : device_preset();
   s.arch = arch.empty() ? s.device.arch() : usage([&] { return parse_arch(arch); });
   s.ptx_version = ptx_version.empty() ? default_ptx_version(s.arch)
-                                      : parse_ptx_version_option("--ptx-version", ptx_version);
+                                      : usage([&] { return parse_ptx_version(ptx_version); });
   if (s.ptx_version < min_ptx_version(s.arch)) {
     const PtxVersion least = min_ptx_version(s.arch);
     throw UsageError(fmt::format("--ptx-version must be at least {}.{} for {}, got '{}'",
