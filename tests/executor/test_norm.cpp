@@ -264,7 +264,7 @@ TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
 }
 
 TEST_CASE("prefetching rows, and not: the forward's persistent variant, the backward without",
-          "[executor][norm]") {
+          "[executor][norm][slow]") {
   // The runtime launches the prefetching forward for small batches and the backward prefetches
   // by default; each is checked here the other way too. Two SMs assumed: CTAs walk many rows, so
   // the loop-carried row and its masks past the batch are exercised.
@@ -346,7 +346,7 @@ TEST_CASE("chunks read again from global memory in each pass (staged_chunks)", "
 }
 
 TEST_CASE("the backward in one launch: dw and db summed by columns (single_launch)",
-          "[executor][norm]") {
+          "[executor][norm][slow]") {
   // 16-bit pairs (even widths, 4-byte rows) and lone elements (odd widths, 2-byte vectors); a
   // grid of a few CTAs walking several tiles of columns and rows; one row a CTA and several;
   // batches shorter than one round of a warp's rows, and several rounds with a ragged last one.

@@ -133,56 +133,75 @@ void assemble_kind(NormKind kind, Arch arch) {
 }  // namespace
 
 // One case per kernel and arch, so that CTest assembles them on every core.
-TEST_CASE("every layer norm forward assembles without spills on sm_80", "[ptxas]") {
+TEST_CASE("every layer norm forward assembles without spills on sm_80", "[ptxas][slow]") {
   assemble_kind(NormKind::LayerNormFwd, Arch::Sm80);
 }
-TEST_CASE("every layer norm forward assembles without spills on sm_90", "[ptxas]") {
+TEST_CASE("every layer norm forward assembles without spills on sm_90", "[ptxas][slow]") {
   assemble_kind(NormKind::LayerNormFwd, Arch::Sm90);
 }
-TEST_CASE("every layer norm backward assembles without spills on sm_80", "[ptxas]") {
+TEST_CASE("every layer norm backward assembles without spills on sm_80", "[ptxas][slow]") {
   assemble_kind(NormKind::LayerNormBwd, Arch::Sm80);
 }
-TEST_CASE("every layer norm backward assembles without spills on sm_90", "[ptxas]") {
+TEST_CASE("every layer norm backward assembles without spills on sm_90", "[ptxas][slow]") {
   assemble_kind(NormKind::LayerNormBwd, Arch::Sm90);
 }
-TEST_CASE("every RMS norm forward assembles without spills on sm_80", "[ptxas]") {
+TEST_CASE("every RMS norm forward assembles without spills on sm_80", "[ptxas][slow]") {
   assemble_kind(NormKind::RmsNormFwd, Arch::Sm80);
 }
-TEST_CASE("every RMS norm forward assembles without spills on sm_90", "[ptxas]") {
+TEST_CASE("every RMS norm forward assembles without spills on sm_90", "[ptxas][slow]") {
   assemble_kind(NormKind::RmsNormFwd, Arch::Sm90);
 }
-TEST_CASE("every RMS norm backward assembles without spills on sm_80", "[ptxas]") {
+TEST_CASE("every RMS norm backward assembles without spills on sm_80", "[ptxas][slow]") {
   assemble_kind(NormKind::RmsNormBwd, Arch::Sm80);
 }
-TEST_CASE("every RMS norm backward assembles without spills on sm_90", "[ptxas]") {
+TEST_CASE("every RMS norm backward assembles without spills on sm_90", "[ptxas][slow]") {
   assemble_kind(NormKind::RmsNormBwd, Arch::Sm90);
 }
 
-TEST_CASE("L2 cache policies (l2_stream) assemble without spills", "[ptxas]") {
+namespace {
+
+void assemble_l2_stream(NormKind kind) {
   std::vector<Group> groups;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
-                        NormKind::RmsNormBwd}) {
-    for (DType dtype : {DType::F32, DType::F16}) {
-      for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-        // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
-        // again and a 256-byte L2 prefetch size on the row loads.
-        const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
-        groups.push_back(widths_group(fmt::format("{} {} {} l2_stream {}", kind_name(kind),
-                                                  dtype_name(dtype), arch_name(arch), level),
-                                      kind, dtype, arch, [&](NormSpec& spec) {
-                                        spec.knobs.l2_stream = level;
-                                        if (level == 2) {
-                                          spec.knobs.l1_rereads = 1;
-                                          spec.knobs.l2_prefetch = 256;
-                                        }
-                                      }));
-      }
+  for (DType dtype : {DType::F32, DType::F16}) {
+    for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+      // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
+      // again and a 256-byte L2 prefetch size on the row loads.
+      const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
+      groups.push_back(widths_group(fmt::format("{} {} {} l2_stream {}", kind_name(kind),
+                                                dtype_name(dtype), arch_name(arch), level),
+                                    kind, dtype, arch, [&](NormSpec& spec) {
+                                      spec.knobs.l2_stream = level;
+                                      if (level == 2) {
+                                        spec.knobs.l1_rereads = 1;
+                                        spec.knobs.l2_prefetch = 256;
+                                      }
+                                    }));
     }
   }
   assemble_all(std::move(groups));
 }
 
-TEST_CASE("layer norm statistics in one pass (one_pass_stats) assemble without spills", "[ptxas]") {
+}  // namespace
+
+TEST_CASE("L2 cache policies (l2_stream) assemble without spills: layer norm forward",
+          "[ptxas][slow]") {
+  assemble_l2_stream(NormKind::LayerNormFwd);
+}
+TEST_CASE("L2 cache policies (l2_stream) assemble without spills: layer norm backward",
+          "[ptxas][slow]") {
+  assemble_l2_stream(NormKind::LayerNormBwd);
+}
+TEST_CASE("L2 cache policies (l2_stream) assemble without spills: RMS norm forward",
+          "[ptxas][slow]") {
+  assemble_l2_stream(NormKind::RmsNormFwd);
+}
+TEST_CASE("L2 cache policies (l2_stream) assemble without spills: RMS norm backward",
+          "[ptxas][slow]") {
+  assemble_l2_stream(NormKind::RmsNormBwd);
+}
+
+TEST_CASE("layer norm statistics in one pass (one_pass_stats) assemble without spills",
+          "[ptxas][slow]") {
   // In the default placement, and read again from L2 (the shape it is for) at 32 registers,
   // 56 for f32 (ptxas 13.0 spills a word at 48 for 5120 and 12288), on rows of ≥ 2048 elements.
   std::vector<Group> groups;
@@ -226,7 +245,7 @@ TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2",
 TEST_CASE(
     "forwards that prefetch their weights (weight_prefetch), backwards that overlap their "
     "reduce (overlap_reduce) assemble without spills",
-    "[ptxas]") {
+    "[ptxas][slow]") {
   std::vector<Group> groups;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -245,7 +264,7 @@ TEST_CASE(
 }
 
 TEST_CASE("rings three and four rows deep (prefetch_rows 3, 4) assemble without spills",
-          "[ptxas]") {
+          "[ptxas][slow]") {
   // The backwards whose rows sit whole in registers (the ring's condition), 16-bit rows (the
   // ring's default dtype), one group per depth and architecture.
   std::vector<Group> groups;
@@ -268,31 +287,45 @@ TEST_CASE("rings three and four rows deep (prefetch_rows 3, 4) assemble without 
   assemble_all(std::move(groups));
 }
 
-TEST_CASE("narrower vectors assemble for odd widths", "[ptxas]") {
+namespace {
+
+void assemble_narrow_vectors(NormKind kind) {
   std::vector<Group> groups;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
-                        NormKind::RmsNormBwd}) {
-    const bool forward = !is_backward(kind);
-    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-      // Also the small-batch variants, where the runtime would launch them.
-      for (const std::uint32_t alternate : {0u, 1u}) {
-        Group g;
-        g.label = fmt::format("{} {} narrow vectors, {} {}", kind_name(kind), dtype_name(dtype),
-                              forward ? "prefetch_rows" : "single_launch", alternate);
-        for (std::uint32_t vec : {1u, 2u, 4u, 8u}) {
-          if (vec * static_cast<std::uint32_t>(dtype_bytes(dtype)) > 16) continue;
-          for (std::uint32_t width : {3u, 7u, 127u, 1151u, 4097u}) {
-            NormSpec spec = spec_of(kind, dtype, width);
-            spec.knobs.vector_elems = vec;
-            set_alternate(spec, alternate);
-            if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
-            g.built.push_back(build_norm(spec));
-            CHECK(g.built.back().chosen.vector_elems == vec);
-          }
+  const bool forward = !is_backward(kind);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    // Also the small-batch variants, where the runtime would launch them.
+    for (const std::uint32_t alternate : {0u, 1u}) {
+      Group g;
+      g.label = fmt::format("{} {} narrow vectors, {} {}", kind_name(kind), dtype_name(dtype),
+                            forward ? "prefetch_rows" : "single_launch", alternate);
+      for (std::uint32_t vec : {1u, 2u, 4u, 8u}) {
+        if (vec * static_cast<std::uint32_t>(dtype_bytes(dtype)) > 16) continue;
+        for (std::uint32_t width : {3u, 7u, 127u, 1151u, 4097u}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.knobs.vector_elems = vec;
+          set_alternate(spec, alternate);
+          if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
+          g.built.push_back(build_norm(spec));
+          CHECK(g.built.back().chosen.vector_elems == vec);
         }
-        if (!g.built.empty()) groups.push_back(std::move(g));
       }
+      if (!g.built.empty()) groups.push_back(std::move(g));
     }
   }
   assemble_all(std::move(groups));
+}
+
+}  // namespace
+
+TEST_CASE("narrower vectors assemble for odd widths: layer norm forward", "[ptxas][slow]") {
+  assemble_narrow_vectors(NormKind::LayerNormFwd);
+}
+TEST_CASE("narrower vectors assemble for odd widths: layer norm backward", "[ptxas][slow]") {
+  assemble_narrow_vectors(NormKind::LayerNormBwd);
+}
+TEST_CASE("narrower vectors assemble for odd widths: RMS norm forward", "[ptxas][slow]") {
+  assemble_narrow_vectors(NormKind::RmsNormFwd);
+}
+TEST_CASE("narrower vectors assemble for odd widths: RMS norm backward", "[ptxas][slow]") {
+  assemble_narrow_vectors(NormKind::RmsNormBwd);
 }
