@@ -1,11 +1,15 @@
-// Every norm kernel × dtype × weight dtype × width × arch assembles with ptxas, without spills.
+// Every norm kernel × dtype × weight dtype × width × device preset assembles with ptxas for the
+// preset's arch, without spills.
 // Kernels of one (kind, dtypes, arch) share a module so ptxas starts once per group; two groups
 // assemble at a time.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <future>
+#include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,63 +103,83 @@ void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr)
   }
 }
 
-// Every kernel of `kind` for `arch`: each dtype and weight dtype at every width, also in the
-// runtime's small-batch variant (same entry names for the forward, so a group of its own): the
-// forward as persistent CTAs prefetching rows, the backward in one launch. The backward
-// prefetches by default where its registers allow.
-void assemble_kind(NormKind kind, Arch arch) {
+// Every kernel of `kind` as planned for each of `presets`, for the preset's arch: each dtype and
+// weight dtype at every width, also in the runtime's small-batch variant (same entry names for the
+// forward, so a group of its own): the forward as persistent CTAs prefetching rows, the backward in
+// one launch. Presets often plan alike: a module whose PTX an earlier preset produced already is
+// assembled once.
+void assemble_kind(NormKind kind, std::initializer_list<const char*> presets) {
   std::vector<Group> groups;
+  std::set<std::string> seen;
   const bool forward = !is_backward(kind);
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-    for (DType weights : {dtype, DType::F32}) {
-      if (dtype == DType::F32 && weights != dtype) continue;
-      for (const std::uint32_t alternate : {0u, 1u}) {
-        Group g;
-        g.label = fmt::format("{} {} w{} {} {} {}", kind_name(kind), dtype_name(dtype),
-                              dtype_name(weights), arch_name(arch),
-                              forward ? "prefetch_rows" : "single_launch", alternate);
-        for (std::uint32_t width : kWidths) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.weight_dtype = weights;
-          spec.arch = arch;
-          set_alternate(spec, alternate);
-          // Forward prefetching only where the runtime would choose it.
-          if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
-          g.built.push_back(build_norm(spec));
+  for (const char* preset : presets) {
+    const DeviceModel& device = device_preset(preset);
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (DType weights : {dtype, DType::F32}) {
+        if (dtype == DType::F32 && weights != dtype) continue;
+        for (const std::uint32_t alternate : {0u, 1u}) {
+          Group g;
+          g.label = fmt::format("{} {} w{} {} ({}) {} {}", kind_name(kind), dtype_name(dtype),
+                                dtype_name(weights), preset, arch_name(device.arch()),
+                                forward ? "prefetch_rows" : "single_launch", alternate);
+          for (std::uint32_t width : kWidths) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.device = device;
+            spec.arch = device.arch();
+            spec.ptx_version = std::max(spec.ptx_version, min_ptx_version(spec.arch));
+            set_alternate(spec, alternate);
+            // Forward prefetching only where the runtime would choose it.
+            if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
+            BuiltNorm built = build_norm(spec);
+            if (seen.insert(built.ptx).second) g.built.push_back(std::move(built));
+          }
+          if (!g.built.empty()) groups.push_back(std::move(g));
         }
-        groups.push_back(std::move(g));
       }
     }
   }
   assemble_all(std::move(groups));
 }
 
+constexpr std::initializer_list<const char*> kHopperAndLater = {"h200", "h100", "b200"};
+constexpr std::initializer_list<const char*> kAmpereAndAda = {"a100", "l40s", "rtx4090", "rtx3090",
+                                                              "a10"};
+
 }  // namespace
 
-// One case per kernel and arch, so that CTest assembles them on every core.
-TEST_CASE("every layer norm forward assembles without spills on sm_80", "[ptxas][slow]") {
-  assemble_kind(NormKind::LayerNormFwd, Arch::Sm80);
+// One case per kernel and family of presets, so that CTest assembles them on every core.
+TEST_CASE("every layer norm forward assembles without spills for the sm_90/sm_100 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::LayerNormFwd, kHopperAndLater);
 }
-TEST_CASE("every layer norm forward assembles without spills on sm_90", "[ptxas][slow]") {
-  assemble_kind(NormKind::LayerNormFwd, Arch::Sm90);
+TEST_CASE("every layer norm forward assembles without spills for the sm_80 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::LayerNormFwd, kAmpereAndAda);
 }
-TEST_CASE("every layer norm backward assembles without spills on sm_80", "[ptxas][slow]") {
-  assemble_kind(NormKind::LayerNormBwd, Arch::Sm80);
+TEST_CASE("every layer norm backward assembles without spills for the sm_90/sm_100 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::LayerNormBwd, kHopperAndLater);
 }
-TEST_CASE("every layer norm backward assembles without spills on sm_90", "[ptxas][slow]") {
-  assemble_kind(NormKind::LayerNormBwd, Arch::Sm90);
+TEST_CASE("every layer norm backward assembles without spills for the sm_80 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::LayerNormBwd, kAmpereAndAda);
 }
-TEST_CASE("every RMS norm forward assembles without spills on sm_80", "[ptxas][slow]") {
-  assemble_kind(NormKind::RmsNormFwd, Arch::Sm80);
+TEST_CASE("every RMS norm forward assembles without spills for the sm_90/sm_100 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::RmsNormFwd, kHopperAndLater);
 }
-TEST_CASE("every RMS norm forward assembles without spills on sm_90", "[ptxas][slow]") {
-  assemble_kind(NormKind::RmsNormFwd, Arch::Sm90);
+TEST_CASE("every RMS norm forward assembles without spills for the sm_80 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::RmsNormFwd, kAmpereAndAda);
 }
-TEST_CASE("every RMS norm backward assembles without spills on sm_80", "[ptxas][slow]") {
-  assemble_kind(NormKind::RmsNormBwd, Arch::Sm80);
+TEST_CASE("every RMS norm backward assembles without spills for the sm_90/sm_100 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::RmsNormBwd, kHopperAndLater);
 }
-TEST_CASE("every RMS norm backward assembles without spills on sm_90", "[ptxas][slow]") {
-  assemble_kind(NormKind::RmsNormBwd, Arch::Sm90);
+TEST_CASE("every RMS norm backward assembles without spills for the sm_80 presets",
+          "[ptxas][slow]") {
+  assemble_kind(NormKind::RmsNormBwd, kAmpereAndAda);
 }
 
 namespace {

@@ -185,7 +185,8 @@ TEST_CASE("ptxdsl emit --json prints the launch contract", "[tools]") {
   CHECK(t.out.find("\"partial_dw_offset\": 256") != std::string::npos);
 }
 
-TEST_CASE("--device plans for a preset, and the contract names its limits", "[tools]") {
+TEST_CASE("a device preset (--device) plans the kernel, and the contract names its limits",
+          "[tools]") {
   const Result h = run_cli("emit ln_bwd --width 4096 --dtype f16 --json");
   REQUIRE(h.status == 0);
   CHECK(h.out.find("\"name\": \"h200\"") != std::string::npos);
