@@ -14,6 +14,7 @@
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/ptxas.hpp"
 #include "ptxdsl/runtime/driver.hpp"
+#include "skip.hpp"
 
 #ifndef PTXDSL_CLI
 #error "PTXDSL_CLI must name the ptxdsl binary"
@@ -318,10 +319,7 @@ TEST_CASE("run-time failures exit 1", "[tools]") {
 }
 
 TEST_CASE("without a driver, info, run and bench say why in one line and exit 1", "[tools]") {
-  if (has_driver()) {
-    WARN("skipped: a CUDA driver is present (the [gpu] cases cover this machine)");
-    return;
-  }
+  if (has_driver()) PTXDSL_SKIP("a CUDA driver is present (the [gpu] cases cover this machine)");
   for (const char* args : {"info", "run rms_fwd --batch 8 --width 1024 --dtype f16",
                            "bench rms_fwd --batch 8 --width 1024 --dtype f16"}) {
     CAPTURE(args);
@@ -334,10 +332,7 @@ TEST_CASE("without a driver, info, run and bench say why in one line and exit 1"
 }
 
 TEST_CASE("with a driver, info, run and bench work", "[tools][gpu]") {
-  if (!has_driver()) {
-    WARN("skipped: no CUDA driver");
-    return;
-  }
+  if (!has_driver()) PTXDSL_SKIP("no CUDA driver");
   const Result info = run_cli("info");
   CHECK(info.status == 0);
   CHECK(info.out.find("compute capability") != std::string::npos);

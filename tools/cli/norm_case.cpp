@@ -152,12 +152,6 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
   throw std::runtime_error(fmt::format("no reference for output '{}'", name));
 }
 
-// deviation.max_rel holds the worst element's error over its bound (compare), tolerance 1.
-double score(const OutputCheck& o) {
-  if (o.deviation.nonfinite != 0) return 1e300;
-  return o.deviation.max_rel / o.tolerance;
-}
-
 }  // namespace
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
@@ -173,33 +167,26 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
   return d;
 }
 
-bool CaseCheck::pass() const {
-  return std::all_of(outputs.begin(), outputs.end(), [](const OutputCheck& o) { return o.pass(); });
-}
-const OutputCheck& CaseCheck::worst() const {
-  return *std::max_element(
-      outputs.begin(), outputs.end(),
-      [](const OutputCheck& a, const OutputCheck& b) { return score(a) < score(b); });
+const kernels::OutputVerdict& CaseCheck::worst() const {
+  const auto& o = verdict.outputs;
+  return *std::max_element(o.begin(), o.end(),
+                           [](const auto& a, const auto& b) { return a.ratio() < b.ratio(); });
 }
 double CaseCheck::max_abs() const {
   double m = 0;
-  for (const OutputCheck& o : outputs) m = std::max(m, o.deviation.max_abs);
+  for (const kernels::OutputVerdict& o : verdict.outputs) m = std::max(m, o.max_abs);
   return m;
 }
-double CaseCheck::max_rel() const {
-  double m = 0;
-  for (const OutputCheck& o : outputs) m = std::max(m, o.deviation.max_rel);
-  return m;
+double CaseCheck::worst_ratio() const {
+  return worst().ratio();
 }
 std::string CaseCheck::summary() const {
-  const OutputCheck& w = worst();
-  std::string s =
-      fmt::format("max abs err {:.3e}, max err/bound {:.3e} (worst: {}[{}], {:.3e} of its bound)",
-                  max_abs(), max_rel(), w.name, w.deviation.worst, w.deviation.max_rel);
-  for (const OutputCheck& o : outputs) {
-    if (o.deviation.nonfinite != 0) {
-      s += fmt::format("; {} has {} NaN or infinite values", o.name, o.deviation.nonfinite);
-    }
+  const kernels::OutputVerdict& w = worst();
+  std::string s = fmt::format("max abs err {:.3e}, worst {}[{}]: {:.3e} of its bound {:.3e}",
+                              max_abs(), w.name, w.worst, w.ratio(), w.bound);
+  for (const kernels::OutputVerdict& o : verdict.outputs) {
+    if (o.nonfinite != 0)
+      s += fmt::format("; {} has {} NaN or infinite values", o.name, o.nonfinite);
   }
   return s;
 }
@@ -225,17 +212,7 @@ CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>
                                      .dy = is_backward(kind)
                                                ? std::span<const float>(data.in.dy.values)
                                                : std::span<const float>()};
-  // The one accuracy rule's verdict, in units of each element's bound: tolerance 1.
-  CaseCheck check;
-  for (const kernels::OutputVerdict& v : kernels::check_outputs(problem, outputs).outputs) {
-    OutputCheck o;
-    o.name = v.name;
-    o.deviation = {
-        .max_abs = v.max_abs, .max_rel = v.ratio(), .worst = v.worst, .nonfinite = v.nonfinite};
-    o.tolerance = 1.0;
-    check.outputs.push_back(o);
-  }
-  return check;
+  return {kernels::check_outputs(problem, outputs)};
 }
 
 // ---- GPU ----

@@ -104,11 +104,11 @@ class RunCommand : public Command {
     const CaseCheck check = compare(spec.kind, data, got);
     fmt::print("{} {} {}x{}, seed {}, on {}\n", kernels::kind_name(spec.kind),
                kernels::dtype_name(spec.dtype), batch, spec.width, seed, where);
-    fmt::print("  {:<6} {:>12} {:>12} {:>10} {:>9}\n", "output", "max abs err", "max rel err",
-               "tolerance", "nonfinite");
-    for (const OutputCheck& o : check.outputs) {
-      fmt::print("  {:<6} {:>12.3e} {:>12.3e} {:>10.1e} {:>9}\n", o.name, o.deviation.max_abs,
-                 o.deviation.max_rel, o.tolerance, o.deviation.nonfinite);
+    fmt::print("  {:<6} {:>12} {:>13} {:>8} {:>10} {:>9}\n", "output", "max abs err",
+               "worst / bound", "at", "its bound", "nonfinite");
+    for (const kernels::OutputVerdict& o : check.verdict.outputs) {
+      fmt::print("  {:<6} {:>12.3e} {:>13.3e} {:>8} {:>10.2e} {:>9}\n", o.name, o.max_abs,
+                 o.ratio(), o.worst, o.bound, o.nonfinite);
     }
     fmt::print("{}: {}\n", check.pass() ? "PASS" : "FAIL", check.summary());
     return check.pass() ? kExitOk : kExitFailure;
