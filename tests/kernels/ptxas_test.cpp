@@ -108,11 +108,17 @@ void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr)
 // forward, so a group of its own): the forward as persistent CTAs prefetching rows, the backward in
 // one launch. Presets often plan alike: a module whose PTX an earlier preset produced already is
 // assembled once.
-void assemble_kind(NormKind kind, std::initializer_list<const char*> presets) {
+// A preset and the widths its plans are assembled at.
+struct PresetWidths {
+  const char* preset;
+  const std::vector<std::uint32_t>& widths;
+};
+
+void assemble_kind(NormKind kind, std::initializer_list<PresetWidths> presets) {
   std::vector<Group> groups;
   std::set<std::string> seen;
   const bool forward = !is_backward(kind);
-  for (const char* preset : presets) {
+  for (const auto& [preset, widths] : presets) {
     const DeviceModel& device = device_preset(preset);
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       for (DType weights : {dtype, DType::F32}) {
@@ -122,7 +128,7 @@ void assemble_kind(NormKind kind, std::initializer_list<const char*> presets) {
           g.label = fmt::format("{} {} w{} {} ({}) {} {}", kind_name(kind), dtype_name(dtype),
                                 dtype_name(weights), preset, arch_name(device.arch()),
                                 forward ? "prefetch_rows" : "single_launch", alternate);
-          for (std::uint32_t width : kWidths) {
+          for (std::uint32_t width : widths) {
             NormSpec spec = spec_of(kind, dtype, width);
             spec.weight_dtype = weights;
             spec.device = device;
@@ -142,9 +148,19 @@ void assemble_kind(NormKind kind, std::initializer_list<const char*> presets) {
   assemble_all(std::move(groups));
 }
 
-constexpr std::initializer_list<const char*> kHopperAndLater = {"h200", "h100", "b200"};
-constexpr std::initializer_list<const char*> kAmpereAndAda = {"a100", "l40s", "rtx4090", "rtx3090",
-                                                              "a10"};
+// Widths for the presets whose limits another preset of their family shares but for the SM count
+// and the L2 (h100, b200, l40s, rtx3090, a10): the edges, a ragged width and the widest rows.
+const std::vector<std::uint32_t> kFewWidths = {1, 7, 100, 1151, 4097, 8192, 16384, 65536};
+
+// Each family's presets: every width for one preset of each shape of limits (227 KB and 2048
+// threads an SM; 163 KB; 99 KB and 1536 threads), fewer for the others.
+const std::initializer_list<PresetWidths> kHopperAndLater = {
+    {"h200", kWidths}, {"h100", kFewWidths}, {"b200", kFewWidths}};
+const std::initializer_list<PresetWidths> kAmpereAndAda = {{"a100", kWidths},
+                                                           {"rtx4090", kWidths},
+                                                           {"l40s", kFewWidths},
+                                                           {"rtx3090", kFewWidths},
+                                                           {"a10", kFewWidths}};
 
 }  // namespace
 
