@@ -2,7 +2,6 @@
 // in both of the runtime's variants, against the preset's per-block and per-SM limits.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -54,11 +53,7 @@ TEST_CASE("every plan fits every device preset", "[kernels]") {
         for (DType weights : {dtype, DType::F32}) {
           if (dtype == DType::F32 && weights != dtype) continue;
           for (std::uint32_t width : kWidths) {
-            NormSpec spec = spec_of(kind, dtype, width);
-            spec.weight_dtype = weights;
-            spec.device = device;
-            spec.arch = device.arch();
-            spec.ptx_version = std::max(spec.ptx_version, min_ptx_version(spec.arch));
+            NormSpec spec = spec_for_device(kind, dtype, weights, width, device);
             const std::string label =
                 fmt::format("{} {} w{} {} on {}", kind_name(kind), dtype_name(dtype),
                             dtype_name(weights), width, device.name);

@@ -4,7 +4,6 @@
 // assemble at a time.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 #include <future>
@@ -129,11 +128,7 @@ void assemble_kind(NormKind kind, std::initializer_list<PresetWidths> presets) {
                                 dtype_name(weights), preset, arch_name(device.arch()),
                                 forward ? "prefetch_rows" : "single_launch", alternate);
           for (std::uint32_t width : widths) {
-            NormSpec spec = spec_of(kind, dtype, width);
-            spec.weight_dtype = weights;
-            spec.device = device;
-            spec.arch = device.arch();
-            spec.ptx_version = std::max(spec.ptx_version, min_ptx_version(spec.arch));
+            NormSpec spec = spec_for_device(kind, dtype, weights, width, device);
             set_alternate(spec, alternate);
             // Forward prefetching only where the runtime would choose it.
             if (alternate == 1 && forward && forward_prefetch_batch_limit(spec) == 0) continue;
