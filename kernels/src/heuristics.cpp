@@ -77,7 +77,7 @@ ForwardShape forward_shape(std::uint32_t vectors, std::uint32_t vec, bool narrow
 // Backward: x and dy at ≤ 16 values a thread each; then fewer threads when that lets every
 // accumulator column live in registers (partials in the workspace cost L2 traffic every row).
 std::uint32_t backward_threads(const DeviceModel& d, std::uint32_t vectors, std::uint32_t vec,
-                                std::uint32_t nacc) {
+                               std::uint32_t nacc) {
   if (vectors <= 32) return std::bit_ceil(vectors);
   const std::uint32_t per_thread = std::max<std::uint32_t>(1, 16 / vec);
   const std::uint32_t first =
@@ -178,9 +178,8 @@ Plan plan_norm(const NormSpec& spec) {
   const bool narrow = s < 4;
   const ForwardShape fwd =
       forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
-  p.threads_per_row =
-      kn.threads_per_row.value_or(backward ? backward_threads(dev, vectors, p.vec, nacc)
-                                          : fwd.threads);
+  p.threads_per_row = kn.threads_per_row.value_or(
+      backward ? backward_threads(dev, vectors, p.vec, nacc) : fwd.threads);
   // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
   const std::uint32_t target_block = backward ? 256 : 128;
   const std::uint32_t tpr = p.threads_per_row;
@@ -245,12 +244,12 @@ Plan plan_norm(const NormSpec& spec) {
   const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
                           p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
                           spec.weight_dtype == spec.dtype;
-  p.max_registers =
-      kn.max_registers.value_or(backward ? max_registers(dev, p.block() * kn.ctas_per_sm.value_or(1))
-                                : reread ? reread_registers
-                                : p.block() > 512 ? 64
-                                : packed_row      ? 56
-                                                  : std::min(72u, max_registers(dev, 2 * p.block())));
+  p.max_registers = kn.max_registers.value_or(
+      backward          ? max_registers(dev, p.block() * kn.ctas_per_sm.value_or(1))
+      : reread          ? reread_registers
+      : p.block() > 512 ? 64
+      : packed_row      ? 56
+                        : std::min(72u, max_registers(dev, 2 * p.block())));
   std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
   // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
   if (wide_weights) room -= std::min(room, p.vec);

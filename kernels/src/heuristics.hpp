@@ -65,7 +65,7 @@ struct Plan {
   // Forward: there is a register row to prefetch, and it fits the registers of one CTA.
   bool prefetch_fits = true;
   std::uint32_t ctas_per_sm = 1;
-  std::uint32_t sm_count = 0;  // the device's, or the sm_count knob
+  std::uint32_t sm_count = 0;                // the device's, or the sm_count knob
   std::uint32_t min_row_groups_per_cta = 1;  // backward: sizes the partials to the batch
   // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows,
   // each loading `reduce_unroll` of its rows at once.
