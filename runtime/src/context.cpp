@@ -28,11 +28,11 @@ std::uint32_t limit(CUdevice device, CUdevice_attribute a, const char* what) {
   return static_cast<std::uint32_t>(std::max(attribute(device, a, what), 0));
 }
 
-DeviceModel read_model(CUdevice device, const DeviceInfo& info) {
+DeviceModel read_model(CUdevice device, const std::string& name) {
   DeviceModel m;
-  m.name = info.name;
-  m.cc_major = info.cc_major;
-  m.cc_minor = info.cc_minor;
+  m.name = name;
+  m.cc_major = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc major");
+  m.cc_minor = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cc minor");
   m.sm_count = limit(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
   m.max_threads_per_sm =
       limit(device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads an SM");
@@ -67,16 +67,10 @@ DeviceInfo read_info(CUdevice device, int ordinal) {
   char name[256] = {};
   PTXDSL_CU_CHECK("reading the device name", cuDeviceGetName, name, sizeof(name) - 1, device);
   info.name = name;
-  info.cc_major = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc major");
-  info.cc_minor = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cc minor");
-  info.sm_count = attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
-  info.l2_bytes = attribute(device, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size");
-  info.max_shared_per_block_optin =
-      attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "shared optin");
   size_t total = 0;
   PTXDSL_CU_CHECK("reading the device memory size", cuDeviceTotalMem, &total, device);
   info.total_memory = total;
-  info.model = read_model(device, info);
+  info.model = read_model(device, info.name);
   return info;
 }
 

@@ -68,12 +68,13 @@ Module::Module(const Context& ctx, std::string_view ptx, std::string name)
   info_log_ = trimmed(info_log);
   if (r != CUDA_SUCCESS) {
     std::string log = trimmed(error_log);
-    throw DriverError(static_cast<int>(r), "cuModuleLoadDataEx",
-                      fmt::format("JIT of module '{}' (entries: {}) for device {} ({}, sm_{}{}): "
-                                  "cuModuleLoadDataEx failed: {} [CUresult {}]\nJIT error log:\n{}",
-                                  name_, entry_names(ptx), ctx.device(), ctx.info().name,
-                                  ctx.info().cc_major, ctx.info().cc_minor, detail::describe(r),
-                                  static_cast<int>(r), log.empty() ? "(empty)" : log));
+    throw DriverError(
+        static_cast<int>(r), "cuModuleLoadDataEx",
+        fmt::format("JIT of module '{}' (entries: {}) for device {} ({}, sm_{}{}): "
+                    "cuModuleLoadDataEx failed: {} [CUresult {}]\nJIT error log:\n{}",
+                    name_, entry_names(ptx), ctx.device(), ctx.info().name,
+                    ctx.info().model.cc_major, ctx.info().model.cc_minor, detail::describe(r),
+                    static_cast<int>(r), log.empty() ? "(empty)" : log));
   }
   handle_ = m;
 }

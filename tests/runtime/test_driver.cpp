@@ -26,13 +26,12 @@ TEST_CASE("the driver loads and describes the device", "[runtime][gpu]") {
   CHECK(device_count() >= 1);
   const DeviceInfo& info = ctx.info();
   CHECK(!info.name.empty());
-  CHECK(info.sm_count > 0);
+  CHECK(info.model.sm_count > 0);
+  CHECK(info.model.shared_per_block_optin >= info.model.shared_per_block);
   CHECK(info.total_memory > 0);
   CHECK(ctx.handle() != nullptr);
-  WARN("device 0: " << info.name << ", sm_" << info.cc_major << info.cc_minor << ", "
-                    << info.sm_count << " SMs, L2 " << info.l2_bytes / (1024 * 1024) << " MiB, "
-                    << info.total_memory / (1024 * 1024) << " MiB, shared opt-in "
-                    << info.max_shared_per_block_optin << " B, driver " << driver_version());
+  WARN("device 0: " << info.model.summary() << ", " << info.total_memory / (1024 * 1024)
+                    << " MiB, driver " << driver_version());
   CHECK_THROWS_WITH(Context(info.ordinal + 1000), Catch::Contains("device must be in [0, "));
   ctx.synchronize();
 }

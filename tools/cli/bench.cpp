@@ -518,8 +518,8 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
   j.begin_object();
   j.field("tool", "ptxdsl bench");
   j.field("device", info.name);
-  j.field("compute_capability", fmt::format("{}.{}", info.cc_major, info.cc_minor));
-  j.field("sm_count", info.sm_count);
+  j.field("compute_capability", fmt::format("{}.{}", info.model.cc_major, info.model.cc_minor));
+  j.field("sm_count", info.model.sm_count);
   j.field("driver", fmt::format("{}.{}", driver / 1000, driver % 1000 / 10));
   j.field("copy_gbps", floors.copy_gbps);
   j.field("empty_kernel_us", floors.empty_kernel_us);

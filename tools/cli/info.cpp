@@ -18,8 +18,8 @@ void require_driver_one_line() {
 }
 
 std::string describe_device(const runtime::DeviceInfo& info) {
-  return fmt::format("{} (sm_{}{}, {} SMs)", info.name, info.cc_major, info.cc_minor,
-                     info.sm_count);
+  return fmt::format("{} (sm_{}{}, {} SMs)", info.name, info.model.cc_major, info.model.cc_minor,
+                     info.model.sm_count);
 }
 
 runtime::Function load_kernel(const runtime::Context& ctx, Module& m, const std::string& entry) {
@@ -43,18 +43,19 @@ class InfoCommand : public Command {
       throw UsageError(fmt::format("--device must be in [0, {}], got {}", count - 1, ordinal));
     }
     const runtime::Context ctx(ordinal);
-    const runtime::DeviceInfo& d = ctx.info();
+    const runtime::DeviceInfo& info = ctx.info();
+    const DeviceModel& d = info.model;
     constexpr double kMiB = 1024.0 * 1024.0;
     fmt::print("driver             CUDA {}.{} ({} device{})\n", version / 1000, version % 1000 / 10,
                count, count == 1 ? "" : "s");
-    fmt::print("device             {}: {}\n", d.ordinal, d.name);
+    fmt::print("device             {}: {}\n", info.ordinal, info.name);
     fmt::print("compute capability {}.{} (sm_{}{})\n", d.cc_major, d.cc_minor, d.cc_major,
                d.cc_minor);
     fmt::print("SMs                {}\n", d.sm_count);
     fmt::print("L2                 {:.0f} MiB ({} bytes)\n", d.l2_bytes / kMiB, d.l2_bytes);
-    fmt::print("memory             {:.0f} MiB total, {:.0f} MiB free\n", d.total_memory / kMiB,
+    fmt::print("memory             {:.0f} MiB total, {:.0f} MiB free\n", info.total_memory / kMiB,
                ctx.free_memory() / kMiB);
-    fmt::print("shared per block   {} KiB (opt-in)\n", d.max_shared_per_block_optin / 1024);
+    fmt::print("shared per block   {} KiB (opt-in)\n", d.shared_per_block_optin / 1024);
     return kExitOk;
   }
 

@@ -16,12 +16,9 @@ struct ContextState;
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
-  int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;
-  int l2_bytes = 0;
-  int max_shared_per_block_optin = 0;
   std::uint64_t total_memory = 0;
-  // Everything a planner needs to know of the device, read from the driver.
+  // Its compute capability, SMs, threads, registers, shared memory and L2, read from the driver:
+  // what a planner needs to know of the device.
   DeviceModel model;
 };
 
@@ -41,7 +38,7 @@ class Context {
 
   int device() const;
   const DeviceInfo& info() const;
-  int sm_count() const { return info().sm_count; }
+  int sm_count() const { return static_cast<int>(info().model.sm_count); }
   CUctx_st* handle() const;
   // Makes this context current on the calling thread (a no-op when it already is).
   void make_current() const;
