@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptxdsl/dsl/dim3.hpp"
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/kernel.hpp"
 #include "ptxdsl/dsl/types.hpp"
@@ -26,16 +27,6 @@
 //   dev.launch(kernel, {.grid = rows, .block = 256}, {x, y, n, 1e-5f});
 //   std::vector<float> out = dev.download<float>(y, n);
 namespace ptxdsl {
-
-// A CTA grid or block shape.
-struct Dim3 {
-  std::uint32_t x = 1, y = 1, z = 1;
-  constexpr Dim3() = default;
-  constexpr Dim3(std::uint32_t x_, std::uint32_t y_ = 1, std::uint32_t z_ = 1)  // NOLINT: `256`
-      : x(x_), y(y_), z(z_) {}
-  constexpr std::uint64_t count() const { return std::uint64_t{x} * y * z; }
-  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
-};
 
 // An address in the executor's global memory. Distinct from integers so that a pointer parameter
 // cannot be passed a length by mistake.

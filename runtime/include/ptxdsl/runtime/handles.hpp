@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ptxdsl/dsl/dim3.hpp"
+
 // The driver's handle types, declared as cuda.h declares them, so public headers need no toolkit
 // and a caller who does include cuda.h can pass its own CUstream, CUcontext... straight in.
 struct CUctx_st;
@@ -22,13 +24,6 @@ struct DevicePtr {
             static_cast<std::uint64_t>(elements * static_cast<std::ptrdiff_t>(sizeof(T)))};
   }
   explicit operator bool() const { return address != 0; }
-};
-
-// A launch shape.
-struct Dim3 {
-  std::uint32_t x = 1, y = 1, z = 1;
-  Dim3(std::uint32_t x_ = 1, std::uint32_t y_ = 1, std::uint32_t z_ = 1)  // NOLINT: Dim3 g = 64;
-      : x(x_), y(y_), z(z_) {}
 };
 
 class Stream;
