@@ -8,13 +8,13 @@
 namespace ptxdsl::kernels {
 
 CpuNormRun run_norm_on_cpu(const BuiltNorm& built, CpuDevice& dev,
-                           std::map<std::string, DevicePtr> buffers, std::uint32_t batch,
+                           std::map<std::string, ExecutorAddress> buffers, std::uint32_t batch,
                            std::uint32_t stride, float eps, const ExecOptions& options) {
   if (built.module == nullptr) throw Error("run_norm_on_cpu: the built norm carries no module");
   const std::uint32_t width = built.spec.width;
   const std::uint64_t workspace = built.workspace_bytes(batch);
   if (workspace > 0 && buffers.count("partial_dw") == 0) {
-    const DevicePtr base = dev.alloc(std::max<std::uint64_t>(workspace, 4), "workspace");
+    const ExecutorAddress base = dev.alloc(std::max<std::uint64_t>(workspace, 4), "workspace");
     buffers["partial_dw"] = base + static_cast<std::int64_t>(built.partial_dw_offset());
     buffers["partial_db"] = base + static_cast<std::int64_t>(built.partial_db_offset(batch));
     if (built.ticketed_rows) {

@@ -24,7 +24,7 @@ std::uint64_t eval(const std::function<Reg<T>(Kernel&)>& body) {
   k.st(out, r);
   k.finalize();
   CpuDevice dev;
-  const DevicePtr p = dev.alloc(8, "out");
+  const ExecutorAddress p = dev.alloc(8, "out");
   dev.launch(k, {1, 1}, {p});
   std::uint64_t bits = 0;
   dev.read(std::as_writable_bytes(std::span<std::uint64_t>(&bits, 1)).first(T::kBytes), p);

@@ -69,8 +69,8 @@ std::vector<std::uint32_t> run_f32(const Op3& op, const std::vector<float>& a,
   k.finalize();
   CpuDevice dev;
   const auto count = static_cast<std::uint32_t>(a.size());
-  const DevicePtr da = dev.upload<float>(a, "a"), db = dev.upload<float>(b, "b"),
-                  dc = dev.upload<float>(c, "c"), out = dev.alloc(count * 4, "out");
+  const ExecutorAddress da = dev.upload<float>(a, "a"), db = dev.upload<float>(b, "b"),
+                        dc = dev.upload<float>(c, "c"), out = dev.alloc(count * 4, "out");
   dev.launch(k, {(count + 255) / 256, 256}, {da, db, dc, out, count});
   return dev.download<std::uint32_t>(out, count);
 }

@@ -140,7 +140,7 @@ TEST_CASE("atom and red add.f32", "[executor][memory]") {
     CpuDevice dev;
     ExecOptions opt;
     opt.threads = threads;
-    const DevicePtr ds = dev.map<float>(s, "sum"), dold = dev.map<float>(o, "old");
+    const ExecutorAddress ds = dev.map<float>(s, "sum"), dold = dev.map<float>(o, "old");
     for (std::uint32_t cta = 0; cta < 4; ++cta)
       dev.launch(k, {1, 128}, {ds, dold + cta * 512}, opt);
     CHECK(s[0] == 512.0f);
@@ -206,7 +206,7 @@ std::string launch_error(const std::function<void(Kernel&)>& body, std::uint32_t
   body(k);
   k.finalize();
   CpuDevice dev;
-  const DevicePtr x = dev.alloc(floats * 4, "x", 0);
+  const ExecutorAddress x = dev.alloc(floats * 4, "x", 0);
   try {
     dev.launch(k, {2, threads, dynamic}, {x});
   } catch (const Error& e) {
@@ -367,7 +367,7 @@ TEST_CASE("launch checks: arguments against the contract, block shape, finalize"
   k.require_threads(64);
   k.st(x, k.cvt<F32>(n));
   CpuDevice dev;
-  const DevicePtr p = dev.alloc(4, "x");
+  const ExecutorAddress p = dev.alloc(4, "x");
   CHECK_THROWS_WITH(dev.launch(k, {1, 64}, {p, 1u}), Contains("finalize"));
   k.finalize();
   CHECK_NOTHROW(dev.launch(k, {1, 64}, {p, 1u}));
@@ -384,7 +384,7 @@ TEST_CASE("launch checks: arguments against the contract, block shape, finalize"
   CHECK_THROWS_WITH(args_by_name(k, {{"x", p}}), Contains("no argument named 'n'"));
   CHECK_THROWS_WITH(args_by_name(k, {{"x", p}, {"n", 1u}, {"eps", 1.0f}}),
                     Contains("no parameter 'eps'"));
-  CHECK_THROWS_WITH(dev.free(DevicePtr{12}), Contains("not an address"));
+  CHECK_THROWS_WITH(dev.free(ExecutorAddress{12}), Contains("not an address"));
 }
 
 TEST_CASE("racecheck: shared memory touched by two warps with no barrier between",

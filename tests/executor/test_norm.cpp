@@ -71,7 +71,7 @@ std::uint64_t seed_for(NormKind kind, DType dtype, std::uint32_t width, std::uin
 // The float64 reference's outputs for `spec` (and, for the backward, its mean/rstd inputs
 // uploaded).
 std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in, std::size_t rows,
-                                     CpuDevice& dev, std::map<std::string, DevicePtr>& ptrs) {
+                                     CpuDevice& dev, std::map<std::string, ExecutorAddress>& ptrs) {
   const std::uint32_t batch = in.batch, width = in.width, stride = in.stride;
   if (spec.kind == NormKind::LayerNormFwd) {
     LayerNormFwdRef r =
@@ -125,7 +125,7 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
     in.x = make_tensor(moved, in.x.dtype);
   }
   CpuDevice dev;
-  std::map<std::string, DevicePtr> ptrs;
+  std::map<std::string, ExecutorAddress> ptrs;
   const auto upload = [&](const char* name, const HostTensor& t) {
     if (!t.bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t.bytes), name);
   };
@@ -137,7 +137,7 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   const std::vector<Output> outs = expected_outputs(spec, in, rows, dev, ptrs);
   if (built.ticketed_rows) {
     // The host's part: a workspace whose row counter is zero (the partial rows poisoned).
-    const DevicePtr ws = dev.alloc(built.workspace_bytes(batch), "workspace", 0xFF);
+    const ExecutorAddress ws = dev.alloc(built.workspace_bytes(batch), "workspace", 0xFF);
     dev.write(ws, std::span<const std::uint32_t>(std::array<std::uint32_t, 4>{}));
     ptrs["row_counter"] = ws;
     ptrs["partial_dw"] = ws + static_cast<std::int64_t>(built.partial_dw_offset());

@@ -88,7 +88,7 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
 
   // CPU executor.
   CpuDevice dev;
-  std::map<std::string, DevicePtr> cpu;
+  std::map<std::string, ExecutorAddress> cpu;
   const auto put = [&](const char* name, std::span<const std::byte> bytes) {
     if (!bytes.empty()) cpu[name] = dev.upload(bytes, name);
   };

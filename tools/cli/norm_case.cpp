@@ -338,7 +338,7 @@ std::vector<Output> run_on_cpu(const NormData& data) {
                     vec, vec == 1 ? "" : "s", spec.width, e.what()));
   }
   CpuDevice dev;
-  std::map<std::string, DevicePtr> ptrs;
+  std::map<std::string, ExecutorAddress> ptrs;
   const auto put = [&](const char* name, const kernels::HostTensor& t) {
     if (!t.bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t.bytes), name);
   };

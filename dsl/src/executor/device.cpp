@@ -156,7 +156,7 @@ std::string format_trace(std::span<const TraceRecord> records) {
 CpuDevice::CpuDevice() : memory_(std::make_unique<detail::Memory>()) {}
 CpuDevice::~CpuDevice() = default;
 
-DevicePtr CpuDevice::alloc(std::size_t bytes, std::string_view name, std::uint8_t fill) {
+ExecutorAddress CpuDevice::alloc(std::size_t bytes, std::string_view name, std::uint8_t fill) {
   auto a = std::make_unique<detail::Allocation>();
   a->owned.assign(bytes + 256, std::byte{fill});
   const auto raw = reinterpret_cast<std::uintptr_t>(a->owned.data());
@@ -167,7 +167,7 @@ DevicePtr CpuDevice::alloc(std::size_t bytes, std::string_view name, std::uint8_
   return {memory_->add(std::move(a)).base};
 }
 
-DevicePtr CpuDevice::map(std::span<std::byte> host, std::string_view name) {
+ExecutorAddress CpuDevice::map(std::span<std::byte> host, std::string_view name) {
   auto a = std::make_unique<detail::Allocation>();
   a->host = host.data();
   a->size = host.size();
@@ -178,7 +178,7 @@ DevicePtr CpuDevice::map(std::span<std::byte> host, std::string_view name) {
   return {memory_->add(std::move(a)).base};
 }
 
-void CpuDevice::free(DevicePtr p) {
+void CpuDevice::free(ExecutorAddress p) {
   auto& all = memory_->all;
   const auto it =
       std::find_if(all.begin(), all.end(), [&](const auto& a) { return a->base == p.address; });
@@ -191,7 +191,7 @@ void CpuDevice::free(DevicePtr p) {
   all.erase(it);
 }
 
-std::span<std::byte> CpuDevice::host(DevicePtr p, std::size_t bytes) {
+std::span<std::byte> CpuDevice::host(ExecutorAddress p, std::size_t bytes) {
   const detail::Allocation* a = memory_->find(p.address, bytes);
   if (a == nullptr) {
     throw Error(
@@ -200,12 +200,12 @@ std::span<std::byte> CpuDevice::host(DevicePtr p, std::size_t bytes) {
   return {a->host + (p.address - a->base), bytes};
 }
 
-void CpuDevice::write(DevicePtr dst, std::span<const std::byte> src) {
+void CpuDevice::write(ExecutorAddress dst, std::span<const std::byte> src) {
   std::span<std::byte> to = host(dst, src.size());
   if (!src.empty()) std::memcpy(to.data(), src.data(), src.size());
 }
 
-void CpuDevice::read(std::span<std::byte> dst, DevicePtr src) const {
+void CpuDevice::read(std::span<std::byte> dst, ExecutorAddress src) const {
   const detail::Allocation* a = memory_->find(src.address, dst.size());
   if (a == nullptr) {
     throw Error(fmt::format("CpuDevice: [{:#x}, +{}) is not inside one allocation", src.address,

@@ -22,20 +22,21 @@
 // it, and checks every memory access. See docs/executor.md for what it models and what it does not.
 //
 //   CpuDevice dev;
-//   DevicePtr x = dev.upload(std::span<const float>(host_x), "x");
-//   DevicePtr y = dev.alloc(n * 4, "y");
+//   ExecutorAddress x = dev.upload(std::span<const float>(host_x), "x");
+//   ExecutorAddress y = dev.alloc(n * 4, "y");
 //   dev.launch(kernel, {.grid = rows, .block = 256}, {x, y, n, 1e-5f});
 //   std::vector<float> out = dev.download<float>(y, n);
 namespace ptxdsl {
 
-// An address in the executor's global memory. Distinct from integers so that a pointer parameter
-// cannot be passed a length by mistake.
-struct DevicePtr {
+// An address in the executor's global memory (host memory behind fake device addresses; not a
+// GPU's, which runtime::DevicePtr holds). Distinct from integers so that a pointer parameter cannot
+// be passed a length by mistake.
+struct ExecutorAddress {
   std::uint64_t address = 0;
-  DevicePtr operator+(std::int64_t bytes) const {
+  ExecutorAddress operator+(std::int64_t bytes) const {
     return {address + static_cast<std::uint64_t>(bytes)};
   }
-  friend bool operator==(const DevicePtr&, const DevicePtr&) = default;
+  friend bool operator==(const ExecutorAddress&, const ExecutorAddress&) = default;
 };
 
 // One launch argument: a device pointer or a typed scalar. C++ numbers map to PTX types as written
@@ -45,7 +46,7 @@ struct Arg {
   ScalarType type = ScalarType::U64;
   std::uint64_t bits = 0;
 
-  Arg(DevicePtr p) : pointer(true), type(ScalarType::U64), bits(p.address) {}          // NOLINT
+  Arg(ExecutorAddress p) : pointer(true), type(ScalarType::U64), bits(p.address) {}    // NOLINT
   Arg(float v) : type(ScalarType::F32), bits(bits_of<std::uint32_t>(v)) {}             // NOLINT
   Arg(double v) : type(ScalarType::F64), bits(bits_of<std::uint64_t>(v)) {}            // NOLINT
   Arg(std::uint16_t v) : type(ScalarType::U16), bits(v) {}                             // NOLINT
@@ -145,42 +146,43 @@ class CpuDevice {
 
   // Device memory owned by the executor, filled with `fill` bytes (cudaMalloc leaves garbage; the
   // default 0xFF makes f32/f16 NaN, so reading what was never written shows).
-  DevicePtr alloc(std::size_t bytes, std::string_view name = {}, std::uint8_t fill = 0xFF);
+  ExecutorAddress alloc(std::size_t bytes, std::string_view name = {}, std::uint8_t fill = 0xFF);
   // Host memory used in place: the kernel reads and writes `host` directly.
-  DevicePtr map(std::span<std::byte> host, std::string_view name = {});
+  ExecutorAddress map(std::span<std::byte> host, std::string_view name = {});
   template <class T>
-  requires std::is_trivially_copyable_v<T> DevicePtr map(std::span<T> host,
-                                                         std::string_view name = {}) {
+  requires std::is_trivially_copyable_v<T> ExecutorAddress map(std::span<T> host,
+                                                               std::string_view name = {}) {
     return map(std::as_writable_bytes(host), name);
   }
   // alloc + write.
   template <class T>
-  requires std::is_trivially_copyable_v<T> DevicePtr upload(std::span<const T> host,
-                                                            std::string_view name = {}) {
-    DevicePtr p = alloc(host.size_bytes(), name);
+  requires std::is_trivially_copyable_v<T> ExecutorAddress upload(std::span<const T> host,
+                                                                  std::string_view name = {}) {
+    ExecutorAddress p = alloc(host.size_bytes(), name);
     write(p, std::as_bytes(host));
     return p;
   }
-  void free(DevicePtr p);  // by the address alloc/map returned
+  void free(ExecutorAddress p);  // by the address alloc/map returned
 
-  void write(DevicePtr dst, std::span<const std::byte> src);
-  void read(std::span<std::byte> dst, DevicePtr src) const;
+  void write(ExecutorAddress dst, std::span<const std::byte> src);
+  void read(std::span<std::byte> dst, ExecutorAddress src) const;
   template <class T>
   requires std::is_trivially_copyable_v<T>
-  void write(DevicePtr dst, std::span<const T> src) { write(dst, std::as_bytes(src)); }
+  void write(ExecutorAddress dst, std::span<const T> src) { write(dst, std::as_bytes(src)); }
   template <class T>
-  requires std::is_trivially_copyable_v<T> std::vector<T> download(DevicePtr src, std::size_t count)
+  requires std::is_trivially_copyable_v<T> std::vector<T> download(ExecutorAddress src,
+                                                                   std::size_t count)
   const {
     std::vector<T> out(count);
     read(std::as_writable_bytes(std::span<T>(out)), src);
     return out;
   }
   // The host bytes behind [p, p + bytes): throws when they are not inside one allocation.
-  std::span<std::byte> host(DevicePtr p, std::size_t bytes);
+  std::span<std::byte> host(ExecutorAddress p, std::size_t bytes);
 
-  // Runs `kernel` (finalized) over the grid. `args` follow `kernel.params()`: a DevicePtr for each
-  // pointer, a value of exactly the declared type for each scalar. Throws ptxdsl::Error on a bad
-  // launch, a memory fault, an uninitialized read, a barrier some threads never reach, ...
+  // Runs `kernel` (finalized) over the grid. `args` follow `kernel.params()`: an ExecutorAddress
+  // for each pointer, a value of exactly the declared type for each scalar. Throws ptxdsl::Error on
+  // a bad launch, a memory fault, an uninitialized read, a barrier some threads never reach, ...
   LaunchStats launch(const Kernel& kernel, const LaunchConfig& config, std::span<const Arg> args,
                      const ExecOptions& options = {});
   LaunchStats launch(const Kernel& kernel, const LaunchConfig& config,

@@ -22,7 +22,7 @@ struct CpuNormRun {
 // `buffers` maps pointer parameter names (x, w, y, mean, ...) to allocations on `dev`; the
 // backward's workspace (partial_dw/partial_db) is allocated here when `buffers` lacks it.
 CpuNormRun run_norm_on_cpu(const BuiltNorm& built, CpuDevice& dev,
-                           std::map<std::string, DevicePtr> buffers, std::uint32_t batch,
+                           std::map<std::string, ExecutorAddress> buffers, std::uint32_t batch,
                            std::uint32_t stride, float eps, const ExecOptions& options = {});
 
 }  // namespace ptxdsl::kernels
