@@ -51,7 +51,7 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
-Module::Module(const Context& ctx, std::string_view ptx, std::string name)
+LoadedModule::LoadedModule(const Context& ctx, std::string_view ptx, std::string name)
     : ctx_(ctx.state()), name_(std::move(name)) {
   ctx.make_current();
   std::string text(ptx);  // the driver wants NUL-terminated text
@@ -79,14 +79,14 @@ Module::Module(const Context& ctx, std::string_view ptx, std::string name)
   handle_ = m;
 }
 
-Module::Module(Module&& other) noexcept
+LoadedModule::LoadedModule(LoadedModule&& other) noexcept
     : ctx_(std::move(other.ctx_)),
       handle_(std::exchange(other.handle_, nullptr)),
       name_(std::move(other.name_)),
       info_log_(std::move(other.info_log_)),
       jit_ms_(other.jit_ms_) {}
 
-Module& Module::operator=(Module&& other) noexcept {
+LoadedModule& LoadedModule::operator=(LoadedModule&& other) noexcept {
   if (this != &other) {
     release();
     ctx_ = std::move(other.ctx_);
@@ -98,27 +98,27 @@ Module& Module::operator=(Module&& other) noexcept {
   return *this;
 }
 
-Module::~Module() {
+LoadedModule::~LoadedModule() {
   release();
 }
 
-void Module::release() noexcept {
+void LoadedModule::release() noexcept {
   if (handle_ != nullptr) {
     if (const detail::DriverApi* d = detail::loaded_driver()) d->cuModuleUnload(handle_);
     handle_ = nullptr;
   }
 }
 
-CUctx_st* Module::context() const {
+CUctx_st* LoadedModule::context() const {
   return ctx_ ? ctx_->context : nullptr;
 }
-int Module::device() const {
+int LoadedModule::device() const {
   return ctx_ ? ctx_->info.ordinal : -1;
 }
 
 namespace {
 
-CUfunction find_entry(const Module& module, const std::string& entry) {
+CUfunction find_entry(const LoadedModule& module, const std::string& entry) {
   if (module.handle() == nullptr) throw Error("function lookup in an empty (moved-from) module");
   detail::make_current(module.context());
   CUfunction f = nullptr;
@@ -140,7 +140,7 @@ detail::ParamSlot slot_for(const ParamSpec& p) {
 
 }  // namespace
 
-Function::Function(std::shared_ptr<const Module> module, KernelContract contract)
+Function::Function(std::shared_ptr<const LoadedModule> module, KernelContract contract)
     : module_(std::move(module)),
       contract_(std::move(contract)),
       has_contract_(true),
@@ -156,7 +156,7 @@ Function::Function(std::shared_ptr<const Module> module, KernelContract contract
   for (const ParamSpec& p : contract_.params) slots_.push_back(slot_for(p));
 }
 
-Function::Function(std::shared_ptr<const Module> module, std::string_view entry)
+Function::Function(std::shared_ptr<const LoadedModule> module, std::string_view entry)
     : module_(std::move(module)),
       shared_opted_in_(std::make_shared<std::atomic<std::uint32_t>>(0)) {
   if (!module_) throw Error("Function needs a module, got none");
@@ -199,8 +199,8 @@ ModuleCache& ModuleCache::global() {
   return cache;
 }
 
-std::shared_ptr<const Module> ModuleCache::get(const Context& ctx, std::string_view ptx,
-                                               std::string_view name) {
+std::shared_ptr<const LoadedModule> ModuleCache::get(const Context& ctx, std::string_view ptx,
+                                                     std::string_view name) {
   const Key key{fnv1a(ptx), std::hash<std::string_view>{}(ptx), ptx.size(), ctx.device()};
   std::shared_ptr<Entry> entry;
   {
@@ -215,7 +215,7 @@ std::shared_ptr<const Module> ModuleCache::get(const Context& ctx, std::string_v
     hits_.fetch_add(1, std::memory_order_relaxed);
     return entry->module;
   }
-  entry->module = std::make_shared<const Module>(ctx, ptx, std::string(name));
+  entry->module = std::make_shared<const LoadedModule>(ctx, ptx, std::string(name));
   jits_.fetch_add(1, std::memory_order_relaxed);
   return entry->module;
 }

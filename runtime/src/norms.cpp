@@ -357,7 +357,7 @@ class NormPair {
     const std::string name = fmt::format(
         "{} ({} elements a vector)",
         v->built.steps.empty() ? describe(backward) : v->built.steps[0].contract.entry, vec);
-    std::shared_ptr<const Module> module = cache_->get(ctx_, v->built.ptx, name);
+    std::shared_ptr<const LoadedModule> module = cache_->get(ctx_, v->built.ptx, name);
     for (const kernels::LaunchStep& step : v->built.steps) {
       PreparedStep p{Function(module, step.contract),
                      step.grid,

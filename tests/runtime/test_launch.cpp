@@ -133,7 +133,7 @@ TEST_CASE("PTX that fails to JIT throws with the log, and the context stays usab
   const test::SmallKernel good = test::axpy_kernel();
   const std::string bad = replace(good.ptx, "ret;", "bogus.instruction.f32 %f1;\n\tret;");
   try {
-    runtime::Module m(ctx, bad, "broken_axpy");
+    runtime::LoadedModule m(ctx, bad, "broken_axpy");
     FAIL("the broken module loaded");
   } catch (const DriverError& e) {
     const std::string what = e.what();
@@ -147,7 +147,7 @@ TEST_CASE("PTX that fails to JIT throws with the log, and the context stays usab
   }
   // A bad PTX version is refused the same way.
   CHECK_THROWS_AS(
-      runtime::Module(ctx, replace(good.ptx, ".version 7.8", ".version 99.0"), "future"),
+      runtime::LoadedModule(ctx, replace(good.ptx, ".version 7.8", ".version 99.0"), "future"),
       DriverError);
   // The context still works.
   const Function axpy = load(ctx, good);
@@ -171,7 +171,7 @@ TEST_CASE("the module cache JITs each (PTX, device) once, across threads", "[run
 
   // A different text is a different module; many threads asking at once share one JIT.
   const std::string other = replace(k.ptx, "axpy", "axpy2");
-  std::vector<std::shared_ptr<const runtime::Module>> got(8);
+  std::vector<std::shared_ptr<const runtime::LoadedModule>> got(8);
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < got.size(); ++t) {
     threads.emplace_back([&, t] { got[t] = cache.get(ctx, other, "axpy2"); });

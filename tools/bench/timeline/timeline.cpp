@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   const std::uint32_t batch = number(9), width = number(10), reps = number(11);
 
   rt::Context ctx(0);
-  const auto module = std::make_shared<const rt::Module>(ctx, ptx, "timeline");
+  const auto module = std::make_shared<const rt::LoadedModule>(ctx, ptx, "timeline");
   // launch_raw launches early what its contract says waits for the grid before it.
   ptxdsl::KernelContract reduce;
   reduce.entry = argv[3];

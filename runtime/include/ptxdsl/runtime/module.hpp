@@ -15,17 +15,18 @@
 
 namespace ptxdsl::runtime {
 
-// PTX text JIT-compiled for a context's device (cuModuleLoadDataEx). A JIT failure throws
-// DriverError with the module's name, its entries and the JIT error log. Move-only; share it
-// through std::shared_ptr so its Functions keep it alive.
-class Module {
+// PTX text JIT-compiled for a context's device (cuModuleLoadDataEx): a CUmodule, where the DSL's
+// ptxdsl::Module is what builds the text. A JIT failure throws DriverError with the module's name,
+// its entries and the JIT error log. Move-only; share it through std::shared_ptr so its Functions
+// keep it alive.
+class LoadedModule {
  public:
-  Module(const Context& ctx, std::string_view ptx, std::string name = "module");
-  Module(Module&& other) noexcept;
-  Module& operator=(Module&& other) noexcept;
-  Module(const Module&) = delete;
-  Module& operator=(const Module&) = delete;
-  ~Module();
+  LoadedModule(const Context& ctx, std::string_view ptx, std::string name = "module");
+  LoadedModule(LoadedModule&& other) noexcept;
+  LoadedModule& operator=(LoadedModule&& other) noexcept;
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  ~LoadedModule();
 
   const std::string& name() const { return name_; }
   const std::string& info_log() const { return info_log_; }
@@ -61,16 +62,16 @@ class Function {
  public:
   Function() = default;
   // The contract's entry, whose parameters `launch` checks arguments against.
-  Function(std::shared_ptr<const Module> module, KernelContract contract);
+  Function(std::shared_ptr<const LoadedModule> module, KernelContract contract);
   // An entry by name, with no contract: only `launch_raw` may launch it.
-  Function(std::shared_ptr<const Module> module, std::string_view entry);
+  Function(std::shared_ptr<const LoadedModule> module, std::string_view entry);
 
   const std::string& name() const { return contract_.entry; }
   const KernelContract& contract() const { return contract_; }
   bool has_contract() const { return has_contract_; }
   CUfunc_st* handle() const { return handle_; }
   CUctx_st* context() const { return ctx_; }
-  const std::shared_ptr<const Module>& module() const { return module_; }
+  const std::shared_ptr<const LoadedModule>& module() const { return module_; }
   const std::vector<detail::ParamSlot>& slots() const { return slots_; }
   int registers() const;
   int max_threads_per_block() const;
@@ -80,7 +81,7 @@ class Function {
   void reserve_dynamic_shared(std::uint32_t bytes) const;
 
  private:
-  std::shared_ptr<const Module> module_;
+  std::shared_ptr<const LoadedModule> module_;
   CUfunc_st* handle_ = nullptr;
   CUctx_st* ctx_ = nullptr;
   KernelContract contract_;
@@ -89,14 +90,14 @@ class Function {
   std::shared_ptr<std::atomic<std::uint32_t>> shared_opted_in_;  // bytes allowed; shared by copies
 };
 
-// Loaded modules keyed by (PTX hash, device): a program pays the JIT once per PTX text and device.
+// LoadedModules keyed by (PTX hash, device): a program pays the JIT once per PTX text and device.
 // Thread-safe; two threads asking for the same module wait for one JIT.
 class ModuleCache {
  public:
   static ModuleCache& global();
 
-  std::shared_ptr<const Module> get(const Context& ctx, std::string_view ptx,
-                                    std::string_view name = "module");
+  std::shared_ptr<const LoadedModule> get(const Context& ctx, std::string_view ptx,
+                                          std::string_view name = "module");
   std::size_t size() const;
   std::uint64_t jit_count() const;  // modules compiled through this cache
   std::uint64_t hit_count() const;
@@ -113,7 +114,7 @@ class ModuleCache {
   };
   struct Entry {
     std::mutex mutex;
-    std::shared_ptr<const Module> module;
+    std::shared_ptr<const LoadedModule> module;
   };
   mutable std::mutex mutex_;
   std::unordered_map<Key, std::shared_ptr<Entry>, KeyHash> entries_;
