@@ -6,8 +6,8 @@
 namespace ptxdsl::runtime {
 namespace {
 
-void fill_raw(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value, std::size_t count,
-              StreamRef stream) {
+void enqueue_fill(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value,
+                  std::size_t count, StreamRef stream) {
   if (count == 0) return;
   CUstream s = stream.handle();
   auto what = [&] {
@@ -27,8 +27,17 @@ void fill_raw(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value, s
     default:
       throw Error(fmt::format("fill value size must be 1, 2 or 4 bytes, got {}", value_bytes));
   }
+}
+
+// On the legacy default stream a fill, like a synchronous copy, returns when it is done.
+void fill_raw(std::size_t value_bytes, std::uint64_t dst, std::uint32_t value, std::size_t count,
+              StreamRef stream) {
+  if (count == 0) return;
+  enqueue_fill(value_bytes, dst, value, count, stream);
   if (stream.handle() == nullptr) {
-    PTXDSL_CU_CHECK(what, cuStreamSynchronize, nullptr);
+    PTXDSL_CU_CHECK(
+        [&] { return fmt::format("waiting for a fill of {} values at 0x{:x}", count, dst); },
+        cuStreamSynchronize, nullptr);
   }
 }
 
@@ -101,6 +110,21 @@ void fill_u32(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::s
               StreamRef stream) {
   ctx.make_current();
   fill_raw(4, dst, value, count, stream);
+}
+void fill_u8_async(const Context& ctx, std::uint64_t dst, std::uint8_t value, std::size_t count,
+                   StreamRef stream) {
+  ctx.make_current();
+  enqueue_fill(1, dst, value, count, stream);
+}
+void fill_u16_async(const Context& ctx, std::uint64_t dst, std::uint16_t value, std::size_t count,
+                    StreamRef stream) {
+  ctx.make_current();
+  enqueue_fill(2, dst, value, count, stream);
+}
+void fill_u32_async(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::size_t count,
+                    StreamRef stream) {
+  ctx.make_current();
+  enqueue_fill(4, dst, value, count, stream);
 }
 
 namespace detail {

@@ -89,6 +89,10 @@ TEST_CASE("streams and events order and time work", "[runtime][gpu]") {
   CHECK(got[1] == 7u);
   CHECK(got[1 << 20] == 7u);
   CHECK(got[(1 << 20) + 1] == 0xFFFFFFFFu);
+  // An _async fill only enqueues, on the legacy stream too: it is there once the context is synced.
+  fill_u16_async(ctx, c.address(), 0x7E00, 2, nullptr);
+  ctx.synchronize();
+  CHECK(c.to_host()[0] == 0x7E007E00u);
   Stream moved = std::move(s);
   CHECK(moved.handle() != nullptr);
   CHECK(s.handle() == nullptr);  // NOLINT(bugprone-use-after-move)

@@ -25,13 +25,20 @@ void copy_to_host_async(const Context& ctx, void* dst, std::uint64_t src, std::s
                         StreamRef stream);
 void copy_device_async(const Context& ctx, std::uint64_t dst, std::uint64_t src, std::size_t bytes,
                        StreamRef stream);
-// `count` values of 1, 2 or 4 bytes (NaN bit patterns, zeros...).
+// `count` values of 1, 2 or 4 bytes (NaN bit patterns, zeros...). On the legacy default stream
+// these return when the memory is filled; the `_async` forms never wait, on any stream.
 void fill_u8(const Context& ctx, std::uint64_t dst, std::uint8_t value, std::size_t count,
              StreamRef stream = {});
 void fill_u16(const Context& ctx, std::uint64_t dst, std::uint16_t value, std::size_t count,
               StreamRef stream = {});
 void fill_u32(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::size_t count,
               StreamRef stream = {});
+void fill_u8_async(const Context& ctx, std::uint64_t dst, std::uint8_t value, std::size_t count,
+                   StreamRef stream);
+void fill_u16_async(const Context& ctx, std::uint64_t dst, std::uint16_t value, std::size_t count,
+                    StreamRef stream);
+void fill_u32_async(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::size_t count,
+                    StreamRef stream);
 
 namespace detail {
 
