@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include <ptxdsl/runtime/norms.hpp>
+
 #include "example_check.hpp"
 
 int main(int argc, char** argv) {

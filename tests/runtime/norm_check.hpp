@@ -14,6 +14,7 @@
 #include "ptxdsl/kernels/inputs.hpp"
 #include "ptxdsl/kernels/reference.hpp"
 #include "ptxdsl/runtime.hpp"
+#include "ptxdsl/runtime/norms.hpp"
 
 // Runs a norm's forward and backward on the GPU through the host API and judges every output
 // against the float64 reference by check_outputs: fresh inputs, outputs poisoned with NaN before

@@ -12,6 +12,7 @@
 #include "ptxdsl/kernels/cpu_run.hpp"
 #include "ptxdsl/kernels/inputs.hpp"
 #include "ptxdsl/kernels/reference.hpp"
+#include "ptxdsl/runtime/norms.hpp"
 
 // The same kernels on the same inputs, once on the CPU executor and once on the GPU: the executor
 // must compute what the hardware computes. Differences are allowed only where PTX leaves rounding

@@ -14,6 +14,7 @@
 #include "gpu_support.hpp"
 #include "norm_check.hpp"
 #include "ptxdsl/runtime.hpp"
+#include "ptxdsl/runtime/norms.hpp"
 #include "small_kernels.hpp"
 
 using namespace ptxdsl;

@@ -1,7 +1,8 @@
 #pragma once
 
 // The runtime: driver loading, context, memory, streams and events, modules and functions,
-// checked launches, the module cache, and the norms' host API.
+// checked launches, the module cache. The norms' host API is <ptxdsl/runtime/norms.hpp>, in
+// ptxdsl::norms.
 #include "ptxdsl/runtime/context.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/error.hpp"
@@ -9,5 +10,4 @@
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
-#include "ptxdsl/runtime/norms.hpp"
 #include "ptxdsl/runtime/stream.hpp"

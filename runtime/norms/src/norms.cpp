@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "driver_api.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 
@@ -215,10 +214,7 @@ class NormPair {
       }
       if (v.built.ticketed_rows) {
         // Not fill_u32: on the legacy stream it waits for the fill, and this must not wait.
-        detail::make_current(ctx_.handle());
-        PTXDSL_CU_CHECK(
-            [&] { return fmt::format("zeroing the row counter of the workspace at 0x{:x}", base); },
-            cuMemsetD32Async, base, 0u, kernels::BuiltNorm::kRowCounterBytes / 4, stream.handle());
+        fill_u32_async(ctx_, base, 0u, kernels::BuiltNorm::kRowCounterBytes / 4, stream);
       }
     } else {
       if (owned_.bytes() < need) grow(need);
