@@ -94,7 +94,7 @@ else
   # 4-byte copies; and the one-launch backward (a CTA for every tile of columns, rows sharing a
   # warp's loads, lone 16-bit columns); and forwards that read their rows again from L2 under
   # L2 policies (RMS 8192-wide, layer norm 16384-wide by default); and backwards whose CTAs
-  # take rows from a counter (row_order 2 staged, row_order 3 with two rows ahead).
+  # take rows from a counter (row_order tickets: staged, and with two rows ahead).
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -103,13 +103,13 @@ else
       "rms_bwd --dtype f32 --width 1003 --batch 77 --prefetch-rows 2 --single-launch 0" \
       "rms_fwd --dtype f16 --width 8192 --batch 301 --prefetch-rows 2" \
       "ln_bwd --dtype bf16 --width 8192 --batch 301 --prefetch-rows 3" \
-      "rms_bwd --dtype f16 --width 4096 --batch 2000 --single-launch 0 --overlap-reduce 2" \
+      "rms_bwd --dtype f16 --width 4096 --batch 2000 --single-launch 0 --row-nc 0" \
       "ln_bwd --dtype bf16 --width 4096 --batch 200 --single-launch 1" \
       "rms_bwd --dtype f16 --width 1003 --batch 77 --single-launch 1 --vector-elems 1" \
       "rms_fwd --dtype bf16 --width 8192 --batch 301" \
       "ln_fwd --dtype f16 --width 16384 --batch 77" \
-      "rms_bwd --dtype bf16 --width 16384 --batch 700 --row-order 2" \
-      "ln_bwd --dtype f16 --width 8192 --batch 1001 --row-order 3"; do
+      "rms_bwd --dtype bf16 --width 16384 --batch 700 --row-order tickets" \
+      "ln_bwd --dtype f16 --width 8192 --batch 1001 --row-order tickets"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \

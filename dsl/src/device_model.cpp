@@ -46,9 +46,11 @@ DeviceModel family(int major, int minor) {
   return m;
 }
 
-DeviceModel preset(std::string name, int major, int minor, std::uint32_t sms, std::uint64_t l2) {
+DeviceModel preset(std::string name, std::string product, int major, int minor, std::uint32_t sms,
+                   std::uint64_t l2) {
   DeviceModel m = family(major, minor);
   m.name = std::move(name);
+  m.product = std::move(product);
   m.sm_count = sms;
   m.l2_bytes = l2;
   return m;
@@ -57,22 +59,22 @@ DeviceModel preset(std::string name, int major, int minor, std::uint32_t sms, st
 std::vector<DeviceModel> make_presets() {
   return {
       // H200 SXM: the driver's figures on the H200 this project measures on (132 SMs, 60 MiB L2).
-      preset("h200", 9, 0, 132, 60 * kMiB),
+      preset("h200", "NVIDIA H200", 9, 0, 132, 60 * kMiB),
       // H100 SXM5: 132 SMs, 50 MB L2 (NVIDIA H100 Tensor Core GPU Architecture whitepaper).
-      preset("h100", 9, 0, 132, 50 * kMiB),
+      preset("h100", "NVIDIA H100 80GB HBM3", 9, 0, 132, 50 * kMiB),
       // A100 SXM4: 108 SMs, 40 MB L2 (NVIDIA A100 Tensor Core GPU Architecture whitepaper).
-      preset("a100", 8, 0, 108, 40 * kMiB),
+      preset("a100", "NVIDIA A100-SXM4-80GB", 8, 0, 108, 40 * kMiB),
       // L40S: 142 SMs, 96 MB L2 (NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper).
-      preset("l40s", 8, 9, 142, 96 * kMiB),
+      preset("l40s", "NVIDIA L40S", 8, 9, 142, 96 * kMiB),
       // GeForce RTX 4090: 128 SMs, 72 MB L2 (NVIDIA Ada Lovelace architecture whitepaper).
-      preset("rtx4090", 8, 9, 128, 72 * kMiB),
+      preset("rtx4090", "NVIDIA GeForce RTX 4090", 8, 9, 128, 72 * kMiB),
       // GeForce RTX 3090: 82 SMs, 6 MB L2 (NVIDIA Ampere GA102 GPU architecture whitepaper).
-      preset("rtx3090", 8, 6, 82, 6 * kMiB),
+      preset("rtx3090", "NVIDIA GeForce RTX 3090", 8, 6, 82, 6 * kMiB),
       // A10: 72 SMs, 6 MB L2 (NVIDIA A10 datasheet; GA102).
-      preset("a10", 8, 6, 72, 6 * kMiB),
+      preset("a10", "NVIDIA A10", 8, 6, 72, 6 * kMiB),
       // B200: 148 SMs, 126 MB L2 (NVIDIA Blackwell architecture technical brief; the L2 figure as
       // published for the two-die part).
-      preset("b200", 10, 0, 148, 126 * kMB),
+      preset("b200", "NVIDIA B200", 10, 0, 148, 126 * kMB),
   };
 }
 

@@ -6,7 +6,6 @@ namespace ptxdsl::kernels::detail {
 
 AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHints row_stores,
                          MemHints weight_loads) {
-  row_loads.l2_prefetch = static_cast<std::uint16_t>(plan.l2_prefetch);
   if (!plan.row_nc) row_loads.nc = false;
   AccessHints base{row_loads, row_stores, weight_loads, row_loads};
   const bool read_again = std::count(plan.data.begin(), plan.data.end(), Place::Global) > 0;
@@ -19,7 +18,6 @@ AccessHints access_hints(Kernel& k, const Plan& plan, MemHints row_loads, MemHin
   const Reg<B64> keep = k.create_policy(L2Evict::Last);
   base.row_loads.l2_policy = read_again ? keep : stream;
   base.row_rereads.l2_policy = stream;
-  if (plan.l2_stream >= 2) base.row_stores.l2_policy = stream;
   base.weight_loads.l2_policy = keep;
   return base;
 }

@@ -7,10 +7,9 @@
 // dy read, read again where the plan keeps chunks nowhere, y and dx written) and the weights every
 // row reads (w, b). With plan.l2_stream, made once at the top of the kernel (two createpolicy
 // instructions): the weights evict_last; the row loads evict_first, except a read that a later
-// pass repeats, evict_last until then (torch.compile's pair); at level 2 the row stores
-// evict_first too. With plan.l1_rereads, rows read again also carry L1 eviction priorities:
-// evict_last until the last read, evict_first then. plan.l2_prefetch sets the bytes L2 fetches
-// around every row load. Otherwise the caller's hints.
+// pass repeats, evict_last until then (torch.compile's pair). With plan.l1_rereads, rows read
+// again also carry L1 eviction priorities: evict_last until the last read, evict_first then.
+// Otherwise the caller's hints.
 namespace ptxdsl::kernels::detail {
 
 struct AccessHints {

@@ -216,7 +216,6 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   Kernel& k = m.kernel(entry_name(spec, plan.single_launch ? "single" : ""));
   k.require_threads(plan.block());
   k.max_registers(plan.max_registers);
-  if (plan.overlap_reduce == 2) k.griddep_launch_dependents();
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
@@ -293,20 +292,12 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   const Reg<U32> grid = k.nctaid_x();
   RowGroups groups{k, plan, cta.slot, batch};
-  if (plan.blocked_rows) groups.blocked(grid);
-  if (plan.rotated_rows) groups.rotated(grid);
   // Row groups from a counter: the current one and those whose rows are in flight are known.
   std::optional<RowTickets> tickets;
   if (plan.ticketed_rows) {
     const std::uint32_t in_flight = plan.ring ? plan.ring_rows : plan.prefetch ? 1 : 0;
-    // row_order 3: the fixed walk for all but the last quarter of each CTA's rounds.
-    Reg<U32> fixed = k.mov<U32>(in_flight + 1);
-    if (plan.ticketed_tail) {
-      const Reg<U32> rounds = k.div(groups.count(), grid);
-      fixed = k.max(fixed, k.sub(rounds, k.shr(k.add(rounds, 3u), 2u)));
-    }
     tickets.emplace(k, *row_counter, k.shared_array<U32>("tickets", 2), cta.tid, cta_id, grid,
-                    in_flight, fixed);
+                    in_flight, k.mov<U32>(in_flight + 1));
   }
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
@@ -467,7 +458,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   });
 
   if (tickets) tickets->finish(k);
-  if (plan.overlap_reduce == 1) k.griddep_launch_dependents();
+  if (plan.overlap_reduce) k.griddep_launch_dependents();
   if (plan.single_launch) {
     column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});
   } else if (R > 1) {  // the CTA's partial rows

@@ -6,6 +6,7 @@
 
 #include "builders.hpp"
 #include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/kernels/tuning.hpp"
 
 namespace ptxdsl::kernels {
 namespace detail {
@@ -34,30 +35,14 @@ void check_dtype(DType d, std::string_view what) {
   }
 }
 
-// A knob, when set, within [lo, hi].
-void check_range(std::optional<std::uint32_t> v, std::string_view name, std::uint32_t lo,
-                 std::uint32_t hi) {
-  if (v && (*v < lo || *v > hi)) {
-    throw Error(fmt::format("{} must be in [{}, {}], got {}", name, lo, hi, *v));
-  }
-}
-
-// A knob, when set, one of 0, 1, ..., most ("0 or 1", "0, 1 or 2").
-void check_choice(std::optional<std::uint32_t> v, std::string_view name, std::uint32_t most) {
-  if (!v || *v <= most) return;
-  std::string allowed = "0";
-  for (std::uint32_t i = 1; i <= most; ++i)
-    allowed += fmt::format("{}{}", i == most ? " or " : ", ", i);
-  throw Error(fmt::format("{} must be {}, got {}", name, allowed, *v));
-}
-
-// A knob that, set above 0, needs sm_90 and PTX `least` for the instructions it emits.
-void check_hopper_knob(const NormSpec& spec, std::optional<std::uint32_t> v, std::string_view name,
-                       PtxVersion least, std::string_view instructions) {
-  if (v.value_or(0) == 0 || (spec.arch >= Arch::Sm90 && spec.ptx_version >= least)) return;
-  throw Error(fmt::format("{} {} needs sm_90 and PTX {}.{} or newer ({}), got {} and PTX {}.{}",
-                          name, *v, least.major, least.minor, instructions, arch_name(spec.arch),
-                          spec.ptx_version.major, spec.ptx_version.minor));
+// A knob that is on emits instructions that need its table's least arch and PTX version.
+template <class T>
+void check_knob_target(const NormSpec& spec, const KnobInfo& info, T v) {
+  if (!knob_on(v) || (spec.arch >= info.least_arch && spec.ptx_version >= info.least_ptx)) return;
+  throw Error(fmt::format("{} {} needs {} and PTX {}.{} or newer, got {} and PTX {}.{}", info.name,
+                          format_knob(v), arch_name(info.least_arch), info.least_ptx.major,
+                          info.least_ptx.minor, arch_name(spec.arch), spec.ptx_version.major,
+                          spec.ptx_version.minor));
 }
 
 }  // namespace
@@ -91,57 +76,17 @@ void validate(const NormSpec& spec) {
                             spec.device.cc_minor, arch_name(spec.device.arch())));
   }
   const NormKnobs& kn = spec.knobs;
+  // The vector's bound is the dtype's (16 bytes), tighter than the table's for f32.
   const std::uint32_t max_vec = 16 / static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
-  if (kn.vector_elems) {
-    const std::uint32_t v = *kn.vector_elems;
-    if (v == 0 || v > max_vec || !std::has_single_bit(v)) {
-      throw Error(fmt::format("vector_elems must be a power of two in [1, {}] for {}, got {}",
-                              max_vec, dtype_name(spec.dtype), v));
-    }
+  if (kn.vector_elems && (*kn.vector_elems > max_vec || !std::has_single_bit(*kn.vector_elems))) {
+    throw Error(fmt::format("vector_elems must be a power of two in [1, {}] for {}, got {}",
+                            max_vec, dtype_name(spec.dtype), *kn.vector_elems));
   }
-  if (kn.threads_per_row) {
-    const std::uint32_t t = *kn.threads_per_row;
-    const bool ok =
-        (t >= 1 && t <= 32 && std::has_single_bit(t)) || (t % 32 == 0 && t >= 32 && t <= 1024);
-    if (!ok) {
-      throw Error(
-          fmt::format("threads_per_row must be a power of two ≤ 32 or a multiple of 32 in "
-                      "[32, 1024], got {}",
-                      t));
-    }
-  }
-  check_range(kn.rows_per_cta, "rows_per_cta", 1, 1024);
-  check_range(kn.ctas_per_sm, "ctas_per_sm", 1, 32);
-  check_range(kn.max_registers, "max_registers", 32, 255);
-  check_choice(kn.prefetch_rows, "prefetch_rows", 4);
-  check_choice(kn.single_launch, "single_launch", 1);
-  check_range(kn.loop_group, "loop_group", 1, 16);
-  check_choice(kn.l1_rereads, "l1_rereads", 1);
-  if (const std::uint32_t bytes = kn.l2_prefetch.value_or(0);
-      bytes != 0 && bytes != 64 && bytes != 128 && bytes != 256) {
-    throw Error(fmt::format("l2_prefetch must be 0, 64, 128 or 256 (bytes), got {}", bytes));
-  }
-  check_choice(kn.one_pass_stats, "one_pass_stats", 1);
-  check_choice(kn.weight_prefetch, "weight_prefetch", 1);
-  check_choice(kn.row_nc, "row_nc", 1);
-  check_choice(kn.early_weights, "early_weights", 1);
-  check_choice(kn.bulk_rows, "bulk_rows", 1);
-  check_choice(kn.row_order, "row_order", 4);
-  check_choice(kn.deterministic, "deterministic", 1);
-  check_hopper_knob(spec, kn.bulk_rows, "bulk_rows", {8, 0}, "cp.async.bulk");
-  check_choice(kn.overlap_reduce, "overlap_reduce", 2);
-  check_hopper_knob(spec, kn.overlap_reduce, "overlap_reduce", {7, 8}, "griddepcontrol");
-  if (kn.reduce_slices && (*kn.reduce_slices > 32 || !std::has_single_bit(*kn.reduce_slices))) {
-    throw Error(
-        fmt::format("reduce_slices must be 1, 2, 4, 8, 16 or 32, got {}", *kn.reduce_slices));
-  }
-  check_range(kn.min_row_groups, "min_row_groups", 1, 1024);
-  check_choice(kn.l2_stream, "l2_stream", 2);
-  if (kn.l2_stream.value_or(0) > 0 && spec.ptx_version < PtxVersion{7, 4}) {
-    throw Error(fmt::format("l2_stream {} needs PTX 7.4 or newer (createpolicy), got {}.{}",
-                            *kn.l2_stream, spec.ptx_version.major, spec.ptx_version.minor));
-  }
-  check_range(kn.sm_count, "sm_count", 1, 1024);
+  for_each_knob(kn, [&](const KnobInfo& info, const auto& v) {
+    if (!v) return;
+    check_knob(info, *v);
+    check_knob_target(spec, info, *v);
+  });
   const detail::Plan p = detail::plan_norm(spec);
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(
@@ -175,46 +120,41 @@ void validate(const NormSpec& spec) {
   }
 }
 
+bool knob_applies(KnobScope scope, NormKind kind) {
+  switch (scope) {
+    case KnobScope::All:
+      return true;
+    case KnobScope::Forwards:
+      return !is_backward(kind);
+    case KnobScope::Backwards:
+      return is_backward(kind);
+    case KnobScope::LayerNormForward:
+      return kind == NormKind::LayerNormFwd;
+  }
+  return false;
+}
+
 void check_knobs_apply(const NormSpec& spec) {
   const NormKnobs& kn = spec.knobs;
-  const bool backward = is_backward(spec.kind);
-  struct Scoped {
-    const std::optional<std::uint32_t>& value;
-    std::string_view name;
-    bool applies;
-    std::string_view to;  // the kernels it applies to
-  };
-  const Scoped scoped[] = {
-      {kn.single_launch, "single_launch", backward, "the backwards"},
-      {kn.accumulator_register_chunks, "accumulator_register_chunks", backward, "the backwards"},
-      {kn.overlap_reduce, "overlap_reduce", backward, "the backwards"},
-      {kn.reduce_slices, "reduce_slices", backward, "the backwards"},
-      {kn.deterministic, "deterministic", backward, "the backwards"},
-      {kn.min_row_groups, "min_row_groups", backward, "the backwards"},
-      {kn.weight_prefetch, "weight_prefetch", !backward, "the forwards"},
-      {kn.early_weights, "early_weights", !backward, "the forwards"},
-      {kn.bulk_rows, "bulk_rows", !backward, "the forwards"},
-      {kn.one_pass_stats, "one_pass_stats", spec.kind == NormKind::LayerNormFwd, "ln_fwd"},
-  };
-  for (const Scoped& k : scoped) {
-    if (k.value && !k.applies) {
-      throw Error(fmt::format("{} applies to {} only; {} would ignore {} {}", k.name, k.to,
-                              kind_name(spec.kind), k.name, *k.value));
-    }
-  }
-  const std::uint32_t order = kn.row_order.value_or(0);
-  if (order == 2 || order == 3) {
-    if (!backward) {
+  for_each_knob(kn, [&](const KnobInfo& info, const auto& v) {
+    if (!v || knob_applies(info.scope, spec.kind)) return;
+    const std::string_view to = info.scope == KnobScope::Forwards    ? "the forwards"
+                                : info.scope == KnobScope::Backwards ? "the backwards"
+                                                                     : "ln_fwd";
+    throw Error(fmt::format("{} applies to {} only; {} would ignore {} {}", info.name, to,
+                            kind_name(spec.kind), info.name, format_knob(*v)));
+  });
+  if (kn.row_order == RowOrder::Tickets) {
+    if (!is_backward(spec.kind)) {
       throw Error(fmt::format(
-          "row_order {} takes rows from a counter in a backward's workspace; {} has none (use "
-          "0, 1 or 4)",
-          order, kind_name(spec.kind)));
+          "row_order tickets takes rows from a counter in a backward's workspace; {} has none "
+          "(use fixed)",
+          kind_name(spec.kind)));
     }
-    if (kn.single_launch.value_or(0) == 1) {
-      throw Error(fmt::format(
-          "row_order {} hands out rows that a second launch reduces; single_launch 1 has no "
-          "second launch (use single_launch 0, or row_order 0, 1 or 4)",
-          order));
+    if (kn.single_launch == true) {
+      throw Error(
+          "row_order tickets hands out rows that a second launch reduces; single_launch 1 has no "
+          "second launch (use single_launch 0, or row_order fixed)");
     }
   }
   validate(spec);
@@ -305,23 +245,22 @@ BuiltNorm build_norm(const NormSpec& spec) {
       out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
       out.partial_pitch = detail::partial_pitch(spec.width);
     }
-    out.chosen.single_launch = plan.single_launch ? 1u : 0u;
+    out.chosen.single_launch = plan.single_launch;
     out.ticketed_rows = plan.ticketed_rows;
     out.chosen.overlap_reduce = plan.overlap_reduce;
     if (!plan.single_launch) out.chosen.reduce_slices = plan.reduce_slices;
     // dw and db add up in a fixed order unless CTAs take their rows from a counter.
-    out.chosen.deterministic = plan.ticketed_rows ? 0u : 1u;
+    out.chosen.deterministic = !plan.ticketed_rows;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
+    out.chosen.min_row_groups = plan.min_row_groups_per_cta;
   } else {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
+    // Held only where some chunk of the row is in registers.
+    out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
   }
   if (plan.persistent) {
-    out.chosen.row_order = plan.ticketed_tail   ? 3u
-                           : plan.ticketed_rows ? 2u
-                           : plan.blocked_rows  ? 1u
-                           : plan.rotated_rows  ? 4u
-                                                : 0u;
+    out.chosen.row_order = plan.ticketed_rows ? RowOrder::Tickets : RowOrder::Fixed;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }
@@ -330,26 +269,18 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;
   out.chosen.max_registers = plan.max_registers;
-  out.chosen.register_chunks = static_cast<std::uint32_t>(
-      std::count(plan.data.begin(), plan.data.end(), detail::Place::Registers));
+  out.chosen.register_chunks = plan.register_chunks();
   out.chosen.staged_chunks = plan.staged_chunks();
   out.chosen.l2_stream = plan.l2_stream;
   out.chosen.loop_group = plan.loop_group;
-  out.chosen.l1_rereads = plan.l1_rereads ? 1u : 0u;
-  out.chosen.l2_prefetch = plan.l2_prefetch;
-  out.chosen.row_nc = plan.row_nc ? 1u : 0u;
-  if (!is_backward(spec.kind)) {
-    out.chosen.weight_prefetch = plan.weight_prefetch ? 1u : 0u;
-    out.chosen.bulk_rows = plan.bulk_rows ? 1u : 0u;
-    // Held only where some chunk of the row is in registers.
-    out.chosen.early_weights = plan.early_weights && std::count(plan.data.begin(), plan.data.end(),
-                                                                detail::Place::Registers) > 0
-                                   ? 1u
-                                   : 0u;
+  out.chosen.l1_rereads = plan.l1_rereads;
+  out.chosen.row_nc = plan.row_nc;
+  if (spec.kind == NormKind::LayerNormFwd) out.chosen.one_pass_stats = plan.one_pass_stats;
+  if (const TuningEntry* e = applied_tuning(spec)) {
+    out.tuned_by =
+        fmt::format("{} {} {}/{} {}, timed at batch {}", e->device, kind_name(e->kind),
+                    dtype_name(e->dtype), dtype_name(e->weight_dtype), e->width, e->batch);
   }
-  if (is_backward(spec.kind)) out.chosen.min_row_groups = plan.min_row_groups_per_cta;
-  if (spec.kind == NormKind::LayerNormFwd)
-    out.chosen.one_pass_stats = plan.one_pass_stats ? 1u : 0u;
   out.ptx = module->emit();
   out.module = std::move(module);
   return out;

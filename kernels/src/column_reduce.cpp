@@ -57,7 +57,7 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   if (ln) outs.push_back(param_dptr(k, "db", spec.weight_dtype));
   const Reg<U32> rows = k.param<U32>("partial_rows");
   // Launched while the row step finishes: its partial rows are complete and visible from here on.
-  if (plan.overlap_reduce > 0) k.griddep_wait();
+  if (plan.overlap_reduce) k.griddep_wait();
 
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> lane = k.and_(tid, C - 1);

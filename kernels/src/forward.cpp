@@ -40,8 +40,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
   // batch (it cannot return early: the group reduction needs every thread).
   RowGroups groups{k, plan, cta.slot, batch};
-  if (plan.blocked_rows) groups.blocked(k.nctaid_x());
-  if (plan.rotated_rows) groups.rotated(k.nctaid_x());
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };
@@ -67,18 +65,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
   if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan), plan.ring_rows);
-  if (plan.bulk_rows) {
-    // Thread 0 issues the row's bulk copy; every thread waits on this mbarrier (initialized,
-    // and visible to the TMA unit, before any thread waits or copies).
-    const SharedPtr<B64> bar = k.shared_array<B64>("row_copied", 1, 8);
-    const Pred issuer = k.setp(Cmp::Eq, cta.tid, 0u);
-    k.if_(issuer, [&] {
-      k.mbarrier_init(bar, 1u);
-      k.fence_mbarrier_init();
-    });
-    k.bar_sync();
-    xt.bulk_copy(bar, issuer, spec.width * static_cast<std::uint32_t>(dtype_bytes(spec.dtype)), 0u);
-  }
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
@@ -125,21 +111,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     std::optional<Reg<F32>> shift;
     if (one_pass) {
       shift = decode(k, load_raw(k, row_of(k, x, row, stride), 1, row_ok, kNc))[0];
-    }
-    if (plan.weight_prefetch) {
-      // w and b into L1 while the statistics run: the normalizing pass reads them after the
-      // reductions' barriers, which no load crosses.
-      const auto [w_col, b_col] = weight_columns();
-      for_each_chunk(
-          k, fence_all(xt.loop_keys()), plan.loop_group,
-          [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-            prefetch_chunk(k, columns, shifted(k, w_col, shift, per_chunk), j, PrefetchLevel::L1);
-            if (b_col) {
-              prefetch_chunk(k, columns, shifted(k, *b_col, shift, per_chunk), j,
-                             PrefetchLevel::L1);
-            }
-          },
-          fence);
     }
     RunningSum first(k);
     std::optional<RunningSum> second;

@@ -1,5 +1,7 @@
 #include "heuristics.hpp"
 
+#include "ptxdsl/kernels/tuning.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -160,13 +162,15 @@ std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
 }
 
 Plan plan_norm(const NormSpec& spec) {
-  const NormKnobs& kn = spec.knobs;
+  // The device's measured knobs where its tuning table has them; the rules below fill the rest.
+  const NormSpec tuned = with_tuning(spec);
+  const NormKnobs& kn = tuned.knobs;
   const DeviceModel& dev = spec.device;
   const bool backward = is_backward(spec.kind);
   const std::uint32_t nacc = accumulators(spec.kind);
   const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   // One launch: no dw/db partial sums to hold between rows (the threads stay those of two).
-  const bool single = backward && kn.single_launch.value_or(0) == 1;
+  const bool single = backward && kn.single_launch.value_or(false);
   const std::uint32_t held_acc = single ? 0 : nacc;
 
   Plan p;
@@ -205,30 +209,25 @@ Plan plan_norm(const NormSpec& spec) {
   const bool reread_shape = spec.kind == NormKind::LayerNormFwd
                                 ? fwd.stage_all
                                 : p.width >= 4096 && p.width % (tpr * p.vec) == 0;
-  // bulk_rows stages the whole row (the bulk copy's destination) unless placements are given.
-  const bool bulk_wanted = !backward && kn.bulk_rows.value_or(0) == 1;
-  const bool reread = !backward && !bulk_wanted && !kn.register_chunks && !kn.staged_chunks &&
+  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
                       !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
                       spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
                       resident_bytes <= dev.l2_bytes * 2 / 5;
-  p.l2_stream = kn.l2_stream.value_or(reread ? 1 : 0);
+  p.l2_stream = kn.l2_stream.value_or(reread);
   // 16-bit layer norm forwards sum x − x₀ and (x − x₀)² in one pass (one reduction, one barrier
   // a row; a row read again from L2 is read twice, not three times). On the H200 (docs/
   // performance.md): 1-7% faster on 16-bit rows of 2048 to 20000 elements, even at
   // 16384x8192; f32 rows gained nothing and their error grew 5-fold (1.9e-7 to 9e-7).
-  p.one_pass_stats =
-      kn.one_pass_stats.value_or(spec.kind == NormKind::LayerNormFwd && narrow ? 1 : 0) == 1;
+  p.one_pass_stats = kn.one_pass_stats.value_or(spec.kind == NormKind::LayerNormFwd && narrow);
   // torch.compile's L1 priorities on the rows read again: 0-2% faster on every forward that reads
   // them again (H200); evict_first once read for the last time.
-  p.l1_rereads = kn.l1_rereads.value_or(reread ? 1 : 0) == 1;
-  p.l2_prefetch = kn.l2_prefetch.value_or(0);
-  p.weight_prefetch = !backward && kn.weight_prefetch.value_or(0) == 1;
-  p.row_nc = kn.row_nc.value_or(1) == 1;
+  p.l1_rereads = kn.l1_rereads.value_or(reread);
+  p.row_nc = kn.row_nc.value_or(true);
   // Two-launch backwards launch their column reduce as the row step's CTAs end (griddepcontrol),
   // so its launch and first loads overlap the last rows: 2-10% faster on every two-launch
   // backward timed on the H200, most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).
   const bool griddep = spec.arch >= Arch::Sm90 && spec.ptx_version >= PtxVersion{7, 8};
-  p.overlap_reduce = backward && !single ? kn.overlap_reduce.value_or(griddep ? 1 : 0) : 0;
+  p.overlap_reduce = backward && !single && kn.overlap_reduce.value_or(griddep);
 
   // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
   // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
@@ -282,7 +281,7 @@ Plan plan_norm(const NormSpec& spec) {
   if (!backward && narrow && (kn.threads_per_row ? p.chunks * p.vec > 32 : fwd.stage_all)) {
     default_regs = 0;
   }
-  if (reread || bulk_wanted) default_regs = 0;
+  if (reread) default_regs = 0;
   const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
   std::uint32_t shared_left = shared_budget(dev);
   const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
@@ -363,12 +362,8 @@ Plan plan_norm(const NormSpec& spec) {
   const bool early_default = spec.kind == NormKind::LayerNormFwd && !p.prefetch &&
                              data_regs == p.chunks && p.chunks * p.vec >= 16 && held_regs <= 48 &&
                              p.block() >= 256 && p.width % p.vec == 0;
-  p.early_weights = !backward && kn.early_weights.value_or(early_default ? 1 : 0) == 1;
+  p.early_weights = !backward && kn.early_weights.value_or(early_default);
   if (p.early_weights && early_default && !kn.max_registers) p.max_registers = 64;
-  // bulk_rows: the staged row in one bulk copy, where the staging is the row as it lies in memory
-  // (every chunk staged, one row a CTA) and a 16-byte vector's alignment is the copy's.
-  p.bulk_rows = bulk_wanted && !p.prefetch && p.staged_chunks() == p.chunks &&
-                p.rows_per_cta == 1 && p.vec * s == 16 && p.width % p.vec == 0;
   if (!backward && p.prefetch && !p.ring && data_regs > 0 && !kn.max_registers) {
     // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
     // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,
@@ -386,9 +381,8 @@ Plan plan_norm(const NormSpec& spec) {
     // threads, 55 when prefetching): cap them so that enough CTAs fit an SM. One CTA a row keeps
     // about 96 KB of row loads in flight an SM (Little's law: 12288-wide 16-bit rows ran 10% faster
     // at 4 CTAs of 32 registers than at 3 of 40; 16384-wide ones 1-3% slower at 4 than at 3). With
-    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster); so
-    // with the bulk copy, whose row is in flight without any thread's registers either.
-    const bool copied_in = p.async_staging || p.bulk_rows;
+    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster).
+    const bool copied_in = p.async_staging;
     const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
     const std::uint32_t by_shared = ctas_by_shared(dev, p.dynamic_shared_bytes(spec));
     const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
@@ -407,12 +401,10 @@ Plan plan_norm(const NormSpec& spec) {
   // backward's 16-bit rows copied in by cp.async, 28-32 KB: 9-13%; elsewhere -7% to +3%;
   // docs/performance.md).
   const bool tickets_pay = backward && !single && spec.kind == NormKind::RmsNormBwd && s == 2 &&
-                           p.async_staging && kn.deterministic.value_or(1) == 0;
-  const std::uint32_t row_order = kn.row_order.value_or(tickets_pay ? 2 : 0);
-  p.blocked_rows = p.persistent && row_order == 1;
-  p.rotated_rows = p.persistent && row_order == 4;
-  p.ticketed_rows = p.persistent && backward && !single && (row_order == 2 || row_order == 3);
-  p.ticketed_tail = p.ticketed_rows && row_order == 3;
+                           p.async_staging && !kn.deterministic.value_or(true);
+  const RowOrder row_order =
+      kn.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
+  p.ticketed_rows = p.persistent && backward && !single && row_order == RowOrder::Tickets;
   if (p.persistent) {
     // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
     // estimates what it uses, the forward takes its ceiling).
@@ -504,7 +496,7 @@ std::uint32_t small_batch_limit(const NormSpec& spec) {
 NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
   if (batch > small_batch_limit(spec)) return spec;
   if (is_backward(spec.kind)) {
-    spec.knobs.single_launch = 1;
+    spec.knobs.single_launch = true;
   } else {
     spec.knobs.prefetch_rows = 1;
   }
@@ -513,10 +505,10 @@ NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
 
 std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
   NormSpec single = spec;
-  single.knobs.single_launch = 1;
+  single.knobs.single_launch = true;
   const detail::Plan one = detail::plan_norm(single);
   NormSpec split = spec;
-  split.knobs.single_launch = 0;
+  split.knobs.single_launch = false;
   const detail::Plan two = detail::plan_norm(split);
   // A round: each warp's loads cover kColumnRowsInFlight × column_row_lanes rows of a tile; a CTA
   // takes its tiles one after another.

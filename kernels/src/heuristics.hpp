@@ -40,23 +40,15 @@ struct Plan {
   // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows. A warp
   // covers 32 / column_row_lanes lanes × column_vec columns of column_row_lanes rows a load.
   bool single_launch = false;
-  // L2 policies (NormKnobs::l2_stream): 1 on the loads, 2 on the stores as well; 0 none.
-  std::uint32_t l2_stream = 0;
-  bool l1_rereads = false;        // rows read again: L1 evict_last, then evict_first
-  std::uint32_t l2_prefetch = 0;  // bytes L2 fetches around each row load (0: no size given)
-  bool weight_prefetch = false;   // forward: w and b lines into L1 before the statistics
-  bool row_nc = true;             // x and dy (and mean, rstd) by ld.global.nc
-  bool early_weights = false;     // forward: w, b of register chunks loaded with the row
-  // Forward of one row a CTA, row all staged: one bulk copy (TMA) a row, waited for on an mbarrier.
-  bool bulk_rows = false;
-  bool blocked_rows = false;  // persistent: each CTA a run of neighbouring row groups (row_order 1)
-  bool rotated_rows = false;  // persistent: a CTA's place in each round moves (row_order 4)
-  // Backward with partial rows: CTAs take their row groups from a counter (row_order 2 or 3).
+  bool l2_stream = false;      // L2 policies on the row loads and the weights
+  bool l1_rereads = false;     // rows read again: L1 evict_last, then evict_first
+  bool row_nc = true;          // x and dy (and mean, rstd) by ld.global.nc
+  bool early_weights = false;  // forward: w, b of register chunks loaded with the row
+  // Backward with partial rows: CTAs take their row groups from a counter (row_order tickets).
   bool ticketed_rows = false;
-  bool ticketed_tail = false;  // row_order 3: the fixed walk first, tickets for the last quarter
-  // Backward in two launches: 0, or where the row step lets the reduce launch (1: after its
-  // rows, 2: at its start; the reduce waits by griddepcontrol.wait).
-  std::uint32_t overlap_reduce = 0;
+  // Backward in two launches: the row step lets the reduce launch once a CTA's rows are done (the
+  // reduce waits by griddepcontrol.wait).
+  bool overlap_reduce = false;
   bool one_pass_stats = false;  // layer norm forward: Σ(x − x₀) and Σ(x − x₀)² in the first pass
   std::uint32_t column_vec = 1;
   std::uint32_t column_row_lanes = 1;

@@ -6,7 +6,7 @@
 
 #include "builders.hpp"
 
-// Persistent CTAs that take their row groups from a counter in global memory (row_order 2)
+// Persistent CTAs that take their row groups from a counter in global memory (row_order tickets)
 // instead of a fixed walk ctaid, ctaid + grid, ...: a CTA on an SM that moves its rows faster takes
 // more of them, so the grid ends together rather than waiting for its slowest CTA (ncu on the
 // H200: 132 CTAs of 32 KB rows were active 79% of the row step, each on a fixed share).

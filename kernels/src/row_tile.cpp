@@ -189,32 +189,13 @@ void RowTile::copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, S
       reads = k.selp<U32>(lone, reads ? *reads : Src<U32>(bytes), *t);
     }
     // Of the row's hints, the copies take the L2 ones (L1 is not on their way).
-    const MemHints l2{.l2_policy = hints_.l2_policy, .l2_prefetch = hints_.l2_prefetch};
+    const MemHints l2{.l2_policy = hints_.l2_policy};
     if (reads) {
       k.cp_async_zfill(to.p, from.p, bytes, *reads, l2);
     } else {
       k.cp_async(to.p, from.p, bytes, l2);
     }
   });
-}
-
-void RowTile::bulk_copy(SharedPtr<B64> bar, Pred issuer, std::uint32_t row_bytes, Src<U32> parity) {
-  bulk_ = Bulk{bar, issuer, row_bytes, parity};
-}
-
-void RowTile::copy_row_in(Kernel& k, const RowMasks& m) const {
-  // The last chunk's lanes past the row: zeros, which the copy never overwrites (its bytes end
-  // at the row's end, and those lanes' vectors start after it).
-  const std::uint32_t last = map_.chunks - 1;
-  if (const std::optional<Pred> inside = m.vector(last); inside && !map_.complete(last)) {
-    store_raw(k, staged(k, last, std::nullopt), zero_raw(k, row_.dtype, map_.vec), k.not_(*inside),
-              kNoHints);
-  }
-  k.if_(bulk_->issuer, [&] {
-    k.mbarrier_arrive_expect_tx(bulk_->bar, bulk_->row_bytes);
-    k.cp_async_bulk(staging_->p, row_.p, bulk_->row_bytes, bulk_->bar);
-  });
-  k.mbarrier_wait(bulk_->bar, bulk_->parity);
 }
 
 void RowTile::load(Kernel& k, const RowMasks& m,
@@ -229,8 +210,8 @@ void RowTile::load(Kernel& k, const RowMasks& m,
   }
   const auto stage = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
     if (places_[j] == Place::Registers || (places_[j] == Place::Global && !first_use)) return;
-    if ((next_staging_ || bulk_) && places_[j] == Place::Shared) {
-      // Already copied in by cp.async or the bulk copy.
+    if (next_staging_ && places_[j] == Place::Shared) {
+      // Already copied in by cp.async.
       if (first_use) first_use(j, get(k, m, j, shift));
       return;
     }
@@ -247,7 +228,6 @@ void RowTile::load(Kernel& k, const RowMasks& m,
     }
     if (first_use) first_use(j, decode_chunk(k, m, j, c));
   };
-  if (bulk_) copy_row_in(k, m);
   for_each_chunk(k, keys, loop_group_, stage, fence);
   // Register chunks: every load in flight before the first use (issued earlier when prefetching).
   if (!prefetching_) {

@@ -121,13 +121,6 @@ class RowTile {
   // `ring_take` moves the oldest filled buffer into the register chunks (the caller has waited
   // for its group). Fill `rows` rows, take one, then per row: fill one, work, take one.
   void use_ring(Kernel& k, SharedDPtr ring, std::int64_t buffer_elements, std::uint32_t rows);
-  // Every chunk staged, the staging laid out as the row itself (one row a CTA, always inside the
-  // batch): `load` copies the row in by one bulk copy of `row_bytes` that `issuer` (a thread
-  // whose pointers are the row's and the staging's starts) issues on `bar`, an initialized
-  // mbarrier whose phase `parity` that copy completes; every thread waits for it, then reads the
-  // staging. The staging past the row's end (the last chunk's idle lanes) holds zeros, as the
-  // threads' own loads leave it.
-  void bulk_copy(SharedPtr<B64> bar, Pred issuer, std::uint32_t row_bytes, Src<U32> parity);
   void ring_fill(Kernel& k, const RowMasks& m, GlobalDPtr thread_row);
   void ring_take(Kernel& k);
   void preload(Kernel& k, const RowMasks& m);
@@ -157,16 +150,6 @@ class RowTile {
   // of f32 values) and are decoded again by each pass.
   std::vector<ChunkLoad> regs_;
   bool prefetching_ = false;
-  struct Bulk {
-    SharedPtr<B64> bar;
-    Pred issuer;
-    std::uint32_t row_bytes;
-    Src<U32> parity;
-  };
-  std::optional<Bulk> bulk_;
-  // bulk_copy: the row in by one copy, then the wait for it.
-  void copy_row_in(Kernel& k, const RowMasks& m) const;
-
   // cp.async of one row's chunks placed at `place` into `buffer`, chunk j at slot index[j].
   void copy_chunks(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, SharedDPtr buffer,
                    Place place, const std::vector<std::uint32_t>& index) const;

@@ -20,7 +20,8 @@ namespace ptxdsl::kernels::detail {
 class RowsAhead {
  public:
   // `row_at(t, row)`: tile t's address for this thread in `row`.
-  // `tickets`: the CTA takes its groups from a counter (row_order 2), which says the ones ahead.
+  // `tickets`: the CTA takes its groups from a counter (row_order tickets), which says the ones
+  // ahead.
   RowsAhead(const Plan& plan, const RowLanes& lanes, const RowGroups& groups, Reg<U32> grid,
             std::vector<RowTile*> tiles, std::function<GlobalDPtr(std::size_t, Reg<U32>)> row_at,
             const RowTickets* tickets = nullptr);

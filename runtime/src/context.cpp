@@ -31,6 +31,7 @@ std::uint32_t limit(CUdevice device, CUdevice_attribute a, const char* what) {
 DeviceModel read_model(CUdevice device, const std::string& name) {
   DeviceModel m;
   m.name = name;
+  m.product = name;
   m.cc_major = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc major");
   m.cc_minor = attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cc minor");
   m.sm_count = limit(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");

@@ -107,8 +107,8 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in,
 // Runs every step of `built` for one batch and checks every output.
 // `x_offset` moves every x (rows far from zero test the statistics' precision).
 // `launches` > 1 runs the norm again on the same workspace, outputs poisoned again each time, on
-// `threads` host threads: a kernel whose rows come from a counter (row_order 2) must leave it at
-// zero for the next launch.
+// `threads` host threads: a kernel whose rows come from a counter (row_order tickets) must leave it
+// at zero for the next launch.
 void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride,
                float x_offset = 0.0f, std::uint32_t launches = 1, unsigned threads = 1) {
   const NormSpec& spec = built.spec;
@@ -419,35 +419,6 @@ NormKnobs forward_placement(int i) {
 }
 }  // namespace
 
-TEST_CASE("weights prefetched into L1 (weight_prefetch): masked, and no value changes",
-          "[executor][norm]") {
-  // The executor checks every prefetch's address as a load's: ragged widths (a lone tail lane,
-  // chunks no lane holds), rows in registers, staged, read again, prefetching persistent CTAs,
-  // sub-warp row groups, several rows a CTA with the last rows past the batch.
-  const auto variant = [](int i) {
-    NormKnobs kn = forward_placement(i);
-    if (i == 2) kn.loop_group = 2;  // two chunks a loop iteration
-    kn.weight_prefetch = 1;
-    return kn;
-  };
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
-    for (DType dtype : kDtypes) {
-      for (int v = 0; v < 5; ++v) {
-        for (std::uint32_t width : {61u, 1003u, 4097u}) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.knobs = variant(v);
-          INFO(kind_name(kind) << " " << dtype_name(dtype) << " variant " << v << " width "
-                               << width);
-          const BuiltNorm built = build_norm(spec);
-          REQUIRE(built.chosen.weight_prefetch == 1u);
-          REQUIRE(built.ptx.find("prefetch.global.L1") != std::string::npos);
-          for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
-        }
-      }
-    }
-  }
-}
-
 TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sums the same",
           "[executor][norm]") {
   // The executor runs the two launches in order; what is checked here is that the kernels with
@@ -455,16 +426,15 @@ TEST_CASE("the column reduce launched while the rows finish (overlap_reduce) sum
   // (registers, shared memory, several row slots a CTA), and that the reduce says it waits.
   for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
     for (DType dtype : kDtypes) {
-      for (std::uint32_t overlap : {1u, 2u}) {
+      {
         for (std::uint32_t width : {100u, 1003u, 4097u}) {
           NormSpec spec = spec_of(kind, dtype, width);
-          spec.knobs.overlap_reduce = overlap;
-          spec.knobs.single_launch = 0;
+          spec.knobs.overlap_reduce = true;
+          spec.knobs.single_launch = false;
           spec.knobs.sm_count = 2;
-          INFO(kind_name(kind) << " " << dtype_name(dtype) << " overlap " << overlap << " width "
-                               << width);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " width " << width);
           const BuiltNorm built = build_norm(spec);
-          REQUIRE(built.chosen.overlap_reduce == overlap);
+          REQUIRE(built.chosen.overlap_reduce == true);
           REQUIRE(built.steps.size() == 2u);
           REQUIRE_FALSE(built.steps[0].contract.waits_for_prior_grid);
           REQUIRE(built.steps[1].contract.waits_for_prior_grid);
@@ -509,41 +479,6 @@ TEST_CASE("weights loaded with the row (early_weights) give the same values", "[
   }
 }
 
-TEST_CASE("rows copied in by one bulk copy (bulk_rows) give the same values", "[executor][norm]") {
-  // Forwards of one row a CTA with the row staged: thread 0's cp.async.bulk fills the staging,
-  // every thread waits on the mbarrier (the executor faults on staging read before that, and on
-  // the last chunk's idle lanes unless they were zeroed). Widths whose last chunk is partial, and
-  // ones where the knob stays off (not a whole number of 16-byte vectors; sub-warp row groups of
-  // several rows a CTA).
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
-    for (DType dtype : kDtypes) {
-      for (DType weights : {dtype, DType::F32}) {
-        if (weights != dtype && dtype == DType::F32) continue;
-        for (std::uint32_t threads : {0u, 64u, 8u}) {
-          for (std::uint32_t width : {1000u, 1001u, 4104u}) {
-            NormSpec spec = spec_of(kind, dtype, width);
-            spec.weight_dtype = weights;
-            spec.ptx_version = {8, 0};
-            spec.knobs.bulk_rows = 1;
-            spec.knobs.prefetch_rows = 0;
-            if (threads > 0) spec.knobs.threads_per_row = threads;
-            INFO(kind_name(kind) << " " << dtype_name(dtype) << " weights " << dtype_name(weights)
-                                 << " threads " << threads << " width " << width);
-            const BuiltNorm built = build_norm(spec);
-            const std::uint32_t vec = *built.chosen.vector_elems;
-            const bool bulk = width % vec == 0 && *built.chosen.rows_per_cta == 1;
-            if (threads == 8) REQUIRE_FALSE(bulk);
-            REQUIRE(built.chosen.bulk_rows == (bulk ? 1u : 0u));
-            REQUIRE((built.ptx.find("cp.async.bulk.shared") != std::string::npos) == bulk);
-            if (bulk) REQUIRE(*built.chosen.register_chunks == 0u);
-            for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
-          }
-        }
-      }
-    }
-  }
-}
-
 namespace {
 
 // A ring that this row does not fit is refused (the validate tests check how): nullopt.
@@ -558,51 +493,7 @@ std::optional<BuiltNorm> build_if_it_fits(const NormSpec& spec) {
 }  // namespace
 
 TEST_CASE(
-    "CTAs walking runs of neighbouring rows (row_order 1), or moving places in each round "
-    "(row_order 4), cover every row once",
-    "[executor][norm]") {
-  // Persistent kernels only: the prefetching forward (one row a CTA, and several), the backward
-  // with partial rows, its ring, and in one launch (CTAs past the rows take none). Grids of 2 to
-  // 6 CTAs over batches that leave runs of unequal length, a last round not full, and fewer rows
-  // than CTAs.
-  struct Variant {
-    std::uint32_t prefetch_rows, threads, single;
-  };
-  const Variant variants[] = {{1, 0, 0}, {1, 8, 0}, {2, 0, 0}, {0, 0, 1}};
-  for (NormKind kind : kKinds) {
-    const bool backward = is_backward(kind);
-    for (DType dtype : kDtypes) {
-      for (const Variant& v : variants) {
-        if (!backward && v.single) continue;
-        for (const auto& [width, order] :
-             {std::pair{61u, 1u}, {1003u, 1u}, {61u, 4u}, {1003u, 4u}}) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.knobs.row_order = order;
-          spec.knobs.sm_count = 2;
-          if (v.prefetch_rows > 0 && (v.prefetch_rows < 2 || dtype != DType::F32)) {
-            spec.knobs.prefetch_rows = v.prefetch_rows;
-          }
-          if (!backward && !spec.knobs.prefetch_rows) continue;  // not persistent
-          if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
-          if (backward) spec.knobs.single_launch = v.single;
-          INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
-                               << " threads " << v.threads << " single " << v.single << " width "
-                               << width << " row_order " << order);
-          const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
-          if (!fits) continue;
-          const BuiltNorm& built = *fits;
-          REQUIRE(built.chosen.row_order == order);
-          REQUIRE(built.ptx.find("rem.u32") != std::string::npos);
-          for (std::uint32_t batch : {1u, 3u, 7u, 26u})
-            run_batch(built, batch, (width + 7) / 8 * 8);
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE(
-    "CTAs taking rows from a counter (row_order 2; 3 after a fixed walk) cover every row once, "
+    "CTAs taking rows from a counter (row_order tickets) cover every row once, "
     "launch after launch",
     "[executor][norm]") {
   // Backwards with partial rows: one row ahead in registers, several rows a CTA (no CTA-wide
@@ -618,23 +509,23 @@ TEST_CASE(
     for (DType dtype : kDtypes) {
       for (const Variant& v : variants) {
         for (std::uint32_t width : {61u, 997u}) {
-          for (std::uint32_t order : {2u, 3u}) {
+          {
             NormSpec spec = spec_of(kind, dtype, width);
-            spec.knobs.row_order = order;
+            spec.knobs.row_order = RowOrder::Tickets;
             spec.knobs.sm_count = 2;
-            spec.knobs.single_launch = 0;
+            spec.knobs.single_launch = false;
             spec.knobs.prefetch_rows = v.prefetch_rows;
             if (v.threads > 0) spec.knobs.threads_per_row = v.threads;
             if (v.staged < 9) spec.knobs.register_chunks = 0;
             if (v.rows_per_cta > 0) spec.knobs.rows_per_cta = v.rows_per_cta;
             INFO(kind_name(kind) << " " << dtype_name(dtype) << " prefetch " << v.prefetch_rows
                                  << " threads " << v.threads << " staged " << v.staged << " width "
-                                 << width << " row_order " << order);
+                                 << width);
             const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
             if (!fits) continue;
             const BuiltNorm& built = *fits;
             REQUIRE(built.ticketed_rows);
-            REQUIRE(built.chosen.row_order == order);
+            REQUIRE(built.chosen.row_order == RowOrder::Tickets);
             REQUIRE(built.ptx.find("atom.global.inc.u32") != std::string::npos);
             for (std::uint32_t batch : {1u, 3u, 26u}) {
               run_batch(built, batch, (width + 7) / 8 * 8, 0.0f, 2, batch == 26 ? 3u : 1u);
@@ -644,12 +535,12 @@ TEST_CASE(
       }
     }
   }
-  // Elsewhere the knob changes nothing: forwards and the one launch walk as row_order 0.
+  // Elsewhere the knob changes nothing: the one launch walks the fixed order.
   NormSpec single = spec_of(NormKind::RmsNormBwd, DType::F16, 1003);
-  single.knobs.row_order = 2;
-  single.knobs.single_launch = 1;
+  single.knobs.row_order = RowOrder::Tickets;
+  single.knobs.single_launch = true;
   CHECK_FALSE(build_norm(single).ticketed_rows);
-  CHECK(build_norm(single).chosen.row_order == 0u);
+  CHECK(build_norm(single).chosen.row_order == RowOrder::Fixed);
 }
 
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
@@ -713,8 +604,7 @@ TEST_CASE("the column reduce sums any number of partial rows in any number of sl
 TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value",
           "[executor][norm]") {
   // Register rows, staged ones, rows read again (evict_last first, evict_first after), prefetching
-  // and not, one launch and two; the policy on the loads (level 1) and on the stores too (2); and
-  // L1 eviction priorities on the rows read again (l1_rereads).
+  // and not, one launch and two; and L1 eviction priorities on the rows read again (l1_rereads).
   for (NormKind kind : kKinds) {
     const bool forward = !is_backward(kind);
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -725,26 +615,18 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
         spec.knobs.register_chunks = alternate;  // 0: staged (bf16) or read again (f32)
         if (dtype == DType::F32) spec.knobs.staged_chunks = 0;
         spec.knobs.sm_count = 2;
-        spec.knobs.l2_stream = 1 + alternate;
-        spec.knobs.l1_rereads = alternate;
+        spec.knobs.l2_stream = true;
+        spec.knobs.l1_rereads = alternate == 1;
         if (forward) {
           spec.knobs.prefetch_rows = alternate;
         } else {
-          spec.knobs.single_launch = alternate;
+          spec.knobs.single_launch = alternate == 1;
         }
         const BuiltNorm built = build_norm(spec);
         INFO(kind_name(kind) << " " << dtype_name(dtype) << " alternate " << alternate);
-        REQUIRE(built.chosen.l2_stream == 1u + alternate);
+        REQUIRE(built.chosen.l2_stream == true);
         REQUIRE(built.ptx.find("createpolicy.fractional.L2::evict_first.b64") != std::string::npos);
         REQUIRE(built.ptx.find(".L2::cache_hint") != std::string::npos);
-        // y and dx stores: st.global[.cs].L2::cache_hint at level 2 only.
-        std::istringstream lines(built.ptx);
-        bool stores_hinted = false;
-        for (std::string line; std::getline(lines, line);) {
-          stores_hinted |= line.find("st.global") != std::string::npos &&
-                           line.find("L2::cache_hint") != std::string::npos;
-        }
-        REQUIRE(stores_hinted == (alternate == 1));
         // f32 rows here are read again (bf16 ones staged): their first read keeps L1 lines.
         const bool l1_hinted = built.ptx.find(".L1::evict_first") != std::string::npos &&
                                built.ptx.find(".L1::evict_last") != std::string::npos;
@@ -759,7 +641,7 @@ TEST_CASE("L2 cache policies on the rows and weights (l2_stream) change no value
       spec.knobs.prefetch_rows = ahead;
       if (ahead == 1) spec.knobs.register_chunks = 0;
       spec.knobs.sm_count = 2;
-      spec.knobs.l2_stream = 1;
+      spec.knobs.l2_stream = true;
       const BuiltNorm built = build_norm(spec);
       INFO(kind_name(kind) << " f16 1003, prefetch_rows " << ahead);
       REQUIRE(built.ptx.find(".shared.global.L2::cache_hint") != std::string::npos);

@@ -92,10 +92,10 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
   REQUIRE_FALSE(rms.ticketed_rows);
   REQUIRE(rms.partial_dw_offset() == 0u);
 
-  // Rows from a counter (row_order 2): its 16 bytes open the workspace, the partial rows follow
-  // 256 bytes in, on whole L2 lines.
+  // Rows from a counter (row_order tickets): its 16 bytes open the workspace, the partial rows
+  // follow 256 bytes in, on whole L2 lines.
   NormSpec ticketed = spec_of(NormKind::LayerNormBwd, DType::F16, 1151);
-  ticketed.knobs.row_order = 2;
+  ticketed.knobs.row_order = RowOrder::Tickets;
   const BuiltNorm tk = build_norm(ticketed);
   REQUIRE(tk.ticketed_rows);
   REQUIRE(names(tk.steps[0].contract) == Names{"x", "w", "mean", "rstd", "dy", "dx", "partial_dw",
@@ -113,39 +113,39 @@ TEST_CASE("deterministic 0 lets the heuristic take rows from a counter where tha
   // The RMS backward of 16-bit rows staged by cp.async: by default (and with deterministic 1) dw
   // is bit-identical run to run, its rows on the fixed walk.
   NormSpec rms = spec_of(NormKind::RmsNormBwd, DType::BF16, 16384);
-  for (const std::optional<std::uint32_t> det : {std::optional<std::uint32_t>{}, {1u}}) {
+  for (const std::optional<bool> det : {std::optional<bool>{}, {true}}) {
     rms.knobs.deterministic = det;
     const BuiltNorm fixed = build_norm(rms);
     REQUIRE_FALSE(fixed.ticketed_rows);
-    REQUIRE(fixed.chosen.row_order == 0u);
-    REQUIRE(fixed.chosen.deterministic == 1u);
+    REQUIRE(fixed.chosen.row_order == RowOrder::Fixed);
+    REQUIRE(fixed.chosen.deterministic == true);
   }
-  rms.knobs.deterministic = 0;
+  rms.knobs.deterministic = false;
   const BuiltNorm fast = build_norm(rms);
   REQUIRE(fast.ticketed_rows);
-  REQUIRE(fast.chosen.row_order == 2u);
-  REQUIRE(fast.chosen.deterministic == 0u);
+  REQUIRE(fast.chosen.row_order == RowOrder::Tickets);
+  REQUIRE(fast.chosen.deterministic == false);
   REQUIRE(fast.ptx.find("atom.global.inc.u32") != std::string::npos);
   // An explicit row_order wins either way.
-  rms.knobs.row_order = 0;
+  rms.knobs.row_order = RowOrder::Fixed;
   REQUIRE_FALSE(build_norm(rms).ticketed_rows);
-  rms.knobs.row_order = 2;
+  rms.knobs.row_order = RowOrder::Tickets;
   rms.knobs.deterministic.reset();
-  REQUIRE(build_norm(rms).chosen.deterministic == 0u);
+  REQUIRE(build_norm(rms).chosen.deterministic == false);
   // Where tickets measured no faster, deterministic 0 changes nothing: layer norm, rows through
   // the ring, f32 rows, the one launch.
   for (NormSpec other : {spec_of(NormKind::LayerNormBwd, DType::F16, 12288),
                          spec_of(NormKind::RmsNormBwd, DType::BF16, 8192),
                          spec_of(NormKind::RmsNormBwd, DType::F32, 8192)}) {
-    other.knobs.deterministic = 0;
+    other.knobs.deterministic = false;
     const BuiltNorm b = build_norm(other);
     INFO(kind_name(other.kind) << " " << dtype_name(other.dtype) << " " << other.width);
     REQUIRE_FALSE(b.ticketed_rows);
-    REQUIRE(b.chosen.deterministic == 1u);
+    REQUIRE(b.chosen.deterministic == true);
   }
   NormSpec single = spec_of(NormKind::RmsNormBwd, DType::BF16, 16384);
-  single.knobs.deterministic = 0;
-  single.knobs.single_launch = 1;
+  single.knobs.deterministic = false;
+  single.knobs.single_launch = true;
   REQUIRE_FALSE(build_norm(single).ticketed_rows);
 }
 
@@ -187,25 +187,14 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   REQUIRE(barriers(one_pass.ptx) + 1 == barriers(two_pass.ptx));
   NormSpec rms = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
   const std::string plain = build_norm(rms).ptx;
-  rms.knobs.one_pass_stats = 1;
+  rms.knobs.one_pass_stats = true;
   REQUIRE(build_norm(rms).ptx == plain);
 
-  // weight_prefetch: the forwards only, and no default prefetches.
-  REQUIRE(plain.find("prefetch.global") == std::string::npos);
-  rms.knobs.weight_prefetch = 1;
-  const BuiltNorm prefetching = build_norm(rms);
-  REQUIRE(prefetching.chosen.weight_prefetch == 1u);
-  REQUIRE(prefetching.ptx.find("prefetch.global.L1") != std::string::npos);
-  NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
-  const std::string bwd_plain = build_norm(bwd).ptx;
-  bwd.knobs.weight_prefetch = 1;
-  REQUIRE(build_norm(bwd).ptx == bwd_plain);
-
   // overlap_reduce: the backward's reduce waits for the row step by griddepcontrol, and says so.
-  // Two-launch backwards for sm_90 do by default (1: the rows signal as they end); sm_80 and
+  // Two-launch backwards for sm_90 do by default (the rows signal as they end); sm_80 and
   // one-launch backwards have no reduce to overlap, and 0 turns it off.
   const BuiltNorm bwd_default = build_norm(spec_of(NormKind::RmsNormBwd, DType::F16, 8192));
-  REQUIRE(bwd_default.chosen.overlap_reduce == 1u);
+  REQUIRE(bwd_default.chosen.overlap_reduce == true);
   REQUIRE(bwd_default.steps.size() == 2u);
   REQUIRE(bwd_default.steps[1].contract.waits_for_prior_grid);
   REQUIRE_FALSE(bwd_default.steps[0].contract.waits_for_prior_grid);
@@ -213,22 +202,16 @@ TEST_CASE("every knob can be set and is honoured", "[contract]") {
   NormSpec sm80 = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
   sm80.arch = Arch::Sm80;
   const BuiltNorm bwd_sm80 = build_norm(sm80);
-  REQUIRE(bwd_sm80.chosen.overlap_reduce == 0u);
+  REQUIRE(bwd_sm80.chosen.overlap_reduce == false);
   REQUIRE(bwd_sm80.ptx.find("griddepcontrol") == std::string::npos);
   NormSpec serial = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
-  serial.knobs.overlap_reduce = 0;
+  serial.knobs.overlap_reduce = false;
   const BuiltNorm bwd_serial = build_norm(serial);
   REQUIRE(bwd_serial.ptx.find("griddepcontrol") == std::string::npos);
   REQUIRE_FALSE(bwd_serial.steps[1].contract.waits_for_prior_grid);
   NormSpec one_launch = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
-  one_launch.knobs.single_launch = 1;
-  REQUIRE(build_norm(one_launch).chosen.overlap_reduce == 0u);
-  NormSpec overlapped = spec_of(NormKind::RmsNormBwd, DType::F16, 8192);
-  overlapped.knobs.overlap_reduce = 2;
-  const BuiltNorm early = build_norm(overlapped);
-  REQUIRE(early.steps.size() == 2u);
-  REQUIRE(early.steps[1].contract.waits_for_prior_grid);
-  REQUIRE(early.ptx != bwd_default.ptx);
+  one_launch.knobs.single_launch = true;
+  REQUIRE(build_norm(one_launch).chosen.overlap_reduce == false);
 
   // reduce_slices: warps of the column reduce. By default enough that each warp has at most 8 of
   // the partial rows (132 × 1 here: 32 warps); a knob sets it, and the CTA is 32 columns wide.

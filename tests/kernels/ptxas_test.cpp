@@ -199,18 +199,15 @@ void assemble_l2_stream(NormKind kind) {
   std::vector<Group> groups;
   for (DType dtype : {DType::F32, DType::F16}) {
     for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
-      // Level 2 adds the policy to the stores as well, here with L1 priorities on the rows read
-      // again and a 256-byte L2 prefetch size on the row loads.
-      const std::uint32_t level = dtype == DType::F32 ? 1 : 2;
-      groups.push_back(widths_group(fmt::format("{} {} {} l2_stream {}", kind_name(kind),
-                                                dtype_name(dtype), arch_name(arch), level),
-                                    kind, dtype, arch, [&](NormSpec& spec) {
-                                      spec.knobs.l2_stream = level;
-                                      if (level == 2) {
-                                        spec.knobs.l1_rereads = 1;
-                                        spec.knobs.l2_prefetch = 256;
-                                      }
-                                    }));
+      // f16 rows with L1 priorities on the rows read again as well.
+      const bool l1 = dtype == DType::F16;
+      groups.push_back(
+          widths_group(fmt::format("{} {} {} l2_stream{}", kind_name(kind), dtype_name(dtype),
+                                   arch_name(arch), l1 ? " l1_rereads" : ""),
+                       kind, dtype, arch, [&](NormSpec& spec) {
+                         spec.knobs.l2_stream = true;
+                         if (l1) spec.knobs.l1_rereads = true;
+                       }));
     }
   }
   assemble_all(std::move(groups));
@@ -273,27 +270,6 @@ TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2",
           NormKind::RmsNormFwd, dtype, arch, [](NormSpec& spec) { spec.knobs.loop_group = 2; },
           4096));
     }
-  }
-  assemble_all(std::move(groups));
-}
-
-TEST_CASE(
-    "forwards that prefetch their weights (weight_prefetch), backwards that overlap their "
-    "reduce (overlap_reduce) assemble without spills",
-    "[ptxas][slow]") {
-  std::vector<Group> groups;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
-    for (DType dtype : {DType::F32, DType::BF16}) {
-      groups.push_back(widths_group(
-          fmt::format("{} {} sm_90 weight_prefetch", kind_name(kind), dtype_name(dtype)), kind,
-          dtype, Arch::Sm90, [](NormSpec& spec) { spec.knobs.weight_prefetch = 1; }, 1));
-    }
-  }
-  // And the backwards whose reduce launches early (griddepcontrol in both steps).
-  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
-    groups.push_back(widths_group(
-        fmt::format("{} f16 sm_90 overlap_reduce 2", kind_name(kind)), kind, DType::F16, Arch::Sm90,
-        [](NormSpec& spec) { spec.knobs.overlap_reduce = 2; }, 1));
   }
   assemble_all(std::move(groups));
 }

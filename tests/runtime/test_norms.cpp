@@ -178,31 +178,23 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   PTXDSL_REQUIRE_GPU(ctx);
   // The one-launch backward beyond the batches the runtime gives it (and forwards that load
   // their weights with the row); L2 policies on the rows and
-  // weights (forward and backward), on the stores too (level 2, with 256-byte L2 prefetches on
-  // the row loads and the weights prefetched into L1, persistent CTAs walking runs of rows); and
-  // with chunks read again from L2 instead
-  // of staged (with L1 priorities and groups of two chunks a loop iteration), layer norm's
-  // statistics in one pass, and the rows by plain loads instead of .nc; the staged rows of the
-  // forwards by one bulk copy.
-  std::vector<kernels::NormKnobs> variants(4);
-  variants[0].single_launch = 1;
-  variants[0].early_weights = 1;  // forwards: w and b loaded with the row
-  variants[1].l2_stream = 2;
-  variants[1].l2_prefetch = 256;
-  variants[1].weight_prefetch = 1;
-  variants[1].overlap_reduce = 1;  // the reduce launched early (cuLaunchKernelEx)
-  variants[1].row_order = 1;       // persistent CTAs: a run of neighbouring rows each
-  variants[2].l2_stream = 1;
+  // weights (forward and backward), with the reduce launched early; and with chunks read again
+  // from L2 instead of staged (with L1 priorities and groups of two chunks a loop iteration),
+  // layer norm's statistics in one pass, the rows by plain loads instead of .nc, and the
+  // backward's rows from a counter.
+  std::vector<kernels::NormKnobs> variants(3);
+  variants[0].single_launch = true;
+  variants[0].early_weights = true;  // forwards: w and b loaded with the row
+  variants[1].l2_stream = true;
+  variants[1].overlap_reduce = true;  // the reduce launched early (cuLaunchKernelEx)
+  variants[2].l2_stream = true;
   variants[2].staged_chunks = 0;
-  variants[2].one_pass_stats = 1;
-  variants[2].l1_rereads = 1;
+  variants[2].one_pass_stats = true;
+  variants[2].l1_rereads = true;
   variants[2].loop_group = 2;
-  variants[2].row_nc = 0;
-  variants[2].row_order = 2;  // backward: rows from a counter in the workspace
-  variants[3].bulk_rows = 1;  // staged forwards: the row by one bulk copy (PTX 8.0)
-  variants[3].row_order = 3;  // the same for the last quarter of each CTA's rows only
-  variants.emplace_back().deterministic = 0;  // the heuristic's tickets (RMS, 16384-wide)
-  variants.emplace_back().row_order = 4;      // persistent CTAs: places in each round move
+  variants[2].row_nc = false;
+  variants[2].row_order = kernels::RowOrder::Tickets;  // backward: rows from a counter
+  variants.emplace_back().deterministic = false;       // the heuristic's tickets (RMS, 16384)
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
@@ -210,9 +202,8 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
     for (NormCase c : shapes_at(kKnobWidths)) {
       NormOptions options;
       options.knobs = knobs;
-      if (knobs.bulk_rows) options.ptx_version = PtxVersion{8, 0};
-      const std::uint32_t order = knobs.row_order.value_or(0);
-      c.same_sums = order != 2 && order != 3 && knobs.deterministic.value_or(1) == 1;
+      c.same_sums =
+          knobs.row_order != kernels::RowOrder::Tickets && knobs.deterministic.value_or(true);
       objects.push_back(make_objects(ctx, c, options));
       for (std::uint32_t batch : {3u, 1151u}) {
         c.batch = batch;
@@ -454,15 +445,15 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   CHECK(tuned_m.verdict.pass);
 }
 
-TEST_CASE("rows from a counter (row_order 2) in a caller's workspace that holds garbage",
+TEST_CASE("rows from a counter (row_order tickets) in a caller's workspace that holds garbage",
           "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
   // The runtime zeroes the counter of a caller's workspace before each call: dx (which does not
   // depend on the order rows are taken in) comes out as with the object's own workspace.
   constexpr std::uint32_t kWidth = 4096, kBatch = 1500;
   NormOptions options;
-  options.knobs.row_order = 2;
-  options.knobs.single_launch = 0;
+  options.knobs.row_order = kernels::RowOrder::Tickets;
+  options.knobs.single_launch = false;
   RmsNorm rms(ctx, DType::BF16, DType::BF16, kWidth, options);
   const std::size_t n = std::size_t{kBatch} * kWidth;
   test::DeviceArray x(ctx, n, DType::BF16), dy(ctx, n, DType::BF16), dx(ctx, n, DType::BF16);

@@ -13,6 +13,7 @@
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/ptxas.hpp"
+#include "ptxdsl/kernels/knobs.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 #include "skip.hpp"
 
@@ -106,30 +107,12 @@ bool has_driver() {
 TEST_CASE("ptxdsl list names every kernel and knob", "[tools]") {
   const Result r = run_cli("list");
   CHECK(r.status == 0);
-  for (const char* s : {"ln_fwd",
-                        "ln_bwd",
-                        "rms_fwd",
-                        "rms_bwd",
-                        "--threads-per-row",
-                        "--rows-per-cta",
-                        "--vector-elems",
-                        "--ctas-per-sm",
-                        "--sm-count",
-                        "--register-chunks",
-                        "--staged-chunks",
-                        "--accumulator-register-chunks",
-                        "--max-registers",
-                        "--prefetch-rows",
-                        "--single-launch",
-                        "--l2-stream",
-                        "--min-row-groups",
-                        "--one-pass-stats",
-                        "--loop-group",
-                        "--l1-rereads",
-                        "--l2-prefetch",
-                        "--weight-prefetch",
-                        "--overlap-reduce"}) {
+  for (const char* s : {"ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"}) {
     CHECK(r.out.find(s) != std::string::npos);
+  }
+  for (const ptxdsl::kernels::KnobInfo& knob : ptxdsl::kernels::knob_table()) {
+    CHECK(r.out.find(knob.flag() + " " + knob.values()) != std::string::npos);
+    CHECK(r.out.find(knob.help) != std::string::npos);
   }
 }
 
@@ -179,7 +162,7 @@ TEST_CASE("ptxdsl emit --json prints the launch contract", "[tools]") {
   CHECK(j.find("partial_dw at byte 0,") != std::string::npos);
   // With rows from a counter the layout text names the offsets the workspace really has.
   const Result t =
-      run_cli("emit rms_bwd --width 4096 --dtype f16 --json --batch 4096 --row-order 2");
+      run_cli("emit rms_bwd --width 4096 --dtype f16 --json --batch 4096 --row-order tickets");
   REQUIRE(t.status == 0);
   CHECK(t.out.find("row_counter: 16 bytes at byte 0") != std::string::npos);
   CHECK(t.out.find("partial_dw at byte 256,") != std::string::npos);
@@ -296,10 +279,19 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       // Knobs of the other direction, of another norm, or that conflict.
       {"emit rms_fwd --width 1024 --dtype f16 --single-launch 1", "single_launch"},
       {"emit rms_fwd --width 1024 --dtype f16 --single-launch 0", "backwards"},
-      {"emit ln_bwd --width 1024 --dtype f16 --bulk-rows 1", "bulk_rows applies to the forwards"},
+      {"emit ln_bwd --width 1024 --dtype f16 --early-weights 1",
+       "early_weights applies to the forwards"},
       {"emit rms_fwd --width 1024 --dtype f16 --one-pass-stats 1", "ln_fwd"},
-      {"emit ln_fwd --width 1024 --dtype f16 --row-order 2", "row_order 2"},
-      {"emit rms_bwd --width 1024 --dtype f16 --row-order 2 --single-launch 1", "single_launch 1"},
+      {"emit ln_fwd --width 1024 --dtype f16 --row-order tickets", "row_order tickets"},
+      {"emit rms_bwd --width 1024 --dtype f16 --row-order tickets --single-launch 1",
+       "single_launch 1"},
+      // Values outside a knob's type or rule name the flag and what it takes.
+      {"emit rms_bwd --width 1024 --dtype f16 --row-order 2", "--row-order: row_order must be"},
+      {"emit rms_bwd --width 1024 --dtype f16 --single-launch 2",
+       "--single-launch: single_launch must be 0 or 1, got '2'"},
+      {"emit rms_fwd --width 1024 --dtype f16 --reduce-slices 3", "reduce_slices"},
+      {"emit rms_fwd --width 1024 --dtype f16 --max-registers 300",
+       "--max-registers: max_registers must be a number in [32, 255], got '300'"},
       {"bench rms_fwd --batch 8 --width 1024 --dtype f16 --deterministic 0", "deterministic"},
   };
   for (const Case& c : cases) {
@@ -371,25 +363,14 @@ TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
 #endif
 
 TEST_CASE("every knob refuses an empty value", "[tools]") {
-  for (const char* knob : {"--threads-per-row", "--rows-per-cta",
-                           "--vector-elems",    "--ctas-per-sm",
-                           "--sm-count",        "--register-chunks",
-                           "--staged-chunks",   "--accumulator-register-chunks",
-                           "--max-registers",   "--prefetch-rows",
-                           "--single-launch",   "--l2-stream",
-                           "--one-pass-stats",  "--l1-rereads",
-                           "--l2-prefetch",     "--weight-prefetch",
-                           "--overlap-reduce",  "--row-nc",
-                           "--early-weights",   "--row-order",
-                           "--deterministic",   "--bulk-rows",
-                           "--reduce-slices",   "--loop-group",
-                           "--min-row-groups"}) {
+  for (const ptxdsl::kernels::KnobInfo& info : ptxdsl::kernels::knob_table()) {
+    const std::string knob = info.flag();
     CAPTURE(knob);
-    const Result r = run_cli(std::string("emit rms_fwd --width 1024 --dtype f16 ") + knob + " ''");
+    const Result r = run_cli("emit rms_fwd --width 1024 --dtype f16 " + knob + " ''");
     CHECK(r.status == 2);
     CHECK(r.out.empty());
     CHECK(lines(r.err) == 1);
-    CHECK(r.err.find(std::string(knob) + " needs a value") != std::string::npos);
+    CHECK(r.err.find(knob + " needs a value") != std::string::npos);
   }
 }
 

@@ -4,7 +4,7 @@
 #
 #   tools/bench/sass.sh PTXDSL OUTDIR KERNEL DTYPE WIDTH -- "settings"...
 #
-# e.g. tools/bench/sass.sh build/tools/ptxdsl $OUT/sass ln_bwd f16 16384 -- "" "--row-order 3"
+# e.g. tools/bench/sass.sh build/tools/ptxdsl $OUT/sass ln_bwd f16 16384 -- "" "--row-order tickets"
 # For each setting ("" is the heuristic's own choice) it writes OUTDIR/<n>.ptx, .cubin and .sass,
 # then prints, for every kernel entry, how many of each SASS opcode each setting has (one column
 # a setting): where loads, barriers and atomics went when a change of PTX moved the speed.

@@ -9,7 +9,6 @@
 #include <string_view>
 #include <utility>
 
-#include "knob_flags.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "ptxdsl/runtime/norms.hpp"
 
@@ -47,8 +46,8 @@ struct SpecOptions {
   std::string ptx_version;
   // A device preset to plan for (empty: h200); `run` on a GPU takes its ordinal here instead.
   std::string device;
-  // The knobs' text, one per entry of knob_flags(), in its order (empty: not given).
-  std::vector<std::string> knobs = std::vector<std::string>(knob_flags().size());
+  // The knobs' text, one per entry of kernels::knob_table(), in its order (empty: not given).
+  std::vector<std::string> knobs = std::vector<std::string>(kernels::kKnobCount);
 
   // KERNEL is the first positional argument; it, --width and --dtype are required if `required`.
   // --device is registered where `device_option` (bench has an ordinal of its own).

@@ -99,15 +99,16 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   j.end_object();
   const auto knobs = [&](std::string_view name, const kernels::NormKnobs& k) {
     j.key(name).begin_object(true);
-    const auto knob = [&](std::string_view knob_name, const std::optional<std::uint32_t>& v) {
-      j.key(knob_name);
-      if (v) {
-        j.value(*v);
-      } else {
+    kernels::for_each_knob(k, [&](const kernels::KnobInfo& info, const auto& v) {
+      j.key(info.name);
+      if (!v) {
         j.null();
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(*v)>, kernels::RowOrder>) {
+        j.value(kernels::row_order_name(*v));
+      } else {
+        j.value(*v);
       }
-    };
-    for (const KnobFlag& f : knob_flags()) knob(f.json, k.*f.member);
+    });
     j.end_object();
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)

@@ -42,8 +42,8 @@ class ListCommand : public Command {
         "\n"
         "knobs (unset: the shape heuristic in kernels/ decides from width, dtype and kernel)\n",
         kernels::kMaxWidth);
-    for (const KnobFlag& f : knob_flags()) {
-      fmt::print("  {:<21} {}\n", fmt::format("{} {}", f.flag, f.value), f.help);
+    for (const kernels::KnobInfo& info : kernels::knob_table()) {
+      fmt::print("  {:<21} {}\n", fmt::format("{} {}", info.flag(), info.values()), info.help);
     }
     fmt::print("\ndevices (--device; a GPU run plans for the GPU itself)\n");
     for (const DeviceModel& d : device_presets()) fmt::print("  {}\n", d.summary());

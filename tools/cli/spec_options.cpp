@@ -67,9 +67,9 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
 
 void SpecOptions::add_knobs_to(CLI::App& app) {
   const std::string group = "Knobs (unset: the shape heuristic decides)";
-  for (std::size_t i = 0; i < knob_flags().size(); ++i) {
-    const KnobFlag& f = knob_flags()[i];
-    app.add_option(std::string(f.flag), knobs[i], std::string(f.help))->group(group);
+  std::size_t i = 0;
+  for (const kernels::KnobInfo& info : kernels::knob_table()) {
+    app.add_option(info.flag(), knobs[i++], std::string(info.help))->group(group);
   }
 }
 
@@ -88,13 +88,6 @@ auto usage(F&& f) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-}
-
-// A knob's value: unset when not given; 0 only for counts and switches. `validate` checks the
-// knob's own range afterwards.
-std::optional<std::uint32_t> knob(const KnobFlag& f, const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  return static_cast<std::uint32_t>(parse_uint(f.flag, text, f.zero_allowed ? 0 : 1, 1u << 20));
 }
 
 bool is_ordinal(std::string_view text) {
@@ -128,10 +121,16 @@ kernels::NormSpec SpecOptions::spec() const {
     throw UsageError(fmt::format("--ptx-version must be at least {}.{} for {}, got '{}'",
                                  least.major, least.minor, arch_name(s.arch), ptx_version));
   }
-  for (std::size_t i = 0; i < knob_flags().size(); ++i) {
-    const KnobFlag& f = knob_flags()[i];
-    s.knobs.*f.member = knob(f, knobs[i]);
-  }
+  std::size_t i = 0;
+  kernels::for_each_knob(s.knobs, [&](const kernels::KnobInfo& info, auto& field) {
+    const std::string& text = knobs[i++];
+    if (text.empty()) return;
+    try {
+      kernels::parse_knob(info, text, field);
+    } catch (const Error& e) {
+      throw UsageError(fmt::format("{}: {}", info.flag(), e.what()));
+    }
+  });
   // Knobs on the command line are for this one kernel: one it would ignore is a mistake to report.
   usage([&] { kernels::check_knobs_apply(s); });
   return s;

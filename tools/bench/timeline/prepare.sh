@@ -4,7 +4,7 @@
 #   tools/bench/timeline/prepare.sh PTXDSL OUTDIR "ln_bwd f16 4096 8192" "rms_bwd bf16 4096 16384 --sm-count 128" ...
 #
 # Writes OUTDIR/<case>.ptx, .json, .tl.ptx and OUTDIR/cases.txt, which run.sh reads on the GPU
-# machine; the reduce launches early where the library launches it so (waits_for_prior_grid). Row-counter kernels (row_order 2, 3) are not supported: their counter is a parameter
+# machine; the reduce launches early where the library launches it so (waits_for_prior_grid). Row-counter kernels (row_order tickets) are not supported: their counter is a parameter
 # the harness has no value for.
 set -eu
 bin=$1 out=$2

@@ -16,6 +16,9 @@ namespace ptxdsl {
 // no plan reads a size from Arch.
 struct DeviceModel {
   std::string name;  // the preset's name, or the driver's name for the device
+  // The driver's name for the product ("NVIDIA H200"): what tuning tables are keyed by, so that a
+  // preset plans as its GPU does.
+  std::string product;
   int cc_major = 0;
   int cc_minor = 0;
   std::uint32_t sm_count = 0;

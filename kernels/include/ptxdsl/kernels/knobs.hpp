@@ -1,0 +1,140 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ptxdsl/dsl/arch.hpp"
+
+// The norm kernels' tuning knobs, each defined once, in PTXDSL_NORM_KNOBS: the table generates the
+// NormKnobs struct, and validate(), the command line's flags, `emit --json` and the tuning table
+// read it through knob_table() and for_each_knob(). Unset means the planner decides (the tuning
+// table for the device, else the heuristic); docs/kernels.md says what each strategy does.
+namespace ptxdsl::kernels {
+
+// Which rows a persistent CTA walks.
+enum class RowOrder : std::uint8_t {
+  Fixed,    // row groups ctaid, ctaid + grid, ...: dw and db add up in one order every run
+  Tickets,  // after its first groups a CTA takes the next from a counter in the workspace
+};
+
+// The kernels a knob means something to; the others refuse it when it is given for them alone.
+enum class KnobScope : std::uint8_t { All, Forwards, Backwards, LayerNormForward };
+
+// The values a knob takes beyond its type: counts within [lo, hi], powers of two within it, or
+// the thread counts that tile a row (a power of two ≤ 32, or a multiple of 32 ≤ hi).
+enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, Order };
+
+// X(name, type, scope, rule, lo, hi, least arch, least PTX ×10, help). A switch with a least arch
+// or PTX version emits instructions that need them when it is on.
+#define PTXDSL_NORM_KNOBS(X)                                                                      \
+  X(threads_per_row, std::uint32_t, All, ThreadsPerRow, 1, 1024, Sm80, 70,                        \
+    "threads that share a row: a power of two <= 32, or a multiple of 32")                        \
+  X(rows_per_cta, std::uint32_t, All, Range, 1, 1024, Sm80, 70, "rows one CTA works on at once")  \
+  X(vector_elems, std::uint32_t, All, PowerOfTwo, 1, 8, Sm80, 70,                                 \
+    "elements a vector access moves: 1, 2, 4 or 8, at most 16 bytes")                             \
+  X(ctas_per_sm, std::uint32_t, All, Range, 1, 32, Sm80, 70,                                      \
+    "persistent grids: CTAs an SM (grid = SMs x N)")                                              \
+  X(sm_count, std::uint32_t, All, Range, 1, 1024, Sm80, 70,                                       \
+    "persistent grids: SMs the grid is sized for (default: the device's)")                        \
+  X(register_chunks, std::uint32_t, All, Range, 0, 65536, Sm80, 70,                               \
+    "chunks of x (and dy) a thread keeps in registers between passes")                            \
+  X(staged_chunks, std::uint32_t, All, Range, 0, 65536, Sm80, 70,                                 \
+    "of the other chunks, those staged in shared memory (the rest: read again each pass)")        \
+  X(accumulator_register_chunks, std::uint32_t, Backwards, Range, 0, 65536, Sm80, 70,             \
+    "chunks of the dw/db partial sums kept in registers (the rest: shared memory)")               \
+  X(max_registers, std::uint32_t, All, Range, 32, 255, Sm80, 70, "registers a thread (.maxnreg)") \
+  X(prefetch_rows, std::uint32_t, All, Range, 0, 4, Sm80, 70,                                     \
+    "persistent CTAs load the next row during this one (2-4: that many, by cp.async)")            \
+  X(single_launch, bool, Backwards, Switch, 0, 1, Sm80, 70,                                       \
+    "dw/db summed by columns in the same launch, not by a second (default: by batch)")            \
+  X(l2_stream, bool, All, Switch, 0, 1, Sm80, 74,                                                 \
+    "L2 policies: row loads evict_first (evict_last where read again), weights evict_last")       \
+  X(min_row_groups, std::uint32_t, Backwards, Range, 1, 1024, Sm80, 70,                           \
+    "row groups each CTA walks at least before the grid grows (fewer partial rows)")              \
+  X(one_pass_stats, bool, LayerNormForward, Switch, 0, 1, Sm80, 70,                               \
+    "sum x - x0 and its square in one pass (the row read twice, not three times)")                \
+  X(loop_group, std::uint32_t, All, Range, 1, 16, Sm80, 70,                                       \
+    "chunks outside registers one loop iteration loads at once")                                  \
+  X(l1_rereads, bool, All, Switch, 0, 1, Sm80, 70,                                                \
+    "rows read again: L1 evict_last until the last read, then evict_first")                       \
+  X(overlap_reduce, bool, Backwards, Switch, 0, 1, Sm90, 78,                                      \
+    "the column reduce launches as the row step's CTAs end (griddepcontrol)")                     \
+  X(reduce_slices, std::uint32_t, Backwards, PowerOfTwo, 1, 32, Sm80, 70,                         \
+    "warps of the column reduce over the partial rows")                                           \
+  X(row_nc, bool, All, Switch, 0, 1, Sm80, 70,                                                    \
+    "x and dy by ld.global.nc (1) or by plain loads, which stay before barriers (0)")             \
+  X(early_weights, bool, Forwards, Switch, 0, 1, Sm80, 70,                                        \
+    "w and b of the register chunks loaded with the row, before the statistics")                  \
+  X(row_order, RowOrder, All, Order, 0, 1, Sm80, 70,                                              \
+    "persistent CTAs' rows: fixed (ctaid, ctaid + grid, ...) or tickets (backward, from a "       \
+    "counter)")                                                                                   \
+  X(deterministic, bool, Backwards, Switch, 0, 1, Sm80, 70,                                       \
+    "dw and db bit-identical run to run (1), or tickets where they are faster (0)")
+
+#define PTXDSL_KNOB_COUNT(...) +1
+inline constexpr std::size_t kKnobCount = 0 PTXDSL_NORM_KNOBS(PTXDSL_KNOB_COUNT);
+#undef PTXDSL_KNOB_COUNT
+
+// Every knob, unset unless given.
+struct NormKnobs {
+#define PTXDSL_KNOB_FIELD(name, type, ...) std::optional<type> name;
+  PTXDSL_NORM_KNOBS(PTXDSL_KNOB_FIELD)
+#undef PTXDSL_KNOB_FIELD
+  friend bool operator==(const NormKnobs&, const NormKnobs&) = default;
+};
+
+struct KnobInfo {
+  std::string_view name;  // the field and the JSON key; the flag is "--" + name with '-' for '_'
+  KnobScope scope;
+  KnobRule rule;
+  std::uint32_t lo, hi;
+  Arch least_arch;
+  PtxVersion least_ptx;
+  std::string_view help;  // one line
+  std::string flag() const;
+  std::string values() const;  // "N in [1, 1024]", "0|1", "fixed|tickets": what the knob takes
+};
+
+std::span<const KnobInfo> knob_table();
+
+// Calls f(info, field) for every knob in the table's order; field is the std::optional<T> member.
+template <class Knobs, class F>
+void for_each_knob(Knobs& knobs, F&& f) {
+  const std::span<const KnobInfo> table = knob_table();
+  std::size_t i = 0;
+#define PTXDSL_KNOB_VISIT(name, ...) f(table[i++], knobs.name);
+  PTXDSL_NORM_KNOBS(PTXDSL_KNOB_VISIT)
+#undef PTXDSL_KNOB_VISIT
+}
+
+std::string_view row_order_name(RowOrder order);  // "fixed", "tickets"
+
+// A knob's value as text (the command line's and the tuning table's form) and back. Parsing checks
+// the type and the table's rule; it throws ptxdsl::Error naming the knob, the text and what it
+// takes. Counts are decimal, switches 0 or 1, row orders by name.
+std::string format_knob(std::uint32_t value);
+std::string format_knob(bool value);
+std::string format_knob(RowOrder value);
+void parse_knob(const KnobInfo& info, std::string_view text, std::optional<std::uint32_t>& field);
+void parse_knob(const KnobInfo& info, std::string_view text, std::optional<bool>& field);
+void parse_knob(const KnobInfo& info, std::string_view text, std::optional<RowOrder>& field);
+// Checks a set value against the table's rule (validate() calls it for every knob set).
+void check_knob(const KnobInfo& info, std::uint32_t value);
+void check_knob(const KnobInfo& info, bool value);
+void check_knob(const KnobInfo& info, RowOrder value);
+// Whether a set value asks for the knob's instructions (a count above 0, a switch on, tickets).
+inline bool knob_on(std::uint32_t v) {
+  return v > 0;
+}
+inline bool knob_on(bool v) {
+  return v;
+}
+inline bool knob_on(RowOrder v) {
+  return v != RowOrder::Fixed;
+}
+
+}  // namespace ptxdsl::kernels
