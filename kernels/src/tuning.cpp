@@ -166,7 +166,9 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
 }
 
 const TuningEntry* applied_tuning(const NormSpec& spec, const TuningTable& table) {
-  if (any_knob_but_determinism(spec.knobs) || spec.knobs.deterministic == false) return nullptr;
+  if (!spec.tuning || any_knob_but_determinism(spec.knobs) || spec.knobs.deterministic == false) {
+    return nullptr;
+  }
   const TuningEntry* e = table.find(spec);
   return e == nullptr || empty(e->knobs) ? nullptr : e;
 }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 
+#include "case_timer.hpp"
 #include "cli.hpp"
 #include "device.hpp"
 #include "empty_kernel.hpp"
@@ -24,6 +25,7 @@
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "replacing_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -31,9 +33,6 @@ namespace {
 using kernels::DType;
 using kernels::NormKind;
 
-constexpr std::uint64_t kFlushBytes = 256ull << 20;
-constexpr std::uint64_t kCopyBytes = 1ull << 30;
-constexpr int kCopyReps = 20;
 // BENCHMARKS.md: cases moving ≤ 16 MB finish within 3 µs of max(bytes ÷ copy bandwidth, an empty
 // kernel's launch-to-finish time).
 constexpr std::uint64_t kSmallCaseBytes = 16'000'000;
@@ -52,11 +51,6 @@ constexpr double kLaunchOverheadTargetUs = 1.0;
 constexpr int kGenerationBuilds = 9;  // builds of each kernel; their median is reported
 constexpr int kLaunchRounds = 30, kLaunchesARound = 200;
 
-// GB/s of `bytes` moved in `us` microseconds.
-double gbps(std::uint64_t bytes, double us) {
-  return static_cast<double>(bytes) / (us * 1e3);
-}
-
 // What each run measures before the cases: the floors their targets are judged against.
 struct Floors {
   double copy_gbps = 0;
@@ -70,17 +64,6 @@ struct Floors {
     return std::max(static_cast<double>(bytes) / (copy_gbps * 1e3), empty_kernel_us) +
            kSmallCaseSlackUs;
   }
-};
-
-// How each case is timed (the command line's --reps, --warmup, --warmup-ms, --flush, --stream).
-struct Timing {
-  int reps = 100;
-  int warmup = 10;     // calls before timing
-  int warmup_ms = 25;  // then flushed calls, as timed, for at least this long
-  FlushMethod flush = FlushMethod::Kernel;
-  // The legacy default stream, on which the peers' harness times torch (its current stream), or
-  // a stream of the bench's own.
-  bool default_stream = true;
 };
 
 // One shape of the suite; `bench` times its forward and its backward.
@@ -133,135 +116,6 @@ struct CaseResult {
   }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-class Bench {
- public:
-  Bench(int device, const Timing& timing)
-      : ctx_(device),
-        stream_(ctx_),
-        timing_stream_(timing.default_stream ? runtime::StreamRef(nullptr)
-                                             : runtime::StreamRef(stream_)),
-        flush_(ctx_, kFlushBytes, timing.flush),
-        reps_(timing.reps),
-        warmup_(timing.warmup),
-        warmup_time_(std::chrono::milliseconds(timing.warmup_ms)) {
-    for (int i = 0; i < reps_; ++i) {
-      starts_.emplace_back(ctx_);
-      stops_.emplace_back(ctx_);
-    }
-  }
-  const runtime::Context& ctx() const { return ctx_; }
-
-  struct Times {
-    double median, min, max;  // µs
-  };
-  // `call` warmed up, then timed by events reps_ times, the L2 flushed before each.
-  Times time_us(const std::function<void()>& call) {
-    for (int i = 0; i < warmup_; ++i) call();
-    // Then flushed calls, as the timed loop makes them, for warmup_time_: triton's do_bench warms
-    // up for 25 ms, and the peers are timed the same way, so that neither side starts colder.
-    const auto warm_start = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - warm_start < warmup_time_) {
-      for (std::uint32_t i = 0; i < 8; ++i) {
-        flush_.run(timing_stream_, i);
-        call();
-      }
-      ctx_.synchronize();
-    }
-    for (int i = 0; i < reps_; ++i) {
-      flush_.run(timing_stream_, static_cast<std::uint32_t>(i));
-      starts_[static_cast<std::size_t>(i)].record(timing_stream_);
-      call();
-      stops_[static_cast<std::size_t>(i)].record(timing_stream_);
-    }
-    ctx_.synchronize();
-    std::vector<double> us;
-    for (int i = 0; i < reps_; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      us.push_back(1e3 * stops_[k].elapsed_ms_since(starts_[k]));
-    }
-    return {median(us), *std::min_element(us.begin(), us.end()),
-            *std::max_element(us.begin(), us.end())};
-  }
-
-  // 1 GiB device to device through the driver's copy; bytes read plus written over the median.
-  double copy_gbps() {
-    runtime::DeviceBuffer<std::uint32_t> src(ctx_, kCopyBytes / 4), dst(ctx_, kCopyBytes / 4);
-    src.fill(0x3f800000u);
-    std::vector<double> ms;
-    for (int i = -2; i < kCopyReps; ++i) {
-      runtime::Event start(ctx_), stop(ctx_);
-      start.record();
-      runtime::copy_device(ctx_, dst.address(), src.address(), kCopyBytes);
-      stop.record();
-      stop.synchronize();
-      if (i >= 0) ms.push_back(stop.elapsed_ms_since(start));
-    }
-    return gbps(2 * kCopyBytes, median(ms) * 1e3);
-  }
-
-  // A device-to-device copy of `bytes` read plus written, timed as the cases are; the buffers stay
-  // for the next case.
-  double same_size_copy_us(std::uint64_t bytes) {
-    const std::uint64_t half = bytes / 2 / 16 * 16;
-    if (copy_src_.size() < half / 4) {
-      // The smaller pair freed before the larger one is allocated.
-      copy_src_ = runtime::DeviceBuffer<std::uint32_t>();
-      copy_dst_ = runtime::DeviceBuffer<std::uint32_t>();
-      copy_src_ = runtime::DeviceBuffer<std::uint32_t>(ctx_, half / 4);
-      copy_dst_ = runtime::DeviceBuffer<std::uint32_t>(ctx_, half / 4);
-      copy_src_.fill(0x3f800000u);
-    }
-    return time_us([&] {
-             runtime::copy_device_async(ctx_, copy_dst_.address(), copy_src_.address(), half,
-                                        timing_stream_);
-           })
-        .median;
-  }
-
-  // An empty kernel's launch-to-finish time, timed as the cases are: the floor of BENCHMARKS.md's
-  // target for cases that move ≤ 16 MB.
-  double empty_kernel_us() {
-    const runtime::Function empty = empty_kernel(ctx_);
-    return time_us([&] { runtime::launch(empty, 1, kEmptyKernelThreads, 0, timing_stream_); })
-        .median;
-  }
-
-  // Correct first: the outputs, poisoned before, against float64; then the timed repetitions.
-  void run_case(GpuNorm& norm, const NormData& data, NormKind kind, CaseResult& r) {
-    norm.poison(kind);
-    norm.call(kind, timing_stream_);
-    ctx_.synchronize();
-    const CaseCheck check = compare(kind, data, norm.download(kind));
-    r.max_abs = check.max_abs();
-    r.worst_ratio = check.worst_ratio();
-    if (!check.pass()) {
-      r.error = "wrong result: " + check.summary();
-      return;
-    }
-    const Times t = time_us([&] { norm.call(kind, timing_stream_); });
-    r.us = t.median;
-    r.us_min = t.min;
-    r.us_max = t.max;
-    r.pass = true;
-  }
-
- private:
-  runtime::Context ctx_;
-  runtime::Stream stream_;
-  runtime::StreamRef timing_stream_;  // stream_, or the legacy default stream
-  L2Flush flush_;
-  std::vector<runtime::Event> starts_, stops_;
-  runtime::DeviceBuffer<std::uint32_t> copy_src_, copy_dst_;  // same_size_copy_us
-  int reps_, warmup_;
-  std::chrono::milliseconds warmup_time_;
-};
-
 // The cases that move ≤ 16 MB against their target, after the table.
 void print_small_targets(const std::vector<CaseResult>& results, const Floors& floors) {
   bool header = false;
@@ -297,40 +151,6 @@ void print_large_targets(const std::vector<CaseResult>& results) {
                r.copy_pct_copy < r.target_pct() ? " (short of the target too)" : "");
   }
 }
-
-// A file replaced only when complete: written beside it under a temporary name, then renamed over
-// it, so that a run that fails leaves what was there.
-class ReplacingFile {
- public:
-  explicit ReplacingFile(std::string path) : path_(std::move(path)), temp_(path_ + ".tmp-XXXXXX") {
-    const int fd = mkstemp(temp_.data());
-    if (fd < 0) fail();
-    // mkstemp's 0600 would replace the file's usual mode; take the one a new file would get.
-    const mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    close(fd);
-  }
-  ReplacingFile(const ReplacingFile&) = delete;
-  ReplacingFile& operator=(const ReplacingFile&) = delete;
-  ~ReplacingFile() {
-    if (!committed_) std::remove(temp_.c_str());
-  }
-  void commit(const std::string& text) {
-    std::ofstream out(temp_, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || std::rename(temp_.c_str(), path_.c_str()) != 0) fail();
-    committed_ = true;
-  }
-
- private:
-  [[noreturn]] void fail() const {
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, std::strerror(errno)));
-  }
-  std::string path_, temp_;
-  bool committed_ = false;
-};
 
 // One kernel's PTX generation: the median of kGenerationBuilds builds.
 struct GenerationTime {
@@ -631,7 +451,7 @@ class BenchCommand : public Command {
     }
     require_driver_one_line();
 
-    Bench bench(device, timing);
+    CaseTimer bench(device, timing);
     const runtime::DeviceInfo& info = bench.ctx().info();
     fmt::print(stderr, "bench: {}; measuring the copy bandwidth (1 GiB device to device)\n",
                describe_device(info));
@@ -773,7 +593,7 @@ class BenchCommand : public Command {
            is_layer_norm(a.spec.kind) == is_layer_norm(b.spec.kind);
   }
 
-  void run_shape(Bench& bench, std::future<NormData>& prepared, std::span<CaseResult> cases,
+  void run_shape(CaseTimer& bench, std::future<NormData>& prepared, std::span<CaseResult> cases,
                  std::size_t first, std::size_t total, const Floors& floors) const {
     const CaseResult& lead = cases.front();
     try {
@@ -785,7 +605,14 @@ class BenchCommand : public Command {
         CaseResult& r = cases[i];
         r.bytes = floor_bytes(r.spec.kind, r.spec.dtype, r.batch, r.spec.width);
         try {
-          bench.run_case(norm, data, r.spec.kind, r);
+          const CaseTimer::Checked c = bench.run_case(norm, data, r.spec.kind);
+          r.pass = c.pass;
+          r.error = c.error;
+          r.max_abs = c.max_abs;
+          r.worst_ratio = c.worst_ratio;
+          r.us = c.times.median;
+          r.us_min = c.times.min;
+          r.us_max = c.times.max;
         } catch (const std::exception& e) {
           r.error = e.what();
         }

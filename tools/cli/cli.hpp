@@ -83,5 +83,6 @@ Registered add_check(CLI::App& app);
 Registered add_run(CLI::App& app);
 Registered add_bench(CLI::App& app);
 Registered add_info(CLI::App& app);
+Registered add_tune(CLI::App& app);
 
 }  // namespace ptxdsl::cli

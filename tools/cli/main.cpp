@@ -54,6 +54,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(ptxdsl::cli::add_check(app));
   commands.push_back(ptxdsl::cli::add_run(app));
   commands.push_back(ptxdsl::cli::add_bench(app));
+  commands.push_back(ptxdsl::cli::add_tune(app));
   commands.push_back(ptxdsl::cli::add_info(app));
   constexpr const char* kCommands = "list, emit, check, run, bench or info";
   if (argc > 1 && argv[1][0] != '-') {

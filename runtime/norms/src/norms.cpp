@@ -114,6 +114,7 @@ class NormPair {
     spec_.arch = options.arch.value_or(spec_.device.arch());
     spec_.ptx_version = options.ptx_version.value_or(PtxVersion{7, 8});
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
+    spec_.tuning = options.tuning_table;
     knobs_[0] = options.knobs;
     knobs_[1] = options.backward_knobs.value_or(options.knobs);
     for (const bool backward : {false, true}) {

@@ -41,6 +41,9 @@ struct NormSpec {
   Arch arch = Arch::Sm90;
   PtxVersion ptx_version{7, 8};
   NormKnobs knobs;
+  // Take the device's tuning table's knobs where the table applies (kernels/tuning.hpp); false
+  // plans by the heuristic alone (what `ptxdsl tune` measures the table's entries against).
+  bool tuning = true;
   // What the kernel is planned for: its SMs, threads, registers and shared memory bound every
   // choice, and the plan must fit it. The runtime fills it from the driver.
   DeviceModel device = default_device();

@@ -57,6 +57,8 @@ struct NormOptions {
   std::optional<kernels::NormKnobs> backward_knobs;
   std::optional<Arch> arch;               // default: from the device's compute capability
   std::optional<PtxVersion> ptx_version;  // default: 7.8 (or the target's minimum)
+  // Plans take the device's tuning table's knobs where it has them (false: the heuristic alone).
+  bool tuning_table = true;
   ModuleCache* cache = nullptr;           // default: ModuleCache::global()
 };
 

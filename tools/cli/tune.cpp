@@ -1,0 +1,358 @@
+// `ptxdsl tune`: measures, on the GPU at hand, the heuristic's plan against alternatives in the
+// strategy space for a grid of widths, and writes the tuning table the planner reads
+// (kernels/tuning/, one CSV a product): an entry's knobs are those of an alternative that beat
+// the heuristic by more than the margin in every round, else none (the heuristic's plan).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "case_timer.hpp"
+#include "cli.hpp"
+#include "device.hpp"
+#include "ptxdsl/kernels/tuning.hpp"
+#include "replacing_file.hpp"
+
+namespace ptxdsl::cli {
+namespace {
+
+using kernels::DType;
+using kernels::NormKind;
+using kernels::NormKnobs;
+
+// Widths the table has rows for: the suite's, the LLM hidden sizes between, and the ends.
+constexpr std::uint32_t kDefaultWidths[] = {256,  512,  1024,  2048,  3072,  4096,
+                                            6144, 8192, 12288, 16384, 32768, 65536};
+// Each shape moves at least this much of x, in the large-batch regime the table serves.
+constexpr std::uint64_t kRowBytes = 32ull << 20;
+constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
+
+std::uint32_t tuning_batch(DType dtype, std::uint32_t width) {
+  const std::uint64_t row = std::uint64_t{width} * kernels::dtype_bytes(dtype);
+  const std::uint64_t rows = (kRowBytes + row - 1) / row;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(rows, kMinBatch, kMaxBatch));
+}
+
+// The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
+// doubled; the row held in registers, staged, or read again; for the backward how many rows
+// ahead; and the load hints. Each stays one strategy at the widths near it.
+std::vector<NormKnobs> alternatives(NormKind kind, const NormKnobs& chosen) {
+  std::vector<NormKnobs> out;
+  const auto add = [&](auto&& set) {
+    NormKnobs k;
+    set(k);
+    out.push_back(k);
+  };
+  const std::uint32_t threads = chosen.threads_per_row.value_or(32);
+  if (threads >= 64) add([&](NormKnobs& k) { k.threads_per_row = threads / 2; });
+  if (threads >= 32 && threads <= 512) add([&](NormKnobs& k) { k.threads_per_row = threads * 2; });
+  add([](NormKnobs& k) { k.register_chunks = kernels::kMaxWidth; });
+  add([](NormKnobs& k) { k.register_chunks = 0; });
+  add([](NormKnobs& k) {
+    k.register_chunks = 0;
+    k.staged_chunks = 0;
+  });
+  if (kernels::is_backward(kind)) {
+    for (std::uint32_t ahead : {0u, 1u, 2u}) {
+      if (ahead != chosen.prefetch_rows.value_or(0)) {
+        add([&](NormKnobs& k) { k.prefetch_rows = ahead; });
+      }
+    }
+  }
+  add([](NormKnobs& k) { k.row_nc = false; });
+  const bool streamed = chosen.l2_stream.value_or(false);
+  add([&](NormKnobs& k) {
+    k.l2_stream = !streamed;
+    k.l1_rereads = !streamed;
+  });
+  if (kind == NormKind::LayerNormFwd) {
+    add([&](NormKnobs& k) { k.one_pass_stats = !chosen.one_pass_stats.value_or(false); });
+  }
+  return out;
+}
+
+struct Candidate {
+  NormKnobs knobs;         // none: the heuristic
+  std::vector<double> us;  // each round's median
+  std::string error;
+  double best() const { return us.empty() ? 0 : *std::min_element(us.begin(), us.end()); }
+};
+
+class Progress {
+ public:
+  explicit Progress(std::size_t total) : total_(total), tty_(isatty(STDERR_FILENO) == 1) {}
+  void show(std::size_t done, const std::string& what) const {
+    constexpr std::size_t kBar = 30;
+    const std::size_t filled = total_ == 0 ? kBar : done * kBar / total_;
+    const std::string bar = std::string(filled, '#') + std::string(kBar - filled, '-');
+    if (tty_) {
+      fmt::print(stderr, "\r[{}] {}/{} {:<60}", bar, done, total_, what.substr(0, 60));
+    } else {
+      fmt::print(stderr, "[{}] {}/{} {}\n", bar, done, total_, what);
+    }
+  }
+  void finish() const {
+    if (tty_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::size_t total_;
+  bool tty_;
+};
+
+struct Shape {
+  bool layer_norm;
+  DType dtype, weight_dtype;
+  std::uint32_t width;
+};
+
+class TuneCommand : public Command {
+ public:
+  explicit TuneCommand(CLI::App& sub) {
+    sub.add_option("kernels", kernels_, "ln_fwd, ln_bwd, rms_fwd, rms_bwd (default: all four)");
+    sub.add_option("--dtype", dtypes_, "f32, f16, bf16, comma-separated (default: all three)")
+        ->delimiter(',');
+    sub.add_option("--weight-dtype", weights_,
+                   "same (the input's; default), f32, or both: which weight dtypes to tune");
+    sub.add_option("--widths", widths_,
+                   "comma-separated widths (default: 256 to 65536, 12 of them)")
+        ->delimiter(',');
+    sub.add_option("--out", out_, "write the table to FILE (default: stdout)");
+    sub.add_option("--rounds", rounds_,
+                   "rounds the best alternative and the heuristic are timed, "
+                   "1 to 10 (default 3)");
+    sub.add_option("--margin", margin_,
+                   "percent an alternative must beat the heuristic by in every round, 0 to 50 "
+                   "(default 2)");
+    sub.add_option("--reps", reps_, "timed repetitions per timing, 100 to 100000 (default 100)");
+    sub.add_option("--seed", seed_, "input seed (default 1)");
+    sub.add_option("--device", device_, "GPU ordinal (default 0)");
+  }
+
+  int run() override {
+    const std::vector<Shape> shapes = plan();
+    const std::set<NormKind> kinds = selected_kinds();
+    Timing timing;
+    timing.reps = static_cast<int>(parse_uint("--reps", reps_, 100, 100000));
+    const auto rounds = static_cast<int>(parse_uint("--rounds", rounds_, 1, 10));
+    const double margin = static_cast<double>(parse_uint("--margin", margin_, 0, 50)) / 100.0;
+    const std::uint64_t seed =
+        parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
+    const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    std::optional<ReplacingFile> out_file;
+    if (!out_.empty()) out_file.emplace(out_);
+    require_driver_one_line();
+
+    CaseTimer timer(device, timing);
+    const DeviceModel& model = timer.ctx().info().model;
+    fmt::print(stderr, "tune: {}; {} shapes, {} rounds, margin {:.0f}%\n",
+               describe_device(timer.ctx().info()), shapes.size(), rounds, margin * 100);
+
+    kernels::TuningTable table;
+    std::vector<std::future<NormData>> data(shapes.size());
+    const auto prepare = [&](std::size_t i) {
+      if (i >= shapes.size()) return;
+      const Shape& s = shapes[i];
+      kernels::NormSpec spec =
+          spec_of(s, s.layer_norm ? NormKind::LayerNormBwd : NormKind::RmsNormBwd, model);
+      data[i] = std::async(std::launch::async, [spec, s, seed] {
+        return make_norm_data(spec, tuning_batch(s.dtype, s.width), seed, true);
+      });
+    };
+    constexpr std::size_t kAhead = 3;
+    for (std::size_t i = 0; i < kAhead; ++i) prepare(i);
+    Progress progress(shapes.size());
+    bool all_pass = true;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Shape& s = shapes[i];
+      const NormData d = data[i].get();
+      prepare(i + kAhead);
+      for (NormKind kind : s.layer_norm
+                               ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
+                               : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
+        if (!kinds.contains(kind)) continue;
+        progress.show(
+            i, fmt::format("{} {}/{} {}", kernels::kind_name(kind), kernels::dtype_name(s.dtype),
+                           kernels::dtype_name(s.weight_dtype), s.width));
+        try {
+          table.entries.push_back(tune_one(timer, d, spec_of(s, kind, model), rounds, margin));
+        } catch (const std::exception& e) {
+          all_pass = false;
+          fmt::print(stderr, "\ntune: {} {} {}: {}\n", kernels::kind_name(kind),
+                     kernels::dtype_name(s.dtype), s.width, e.what());
+        }
+      }
+    }
+    progress.show(shapes.size(), "done");
+    progress.finish();
+    const std::string csv = fmt::format(
+        "# ptxdsl tune on {}: {} rounds, margin {:.0f}%, {} reps a timing. Knobs: the "
+        "alternative that beat the heuristic; none: the heuristic's plan.\n{}",
+        model.product, rounds, margin * 100, timing.reps, table.to_csv());
+    if (out_file) {
+      out_file->commit(csv);
+    } else {
+      fmt::print("{}", csv);
+    }
+    return all_pass ? kExitOk : kExitFailure;
+  }
+
+ private:
+  static kernels::NormSpec spec_of(const Shape& s, NormKind kind, const DeviceModel& model) {
+    kernels::NormSpec spec = make_spec(kind, s.dtype, s.width);
+    spec.weight_dtype = s.weight_dtype;
+    spec.device = model;
+    spec.arch = model.arch();
+    return spec;
+  }
+
+  // Every alternative timed once beside the heuristic; then the fastest and the heuristic,
+  // alternately, for the other rounds.
+  kernels::TuningEntry tune_one(CaseTimer& timer, const NormData& data,
+                                const kernels::NormSpec& spec, int rounds, double margin) const {
+    kernels::NormSpec heuristic_spec = spec;
+    heuristic_spec.tuning = false;
+    const kernels::BuiltNorm heuristic = kernels::build_norm(heuristic_spec);
+    std::vector<Candidate> candidates(1);  // [0]: the heuristic
+    std::set<std::string> seen{heuristic.ptx};
+    for (const NormKnobs& k : alternatives(spec.kind, heuristic.chosen)) {
+      kernels::NormSpec alt = heuristic_spec;
+      alt.knobs = k;
+      try {
+        kernels::check_knobs_apply(alt);
+        if (!seen.insert(kernels::build_norm(alt).ptx).second) continue;  // the same kernel
+      } catch (const Error&) {
+        continue;  // not a valid plan at this width
+      }
+      candidates.push_back({k, {}, {}});
+    }
+    const auto time = [&](Candidate& c) {
+      runtime::NormOptions options;
+      options.tuning_table = false;
+      if (kernels::is_backward(spec.kind)) {
+        options.backward_knobs = c.knobs;
+      } else {
+        options.knobs = c.knobs;
+      }
+      GpuNorm norm(timer.ctx(), data, options);
+      const CaseTimer::Checked r = timer.run_case(norm, data, spec.kind);
+      if (!r.pass) throw std::runtime_error(fmt::format("{}: {}", format_knobs(c.knobs), r.error));
+      c.us.push_back(r.times.median);
+    };
+    for (Candidate& c : candidates) time(c);
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < candidates.size(); ++i) {
+      if (candidates[i].us[0] < candidates[best].us[0]) best = i;
+    }
+    for (int round = 1; round < rounds && best != 0; ++round) {
+      time(candidates[0]);
+      time(candidates[best]);
+    }
+    kernels::TuningEntry e;
+    e.device = spec.device.product;
+    e.kind = spec.kind;
+    e.dtype = spec.dtype;
+    e.weight_dtype = spec.weight_dtype;
+    e.width = spec.width;
+    e.batch = data.batch;
+    // The heuristic's rounds against the alternative's: it must win each by the margin.
+    bool wins = best != 0;
+    for (std::size_t r = 0; wins && r < candidates[0].us.size(); ++r) {
+      wins = candidates[best].us[r] < candidates[0].us[r] * (1 - margin);
+    }
+    e.heuristic_us = candidates[0].best();
+    e.us = wins ? candidates[best].best() : e.heuristic_us;
+    if (wins) e.knobs = candidates[best].knobs;
+    fmt::print(stderr, "{}tune: {} {}/{} {} (batch {}): heuristic {:.2f} µs, {} of {}: {}\n",
+               isatty(STDERR_FILENO) == 1 ? "\n" : "", kernels::kind_name(spec.kind),
+               kernels::dtype_name(spec.dtype), kernels::dtype_name(spec.weight_dtype), spec.width,
+               data.batch, e.heuristic_us,
+               best == 0 ? "none faster" : format_knobs(candidates[best].knobs),
+               candidates.size() - 1,
+               wins        ? fmt::format("{:.2f} µs, taken", e.us)
+               : best == 0 ? "kept the heuristic"
+                           : fmt::format("{:.2f} µs, within the margin: kept the heuristic",
+                                         candidates[best].best()));
+    return e;
+  }
+
+  std::set<NormKind> selected_kinds() const {
+    std::set<NormKind> kinds;
+    for (const std::string& k : kernels_) {
+      try {
+        kinds.insert(kernels::parse_kind(k));
+      } catch (const Error& e) {
+        throw UsageError(e.what());
+      }
+    }
+    if (kinds.empty()) {
+      kinds = {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+               NormKind::RmsNormBwd};
+    }
+    return kinds;
+  }
+
+  std::vector<Shape> plan() const {
+    const std::set<NormKind> kinds = selected_kinds();
+    std::vector<DType> dtypes;
+    for (const std::string& d : dtypes_) {
+      try {
+        dtypes.push_back(kernels::parse_dtype(d));
+      } catch (const Error& e) {
+        throw UsageError(fmt::format("--dtype: {}", e.what()));
+      }
+    }
+    if (dtypes.empty()) dtypes = {DType::F32, DType::F16, DType::BF16};
+    if (weights_ != "same" && weights_ != "f32" && weights_ != "both") {
+      throw UsageError(fmt::format("--weight-dtype must be same, f32 or both, got '{}'", weights_));
+    }
+    std::vector<std::uint32_t> widths;
+    for (const std::string& w : widths_) {
+      widths.push_back(
+          static_cast<std::uint32_t>(parse_uint("--widths", w, 1, kernels::kMaxWidth)));
+    }
+    if (widths.empty()) widths.assign(std::begin(kDefaultWidths), std::end(kDefaultWidths));
+    std::vector<Shape> shapes;
+    for (bool layer : {true, false}) {
+      const bool wanted =
+          layer ? kinds.contains(NormKind::LayerNormFwd) || kinds.contains(NormKind::LayerNormBwd)
+                : kinds.contains(NormKind::RmsNormFwd) || kinds.contains(NormKind::RmsNormBwd);
+      if (!wanted) continue;
+      for (DType d : dtypes) {
+        std::vector<DType> weights;
+        if (weights_ != "f32") weights.push_back(d);
+        if (weights_ != "same" && d != DType::F32) weights.push_back(DType::F32);
+        for (DType w : weights) {
+          for (std::uint32_t width : widths) shapes.push_back({layer, d, w, width});
+        }
+      }
+    }
+    if (shapes.empty()) throw UsageError("--weight-dtype f32 with --dtype f32 alone tunes nothing");
+    return shapes;
+  }
+
+  std::vector<std::string> kernels_;
+  std::vector<std::string> dtypes_;
+  std::vector<std::string> widths_;
+  std::string weights_ = "same";
+  std::string out_;
+  std::string rounds_ = "3";
+  std::string margin_ = "2";
+  std::string reps_ = std::to_string(Timing{}.reps);
+  std::string seed_ = "1";
+  std::string device_ = "0";
+};
+
+}  // namespace
+
+Registered add_tune(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "tune", "time the heuristic's plans against alternatives on this GPU; write a tuning table");
+  return {sub, std::make_unique<TuneCommand>(*sub)};
+}
+
+}  // namespace ptxdsl::cli
