@@ -113,6 +113,12 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   };
   knobs("knobs", s.knobs);        // as given (null: the heuristic's)
   knobs("chosen", built.chosen);  // as built
+  j.key("tuned_by");  // the tuning table's entry the plan took its knobs from; null: the heuristic
+  if (built.tuned_by.empty()) {
+    j.null();
+  } else {
+    j.value(built.tuned_by);
+  }
   if (!is_backward(s.kind) && !s.knobs.prefetch_rows) {
     // The runtime's choice per call: persistent prefetching CTAs up to this batch.
     j.field("prefetch_batch_limit", kernels::forward_prefetch_batch_limit(s));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <future>
 #include <limits>
 #include <optional>
@@ -40,7 +41,7 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width) {
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
 // ahead; and the load hints. Each stays one strategy at the widths near it.
-std::vector<NormKnobs> alternatives(NormKind kind, const NormKnobs& chosen) {
+std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
   const auto add = [&](auto&& set) {
     NormKnobs k;
@@ -69,7 +70,8 @@ std::vector<NormKnobs> alternatives(NormKind kind, const NormKnobs& chosen) {
     k.l2_stream = !streamed;
     k.l1_rereads = !streamed;
   });
-  if (kind == NormKind::LayerNormFwd) {
+  // One-pass statistics for 16-bit rows only: f32 rows' error grows 5-fold with them.
+  if (kind == NormKind::LayerNormFwd && dtype != DType::F32) {
     add([&](NormKnobs& k) { k.one_pass_stats = !chosen.one_pass_stats.value_or(false); });
   }
   return out;
@@ -152,6 +154,11 @@ class TuneCommand : public Command {
     fmt::print(stderr, "tune: {}; {} shapes, {} rounds, margin {:.0f}%\n",
                describe_device(timer.ctx().info()), shapes.size(), rounds, margin * 100);
 
+    const std::string comment = fmt::format(
+        "# ptxdsl tune on {}: {} rounds, margin {:.0f}%, {} reps a timing. Knobs: the "
+        "alternative that beat the heuristic; none: the heuristic's plan.\n",
+        model.product, rounds, margin * 100, timing.reps);
+    if (!out_file) fmt::print("{}{}", comment, kernels::TuningTable{}.to_csv());
     kernels::TuningTable table;
     std::vector<std::future<NormData>> data(shapes.size());
     const auto prepare = [&](std::size_t i) {
@@ -180,6 +187,12 @@ class TuneCommand : public Command {
                            kernels::dtype_name(s.weight_dtype), s.width));
         try {
           table.entries.push_back(tune_one(timer, d, spec_of(s, kind, model), rounds, margin));
+          // Without --out each row goes out as it is measured: a run cut short keeps its rows.
+          if (!out_file) {
+            const std::string csv = kernels::TuningTable{{table.entries.back()}}.to_csv();
+            fmt::print("{}", csv.substr(csv.find('\n') + 1));  // the row, not the header
+            std::fflush(stdout);
+          }
         } catch (const std::exception& e) {
           all_pass = false;
           fmt::print(stderr, "\ntune: {} {} {}: {}\n", kernels::kind_name(kind),
@@ -189,14 +202,8 @@ class TuneCommand : public Command {
     }
     progress.show(shapes.size(), "done");
     progress.finish();
-    const std::string csv = fmt::format(
-        "# ptxdsl tune on {}: {} rounds, margin {:.0f}%, {} reps a timing. Knobs: the "
-        "alternative that beat the heuristic; none: the heuristic's plan.\n{}",
-        model.product, rounds, margin * 100, timing.reps, table.to_csv());
     if (out_file) {
-      out_file->commit(csv);
-    } else {
-      fmt::print("{}", csv);
+      out_file->commit(fmt::format("{}{}", comment, table.to_csv()));
     }
     return all_pass ? kExitOk : kExitFailure;
   }
@@ -219,7 +226,7 @@ class TuneCommand : public Command {
     const kernels::BuiltNorm heuristic = kernels::build_norm(heuristic_spec);
     std::vector<Candidate> candidates(1);  // [0]: the heuristic
     std::set<std::string> seen{heuristic.ptx};
-    for (const NormKnobs& k : alternatives(spec.kind, heuristic.chosen)) {
+    for (const NormKnobs& k : alternatives(spec.kind, spec.dtype, heuristic.chosen)) {
       kernels::NormSpec alt = heuristic_spec;
       alt.knobs = k;
       try {

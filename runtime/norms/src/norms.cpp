@@ -309,7 +309,7 @@ class NormPair {
     const std::uint64_t rounded = (need + (1u << 20) - 1) & ~std::uint64_t{(1u << 20) - 1};
     owned_ = DeviceBuffer<std::byte>();
     owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
-    // The row counter (row_order 2 or 3) starts at zero; the launches leave it so.
+    // The row counter (row_order tickets) starts at zero; the launches leave it so.
     fill_u32(ctx_, owned_.address(), 0u, kernels::BuiltNorm::kRowCounterBytes / 4);
   }
 

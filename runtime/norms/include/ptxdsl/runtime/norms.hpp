@@ -59,7 +59,7 @@ struct NormOptions {
   std::optional<PtxVersion> ptx_version;  // default: 7.8 (or the target's minimum)
   // Plans take the device's tuning table's knobs where it has them (false: the heuristic alone).
   bool tuning_table = true;
-  ModuleCache* cache = nullptr;           // default: ModuleCache::global()
+  ModuleCache* cache = nullptr;  // default: ModuleCache::global()
 };
 
 // Rows are `width` elements `stride` elements apart (0: stride = width); x, y, dy, dx use it.
@@ -115,7 +115,7 @@ class LayerNorm {
                DeviceView rstd, std::uint32_t batch, float eps = 1e-5f, StreamRef stream = {},
                std::uint32_t stride = 0);
   // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
-  // knobs set row_order 2 or 3, or deterministic 0 where the heuristic then takes tickets.
+  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const LayerNormBackwardArgs& args);
   void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean, DeviceView rstd,
                 DeviceView dx, DeviceView dw, DeviceView db, std::uint32_t batch,
@@ -150,7 +150,7 @@ class RmsNorm {
   void forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd, std::uint32_t batch,
                float eps = 1e-5f, StreamRef stream = {}, std::uint32_t stride = 0);
   // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
-  // knobs set row_order 2 or 3, or deterministic 0 where the heuristic then takes tickets.
+  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const RmsNormBackwardArgs& args);
   void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
                 DeviceView dw, std::uint32_t batch, StreamRef stream = {},
