@@ -292,6 +292,15 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"emit rms_fwd --width 1024 --dtype f16 --reduce-slices 3", "reduce_slices"},
       {"emit rms_fwd --width 1024 --dtype f16 --max-registers 300",
        "--max-registers: max_registers must be a number in [32, 255], got '300'"},
+      // tune refuses what it cannot measure before it looks for a GPU.
+      {"tune ln_fwx", "kernel must be one of"},
+      {"tune --dtype f64", "--dtype: dtype must be one of f32, f16, bf16, got 'f64'"},
+      {"tune --weight-dtype f16", "--weight-dtype must be same, f32 or both, got 'f16'"},
+      {"tune --dtype f32 --weight-dtype f32", "tunes nothing"},
+      {"tune --widths 0", "--widths"},
+      {"tune --widths 65537", "--widths"},
+      {"tune --rounds 0", "--rounds"},
+      {"tune --margin 51", "--margin"},
       {"bench rms_fwd --batch 8 --width 1024 --dtype f16 --deterministic 0", "deterministic"},
   };
   for (const Case& c : cases) {
@@ -313,7 +322,8 @@ TEST_CASE("run-time failures exit 1", "[tools]") {
 TEST_CASE("without a driver, info, run and bench say why in one line and exit 1", "[tools]") {
   if (has_driver()) PTXDSL_SKIP("a CUDA driver is present (the [gpu] cases cover this machine)");
   for (const char* args : {"info", "run rms_fwd --batch 8 --width 1024 --dtype f16",
-                           "bench rms_fwd --batch 8 --width 1024 --dtype f16"}) {
+                           "bench rms_fwd --batch 8 --width 1024 --dtype f16",
+                           "tune rms_fwd --dtype f16 --widths 1024"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 1);
