@@ -246,17 +246,14 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);
 
-  // Dynamic shared memory: [x staging][dy staging] (twice with cp.async prefetching), [dw, db
-  // partial sums][merge of row slots].
+  // Dynamic shared memory, as the plan lays it out (SharedLayout).
   const int s = dtype_bytes(spec.dtype);
-  const std::uint32_t staging = plan.staging_bytes(s, 1);
-  // Past the staging buffers (two when the next row's x and dy copy in by cp.async).
-  const std::uint32_t staging_end = plan.staging_buffers() * 2 * staging;
+  const SharedLayout layout = plan.shared_layout(spec);
+  const std::uint32_t staging = layout.staged_tensor_bytes;
   const std::uint32_t nacc = static_cast<std::uint32_t>(partials.size());
-  const std::uint32_t acc_bytes = plan.accumulator_bytes(1);
-  const std::uint32_t dynamic_bytes = plan.dynamic_shared_bytes(spec);
+  const std::uint32_t acc_bytes = layout.accumulator_bytes;
   std::optional<SharedPtr<B32>> dynamic;
-  if (dynamic_bytes > 0) dynamic = k.shared_dynamic<B32>("stage", dynamic_bytes);
+  if (layout.bytes > 0) dynamic = k.shared_dynamic<B32>("stage", layout.bytes);
   const auto region = [&](std::uint32_t byte_offset) {
     return SharedPtr<F32>{dynamic->base, dynamic->offset + byte_offset};
   };
@@ -272,7 +269,9 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   for (std::uint32_t a = 0; a < nacc; ++a) {
     const GlobalDPtr row_start = row_of(k, partials[a], cta_id, partial_pitch(spec.width));
     std::optional<SharedPtr<F32>> shared;
-    if (acc_bytes > 0) shared = k.index(region(staging_end + a * acc_bytes), lanes.first_element());
+    if (acc_bytes > 0) {
+      shared = k.index(region(layout.accumulators.offset + a * acc_bytes), lanes.first_element());
+    }
     accs.emplace_back(k, plan, columns, row_start, at(k, row_start, lanes.first_element()), shared);
   }
   const GlobalDPtr w_col = at(k, w, lanes.first_element());
@@ -328,10 +327,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     dyt.stage_async(k, 2 * staging / s);
   }
   if (plan.ring) {
-    // The ring closes the dynamic shared memory: per buffer [x row slots][dy row slots].
-    const std::uint32_t ring_at = dynamic_bytes - plan.ring_bytes(s, 2);
-    const SharedDPtr x_ring =
-        ring_for(k, {region(ring_at).as<B32>(), spec.dtype}, plan, cta.slot, lanes.first_element());
+    const SharedDPtr x_ring = ring_for(k, {region(layout.ring.offset).as<B32>(), spec.dtype}, plan,
+                                       cta.slot, lanes.first_element());
     const std::int64_t slots = ring_slots_elements(plan);
     xt.use_ring(k, x_ring, 2 * slots, plan.ring_rows);
     dyt.use_ring(k, x_ring + slots, 2 * slots, plan.ring_rows);
@@ -462,7 +459,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   if (plan.single_launch) {
     column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});
   } else if (R > 1) {  // the CTA's partial rows
-    merge_row_slots(k, plan, cta, lanes, region(staging_end), accs);
+    merge_row_slots(k, plan, cta, lanes, region(layout.merge.offset), accs);
   } else {
     for (Accumulator& acc : accs) acc.write_out(k, fence);
   }

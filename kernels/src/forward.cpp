@@ -46,15 +46,16 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Dynamic shared memory: [x staging] (twice with cp.async prefetching), or the ring of
   // prefetch_rows 2.
   std::optional<SharedDPtr> staging, ring;
-  const std::uint32_t buffer_bytes = plan.staging_bytes(dtype_bytes(spec.dtype), 1);
-  if (const std::uint32_t bytes = plan.dynamic_shared_bytes(spec); bytes > 0) {
-    const SharedDPtr base{k.shared_dynamic<B32>("stage", bytes), spec.dtype};
+  const SharedLayout layout = plan.shared_layout(spec);
+  const std::uint32_t buffer_bytes = layout.staged_tensor_bytes;
+  if (layout.bytes > 0) {
+    const SharedDPtr base{k.shared_dynamic<B32>("stage", layout.bytes), spec.dtype};
     if (plan.staged_chunks() > 0) {
       staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
     }
     if (plan.ring) {
-      ring = ring_for(k, base + plan.staging_buffers() * buffer_bytes / dtype_bytes(spec.dtype),
-                      plan, cta.slot, lanes.first_element());
+      ring = ring_for(k, base + layout.ring.offset / dtype_bytes(spec.dtype), plan, cta.slot,
+                      lanes.first_element());
     }
   }
   const Reg<U32> first_group = k.ctaid_x();

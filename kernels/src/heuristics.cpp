@@ -129,36 +129,24 @@ std::uint32_t Plan::register_chunks() const {
   return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Registers));
 }
 
-std::uint32_t Plan::ring_bytes(int element_bytes, int tensors) const {
-  if (!ring) return 0;
-  return ring_rows * register_chunks() * threads_per_row * vec *
-         static_cast<std::uint32_t>(element_bytes) * rows_per_cta *
-         static_cast<std::uint32_t>(tensors);
-}
-
-std::uint32_t Plan::accumulator_bytes(std::uint32_t accumulators) const {
-  const auto shared =
+SharedLayout Plan::shared_layout(const NormSpec& spec) const {
+  const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  const bool backward = is_backward(spec.kind);
+  const std::uint32_t tensors = backward ? 2 : 1;
+  const std::uint32_t nacc = backward ? accumulators(spec.kind) : 0;
+  const std::uint32_t slots = threads_per_row * vec * rows_per_cta;  // elements a chunk, all rows
+  const auto shared_accumulators =
       static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Shared));
-  return shared * threads_per_row * vec * 4 * accumulators;
-}
-
-std::uint32_t Plan::merge_bytes(std::uint32_t accumulators) const {
-  return rows_per_cta > 1 && !single_launch
-             ? accumulators * rows_per_cta * chunks * threads_per_row * vec * 4
-             : 0;
-}
-
-std::uint32_t Plan::dynamic_shared_bytes(const NormSpec& spec) const {
-  const int s = dtype_bytes(spec.dtype);
-  if (!is_backward(spec.kind)) return staging_buffers() * staging_bytes(s, 1) + ring_bytes(s, 1);
-  const std::uint32_t nacc = accumulators(spec.kind);
-  return staging_buffers() * staging_bytes(s, 2) + nacc * accumulator_bytes(1) + merge_bytes(nacc) +
-         ring_bytes(s, 2);
-}
-
-std::uint32_t Plan::staging_bytes(int element_bytes, int tensors) const {
-  return staged_chunks() * threads_per_row * vec * static_cast<std::uint32_t>(element_bytes) *
-         rows_per_cta * static_cast<std::uint32_t>(tensors);
+  SharedLayout l;
+  l.staged_tensor_bytes = staged_chunks() * slots * s;
+  l.staging = {0, staging_buffers() * tensors * l.staged_tensor_bytes};
+  l.accumulator_bytes = shared_accumulators * threads_per_row * vec * 4;
+  l.accumulators = {l.staging.end(), nacc * l.accumulator_bytes};
+  const bool merges = backward && rows_per_cta > 1 && !single_launch;
+  l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
+  l.ring = {l.merge.end(), ring ? ring_rows * register_chunks() * slots * s * tensors : 0};
+  l.bytes = l.ring.end();
+  return l;
 }
 
 Plan plan_norm(const NormSpec& spec) {
@@ -385,7 +373,7 @@ Plan plan_norm(const NormSpec& spec) {
     const bool copied_in = p.async_staging;
     const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
     const std::uint32_t by_shared = ctas_by_shared(dev, p.dynamic_shared_bytes(spec));
-    const std::uint32_t in_flight = ceil_div(96 * 1024, p.staging_bytes(static_cast<int>(s), 1));
+    const std::uint32_t in_flight = ceil_div(96 * 1024, p.shared_layout(spec).staged_tensor_bytes);
     const std::uint32_t ctas = std::clamp<std::uint32_t>(
         kn.ctas_per_sm.value_or(std::min({by_shared, ctas_by_registers(dev, p.block(), floor),
                                           copied_in ? by_shared : in_flight})),

@@ -17,6 +17,25 @@ enum class Place : std::uint8_t {
   Global,     // not kept: read again from global memory (L2) per pass
 };
 
+// The kernel's dynamic shared memory, region by region, in the order they lie: computed once from
+// the plan, so that the planner's budget and the builders' offsets are the same numbers.
+struct SharedLayout {
+  struct Region {
+    std::uint32_t offset = 0, bytes = 0;
+    std::uint32_t end() const { return offset + bytes; }
+  };
+  // Staged rows: per buffer (two when the next row copies in by cp.async) x's, then dy's
+  // (backward), each `staged_tensor_bytes`.
+  Region staging;
+  std::uint32_t staged_tensor_bytes = 0;
+  // Backward: the dw (and db) partial sums placed in shared memory, `accumulator_bytes` each.
+  Region accumulators;
+  std::uint32_t accumulator_bytes = 0;
+  Region merge;  // backward with several row slots: where they merge their partial sums
+  Region ring;   // prefetch_rows ≥ 2: per buffer x's row slots, then dy's
+  std::uint32_t bytes = 0;
+};
+
 struct Plan {
   std::uint32_t width = 0;
   std::uint32_t vec = 1;  // elements per vector access
@@ -73,19 +92,12 @@ struct Plan {
 
   std::uint32_t block() const { return threads_per_row * rows_per_cta; }
   std::uint32_t staged_chunks() const;  // chunks placed in Shared
-  // Dynamic shared memory for staging x (and dy) of every row of the CTA, in bytes: one buffer.
-  std::uint32_t staging_bytes(int element_bytes, int tensors) const;
   std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
   std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
-  // The ring of prefetch_rows ≥ 2, every buffer of every tensor and row slot, in bytes.
-  std::uint32_t ring_bytes(int element_bytes, int tensors) const;
-  // Backward: shared memory for the accumulator chunks placed there (one row slot), in bytes.
-  std::uint32_t accumulator_bytes(std::uint32_t accumulators) const;
-  // Backward with several row slots: shared memory to merge their partial sums, in bytes.
-  std::uint32_t merge_bytes(std::uint32_t accumulators) const;
-  // The kernel's dynamic shared memory: forward [x staging] per buffer; backward [x staging]
-  // [dy staging] per buffer, then [dw, db partial sums][merge of row slots]; then the ring.
-  std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const;
+  SharedLayout shared_layout(const NormSpec& spec) const;
+  std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const {
+    return shared_layout(spec).bytes;
+  }
 };
 
 // The smallest alignment-free vector: 16 bytes of the dtype.
