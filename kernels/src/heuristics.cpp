@@ -149,294 +149,315 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   return l;
 }
 
+namespace {
+
+// plan_norm in stages, in the order each needs the last: the thread mapping, the access hints, the
+// register ceiling, where each chunk lives, how far ahead rows load, the forward's register caps,
+// and the grid. Every stage reads the knob first and decides only what is unset; the measurements
+// behind each rule are in docs/kernels.md and docs/performance.md.
+class Planner {
+ public:
+  explicit Planner(const NormSpec& spec)
+      : spec_(spec),
+        kn_(spec.knobs),
+        dev_(spec.device),
+        backward_(is_backward(spec.kind)),
+        layer_fwd_(spec.kind == NormKind::LayerNormFwd),
+        nacc_(accumulators(spec.kind)),
+        s_(static_cast<std::uint32_t>(dtype_bytes(spec.dtype))),
+        narrow_(s_ < 4),
+        wide_weights_(spec.weight_dtype == DType::F32 && spec.dtype != DType::F32),
+        single_(backward_ && kn_.single_launch.value_or(false)),
+        tensors_(backward_ ? 2 : 1) {}
+
+  Plan plan() {
+    map_threads();
+    choose_hints();
+    cap_registers();
+    place_chunks();
+    load_ahead();
+    fit_forward_registers();
+    size_grid();
+    return p_;
+  }
+
+ private:
+  // T threads a row, R rows a CTA, V elements a vector.
+  void map_threads() {
+    p_.single_launch = single_;
+    p_.width = spec_.width;
+    p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
+    p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
+    const std::uint32_t vectors = ceil_div(p_.width, p_.vec);
+    fwd_ = forward_shape(vectors, p_.vec, narrow_, layer_fwd_);
+    p_.threads_per_row = kn_.threads_per_row.value_or(
+        backward_ ? backward_threads(dev_, vectors, p_.vec, nacc_) : fwd_.threads);
+    // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows).
+    const std::uint32_t target_block = backward_ ? 256 : 128;
+    const std::uint32_t tpr = p_.threads_per_row;
+    p_.rows_per_cta = kn_.rows_per_cta.value_or(tpr < target_block && target_block % tpr == 0
+                                                    ? target_block / tpr
+                                                    : std::max(1u, 32 / tpr));
+    p_.chunks = ceil_div(vectors, tpr);
+  }
+
+  // Whether the forward reads its row again from L2 (torch.compile's shape), the cache policies
+  // that go with it, one-pass statistics, and the backward's early reduce launch.
+  void choose_hints() {
+    // A chunk at a time in 32 registers (48 beside f32 weights: sm_80 spills a word at 40), while
+    // the rows of every resident CTA fit two fifths of the L2.
+    reread_registers_ = wide_weights_ ? 48 : 32;
+    const std::uint32_t reread_ctas =
+        std::min(dev_.max_threads_per_sm / p_.block(),
+                 dev_.registers_per_sm / (round_up(p_.block(), 128) * reread_registers_));
+    const std::uint64_t resident_bytes =
+        std::uint64_t{reread_ctas} * p_.sm_count * p_.rows_per_cta * p_.width * s_;
+    const bool reread_shape =
+        layer_fwd_ ? fwd_.stage_all
+                   : p_.width >= 4096 && p_.width % (p_.threads_per_row * p_.vec) == 0;
+    reread_ = !backward_ && !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row &&
+              kn_.prefetch_rows.value_or(0) == 0 && spec_.ptx_version >= PtxVersion{7, 4} &&
+              reread_shape && resident_bytes <= dev_.l2_bytes * 2 / 5;
+    p_.l2_stream = kn_.l2_stream.value_or(reread_);
+    // One reduction and one barrier a row instead of two; f32 rows keep two passes (accuracy).
+    p_.one_pass_stats = kn_.one_pass_stats.value_or(layer_fwd_ && narrow_);
+    p_.l1_rereads = kn_.l1_rereads.value_or(reread_);
+    p_.row_nc = kn_.row_nc.value_or(true);
+    // The column reduce's launch and first loads overlap the row step's last rows.
+    const bool griddep = spec_.arch >= Arch::Sm90 && spec_.ptx_version >= PtxVersion{7, 8};
+    p_.overlap_reduce = backward_ && !single_ && kn_.overlap_reduce.value_or(griddep);
+  }
+
+  // The register ceiling (.maxnreg), the values it leaves room for, and the loop group.
+  void cap_registers() {
+    // Forward: 72, or what lets two CTAs of the block share an SM (64 past 512 threads); 56 for
+    // 16-bit layer norm rows packed two to a register (4 CTAs of 256 an SM; ≥ 128 threads and
+    // weights of the row's dtype, which sm_80 keeps from spilling at 56). Backward: what one CTA
+    // (or ctas_per_sm of them) may use; the grid sizes by it.
+    const bool packed_row = !backward_ && narrow_ && layer_fwd_ && p_.chunks * p_.vec <= 32 &&
+                            !fwd_.stage_all && p_.threads_per_row >= 128 &&
+                            spec_.weight_dtype == spec_.dtype;
+    p_.max_registers = kn_.max_registers.value_or(
+        backward_          ? max_registers(dev_, p_.block() * kn_.ctas_per_sm.value_or(1))
+        : reread_          ? reread_registers_
+        : p_.block() > 512 ? 64
+        : packed_row       ? 56
+                           : std::min(72u, max_registers(dev_, 2 * p_.block())));
+    room_ = value_room(p_.max_registers, p_.vec, spec_.kind);
+    // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
+    if (wide_weights_) room_ -= std::min(room_, p_.vec);
+    // RMS rows read again: two chunks' loads in flight a loop iteration (layer norm's spill).
+    const bool rms_reread = reread_ && spec_.kind == NormKind::RmsNormFwd;
+    p_.loop_group = kn_.loop_group.value_or(p_.max_registers >= 128 ? (backward_ ? 2 : 4)
+                                            : rms_reread            ? 2
+                                                                    : 1);
+  }
+
+  // Where each chunk lives: registers as far as the room goes (the backward's accumulators first:
+  // they stay for the whole kernel), then shared memory while it fits, then read again from L2.
+  void place_chunks() {
+    const std::uint32_t held_acc = single_ ? 0 : nacc_;
+    // A backward thread with a few chunks keeps everything in registers when it fits with room
+    // for the rest; ptxas handles short unrolled passes well.
+    const bool all_in_registers =
+        backward_ && p_.chunks <= 4 &&
+        (2 + held_acc) * p_.chunks * p_.vec + 48 + (wide_weights_ ? 2 * p_.vec : 0) <=
+            p_.max_registers;
+    if (all_in_registers) room_ = (2 + held_acc) * p_.chunks * p_.vec;
+    if (backward_ && !single_) {
+      acc_regs_ =
+          std::min(p_.chunks, kn_.accumulator_register_chunks.value_or(room_ / (nacc_ * p_.vec)));
+      // Several row slots a CTA share one partial row (merged at the end): registers only.
+      if (p_.rows_per_cta > 1) acc_regs_ = p_.chunks;
+      room_ -= std::min(room_, acc_regs_ * nacc_ * p_.vec);
+    }
+    // Forward rows of ≤ 32 values a thread stay whole in registers; 16-bit rows wider than that
+    // are all staged, and rows read again keep nothing.
+    std::uint32_t default_regs = room_ / (tensors_ * p_.vec);
+    if (!backward_ && p_.chunks * p_.vec <= 32) default_regs = p_.chunks;
+    if (!backward_ && narrow_ && (kn_.threads_per_row ? p_.chunks * p_.vec > 32 : fwd_.stage_all)) {
+      default_regs = 0;
+    }
+    if (reread_) default_regs = 0;
+    data_regs_ = std::min(p_.chunks, kn_.register_chunks.value_or(default_regs));
+    std::uint32_t shared_left = shared_budget(dev_);
+    const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
+                           std::uint32_t chunk_bytes, std::uint32_t max_shared) {
+      places.assign(p_.chunks, Place::Registers);
+      for (std::uint32_t j = 0; j + in_registers < p_.chunks; ++j) {
+        places[j] = chunk_bytes <= shared_left && j < max_shared ? Place::Shared : Place::Global;
+        if (places[j] == Place::Shared) shared_left -= chunk_bytes;
+      }
+    };
+    const std::uint32_t tpr = p_.threads_per_row;
+    if (backward_ && !single_) place(p_.accum, acc_regs_, tpr * p_.vec * 4 * nacc_, p_.chunks);
+    place(p_.data, data_regs_, tpr * p_.vec * s_ * p_.rows_per_cta * tensors_,
+          kn_.staged_chunks.value_or(reread_ ? 0 : p_.chunks));
+  }
+
+  // How far ahead rows load: none, the next row (registers, or cp.async into a second staging
+  // buffer), or a ring of 2-4 rows by cp.async. The backward prefetches where its registers allow;
+  // the forward only by knob (the runtime turns it on for small batches).
+  void load_ahead() {
+    // Registers the prefetched row adds: its raw register chunks and lone tail elements.
+    tail_regs_ = p_.width % p_.vec;
+    prefetched_ = data_regs_ > 0 ? tensors_ * (data_regs_ * p_.vec * s_ / 4 + tail_regs_) : 0;
+    // The backward's registers without prefetching: its values and ~40 + 3 vectors for the rest.
+    const std::uint32_t backward_values = data_regs_ * 2 * p_.vec + acc_regs_ * nacc_ * p_.vec;
+    backward_regs_ = std::min(p_.max_registers, round_up(backward_values + 40 + 3 * p_.vec, 8));
+    const std::uint32_t backward_fit = ctas_by_registers(dev_, p_.block(), backward_regs_);
+    Plan doubled = p_;
+    doubled.async_staging = true;
+    async_fits_ = p_.staged_chunks() > 0 && p_.vec * s_ >= 4 &&
+                  doubled.dynamic_shared_bytes(spec_) <= shared_budget(dev_);
+    bool prefetch_default = false;
+    if (backward_ && data_regs_ == 0) {
+      prefetch_default = async_fits_;  // every chunk staged: it costs shared memory only
+    } else if (backward_) {
+      // Where the prefetched row fits the registers the CTAs an SM leave; the one launch's chunks
+      // outside registers loop with their own addresses, masks and counters (16 more).
+      const std::uint32_t ceiling = max_registers(dev_, p_.block() * std::max(1u, backward_fit));
+      const std::uint32_t mixed = single_ && data_regs_ < p_.chunks ? 16 : 0;
+      const std::uint32_t need = backward_values + prefetched_ + 24 + 2 * p_.vec +
+                                 (wide_weights_ ? 2 * p_.vec : 0) + 2 * tensors_ * tail_regs_ +
+                                 mixed;
+      prefetch_default = need <= std::min(p_.max_registers, ceiling);
+    }
+    // The ring: every chunk in registers, vectors cp.async can copy, both buffers fit; the
+    // backward's default for 16-bit rows with one CTA an SM.
+    Plan ringed = p_;
+    ringed.ring = true;
+    const bool ring_fits = data_regs_ == p_.chunks && p_.vec * s_ >= 4 &&
+                           ringed.dynamic_shared_bytes(spec_) <= shared_budget(dev_);
+    const bool ring_default =
+        backward_ && ring_fits && s_ == 2 && kn_.ctas_per_sm.value_or(backward_fit) == 1;
+    const std::uint32_t depth = kn_.prefetch_rows.value_or(ring_default       ? 2
+                                                           : prefetch_default ? 1
+                                                                              : 0);
+    p_.prefetch = depth >= 1;
+    p_.ring = depth >= 2;
+    p_.ring_rows = std::max(depth, 2u);
+    p_.persistent = backward_ || p_.prefetch;
+    p_.async_staging = p_.prefetch && !p_.ring && async_fits_;
+    p_.prefetch_fits = data_regs_ > 0 || async_fits_;
+  }
+
+  // The forward's weights loaded with the row, and the register caps that follow from its shape.
+  void fit_forward_registers() {
+    if (backward_) return;
+    // w and b with the row where the layer norm forward's row sits whole in registers, one row a
+    // CTA of ≥ 256 threads, in ≤ 48 registers with its weights and no lone tail elements (those
+    // spilled); at 64 registers, which keeps 4 CTAs of 256 an SM.
+    const auto ws = static_cast<std::uint32_t>(dtype_bytes(spec_.weight_dtype));
+    const std::uint32_t held_regs = p_.chunks * p_.vec * (s_ + 2 * ws) / 4;
+    const bool early_default = layer_fwd_ && !p_.prefetch && data_regs_ == p_.chunks &&
+                               p_.chunks * p_.vec >= 16 && held_regs <= 48 && p_.block() >= 256 &&
+                               p_.width % p_.vec == 0;
+    p_.early_weights = kn_.early_weights.value_or(early_default);
+    if (p_.early_weights && early_default && !kn_.max_registers) p_.max_registers = 64;
+    if (p_.prefetch && !p_.ring && data_regs_ > 0 && !kn_.max_registers) {
+      // The current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows: 56),
+      // and one a chunk beyond 8 (calibrated on ptxas 13.0, sm_80/sm_90).
+      const std::uint32_t need = data_regs_ * p_.vec + prefetched_ +
+                                 (layer_fwd_ ? 2 : 1) * p_.vec * (wide_weights_ ? 2 : 1) +
+                                 (s_ == 4 ? 56 : 16) + (data_regs_ > 8 ? data_regs_ - 8 : 0);
+      const std::uint32_t ceiling = max_registers(dev_, p_.block());
+      p_.prefetch_fits = need <= ceiling;
+      p_.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p_.max_registers, ceiling);
+    }
+    if (data_regs_ == 0 && p_.staged_chunks() > 0 && !kn_.max_registers) {
+      // A staged row holds few values in registers: cap them so that enough CTAs share an SM to
+      // keep about 96 KB of row loads in flight (as many as shared memory allows when cp.async
+      // copies the row in), at least 32 (48 beside f32 weights: sm_80 spills a word at 40).
+      const bool copied_in = p_.async_staging;
+      const std::uint32_t floor = wide_weights_ ? 48 : 32;
+      const std::uint32_t by_shared = ctas_by_shared(dev_, p_.dynamic_shared_bytes(spec_));
+      const std::uint32_t in_flight =
+          ceil_div(96 * 1024, p_.shared_layout(spec_).staged_tensor_bytes);
+      const std::uint32_t ctas = std::clamp<std::uint32_t>(
+          kn_.ctas_per_sm.value_or(std::min({by_shared, ctas_by_registers(dev_, p_.block(), floor),
+                                             copied_in ? by_shared : in_flight})),
+          1, 16);
+      // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is
+      // enough.
+      const std::uint32_t cap = max_registers(dev_, p_.block() * ctas);
+      if (copied_in || cap < 40) {
+        p_.max_registers = std::clamp<std::uint32_t>(cap, floor, p_.max_registers);
+      }
+    }
+  }
+
+  // The persistent grid, the rows its CTAs walk, and the backward's dw/db reduction.
+  void size_grid() {
+    // Tickets balance SMs that move rows at uneven speeds, but dw/db then vary run to run: only
+    // where the caller allows it and they measured faster (RMS, 16-bit rows copied in by cp.async).
+    const bool tickets_pay = backward_ && !single_ && spec_.kind == NormKind::RmsNormBwd &&
+                             s_ == 2 && p_.async_staging && !kn_.deterministic.value_or(true);
+    const RowOrder row_order =
+        kn_.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
+    p_.ticketed_rows = p_.persistent && backward_ && !single_ && row_order == RowOrder::Tickets;
+    if (p_.persistent) {
+      // As many CTAs as fit an SM by registers and shared memory (the backward's estimate of its
+      // registers, the forward's ceiling).
+      const std::uint32_t regs = backward_ ? backward_regs_ : p_.max_registers;
+      const std::uint32_t smem = p_.dynamic_shared_bytes(spec_);
+      std::uint32_t fit = ctas_by_registers(dev_, p_.block(), regs);
+      if (smem > 0) fit = std::min(fit, ctas_by_shared(dev_, smem));
+      p_.ctas_per_sm = kn_.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
+      // A prefetching backward takes what those CTAs leave (ptxas, left at a one-CTA ceiling,
+      // takes more than the grid counts on).
+      if (backward_ && p_.prefetch && !kn_.max_registers) {
+        p_.max_registers =
+            std::min(p_.max_registers, max_registers(dev_, p_.block() * p_.ctas_per_sm));
+      }
+    }
+    if (backward_) {
+      // Enough rows a CTA that the f32 partial rows stay about a quarter of the kernel's traffic.
+      const std::uint32_t rows_per_partial = ceil_div(32 * nacc_, 3 * s_);
+      p_.min_row_groups_per_cta =
+          single_ ? 1 : kn_.min_row_groups.value_or(ceil_div(rows_per_partial, p_.rows_per_cta));
+      // The column reduce: at most one partial row a row-step CTA; up to 32 warps, each with all
+      // its rows (≤ 16) in flight.
+      const std::uint32_t partials = p_.sm_count * p_.ctas_per_sm;
+      p_.reduce_slices =
+          kn_.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
+      p_.reduce_unroll = std::clamp(ceil_div(partials, p_.reduce_slices), 4u, 16u);
+    }
+    if (single_) {
+      // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs; rows share a
+      // warp's load (1, 2 or 4, 32 bytes of each at least) so the tiles come close to the grid.
+      p_.column_vec = s_ == 2 && p_.vec >= 2 && p_.width % 2 == 0 ? 2 : 1;
+      const std::uint32_t ctas = p_.sm_count * p_.ctas_per_sm;
+      const std::uint32_t most_row_lanes = p_.column_vec * s_ >= 4 ? 4 : 2;
+      while (p_.column_row_lanes < most_row_lanes) {
+        Plan wider = p_;
+        wider.column_row_lanes *= 2;
+        if (wider.column_tiles() > ctas) break;
+        p_.column_row_lanes = wider.column_row_lanes;
+      }
+    }
+  }
+
+  const NormSpec& spec_;
+  const NormKnobs& kn_;
+  const DeviceModel& dev_;
+  const bool backward_, layer_fwd_;
+  const std::uint32_t nacc_, s_;
+  const bool narrow_, wide_weights_, single_;
+  const std::uint32_t tensors_;
+  Plan p_;
+  ForwardShape fwd_;
+  bool reread_ = false, async_fits_ = false;
+  std::uint32_t reread_registers_ = 32, room_ = 0, acc_regs_ = 0, data_regs_ = 0;
+  std::uint32_t tail_regs_ = 0, prefetched_ = 0, backward_regs_ = 0;
+};
+
+}  // namespace
+
 Plan plan_norm(const NormSpec& spec) {
-  // The device's measured knobs where its tuning table has them; the rules below fill the rest.
+  // The device's measured knobs where its tuning table has them; the planner fills the rest.
   const NormSpec tuned = with_tuning(spec);
-  const NormKnobs& kn = tuned.knobs;
-  const DeviceModel& dev = spec.device;
-  const bool backward = is_backward(spec.kind);
-  const std::uint32_t nacc = accumulators(spec.kind);
-  const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
-  // One launch: no dw/db partial sums to hold between rows (the threads stay those of two).
-  const bool single = backward && kn.single_launch.value_or(false);
-  const std::uint32_t held_acc = single ? 0 : nacc;
-
-  Plan p;
-  p.single_launch = single;
-  p.width = spec.width;
-  p.sm_count = kn.sm_count.value_or(dev.sm_count);
-  p.vec = kn.vector_elems.value_or(default_vector_elems(spec.dtype));
-  const std::uint32_t vectors = ceil_div(p.width, p.vec);
-  const bool narrow = s < 4;
-  const ForwardShape fwd =
-      forward_shape(vectors, p.vec, narrow, spec.kind == NormKind::LayerNormFwd);
-  p.threads_per_row = kn.threads_per_row.value_or(
-      backward ? backward_threads(dev, vectors, p.vec, nacc) : fwd.threads);
-  // Several rows a CTA for short rows: CTAs of 128 threads forward, 256 backward (fewer partials).
-  const std::uint32_t target_block = backward ? 256 : 128;
-  const std::uint32_t tpr = p.threads_per_row;
-  p.rows_per_cta = kn.rows_per_cta.value_or(
-      tpr < target_block && target_block % tpr == 0 ? target_block / tpr : std::max(1u, 32 / tpr));
-  p.chunks = ceil_div(vectors, tpr);
-  const bool wide_weights = spec.weight_dtype == DType::F32 && spec.dtype != DType::F32;
-
-  // Forwards that read the row again from L2 instead of keeping it (torch.compile's shape): the
-  // first read evict_last, the last one evict_first, a chunk at a time in 32 registers (48 where
-  // f32 weights sit beside 16-bit rows: sm_80 spills a word at 40). On the H200 (docs/
-  // performance.md): RMS rows of 4096 to 16384 elements in whole chunks ran 0-4% faster
-  // than in registers (ragged 3000 and 6000: 5-7% slower); 16-bit layer norm rows too wide to
-  // keep, 0-4% faster than staged in shared memory (layer norm reads the row three times, and
-  // lost 2-12% at widths that fit registers). Only while the rows of every resident CTA fit
-  // two fifths of the L2 (on the H200's 60 MiB, 21 MB resident ran faster, 32 MB slower).
-  const std::uint32_t reread_registers = wide_weights ? 48 : 32;
-  const std::uint32_t reread_ctas =
-      std::min(dev.max_threads_per_sm / p.block(),
-               dev.registers_per_sm / (round_up(p.block(), 128) * reread_registers));
-  const std::uint64_t resident_bytes =
-      std::uint64_t{reread_ctas} * p.sm_count * p.rows_per_cta * p.width * s;
-  const bool reread_shape = spec.kind == NormKind::LayerNormFwd
-                                ? fwd.stage_all
-                                : p.width >= 4096 && p.width % (tpr * p.vec) == 0;
-  const bool reread = !backward && !kn.register_chunks && !kn.staged_chunks &&
-                      !kn.threads_per_row && kn.prefetch_rows.value_or(0) == 0 &&
-                      spec.ptx_version >= PtxVersion{7, 4} && reread_shape &&
-                      resident_bytes <= dev.l2_bytes * 2 / 5;
-  p.l2_stream = kn.l2_stream.value_or(reread);
-  // 16-bit layer norm forwards sum x − x₀ and (x − x₀)² in one pass (one reduction, one barrier
-  // a row; a row read again from L2 is read twice, not three times). On the H200 (docs/
-  // performance.md): 1-7% faster on 16-bit rows of 2048 to 20000 elements, even at
-  // 16384x8192; f32 rows gained nothing and their error grew 5-fold (1.9e-7 to 9e-7).
-  p.one_pass_stats = kn.one_pass_stats.value_or(spec.kind == NormKind::LayerNormFwd && narrow);
-  // torch.compile's L1 priorities on the rows read again: 0-2% faster on every forward that reads
-  // them again (H200); evict_first once read for the last time.
-  p.l1_rereads = kn.l1_rereads.value_or(reread);
-  p.row_nc = kn.row_nc.value_or(true);
-  // Two-launch backwards launch their column reduce as the row step's CTAs end (griddepcontrol),
-  // so its launch and first loads overlap the last rows: 2-10% faster on every two-launch
-  // backward timed on the H200, most on the shortest (ln f16 4096x1024: 18.4 → 16.5 µs).
-  const bool griddep = spec.arch >= Arch::Sm90 && spec.ptx_version >= PtxVersion{7, 8};
-  p.overlap_reduce = backward && !single && kn.overlap_reduce.value_or(griddep);
-
-  // Registers for as many chunks as the register ceiling leaves room for (accumulators first in
-  // the backward: they stay for the whole kernel), then shared memory while it fits, then global.
-  // Forward: 72 registers, fewer where two CTAs of the block would not fit at 72 (64 for 480 to
-  // 1024 threads), about 900 threads an SM at least (ptxas on its own picks 64 and spills now and
-  // then; at 72, f32 layer norm rows of 7777 and 8190 took 72 and one CTA of 512 an SM, and 8000
-  // ran 102.6 µs at 4096 rows against 68.7 at 64 registers). Backward: what one CTA may use; the
-  // grid sizes by it. A ctas_per_sm knob on the backward also caps the registers so that many CTAs
-  // fit an SM. 16-bit layer norm rows of ≤ 32 values a thread (packed two to a register): 56, 4
-  // CTAs of 256 threads an SM, ran 3% faster than 72 (3 CTAs) at 4096x8192 and 16384x8192 on the
-  // H200. (Row groups of ≥ 128 threads with weights of the row's dtype: shorter groups and f32
-  // weights spill a word at 56 on sm_80.)
-  const bool packed_row = !backward && narrow && spec.kind == NormKind::LayerNormFwd &&
-                          p.chunks * p.vec <= 32 && !fwd.stage_all && tpr >= 128 &&
-                          spec.weight_dtype == spec.dtype;
-  p.max_registers = kn.max_registers.value_or(
-      backward          ? max_registers(dev, p.block() * kn.ctas_per_sm.value_or(1))
-      : reread          ? reread_registers
-      : p.block() > 512 ? 64
-      : packed_row      ? 56
-                        : std::min(72u, max_registers(dev, 2 * p.block())));
-  std::uint32_t room = value_room(p.max_registers, p.vec, spec.kind);
-  // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
-  if (wide_weights) room -= std::min(room, p.vec);
-  // RMS rows read again: two chunks' loads in flight a loop iteration, 1-3% faster on 16-bit rows.
-  // At 32 registers 4 spill for f16 16384, and layer norm's rows spill even with 2.
-  const bool rms_reread = reread && spec.kind == NormKind::RmsNormFwd;
-  p.loop_group = kn.loop_group.value_or(p.max_registers >= 128 ? (backward ? 2 : 4)
-                                        : rms_reread           ? 2
-                                                               : 1);
-  std::uint32_t acc_regs = 0;
-  // A backward thread with a few chunks keeps everything in registers when it fits with room for
-  // the rest; ptxas handles short unrolled passes well.
-  const bool all_in_registers =
-      backward && p.chunks <= 4 &&
-      (2 + held_acc) * p.chunks * p.vec + 48 + (wide_weights ? 2 * p.vec : 0) <= p.max_registers;
-  if (all_in_registers) room = (2 + held_acc) * p.chunks * p.vec;
-  if (backward && !single) {
-    acc_regs = std::min(p.chunks, kn.accumulator_register_chunks.value_or(room / (nacc * p.vec)));
-    // Several row slots a CTA share one partial row (merged at the end): registers only.
-    if (p.rows_per_cta > 1) acc_regs = p.chunks;
-    room -= std::min(room, acc_regs * nacc * p.vec);
-  }
-  const std::uint32_t tensors = backward ? 2 : 1;
-  // Forward rows of ≤ 32 values a thread stay whole in registers (no staging, nothing else
-  // competes); beyond that the room above decides.
-  std::uint32_t default_regs = room / (tensors * p.vec);
-  if (!backward && p.chunks * p.vec <= 32) default_regs = p.chunks;
-  // 16-bit rows too wide for 16 values a thread: all staged (also under a threads_per_row knob
-  // that leaves more than 32 values a thread).
-  if (!backward && narrow && (kn.threads_per_row ? p.chunks * p.vec > 32 : fwd.stage_all)) {
-    default_regs = 0;
-  }
-  if (reread) default_regs = 0;
-  const std::uint32_t data_regs = std::min(p.chunks, kn.register_chunks.value_or(default_regs));
-  std::uint32_t shared_left = shared_budget(dev);
-  const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
-                         std::uint32_t chunk_bytes, std::uint32_t max_shared) {
-    places.assign(p.chunks, Place::Registers);
-    for (std::uint32_t j = 0; j + in_registers < p.chunks; ++j) {
-      places[j] = chunk_bytes <= shared_left && j < max_shared ? Place::Shared : Place::Global;
-      if (places[j] == Place::Shared) shared_left -= chunk_bytes;
-    }
-  };
-  if (backward && !single) {
-    place(p.accum, acc_regs, tpr * p.vec * 4 * nacc, p.chunks);
-  }
-  place(p.data, data_regs, tpr * p.vec * s * p.rows_per_cta * tensors,
-        kn.staged_chunks.value_or(reread ? 0 : p.chunks));
-  // Prefetching the next row (measured on the H200): the backward gains up to 16% where its
-  // registers allow; the forward gains when few rows are left per resident CTA (the runtime picks
-  // it per batch, forward_prefetch_batch_limit) and loses a little on long batches.
-  // Registers the prefetched row adds: its raw register chunks and lone tail elements.
-  const std::uint32_t tail_regs = p.width % p.vec;
-  const std::uint32_t prefetched =
-      data_regs > 0 ? tensors * (data_regs * p.vec * s / 4 + tail_regs) : 0;
-  // The backward's registers without prefetching: its values and ~40 + 3 vectors for the rest.
-  const std::uint32_t backward_values = data_regs * 2 * p.vec + acc_regs * nacc * p.vec;
-  const std::uint32_t backward_regs =
-      std::min(p.max_registers, round_up(backward_values + 40 + 3 * p.vec, 8));
-  const std::uint32_t backward_fit = ctas_by_registers(dev, p.block(), backward_regs);
-  // Staged chunks prefetch by cp.async into a second buffer (no registers) where it fits.
-  Plan doubled = p;
-  doubled.async_staging = true;
-  const bool async_fits = p.staged_chunks() > 0 && p.vec * s >= 4 &&
-                          doubled.dynamic_shared_bytes(spec) <= shared_budget(dev);
-  bool prefetch_default = false;
-  if (backward && data_regs == 0) {
-    // Every chunk staged: the prefetch costs shared memory only.
-    prefetch_default = async_fits;
-  } else if (backward) {
-    // Only where the prefetched row fits the registers the CTAs an SM leave (calibrated on
-    // ptxas: 8192-wide 16-bit and f32 rows fit, ragged tails of narrow rows do not).
-    const std::uint32_t ceiling = max_registers(dev, p.block() * std::max(1u, backward_fit));
-    // One launch: its freed accumulator registers go to x and dy, and where chunks outside
-    // registers remain beside them, those loop with their own addresses, masks and counters: 16
-    // more (ptxas 13.0 spilled the one-launch ln f32 16384 at 128 on sm_80 without them).
-    const std::uint32_t mixed = single && data_regs < p.chunks ? 16 : 0;
-    const std::uint32_t need = backward_values + prefetched + 24 + 2 * p.vec +
-                               (wide_weights ? 2 * p.vec : 0) + 2 * tensors * tail_regs + mixed;
-    prefetch_default = need <= std::min(p.max_registers, ceiling);
-  }
-  // Two rows ahead through a shared ring where every chunk sits in registers (no staging to share
-  // the buffers with) and both buffers fit. The backward's default where, measured on the H200, it
-  // beat one row ahead in registers: 16-bit rows with one CTA an SM (8192-wide: 4-15% faster).
-  // With several CTAs an SM (4096-wide and narrower) it ran 12-40% slower, with f32 rows 4-5%.
-  Plan ringed = p;
-  ringed.ring = true;
-  const bool ring_fits = data_regs == p.chunks && p.vec * s >= 4 &&
-                         ringed.dynamic_shared_bytes(spec) <= shared_budget(dev);
-  const bool ring_default =
-      backward && ring_fits && s == 2 && kn.ctas_per_sm.value_or(backward_fit) == 1;
-  const std::uint32_t depth = kn.prefetch_rows.value_or(ring_default       ? 2
-                                                        : prefetch_default ? 1
-                                                                           : 0);
-  p.prefetch = depth >= 1;
-  p.ring = depth >= 2;
-  p.ring_rows = std::max(depth, 2u);
-  p.persistent = backward || p.prefetch;
-  p.async_staging = p.prefetch && !p.ring && async_fits;
-  p.prefetch_fits = data_regs > 0 || async_fits;
-
-  // Layer norm forwards of one row a CTA (not persistent) with the whole row in registers: w and b
-  // load with the row, not after the two reductions where their L2 round trip sat on every row's
-  // path. Measured on the H200 (docs/performance.md): ln f32 4096x8192 71.3 → 70.2
-  // and 71.6 → 70.6 µs, ln f16 4096x8192 39.4 → 39.0; neutral on 16-bit 16384x8192. Only where
-  // the row and its weights take ≤ 48 registers, at 64 (CTAs of 256 threads stay 4 an SM, as at
-  // the packed rows' 56; at 65 and more one CTA of 512 fits), and not beside lone tail elements
-  // (their weights spilled 68-80 bytes at 8190 wide).
-  const auto ws = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
-  const std::uint32_t held_regs = p.chunks * p.vec * (s + 2 * ws) / 4;
-  const bool early_default = spec.kind == NormKind::LayerNormFwd && !p.prefetch &&
-                             data_regs == p.chunks && p.chunks * p.vec >= 16 && held_regs <= 48 &&
-                             p.block() >= 256 && p.width % p.vec == 0;
-  p.early_weights = !backward && kn.early_weights.value_or(early_default);
-  if (p.early_weights && early_default && !kn.max_registers) p.max_registers = 64;
-  if (!backward && p.prefetch && !p.ring && data_regs > 0 && !kn.max_registers) {
-    // The forward's current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows:
-    // 56; ptxas keeps more of them live), and one a chunk beyond 8 (narrow vectors: many chunks,
-    // each with its own address and mask). Calibrated on ptxas 13.0, sm_80/sm_90.
-    const std::uint32_t need =
-        data_regs * p.vec + prefetched +
-        (spec.kind == NormKind::LayerNormFwd ? 2 : 1) * p.vec * (wide_weights ? 2 : 1) +
-        (s == 4 ? 56 : 16) + (data_regs > 8 ? data_regs - 8 : 0);
-    const std::uint32_t ceiling = max_registers(dev, p.block());
-    p.prefetch_fits = need <= ceiling;
-    p.max_registers = std::clamp<std::uint32_t>(round_up(need, 8), p.max_registers, ceiling);
-  }
-  if (!backward && data_regs == 0 && p.staged_chunks() > 0 && !kn.max_registers) {
-    // A forward whose row is all staged holds few values in registers (ptxas takes 40 at 512
-    // threads, 55 when prefetching): cap them so that enough CTAs fit an SM. One CTA a row keeps
-    // about 96 KB of row loads in flight an SM (Little's law: 12288-wide 16-bit rows ran 10% faster
-    // at 4 CTAs of 32 registers than at 3 of 40; 16384-wide ones 1-3% slower at 4 than at 3). With
-    // cp.async prefetching, as many CTAs as shared memory allows (4 at 12288: 11% faster).
-    const bool copied_in = p.async_staging;
-    const std::uint32_t floor = wide_weights ? 48 : 32;  // sm_80 spills a word at 40 with f32 w
-    const std::uint32_t by_shared = ctas_by_shared(dev, p.dynamic_shared_bytes(spec));
-    const std::uint32_t in_flight = ceil_div(96 * 1024, p.shared_layout(spec).staged_tensor_bytes);
-    const std::uint32_t ctas = std::clamp<std::uint32_t>(
-        kn.ctas_per_sm.value_or(std::min({by_shared, ctas_by_registers(dev, p.block(), floor),
-                                          copied_in ? by_shared : in_flight})),
-        1, 16);
-    // ptxas takes about 40 on its own without prefetching: leave the ceiling where that is enough.
-    const std::uint32_t cap = max_registers(dev, p.block() * ctas);
-    if (copied_in || cap < 40) {
-      p.max_registers = std::clamp<std::uint32_t>(cap, floor, p.max_registers);
-    }
-  }
-  // Rows from a counter balance SMs that move rows at uneven speeds, at the price of dw/db bits
-  // that vary run to run: only where the caller allows it, and where it measured faster (the RMS
-  // backward's 16-bit rows copied in by cp.async, 28-32 KB: 9-13%; elsewhere -7% to +3%;
-  // docs/performance.md).
-  const bool tickets_pay = backward && !single && spec.kind == NormKind::RmsNormBwd && s == 2 &&
-                           p.async_staging && !kn.deterministic.value_or(true);
-  const RowOrder row_order =
-      kn.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
-  p.ticketed_rows = p.persistent && backward && !single && row_order == RowOrder::Tickets;
-  if (p.persistent) {
-    // Persistent grid: as many CTAs as fit on an SM by registers and shared memory (the backward
-    // estimates what it uses, the forward takes its ceiling).
-    const std::uint32_t regs = backward ? backward_regs : p.max_registers;
-    const std::uint32_t smem = p.dynamic_shared_bytes(spec);
-    std::uint32_t fit = ctas_by_registers(dev, p.block(), regs);
-    if (smem > 0) fit = std::min(fit, ctas_by_shared(dev, smem));
-    p.ctas_per_sm = kn.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
-    // A prefetching backward takes what those CTAs leave: ptxas, left at a one-CTA ceiling, took
-    // 146 registers for the ring at 4096 wide (one CTA of 256 an SM where the grid counts two).
-    if (backward && p.prefetch && !kn.max_registers) {
-      p.max_registers = std::min(p.max_registers, max_registers(dev, p.block() * p.ctas_per_sm));
-    }
-  }
-  if (backward) {
-    // Each backward CTA walks enough rows that the f32 partials (written, then read by the reduce)
-    // stay within about a quarter of the kernel's own traffic (x, dy read, dx written).
-    const std::uint32_t rows_per_partial = ceil_div(32 * nacc, 3 * s);
-    p.min_row_groups_per_cta =
-        single ? 1 : kn.min_row_groups.value_or(ceil_div(rows_per_partial, p.rows_per_cta));
-    // The column reduce sums at most one partial row per row-step CTA. Eight slices of 4 rows a
-    // load round took 7.8 µs over 264 partial rows of 4096 (ncu, H200: 1.1 TB/s, one CTA of 8
-    // warps an SM, each thread 9 round trips); up to 32 warps, each with all its rows (≤ 16) in
-    // flight, take them in one or two.
-    const std::uint32_t partials = p.sm_count * p.ctas_per_sm;
-    p.reduce_slices =
-        kn.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
-    p.reduce_unroll = std::clamp(ceil_div(partials, p.reduce_slices), 4u, 16u);
-  }
-  if (single) {
-    // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs (rows are
-    // aligned to p.vec elements). Rows share a warp's load (1, 2 or 4 of them, 32 bytes of each
-    // at least) so that the tiles of columns come close to filling the grid.
-    p.column_vec = s == 2 && p.vec >= 2 && p.width % 2 == 0 ? 2 : 1;
-    const std::uint32_t ctas = p.sm_count * p.ctas_per_sm;
-    const std::uint32_t most_row_lanes = p.column_vec * s >= 4 ? 4 : 2;
-    while (p.column_row_lanes < most_row_lanes) {
-      Plan wider = p;
-      wider.column_row_lanes *= 2;
-      if (wider.column_tiles() > ctas) break;
-      p.column_row_lanes = wider.column_row_lanes;
-    }
-  }
-  return p;
+  return Planner(tuned).plan();
 }
 
 }  // namespace ptxdsl::kernels::detail
