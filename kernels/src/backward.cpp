@@ -312,9 +312,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // The grid never exceeds the row groups, so every CTA's first group is real; except in one
   // launch, whose grid covers the tiles of columns too: there the first row is checked.
   const Reg<U32> first_row = groups.row(cta_id);
-  // x and dy through L1 (.nc, allocating) when one CTA has the SM: 4-9% faster for 8192- and
-  // 16384-wide rows on the H200; with several CTAs an SM, 4% slower (4096x4096 f16) than
-  // .L1::no_allocate, which they keep (docs/performance.md).
+  // x and dy through L1 (.nc, allocating) when one CTA has the SM; several CTAs an SM thrash it,
+  // and keep .L1::no_allocate.
   const AccessHints hints =
       access_hints(k, plan, plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate, kStreaming, kNc);
   RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, hints.row_loads, plan.loop_group);

@@ -60,8 +60,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   }
   const Reg<U32> first_group = k.ctaid_x();
   const Reg<U32> first_row = groups.row(first_group);
-  // x through L1 (.nc, allocating) and y stored plainly: 3-8% faster on the H200 than
-  // .L1::no_allocate loads and .cs stores (docs/performance.md).
+  // x through L1 (.nc, allocating) and y stored plainly: faster than .L1::no_allocate loads and
+  // .cs stores, which the next kernel's reads of y pay for.
   const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
   RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
   if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
@@ -144,8 +144,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
 
     // Layer norm: the mean, then Σ(x − mean)² over the values the thread still holds (two passes,
-    // exact for rows far from zero). A Welford merge in one reduction measured no faster on the
-    // H200 (docs/performance.md). RMS: Σx².
+    // exact for rows far from zero; a Welford merge in one reduction was no faster). RMS: Σx².
     std::optional<Reg<F32>> mean;
     Reg<F32> mean_square;
     if (shift) {

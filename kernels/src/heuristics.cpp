@@ -49,16 +49,9 @@ std::uint32_t value_room(std::uint32_t ceiling, std::uint32_t vec, NormKind kind
 }
 
 // Forward: ≤ 2 vectors a thread for short rows (sub-warp groups), a warp up to 32 values a thread;
-// then, measured on the H200:
-// - RMS and f32 rows: as many warps as keep ≤ 16 values a thread in registers, up to 512 threads
-//   (40 registers for RMS: 3 CTAs, 48 warps an SM);
-// - 16-bit layer norm: 32 values a thread in registers up to 256 threads (72 registers, 3 CTAs an
-//   SM; 16 values at 512 threads takes 56 registers, 2 CTAs, and ran 20-30% slower);
-// - 16-bit rows too wide for that: 512 threads with the whole row staged in shared memory (40
-//   registers, 3 CTAs an SM). Keeping 32 values a thread in registers at 512 threads holds one CTA
-//   an SM (1.45x slower), and 1024-thread CTAs lose at every width.
-// - f32 rows too wide: up to 32 values a thread in registers and 1024 threads (ptxas keeps staged
-//   f32 values in 72 registers anyway).
+// then enough threads (≤ 512) that the row fits registers at 16 values a thread (16-bit layer
+// norm: 32 values, ≤ 256 threads, so that 3-4 CTAs share an SM); 16-bit rows wider than that
+// are staged whole at 512 threads; f32 rows wider keep 32 values a thread at up to 1024 threads.
 struct ForwardShape {
   std::uint32_t threads = 32;
   bool stage_all = false;  // every chunk in shared memory
@@ -472,8 +465,7 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   NormSpec prefetching = spec;
   prefetching.knobs.prefetch_rows = 1;
   if (!detail::plan_norm(prefetching).prefetch_fits) return 0;
-  // Rows all staged: the cp.async prefetch measured no faster than one CTA a row at any batch
-  // (12288- and 16384-wide 16-bit rows, 1024 to 16384 rows; docs/performance.md).
+  // Rows all staged: the cp.async prefetch is no faster than one CTA a row at any batch.
   if (std::count(p.data.begin(), p.data.end(), detail::Place::Registers) == 0) return 0;
   const std::uint32_t fit =
       std::max(1u, std::min(detail::ctas_by_registers(spec.device, p.block(), p.max_registers),
@@ -485,12 +477,8 @@ std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
 
 namespace {
 // Rounds of loads (kColumnRowsInFlight a warp, a round trip to L2 each) a CTA's column pass may
-// take: always up to 2; up to 16 where two launches would leave a quarter of the SMs without a CTA
-// (each CTA walks min_row_groups rows so that the partial rows stay few). Measured on the H200
-// over 19 cases of 32 to 2048 rows (docs/performance.md): the one launch won all 5 of
-// ≤ 2 rounds and 6 of the 7 under-filled ones of 3-16 rounds (lost 3% at 8 rounds); with the SMs
-// 80% full or more it lost 6 of 7 from 3 rounds on (rms_bwd f32 384x4096 by 9%, 512x4096 by 11%,
-// 8 rounds by 16-24%) and won one by 5%.
+// take in the one-launch backward: always up to 2; up to 16 where two launches would leave a
+// quarter of the SMs without a CTA (their re-reads then cost less than the idle SMs).
 constexpr std::uint32_t kColumnRoundsAlways = 2;
 constexpr std::uint32_t kColumnRoundsUnderfilled = 16;
 }  // namespace

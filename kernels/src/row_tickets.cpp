@@ -26,8 +26,7 @@ void RowTickets::take_if_ticketed(Kernel& k, Reg<U32> index, Reg<U32> into) {
   const Reg<U32> gate = k.selp<U32>(index, 0u, leader_);
   // Straight into `into`: a mov of the result would wait for the atomic's round trip here. An
   // inc that never wraps (tickets stay below the batch) rather than add 1: ptxas makes an add a
-  // warp-aggregated atomic whose result shuffle waits the round trip out in the loop (seen in
-  // the SASS on the H200: every trip ~12% slower).
+  // warp-aggregated atomic whose result shuffle waits the round trip out in the loop.
   k.predicated(k.setp(Cmp::Ge, gate, fixed_), [&] { k.atom_inc(into, counter_, kTicketLimit); });
 }
 
