@@ -141,10 +141,14 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
       candidates.push_back(&e);
     }
   }
-  // Nearest first by the ratio of widths; of two as near, the narrower.
+  // Nearest first by the ratio of widths; of two as near, the narrower. A row's bucket is the
+  // widths within a factor √2 of it: farther, a strategy is not the same one any more.
   const auto distance = [&](const TuningEntry* e) {
     return std::abs(std::log(static_cast<double>(e->width) / spec.width));
   };
+  std::erase_if(candidates, [&](const TuningEntry* e) {
+    return distance(e) > std::log(std::sqrt(2.0)) + 1e-9;
+  });
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](const TuningEntry* a, const TuningEntry* b) {
                      const double da = distance(a), db = distance(b);

@@ -10,9 +10,9 @@
 
 // Measured tuning tables: for one GPU product, per (kernel, dtype, weight dtype, width) the knobs
 // that `ptxdsl tune` timed fastest at that width, written over the heuristic's own choices. The
-// planner takes the entry whose width is nearest (by ratio) among those whose knobs give a valid
-// plan at the width asked for; without one, or for a spec that sets knobs itself, the heuristic
-// decides alone. Tables live in kernels/tuning/ as CSV and are compiled in.
+// planner takes the entry whose width is nearest (by ratio, within a factor √2: the row's bucket)
+// among those whose knobs give a valid plan at the width asked for; without one, or for a spec that
+// sets knobs itself, the heuristic decides alone. Tables live in kernels/tuning/ as CSV and are compiled in.
 namespace ptxdsl::kernels {
 
 struct TuningEntry {
@@ -35,8 +35,8 @@ class TuningTable {
   static TuningTable parse_csv(std::string_view text, std::string_view source);
   std::string to_csv() const;
 
-  // The entry for this spec's device, kernel and dtypes nearest in width whose knobs plan validly
-  // at spec.width; nullptr where there is none.
+  // The entry for this spec's device, kernel and dtypes nearest in width (within √2) whose knobs
+  // plan validly at spec.width; nullptr where there is none.
   const TuningEntry* find(const NormSpec& spec) const;
 
   std::vector<TuningEntry> entries;
