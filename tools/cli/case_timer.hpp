@@ -53,6 +53,8 @@ class CaseTimer {
     Times times{};
   };
   Checked run_case(GpuNorm& norm, const NormData& data, kernels::NormKind kind);
+  // The same call timed again, unchecked (a case run_case has checked).
+  Times time_case(GpuNorm& norm, kernels::NormKind kind);
 
   // 1 GiB device to device through the driver's copy; bytes read plus written over the median.
   double copy_gbps();

@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <future>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "case_timer.hpp"
 #include "cli.hpp"
@@ -78,9 +80,9 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, const NormKnobs&
 }
 
 struct Candidate {
-  NormKnobs knobs;         // none: the heuristic
-  std::vector<double> us;  // each round's median
-  std::string error;
+  NormKnobs knobs;                // none: the heuristic
+  std::unique_ptr<GpuNorm> norm;  // its kernels and buffers, checked at the first timing
+  std::vector<double> us;         // each round's median
   double best() const { return us.empty() ? 0 : *std::min_element(us.begin(), us.end()); }
 };
 
@@ -170,14 +172,16 @@ class TuneCommand : public Command {
         return make_norm_data(spec, tuning_batch(s.dtype, s.width), seed, true);
       });
     };
-    constexpr std::size_t kAhead = 3;
-    for (std::size_t i = 0; i < kAhead; ++i) prepare(i);
+    // The float64 references take longer than the timings: several shapes in preparation at once.
+    const std::size_t ahead =
+        std::clamp<std::size_t>(std::thread::hardware_concurrency() / 2, 3, 8);
+    for (std::size_t i = 0; i < ahead; ++i) prepare(i);
     Progress progress(shapes.size());
     bool all_pass = true;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const Shape& s = shapes[i];
       const NormData d = data[i].get();
-      prepare(i + kAhead);
+      prepare(i + ahead);
       for (NormKind kind : s.layer_norm
                                ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                                : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
@@ -235,9 +239,14 @@ class TuneCommand : public Command {
       } catch (const Error&) {
         continue;  // not a valid plan at this width
       }
-      candidates.push_back({k, {}, {}});
+      candidates.push_back({k, nullptr, {}});
     }
+    // The first timing checks the outputs against float64; later rounds only time.
     const auto time = [&](Candidate& c) {
+      if (c.norm) {
+        c.us.push_back(timer.time_case(*c.norm, spec.kind).median);
+        return;
+      }
       runtime::NormOptions options;
       options.tuning_table = false;
       if (kernels::is_backward(spec.kind)) {
@@ -245,8 +254,8 @@ class TuneCommand : public Command {
       } else {
         options.knobs = c.knobs;
       }
-      GpuNorm norm(timer.ctx(), data, options);
-      const CaseTimer::Checked r = timer.run_case(norm, data, spec.kind);
+      c.norm = std::make_unique<GpuNorm>(timer.ctx(), data, options);
+      const CaseTimer::Checked r = timer.run_case(*c.norm, data, spec.kind);
       if (!r.pass) throw std::runtime_error(fmt::format("{}: {}", format_knobs(c.knobs), r.error));
       c.us.push_back(r.times.median);
     };
@@ -254,6 +263,9 @@ class TuneCommand : public Command {
     std::size_t best = 0;
     for (std::size_t i = 1; i < candidates.size(); ++i) {
       if (candidates[i].us[0] < candidates[best].us[0]) best = i;
+    }
+    for (std::size_t i = 1; i < candidates.size(); ++i) {
+      if (i != best) candidates[i].norm.reset();  // their buffers go back before the rounds
     }
     for (int round = 1; round < rounds && best != 0; ++round) {
       time(candidates[0]);
