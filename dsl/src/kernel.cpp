@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <unordered_map>
 
 #include "ptxdsl/dsl/emit.hpp"
 #include "ptxdsl/dsl/module.hpp"
@@ -29,12 +31,60 @@ std::string identifier_problem(std::string_view what, std::string_view s) {
   return {};
 }
 
+// The live kernels by id: a handle's kernel pointer is followed only if its id is here.
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<std::uint64_t, Kernel*> live;
+  std::uint64_t last_id = 0;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
 }  // namespace
 
-Kernel::Kernel(Module& module, std::string name) : module_(&module), name_(std::move(name)) {
+Kernel::Kernel(Module& module, std::string name)
+    : module_(&module), id_(0), name_(std::move(name)) {
   if (std::string problem = identifier_problem("kernel name", name_); !problem.empty()) {
     throw Error(problem);
   }
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  id_ = ++r.last_id;
+  r.live.emplace(id_, this);
+}
+
+Kernel::~Kernel() {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.live.erase(id_);
+}
+
+Kernel* Kernel::live(Kernel* k, std::uint64_t id) {
+  if (k == nullptr) return nullptr;
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  const auto it = r.live.find(id);
+  return it != r.live.end() && it->second == k ? k : nullptr;
+}
+
+std::string Kernel::foreign_owner(const Kernel* owner, std::uint64_t owner_id) const {
+  if (owner_id == id_ && owner == this) return {};
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  const auto it = r.live.find(owner_id);
+  if (it == r.live.end() || it->second != owner) {
+    return fmt::format(
+        "another kernel, destroyed since (kernel id {}, this one is {}): a handle must not outlive "
+        "its Module",
+        owner_id, id_);
+  }
+  const Kernel& other = *it->second;
+  if (&other.module() == module_) return fmt::format("kernel '{}'", other.name());
+  return fmt::format("kernel '{}' of another module (module id {}; this kernel's is {})",
+                     other.name(), other.module().id(), module_->id());
 }
 
 void Kernel::fail(const std::string& what, const std::string& problem) const {
@@ -73,17 +123,19 @@ Instr Kernel::make(Op op, ScalarType type) {
   return in;
 }
 
-void Kernel::note_owner(const Kernel* owner) {
-  pending_owners_.push_back(owner);
+void Kernel::note_owner(const Kernel* owner, std::uint64_t owner_id) {
+  pending_owners_.emplace_back(owner, owner_id);
 }
 
 void Kernel::commit(Instr in) {
-  std::vector<const Kernel*> owners;
+  std::vector<std::pair<const Kernel*, std::uint64_t>> owners;
   owners.swap(pending_owners_);
   if (finalized_) fail(in, "emitted after the kernel was finalized");
-  for (const Kernel* owner : owners) {
+  for (const auto& [owner, owner_id] : owners) {
     if (owner == nullptr) fail(in, "uses a register that was never created (a default Reg)");
-    if (owner != this) fail(in, fmt::format("uses a register of kernel '{}'", owner->name()));
+    if (std::string whose = foreign_owner(owner, owner_id); !whose.empty()) {
+      fail(in, "uses a register of " + whose);
+    }
   }
   if (guarded_) {
     if (in.op == Op::Label || in.op == Op::Bra) {
@@ -438,7 +490,7 @@ Label Kernel::label(std::string_view hint) {
   }
   label_hints_.emplace_back(hint);
   label_bound_.push_back(false);
-  return Label{this, static_cast<std::uint32_t>(label_hints_.size() - 1)};
+  return Label{this, static_cast<std::uint32_t>(label_hints_.size() - 1), id_};
 }
 
 std::string Kernel::label_name(std::uint32_t id) const {
@@ -459,9 +511,9 @@ Operand label_operand(const Kernel& k, Label l) {
 
 void Kernel::bind(Label l) {
   Instr in = make(Op::Label, ScalarType::B32);
-  if (l.kernel != this) {
-    fail("label", l.kernel ? fmt::format("belongs to kernel '{}'", l.kernel->name())
-                           : std::string("was never created"));
+  if (l.kernel == nullptr) fail("label", "was never created");
+  if (std::string whose = foreign_owner(l.kernel, l.kernel_id); !whose.empty()) {
+    fail("label", "belongs to " + whose);
   }
   in.ops = {label_operand(*this, l)};
   if (label_bound_.at(l.id)) fail(in, "is bound twice");
@@ -472,9 +524,9 @@ void Kernel::bind(Label l) {
 void Kernel::bra(Label l, bool uniform) {
   Instr in = make(Op::Bra, ScalarType::B32);
   in.uniform = uniform;
-  if (l.kernel != this) {
-    fail(in, l.kernel ? fmt::format("branches to a label of kernel '{}'", l.kernel->name())
-                      : std::string("branches to a label that was never created"));
+  if (l.kernel == nullptr) fail(in, "branches to a label that was never created");
+  if (std::string whose = foreign_owner(l.kernel, l.kernel_id); !whose.empty()) {
+    fail(in, "branches to a label of " + whose);
   }
   in.ops = {label_operand(*this, l)};
   commit(std::move(in));
@@ -483,12 +535,14 @@ void Kernel::bra(Label l, bool uniform) {
 void Kernel::bra_if(Pred p, Label l, bool negate) {
   Instr in = make(Op::Bra, ScalarType::B32);
   if (guarded_) fail(in, "control flow inside a predicated block");
-  if (l.kernel != this) fail(in, "branches to a label of another kernel, or one never created");
+  if (l.kernel == nullptr || !foreign_owner(l.kernel, l.kernel_id).empty()) {
+    fail(in, "branches to a label of another kernel, or one never created");
+  }
   in.ops = {label_operand(*this, l)};
   in.guarded = true;
   in.guard_negated = negate;
   in.guard = p.id;
-  note_owner(p.kernel);
+  note_owner(p.kernel, p.kernel_id);
   commit(std::move(in));
 }
 
@@ -498,10 +552,9 @@ void Kernel::ret() {
 
 void Kernel::predicated(Pred p, const std::function<void()>& body, bool negate) {
   if (guarded_) fail("predicated block", "predicated blocks do not nest");
-  if (p.kernel != this) {
-    fail("predicated block", p.kernel
-                                 ? fmt::format("guard register of kernel '{}'", p.kernel->name())
-                                 : std::string("guard register was never created"));
+  if (p.kernel == nullptr) fail("predicated block", "guard register was never created");
+  if (std::string whose = foreign_owner(p.kernel, p.kernel_id); !whose.empty()) {
+    fail("predicated block", "guard register of " + whose);
   }
   guarded_ = true;
   guard_negated_ = negate;

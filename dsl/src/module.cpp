@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <utility>
@@ -9,6 +10,11 @@
 #include "ptxdsl/dsl/emit.hpp"
 
 namespace ptxdsl {
+namespace {
+
+std::atomic<std::uint64_t> next_module_id{0};
+
+}  // namespace
 
 std::string_view arch_name(Arch a) {
   switch (a) {
@@ -67,7 +73,8 @@ PtxVersion parse_ptx_version(std::string_view text) {
   return v;
 }
 
-Module::Module(Arch arch, PtxVersion version) : arch_(arch), version_(version) {
+Module::Module(Arch arch, PtxVersion version)
+    : id_(next_module_id.fetch_add(1) + 1), arch_(arch), version_(version) {
   if (version < PtxVersion{7, 0} || version > PtxVersion{9, 0}) {
     throw Error(
         fmt::format("PTX version must be in [7.0, 9.0], got {}.{}", version.major, version.minor));

@@ -1,5 +1,7 @@
 // Misuse the types cannot catch throws ptxdsl::Error naming the kernel, the instruction and the
 // problem. Each check reads the message: all three must be in it.
+#include <fmt/format.h>
+
 #include <limits>
 #include <vector>
 
@@ -81,6 +83,68 @@ TEST_CASE("a register of another kernel is refused where it is used", "[dsl][mis
   // The failed instructions left nothing behind: b's next instruction is checked on its own.
   b.add(fb, fb);
   CHECK(b.instructions().size() == 1);
+}
+
+// A kernel's address can be reused by a kernel made after it is destroyed; its id cannot. A
+// register kept past its kernel must be refused, not printed as `%f6` into a kernel with `%f<3>`.
+TEST_CASE("a register of a destroyed kernel is refused, even at a reused address",
+          "[dsl][misuse]") {
+  Reg<F32> stale;
+  Label stale_label;
+  {
+    Module gone(Arch::Sm90);
+    Kernel& k = gone.kernel("k");
+    for (int i = 0; i < 6; ++i) stale = k.reg<F32>();
+    stale_label = k.label("l");
+  }
+  Module m(Arch::Sm90);
+  Kernel& k = m.kernel("k");
+  const Reg<F32> f = k.reg<F32>();
+  const std::string destroyed = "uses a register of another kernel, destroyed since";
+  // The kernel's storage not reused: its pointer is never followed.
+  CHECK_MISUSE(k.add(f, stale), "k", "instruction 'add.f32'", destroyed);
+  CHECK_MISUSE(f + stale, "k", "instruction 'add.f32'", destroyed);
+  CHECK_THAT(error_of([&] { (void)(stale + 1.0f); }),
+             Contains("operator +") && Contains("another kernel, destroyed since"));
+  // Reused: the same address, another kernel.
+  Reg<F32> reused = stale;
+  reused.kernel = &k;
+  CHECK_MISUSE(k.add(f, reused), "k", "instruction 'add.f32'", destroyed);
+  CHECK_MISUSE(reused * f, "k", "instruction 'mul.f32'", destroyed);
+  CHECK_MISUSE(k.mov(reused, f), "k", "instruction 'mov.f32'", destroyed);
+  CHECK_MISUSE(k.st(GlobalPtr<F32>{k.reg<U64>(), 0}, reused), "k", "instruction 'st.global.f32'",
+               destroyed);
+  Pred reused_pred{&k, stale.id, stale.kernel_id};
+  CHECK_MISUSE(k.predicated(reused_pred, [] {}), "k", "predicated block",
+               "guard register of another kernel, destroyed since");
+  Label reused_label = stale_label;
+  reused_label.kernel = &k;
+  CHECK_MISUSE(k.bra(reused_label), "k", "instruction 'bra'",
+               "branches to a label of another kernel, destroyed since");
+  CHECK_MISUSE(k.bind(reused_label), "k", "label", "belongs to another kernel, destroyed since");
+  k.add(f, f, f);
+  const std::string ptx = m.emit();
+  CHECK_THAT(ptx, Contains("add.f32 %f1, %f1, %f1;") && !Contains("%f6"));
+}
+
+// Two modules may each have a kernel 'k': the message says which module the register is of.
+TEST_CASE("a register of a same-named kernel of another module names the modules",
+          "[dsl][misuse]") {
+  Module first(Arch::Sm90);
+  Module second(Arch::Sm90);
+  REQUIRE(first.id() != second.id());
+  Kernel& a = first.kernel("k");
+  Kernel& b = second.kernel("k");
+  const Reg<F32> fa = a.reg<F32>();
+  const Reg<F32> fb = b.reg<F32>();
+  const std::string whose = fmt::format(
+      "uses a register of kernel 'k' of another module (module id {}; this kernel's is {})",
+      first.id(), second.id());
+  CHECK_MISUSE(b.add(fb, fa), "k", "instruction 'add.f32'", whose);
+  CHECK_MISUSE(fb - fa, "k", "instruction 'sub.f32'", whose);
+  CHECK_MISUSE(
+      b.bra(a.label("theirs")), "k", "instruction 'bra'",
+      fmt::format("branches to a label of kernel 'k' of another module (module id {}", first.id()));
 }
 
 TEST_CASE("a default-constructed Reg is refused by the instruction that uses it", "[dsl][misuse]") {

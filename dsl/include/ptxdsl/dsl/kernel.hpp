@@ -23,6 +23,7 @@ class Module;
 struct Label {
   Kernel* kernel = nullptr;
   std::uint32_t id = 0;
+  std::uint64_t kernel_id = 0;  // the kernel's `Kernel::id()`, as in `Reg`
 };
 
 struct SharedDecl {
@@ -40,14 +41,20 @@ class Kernel {
   Kernel(Module& module, std::string name);
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
+  ~Kernel();
 
   const std::string& name() const { return name_; }
   Module& module() const { return *module_; }
+  // Unique in the process and never reused (1, 2, ...), unlike the kernel's address.
+  std::uint64_t id() const { return id_; }
+  // `k` if it is a live kernel whose id is `id`, else nullptr: for a handle (`Reg`, `Label`) that
+  // may have outlived its kernel, whose pointer must not be followed then.
+  static Kernel* live(Kernel* k, std::uint64_t id);
 
   // ---- registers, parameters, special registers ----
   template <TypeTag T>
   Reg<T> reg(std::string_view debug_name = {}) {
-    return Reg<T>{this, new_reg(reg_class(T::kType), debug_name)};
+    return Reg<T>{this, new_reg(reg_class(T::kType), debug_name), id_};
   }
   template <MemTag T>
   Reg<T> param(std::string_view name) {
@@ -614,7 +621,7 @@ class Kernel {
  private:
   template <TypeTag T>
   Operand def(Reg<T> r) {
-    note_owner(r.kernel);
+    note_owner(r.kernel, r.kernel_id);
     Operand o;
     o.kind = Operand::Kind::Reg;
     o.reg = r.id;
@@ -626,7 +633,7 @@ class Kernel {
   }
   template <TypeTag T>
   Operand use(const Src<T>& s) {
-    if (s.op.kind == Operand::Kind::Reg) note_owner(s.kernel);
+    if (s.op.kind == Operand::Kind::Reg) note_owner(s.kernel, s.kernel_id);
     return s.op;
   }
   template <class Regs>
@@ -634,7 +641,7 @@ class Kernel {
     Operand o;
     o.kind = Operand::Kind::Vec;
     for (const auto& r : regs) {
-      note_owner(r.kernel);
+      note_owner(r.kernel, r.kernel_id);
       o.vec.push_back(r.id);
     }
     return o;
@@ -645,7 +652,7 @@ class Kernel {
   }
   template <Space S, MemTag T>
   Operand address(const Ptr<S, T>& p) {
-    note_owner(p.base.kernel);
+    note_owner(p.base.kernel, p.base.kernel_id);
     Operand o;
     o.kind = Operand::Kind::Addr;
     o.has_base = true;
@@ -706,7 +713,9 @@ class Kernel {
   std::uint32_t shfl_c_operand(const Instr& in, std::uint32_t width) const;
 
   Instr make(Op op, ScalarType type);
-  void note_owner(const Kernel* owner);
+  void note_owner(const Kernel* owner, std::uint64_t owner_id);
+  // Empty if a handle of kernel `owner_id` may be used here, else whose it is, in words.
+  std::string foreign_owner(const Kernel* owner, std::uint64_t owner_id) const;
   void commit(Instr in);
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
@@ -727,6 +736,7 @@ class Kernel {
   [[noreturn]] void fail(const std::string& what, const std::string& problem) const;
 
   Module* module_;
+  std::uint64_t id_;
   std::string name_;
   std::vector<Instr> body_;
   std::vector<ParamSpec> params_;
@@ -735,8 +745,9 @@ class Kernel {
   std::vector<std::pair<RegId, std::string>> reg_names_;
   std::vector<std::string> label_hints_;
   std::vector<bool> label_bound_;
-  // Owners of the operands of the instruction being built; `commit` checks them, `fail` drops them.
-  mutable std::vector<const Kernel*> pending_owners_;
+  // Owners (address, id) of the operands of the instruction being built; `commit` checks them,
+  // `fail` drops them.
+  mutable std::vector<std::pair<const Kernel*, std::uint64_t>> pending_owners_;
   std::uint32_t block_threads_ = 0;
   bool block_required_ = false;
   std::uint32_t max_registers_ = 0;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,8 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   Kernel& kernel(std::string_view name);
+  // Unique in the process (1, 2, ...): tells apart kernels of the same name in two modules.
+  std::uint64_t id() const { return id_; }
   Arch arch() const { return arch_; }
   PtxVersion version() const { return version_; }
   const std::vector<std::unique_ptr<Kernel>>& kernels() const { return kernels_; }
@@ -28,6 +31,7 @@ class Module {
  private:
   void check_symbols() const;
 
+  std::uint64_t id_;
   Arch arch_;
   PtxVersion version_;
   std::vector<std::unique_ptr<Kernel>> kernels_;

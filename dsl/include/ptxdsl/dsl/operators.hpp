@@ -11,16 +11,23 @@ namespace ptxdsl {
 namespace detail {
 
 // The kernel an operator emits into: the left operand's, else the right one's, so that a default
-// `Reg` on either side is reported by that kernel, naming the instruction.
-inline Kernel& owner(Kernel* left, Kernel* right, std::string_view op) {
-  if (left != nullptr) return *left;
-  if (right != nullptr) return *right;
+// `Reg` (or one whose kernel was destroyed) on either side is reported by that kernel, naming the
+// instruction.
+inline Kernel& owner(Kernel* left, std::uint64_t left_id, Kernel* right, std::uint64_t right_id,
+                     std::string_view op) {
+  if (Kernel* k = Kernel::live(left, left_id)) return *k;
+  if (Kernel* k = Kernel::live(right, right_id)) return *k;
+  if (left != nullptr || right != nullptr) {
+    throw Error("operator " + std::string(op) +
+                ": its registers belong to another kernel, destroyed since (a Reg must not "
+                "outlive its Module)");
+  }
   throw Error("operator " + std::string(op) +
               ": no operand is a register of a kernel (default-constructed Reg)");
 }
 template <TypeTag T, class B>
 Kernel& owner(Reg<T> a, const B& b, std::string_view op) {
-  return owner(a.kernel, b.kernel, op);
+  return owner(a.kernel, a.kernel_id, b.kernel, b.kernel_id, op);
 }
 
 }  // namespace detail
@@ -75,7 +82,7 @@ PTXDSL_COMPARE(!=, Ne)
 template <Space S, MemTag T, TypeTag I>
 requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32) Ptr<S, T>
 operator+(Ptr<S, T> p, Reg<I> i) {
-  return detail::owner(i.kernel, p.base.kernel, "+").index(p, i);
+  return detail::owner(i.kernel, i.kernel_id, p.base.kernel, p.base.kernel_id, "+").index(p, i);
 }
 
 }  // namespace ptxdsl

@@ -15,12 +15,14 @@ namespace ptxdsl {
 class Kernel;
 
 // A typed virtual register: a small value handle owned by one kernel. ptxas allocates the real
-// ones.
+// ones. `kernel_id` is the kernel's `Kernel::id()`, which, unlike its address, no later kernel
+// reuses: a register that outlived its kernel is refused, not numbered into another one.
 template <TypeTag T>
 struct Reg {
   using Type = T;
   Kernel* kernel = nullptr;
   RegId id{};
+  std::uint64_t kernel_id = 0;
   bool valid() const { return kernel != nullptr; }
 };
 using Pred = Reg<PredT>;
@@ -71,8 +73,10 @@ template <TypeTag T>
 struct Src {
   Operand op;
   Kernel* kernel = nullptr;
+  std::uint64_t kernel_id = 0;
 
-  Src(Reg<T> r) : kernel(r.kernel) {  // NOLINT(google-explicit-constructor): reads like PTX
+  // NOLINTNEXTLINE(google-explicit-constructor): reads like PTX
+  Src(Reg<T> r) : kernel(r.kernel), kernel_id(r.kernel_id) {
     op.kind = Operand::Kind::Reg;
     op.reg = r.id;
   }
