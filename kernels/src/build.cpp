@@ -161,7 +161,9 @@ void check_knobs_apply(const NormSpec& spec) {
 }
 
 void check_batch(std::uint32_t batch) {
-  if (batch < 1) throw Error(fmt::format("batch must be ≥ 1, got {}", batch));
+  if (batch < 1 || batch > kMaxBatch) {
+    throw Error(fmt::format("batch must be in [1, {}], got {}", kMaxBatch, batch));
+  }
 }
 
 void check_stride(std::uint32_t width, std::uint32_t stride) {

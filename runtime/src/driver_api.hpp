@@ -31,6 +31,7 @@ namespace ptxdsl::runtime::detail {
   X(cuCtxGetCurrent, 4000)            \
   X(cuCtxSynchronize, 2000)           \
   X(cuMemGetInfo, 3020)               \
+  X(cuPointerGetAttribute, 4000)      \
   X(cuModuleLoadDataEx, 2010)         \
   X(cuModuleUnload, 2000)             \
   X(cuModuleGetFunction, 2000)        \

@@ -127,6 +127,22 @@ void fill_u32_async(const Context& ctx, std::uint64_t dst, std::uint32_t value, 
   enqueue_fill(4, dst, value, count, stream);
 }
 
+std::optional<Allocation> find_allocation(const Context& ctx, std::uint64_t address) {
+  ctx.make_current();
+  const detail::DriverApi& d = detail::driver();
+  CUdeviceptr start = 0;
+  const CUresult r = d.cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                             static_cast<CUdeviceptr>(address));
+  if (r == CUDA_ERROR_INVALID_VALUE) return std::nullopt;  // not an allocation the driver made
+  detail::check(r, "cuPointerGetAttribute",
+                [&] { return fmt::format("finding the allocation of 0x{:x}", address); });
+  std::size_t bytes = 0;
+  PTXDSL_CU_CHECK(
+      [&] { return fmt::format("finding the size of the allocation at 0x{:x}", start); },
+      cuPointerGetAttribute, &bytes, CU_POINTER_ATTRIBUTE_RANGE_SIZE, start);
+  return Allocation{start, bytes};
+}
+
 namespace detail {
 
 RawBuffer::RawBuffer(const Context& ctx, std::size_t bytes) : ctx_(ctx.state()), bytes_(bytes) {

@@ -181,8 +181,11 @@ TEST_CASE("a block the device cannot hold is refused with the limit named", "[va
 }
 
 TEST_CASE("launch shape checks: batch and stride", "[validate]") {
-  REQUIRE_THROWS_WITH(check_batch(0), "batch must be ≥ 1, got 0");
+  REQUIRE_THROWS_WITH(check_batch(0), "batch must be in [1, 2147483647], got 0");
   REQUIRE_NOTHROW(check_batch(1));
+  REQUIRE_NOTHROW(check_batch(kMaxBatch));
+  REQUIRE_THROWS_WITH(check_batch(kMaxBatch + 1u),
+                      "batch must be in [1, 2147483647], got 2147483648");
   REQUIRE_THROWS_WITH(check_stride(4096, 4095), "stride must be ≥ the width (4096), got 4095");
   REQUIRE_NOTHROW(check_stride(4096, 4096));
   REQUIRE_NOTHROW(check_stride(7, 9));

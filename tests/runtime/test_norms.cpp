@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -373,6 +374,23 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
     a = args;
     a.mean = DeviceView(mean.address);  // a raw address: its size is unchecked, but not null
     CHECK_NOTHROW(ln.forward(a));
+    // Memory the driver does not know (a host vector), a batch past 32-bit row indices, and an
+    // eps that is not a finite number ≥ 0 are refused before anything launches.
+    std::vector<std::uint16_t> host(std::size_t{64} * 4096);
+    a = args;
+    a.x = DeviceView(reinterpret_cast<std::uint64_t>(host.data()));
+    CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("x at 0x") &&
+                                         Catch::Contains("is not memory the GPU can address"));
+    a = args;
+    a.batch = 0x80000000u;
+    CHECK_THROWS_WITH(ln.forward(a),
+                      Catch::Contains("batch must be at most 2147483647 rows, got 2147483648"));
+    a = args;
+    a.eps = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("eps must be a finite number ≥ 0, got nan"));
+    a.eps = -1e-5f;
+    CHECK_THROWS_WITH(ln.forward(a),
+                      Catch::Contains("eps must be a finite number ≥ 0, got -1e-05"));
     LayerNormBackwardArgs bw{.dy = x.view(),
                              .x = x.view(),
                              .w = w.view(),

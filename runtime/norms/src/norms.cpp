@@ -1,7 +1,9 @@
 #include "ptxdsl/runtime/norms.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -99,6 +101,8 @@ struct Variant {
   std::vector<PreparedStep> steps;
 };
 
+constexpr std::uint64_t kMaxSpanElements = std::uint64_t{1} << 48;
+
 // One norm (layer or RMS) at one (dtype, weight dtype, width): its forward and backward variants by
 // vector width, the workspace, and the values the launches read. Heap-allocated so the parameter
 // pointers stay valid when the public object moves.
@@ -168,6 +172,18 @@ class NormPair {
       fail(backward,
            fmt::format("stride must be at least the width {}, got {}", spec_.width, stride));
     }
+    if (batch > kernels::kMaxBatch) [[unlikely]] {
+      fail(backward,
+           fmt::format("batch must be at most {} rows, got {}", kernels::kMaxBatch, batch));
+    }
+    // (batch − 1) × stride < 2^63 cannot wrap; past 2^48 elements no GPU holds the rows, and the
+    // byte counts below could.
+    if (const std::uint64_t span = std::uint64_t{batch - 1} * stride + spec_.width;
+        span > kMaxSpanElements) [[unlikely]] {
+      fail(backward, fmt::format("batch {} × stride {} spans {} elements, more than a GPU "
+                                 "addresses (2^48)",
+                                 batch, stride, span));
+    }
     std::uint64_t row_bits = 0, weight_bits = 0;
     for (const PointerArg& a : args) {
       const std::uint32_t e = expected_elem(a.role);
@@ -175,6 +191,12 @@ class NormPair {
       if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
           (v.bytes != 0 && v.bytes < needed_bytes(a.role, batch, stride))) [[unlikely]] {
         fail_pointer(backward, a, batch, stride);
+      }
+      if (!known_allocation(v.address)) [[unlikely]] {
+        fail(backward, fmt::format("{} at 0x{:x} is not memory the GPU can address (a host pointer "
+                                   "from malloc or new, or freed memory?): allocate it on the "
+                                   "device, or pin it",
+                                   a.name, v.address));
       }
       values_.pointers[static_cast<int>(a.bind)] = v.address;
       if (a.role == Role::Rows) row_bits |= v.address;
@@ -196,7 +218,12 @@ class NormPair {
     }
   }
 
-  void set_eps(float eps) { values_.eps = eps; }
+  void set_eps(float eps) {
+    if (!(std::isfinite(eps) && eps >= 0)) [[unlikely]] {
+      fail(false, fmt::format("eps must be a finite number ≥ 0, got {}", eps));
+    }
+    values_.eps = eps;
+  }
 
   // Binds the partial sums (and the row counter): the caller's workspace, or the object's own,
   // grown as needed. The object's own counter is zeroed when allocated and every launch leaves it
@@ -272,6 +299,18 @@ class NormPair {
         return std::uint64_t{batch} * 4;
     }
     return 0;
+  }
+
+  // Whether the driver knows `address` as memory a kernel may address: the allocations found
+  // before are remembered, so that a caller who reuses its buffers asks the driver once.
+  bool known_allocation(std::uint64_t address) {
+    for (const Allocation& a : known_) {
+      if (a.contains(address)) return true;
+    }
+    const std::optional<Allocation> found = find_allocation(ctx_, address);
+    if (!found) return false;
+    known_[next_known_++ % known_.size()] = *found;
+    return true;
   }
 
   [[noreturn]] void fail(bool backward, const std::string& problem) const {
@@ -406,6 +445,8 @@ class NormPair {
   kernels::NormKnobs knobs_[2];  // [backward]
   std::uint32_t max_vec_[2] = {8, 8};
   std::uint32_t last_vec_ = 0;
+  std::array<Allocation, 16> known_{};  // known_allocation's memory, replaced oldest first
+  std::size_t next_known_ = 0;
   ModuleCache* cache_ = nullptr;
   // [backward][alternate][log2 of the vector width]
   std::array<std::unique_ptr<Variant>, 4> variants_[2][2];

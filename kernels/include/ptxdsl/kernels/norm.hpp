@@ -28,6 +28,8 @@ DType parse_dtype(std::string_view name);    // throws Error listing the allowed
 int dtype_bytes(DType d);
 
 inline constexpr std::uint32_t kMaxWidth = 65536;
+// Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
+inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
 
 // Whether a knob of this scope means something to the kernel.
 bool knob_applies(KnobScope scope, NormKind kind);
@@ -55,7 +57,7 @@ void validate(const NormSpec& spec);
 // (row_order tickets with single_launch 1). validate() lets those pass because one set of runtime
 // knobs serves both directions and spec_for_batch turns on single_launch per call.
 void check_knobs_apply(const NormSpec& spec);
-// Host-side checks before a launch: batch ≥ 1, stride ≥ width. Throw ptxdsl::Error.
+// Host-side checks before a launch: batch in [1, kMaxBatch], stride ≥ width. Throw ptxdsl::Error.
 void check_batch(std::uint32_t batch);
 void check_stride(std::uint32_t width, std::uint32_t stride);
 // The widest vector (elements per access) that a launch with this row stride and these addresses

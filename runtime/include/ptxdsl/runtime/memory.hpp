@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -39,6 +40,15 @@ void fill_u16_async(const Context& ctx, std::uint64_t dst, std::uint16_t value, 
                     StreamRef stream);
 void fill_u32_async(const Context& ctx, std::uint64_t dst, std::uint32_t value, std::size_t count,
                     StreamRef stream);
+
+// The allocation the driver knows `address` to be in (device, managed, or pinned host memory that
+// kernels may address), or nothing for an address it does not know: memory from malloc or new,
+// or freed. Throws only for a failure of the driver itself.
+struct Allocation {
+  std::uint64_t start = 0, bytes = 0;
+  bool contains(std::uint64_t address) const { return address - start < bytes; }
+};
+std::optional<Allocation> find_allocation(const Context& ctx, std::uint64_t address);
 
 namespace detail {
 
