@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -258,6 +259,41 @@ TEST_CASE("memcheck: out-of-bounds global accesses are caught and named", "[exec
             32, 40) == "(no error)");
 }
 
+// Each allocation owns a wide range of addresses: an access far past one buffer faults naming it,
+// never reading the next (once 1 MiB + 512 bytes past a 400-byte 'x' was the start of 'y').
+TEST_CASE("memcheck: an access far off a buffer never lands in another one",
+          "[executor][memcheck]") {
+  Module m;
+  Kernel& k = m.kernel("far");
+  const GlobalPtr<F32> x = k.param_ptr<F32>("x");
+  const Reg<U64> offset = k.param<U64>("offset");
+  k.st(x, k.ld(GlobalPtr<F32>{k.add(x.base, offset), 0}));
+  k.finalize();
+  CpuDevice dev;
+  const ExecutorAddress a = dev.alloc(400, "x", 0);
+  const ExecutorAddress b = dev.alloc(400, "y", 0);
+  const auto error = [&](ExecutorAddress p, std::uint64_t off) {
+    try {
+      dev.launch(k, {1, 1}, {p, off});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  for (const std::uint64_t past : {std::uint64_t{1} << 20, std::uint64_t{1} << 26,
+                                   std::uint64_t{1} << 30, std::uint64_t{1} << 40}) {
+    INFO("past the end by " << past);
+    for (const std::uint64_t skew : {0, 4, 116, 512}) {
+      CHECK_THAT(error(a, 400 + past + skew),
+                 Contains(fmt::format("{} bytes past the end of allocation 'x'", past + skew)));
+    }
+    CHECK_THAT(error(b, 0 - past),
+               Contains(fmt::format("{} bytes before the start of allocation 'y'", past)));
+  }
+  CHECK(error(a, 396) == "(no error)");
+  CHECK(error(b, 0) == "(no error)");
+}
+
 TEST_CASE("memcheck: misaligned vector and scalar accesses", "[executor][memcheck]") {
   const std::string v4 = launch_error(
       [](Kernel& k) {
@@ -267,6 +303,7 @@ TEST_CASE("memcheck: misaligned vector and scalar accesses", "[executor][memchec
       },
       1, 64);
   CHECK_THAT(v4, Contains("misaligned global read of 16 bytes"));
+  CHECK_THAT(v4, Contains("(offset 4 of allocation 'x' [0x"));
   CHECK_THAT(v4, Contains("ld.global.v4.f32"));
   const std::string scalar = launch_error(
       [](Kernel& k) {
@@ -275,6 +312,7 @@ TEST_CASE("memcheck: misaligned vector and scalar accesses", "[executor][memchec
       },
       1, 64);
   CHECK_THAT(scalar, Contains("misaligned global write of 4 bytes"));
+  CHECK_THAT(scalar, Contains("(offset 2 of allocation 'x' [0x"));
   CHECK_THAT(scalar, Contains("it must be 4-byte aligned"));
 }
 
@@ -294,6 +332,8 @@ TEST_CASE("memcheck: shared memory bounds and reads of bytes no thread wrote",
       unwritten,
       Contains("reads shared memory at 0x80 ('faulty_s' + 128) that no thread of the CTA wrote"));
   CHECK_THAT(unwritten, Contains("thread (31, 0, 0)"));
+  CHECK_THAT(unwritten, Contains("if another thread writes it, a bar.sync is missing between that "
+                                 "write and this read"));
   const std::string outside = launch_error(
       [](Kernel& k) {
         SharedPtr<F32> s = k.shared_array<F32>("s", 32);
@@ -332,7 +372,7 @@ TEST_CASE("memcheck: shared memory bounds and reads of bytes no thread wrote",
         (void)k.param_ptr<F32>("x");
       },
       1, 64);
-  CHECK_THAT(misaligned, Contains("misaligned shared write of 8 bytes at 0x4"));
+  CHECK_THAT(misaligned, Contains("misaligned shared write of 8 bytes at 0x4 ('faulty_s' + 4)"));
 }
 
 TEST_CASE("memcheck: a barrier some threads never reach, an uninitialized register",
@@ -403,6 +443,10 @@ TEST_CASE("racecheck: shared memory touched by two warps with no barrier between
       64, 128);
   CHECK_THAT(war, Contains("shared memory race at 0x80 ('faulty_s' + 128)"));
   CHECK_THAT(war, Contains("this write follows a read by thread (0, 0, 0) of warp 0"));
+  // Both accesses are named: this one (the write) first, the earlier read in the problem.
+  CHECK_THAT(war, Contains("'st.shared.f32 [%r"));
+  CHECK_THAT(war, Contains("of warp 0 (at instruction #"));
+  CHECK_THAT(war, Contains("'@%p1 ld.shared.f32 %f"));
   CHECK_THAT(war, Contains("thread (32, 0, 0)"));
   const std::string raw = launch_error(
       [](Kernel& k) {
@@ -413,10 +457,12 @@ TEST_CASE("racecheck: shared memory touched by two warps with no barrier between
         k.st(k.index(x, t), k.ld(k.index(s, k.xor_(t, 32u))));  // no barrier before the read
       },
       64, 128);
-  // Warp 0 runs first, so its read finds bytes warp 1 has not written yet: still caught.
+  // Warp 0 runs first, so its read finds bytes warp 1 has not written yet: still caught, and the
+  // message says what is missing.
   CHECK_THAT(
       raw,
       Contains("reads shared memory at 0x80 ('faulty_s' + 128) that no thread of the CTA wrote"));
+  CHECK_THAT(raw, Contains("a bar.sync is missing between that write and this read"));
   const std::string reuse = launch_error(
       [](Kernel& k) {
         auto x = k.param_ptr<F32>("x");
@@ -428,7 +474,9 @@ TEST_CASE("racecheck: shared memory touched by two warps with no barrier between
       },
       128, 256);
   CHECK_THAT(reuse, Contains("shared memory race"));
-  CHECK_THAT(reuse, Contains("this read follows a write by thread (0, 0, 0) of warp 0"));
+  CHECK_THAT(reuse, Contains("this read follows a write by thread (0, 0, 0) of warp 0 (at "
+                             "instruction #"));
+  CHECK_THAT(reuse, Contains("st.shared.f32 [%r"));
   const std::string waw = launch_error(
       [](Kernel& k) {
         (void)k.param_ptr<F32>("x");
@@ -436,7 +484,8 @@ TEST_CASE("racecheck: shared memory touched by two warps with no barrier between
         k.st(s, k.tid_x());
       },
       64, 1);
-  CHECK_THAT(waw, Contains("this write follows a write by thread (31, 0, 0) of warp 0"));
+  CHECK_THAT(waw, Contains("this write follows a write by thread (31, 0, 0) of warp 0 (at "
+                           "instruction #"));
   // Lanes of one warp are ordered: exchanging through shared memory needs no barrier.
   const std::string warp = launch_error(
       [](Kernel& k) {
@@ -527,5 +576,6 @@ TEST_CASE("memcheck: cp.async read before its wait, out-of-bounds and misaligned
       },
       1, 64);
   CHECK_THAT(misaligned, Contains("misaligned cp.async source"));
+  CHECK_THAT(misaligned, Contains("of allocation 'x' [0x"));
   CHECK_THAT(misaligned, Contains("it must be 16-byte aligned"));
 }

@@ -112,13 +112,16 @@ Dim3 Ctx::thread_of(std::uint32_t warp, std::uint32_t lane) const {
   return Dim3{t % b.x, (t / b.x) % b.y, t / (b.x * b.y)};
 }
 
-void fault(const Ctx& c, const DInstr& in, std::uint32_t lane, const std::string& what) {
+std::string describe_instr(const Ctx& c, std::uint32_t index) {
   const Kernel& k = *c.prog->kernel;
+  return fmt::format("instruction #{} '{}'", index, format_instr(k, k.instructions()[index]));
+}
+
+void fault(const Ctx& c, const DInstr& in, std::uint32_t lane, const std::string& what) {
   const Dim3 t = c.thread_of(c.w ? c.w->index : 0, lane);
-  throw Error(
-      fmt::format("kernel '{}', instruction #{} '{}', thread ({}, {}, {}) of CTA ({}, {}, {}): {}",
-                  k.name(), in.index, format_instr(k, k.instructions()[in.index]), t.x, t.y, t.z,
-                  c.cta.x, c.cta.y, c.cta.z, what));
+  throw Error(fmt::format("kernel '{}', {}, thread ({}, {}, {}) of CTA ({}, {}, {}): {}",
+                          c.prog->kernel->name(), describe_instr(c, in.index), t.x, t.y, t.z,
+                          c.cta.x, c.cta.y, c.cta.z, what));
 }
 
 void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
@@ -146,6 +149,8 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
     c.read_epoch.assign(launch.shared_bytes, 0);
     c.writer.assign(launch.shared_bytes, 0);
     c.reader.assign(launch.shared_bytes, 0);
+    c.write_instr.assign(launch.shared_bytes, 0);
+    c.read_instr.assign(launch.shared_bytes, 0);
   }
   c.shared_ranges = p.shared;
   if (p.has_dynamic_shared) {

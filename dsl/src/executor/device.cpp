@@ -16,8 +16,7 @@ namespace detail {
 struct Memory {
   std::vector<std::unique_ptr<Allocation>> all;
   std::vector<Allocation*> sorted;  // by base
-  // Device addresses look like a GPU's and leave a wide unmapped gap after every allocation.
-  std::uint64_t next = 0x7F0000000000ull;
+  std::uint64_t slots = 0;          // slots handed out; a freed allocation's is not reused
 
   Allocation& add(std::unique_ptr<Allocation> a) {
     Allocation* raw = a.get();
@@ -29,22 +28,43 @@ struct Memory {
     return *raw;
   }
 
+  // The base of the next slot. Addresses stay below 2^63, so that no signed offset arithmetic
+  // on them overflows.
   std::uint64_t reserve(std::uint64_t bytes) {
-    const std::uint64_t base = next;
-    next += (bytes + 255) / 256 * 256 + (std::uint64_t{1} << 20);
-    return base;
+    constexpr std::uint64_t kMaxSlots =
+        ((std::uint64_t{1} << 63) - kFirstAllocation) / kAllocationSlot - 1;
+    if (bytes > kAllocationSlot / 4) {
+      throw Error(fmt::format("CpuDevice: an allocation must be at most {} bytes, got {}",
+                              kAllocationSlot / 4, bytes));
+    }
+    if (slots == kMaxSlots) {
+      throw Error(fmt::format("CpuDevice: at most {} allocations a device", kMaxSlots));
+    }
+    return kFirstAllocation + slots++ * kAllocationSlot;
   }
 
   const Allocation* find(std::uint64_t address, std::uint64_t bytes) const {
-    const auto it =
-        std::upper_bound(sorted.begin(), sorted.end(), address,
-                         [](std::uint64_t x, const Allocation* a) { return x < a->base; });
-    if (it == sorted.begin()) return nullptr;
-    const Allocation* a = *(it - 1);
-    if (address - a->base > a->size || a->size - (address - a->base) < bytes) return nullptr;
+    const Allocation* a = allocation_of(sorted, address);
+    if (a == nullptr || address < a->base || address - a->base > a->size ||
+        a->size - (address - a->base) < bytes) {
+      return nullptr;
+    }
     return a;
   }
 };
+
+const Allocation* allocation_of(const std::vector<Allocation*>& sorted, std::uint64_t address) {
+  constexpr std::uint64_t kFirstSlot = kFirstAllocation - kAllocationSlot / 2;
+  if (address < kFirstSlot) return nullptr;
+  // A slot's allocation starts at its centre, or up to 255 bytes later (a mapped buffer keeps its
+  // host address's alignment).
+  const std::uint64_t centre =
+      kFirstAllocation + (address - kFirstSlot) / kAllocationSlot * kAllocationSlot;
+  const auto it =
+      std::lower_bound(sorted.begin(), sorted.end(), centre,
+                       [](const Allocation* a, std::uint64_t x) { return a->base < x; });
+  return it != sorted.end() && (*it)->base - centre < 256 ? *it : nullptr;
+}
 
 }  // namespace detail
 
@@ -172,8 +192,7 @@ ExecutorAddress CpuDevice::map(std::span<std::byte> host, std::string_view name)
   a->host = host.data();
   a->size = host.size();
   // The device address keeps the host address's alignment, so alignment faults mean the same.
-  a->base =
-      memory_->reserve(host.size() + 256) + reinterpret_cast<std::uintptr_t>(host.data()) % 256;
+  a->base = memory_->reserve(host.size()) + reinterpret_cast<std::uintptr_t>(host.data()) % 256;
   a->name = name;
   return {memory_->add(std::move(a)).base};
 }

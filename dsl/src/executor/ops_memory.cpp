@@ -17,51 +17,55 @@ const char* verb(bool write) {
   return write ? "write" : "read";
 }
 
-[[noreturn]] void global_fault(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
-                               std::uint32_t bytes, bool write) {
-  const auto& allocs = *c.launch->allocations;
-  std::string where = "no allocation is near it";
-  const Allocation* best = nullptr;
-  std::uint64_t best_distance = ~std::uint64_t{0};
-  for (const Allocation* a : allocs) {
-    const std::uint64_t end = a->base + a->size;
-    const std::uint64_t distance = address < a->base ? a->base - address
-                                   : address >= end  ? address - end
-                                                     : 0;
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = a;
-    }
-  }
-  if (best != nullptr && best_distance < (std::uint64_t{1} << 32)) {
-    const std::string name = best->name.empty() ? std::string("(unnamed)") : best->name;
-    if (address < best->base) {
-      where = fmt::format("{} bytes before the start of allocation '{}' [{:#x}, +{})",
-                          best->base - address, name, best->base, best->size);
-    } else if (address + bytes > best->base + best->size && address < best->base + best->size) {
-      where =
-          fmt::format("it runs {} bytes past the end of allocation '{}' [{:#x}, +{})",
-                      address + bytes - (best->base + best->size), name, best->base, best->size);
-    } else {
-      where = fmt::format("{} bytes past the end of allocation '{}' [{:#x}, +{})",
-                          address - (best->base + best->size), name, best->base, best->size);
-    }
-  }
-  fault(c, in, lane,
-        fmt::format("out-of-bounds global {} of {} byte{} at {:#x}: {}", verb(write), bytes,
-                    bytes == 1 ? "" : "s", address, where));
-}
-
-inline std::uint32_t access_bytes(const DInstr& in) {
-  return std::uint32_t{in.elem_bytes} * in.vec;
-}
-
 std::string shared_map(const Ctx& c) {
   std::string s;
   for (const SharedRange& r : c.shared_ranges) {
     s += fmt::format("{}'{}' [{:#x}, {:#x})", s.empty() ? "" : ", ", r.name, r.begin, r.end);
   }
   return s.empty() ? std::string("the kernel declares no shared memory") : "shared arrays: " + s;
+}
+
+// Where `address` is, for a fault: relative to the allocation whose slot holds it.
+std::string where_global(const Ctx& c, std::uint64_t address, std::uint32_t bytes) {
+  const Allocation* a = allocation_of(*c.launch->allocations, address);
+  if (a == nullptr) return "it is in no allocation's address range";
+  const std::string name = a->name.empty() ? std::string("(unnamed)") : a->name;
+  const std::uint64_t end = a->base + a->size;
+  if (address < a->base) {
+    return fmt::format("{} bytes before the start of allocation '{}' [{:#x}, +{})",
+                       a->base - address, name, a->base, a->size);
+  }
+  if (address >= end) {
+    return fmt::format("{} bytes past the end of allocation '{}' [{:#x}, +{})", address - end, name,
+                       a->base, a->size);
+  }
+  if (address + bytes > end) {
+    return fmt::format("it runs {} bytes past the end of allocation '{}' [{:#x}, +{})",
+                       address + bytes - end, name, a->base, a->size);
+  }
+  return fmt::format("offset {} of allocation '{}' [{:#x}, +{})", address - a->base, name, a->base,
+                     a->size);
+}
+
+[[noreturn]] void global_fault(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
+                               std::uint32_t bytes, bool write) {
+  fault(c, in, lane,
+        fmt::format("out-of-bounds global {} of {} byte{} at {:#x}: {}", verb(write), bytes,
+                    bytes == 1 ? "" : "s", address, where_global(c, address, bytes)));
+}
+
+// The shared array `address` falls in, for a fault.
+std::string where_shared(const Ctx& c, std::int64_t address) {
+  for (const SharedRange& r : c.shared_ranges) {
+    if (address >= r.begin && address < r.end) {
+      return fmt::format("'{}' + {}", r.name, address - r.begin);
+    }
+  }
+  return "in no declared array; " + shared_map(c);
+}
+
+inline std::uint32_t access_bytes(const DInstr& in) {
+  return std::uint32_t{in.elem_bytes} * in.vec;
 }
 
 // Accesses of one warp are ordered (its lanes run in program order); accesses of two warps are
@@ -73,32 +77,39 @@ void check_race(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange&
   const auto other_warp = [&](std::uint16_t thread) {
     return thread == kManyReaders || thread / kLanes != warp;
   };
-  const auto race = [&](std::size_t at, std::uint16_t thread, const char* what) {
+  // The earlier access is named by its thread and its instruction; the fault names this one's.
+  const auto race = [&](std::size_t at, std::uint16_t thread, std::uint32_t instr,
+                        const char* what) {
     const Dim3 t = c.thread_of(thread / kLanes, thread % kLanes);
     fault(c, in, lane,
-          fmt::format("shared memory race at {:#x} ('{}' + {}): {} with no bar.sync in between "
-                      "(warps run in no fixed order on a GPU)",
+          fmt::format("shared memory race at {:#x} ('{}' + {}): {} ({}) with no bar.sync in "
+                      "between (warps run in no fixed order on a GPU)",
                       at, range.name, at - range.begin,
                       thread == kManyReaders ? std::string(what) + " threads of several warps"
                                              : fmt::format("{} thread ({}, {}, {}) of warp {}",
-                                                           what, t.x, t.y, t.z, thread / kLanes)));
+                                                           what, t.x, t.y, t.z, thread / kLanes),
+                      thread == kManyReaders ? "the last at " + describe_instr(c, instr)
+                                             : "at " + describe_instr(c, instr)));
   };
   for (std::size_t i = offset; i < offset + bytes; ++i) {
     if (c.write_epoch[i] == epoch && other_warp(c.writer[i])) {
-      race(i, c.writer[i],
+      race(i, c.writer[i], c.write_instr[i],
            write ? "this write follows a write by" : "this read follows a write by");
     }
     if (write) {
       if (c.read_epoch[i] == epoch && other_warp(c.reader[i])) {
-        race(i, c.reader[i], "this write follows a read by");
+        race(i, c.reader[i], c.read_instr[i], "this write follows a read by");
       }
       c.write_epoch[i] = epoch;
       c.writer[i] = me;
+      c.write_instr[i] = in.index;
     } else if (c.read_epoch[i] != epoch) {
       c.read_epoch[i] = epoch;
       c.reader[i] = me;
+      c.read_instr[i] = in.index;
     } else if (c.reader[i] != kManyReaders && c.reader[i] / kLanes != warp) {
       c.reader[i] = kManyReaders;
+      c.read_instr[i] = in.index;
     }
   }
 }
@@ -117,7 +128,8 @@ std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64
       if (init[i] != 0xFF) {
         fault(c, in, lane,
               fmt::format("reads shared memory at {:#x} ('{}' + {}) that no thread of the CTA "
-                          "wrote",
+                          "wrote yet: if another thread writes it, a bar.sync is missing between "
+                          "that write and this read",
                           address + i, range->name, address + i - range->begin));
       }
     }
@@ -314,9 +326,9 @@ void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
       fault(c, in, l, fmt::format("source size {} exceeds the {}-byte copy size", reads, bytes));
     }
     if (from % bytes != 0) {
-      fault(
-          c, in, l,
-          fmt::format("misaligned cp.async source {:#x}: it must be {}-byte aligned", from, bytes));
+      fault(c, in, l,
+            fmt::format("misaligned cp.async source {:#x} ({}): it must be {}-byte aligned", from,
+                        where_global(c, from, bytes), bytes));
     }
     const SharedRange& range = shared_range(c, in, l, to, bytes, true);
     const auto offset = static_cast<std::size_t>(to);
@@ -371,8 +383,8 @@ const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, st
   if (align == 0) align = bytes;
   if (address % align != 0) {
     fault(c, in, lane,
-          fmt::format("misaligned shared {} of {} bytes at {:#x}: it must be {}-byte aligned",
-                      verb(write), bytes, address, align));
+          fmt::format("misaligned shared {} of {} bytes at {:#x} ({}): it must be {}-byte aligned",
+                      verb(write), bytes, address, where_shared(c, address), align));
   }
   for (const SharedRange& r : c.shared_ranges) {
     if (address >= r.begin && address + bytes <= r.end) return r;
@@ -404,25 +416,21 @@ std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint6
                         std::uint32_t bytes, bool write) {
   if (address % bytes != 0) {
     fault(c, in, lane,
-          fmt::format("misaligned global {} of {} bytes at {:#x}: it must be {}-byte aligned",
-                      verb(write), bytes, address, bytes));
+          fmt::format("misaligned global {} of {} bytes at {:#x} ({}): it must be {}-byte aligned",
+                      verb(write), bytes, address, where_global(c, address, bytes), bytes));
   }
   return global_span(c, in, lane, address, bytes, write);
 }
 
 std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                        std::uint32_t bytes, bool write) {
+  const auto inside = [&](const Allocation* a) {
+    return a != nullptr && address - a->base < a->size && a->size - (address - a->base) >= bytes;
+  };
   const Allocation* a = c.last_alloc;
-  if (a == nullptr || address - a->base >= a->size || a->size - (address - a->base) < bytes) {
-    const auto& allocs = *c.launch->allocations;
-    const auto it =
-        std::upper_bound(allocs.begin(), allocs.end(), address,
-                         [](std::uint64_t x, const Allocation* b) { return x < b->base; });
-    if (it == allocs.begin()) global_fault(c, in, lane, address, bytes, write);
-    a = *(it - 1);
-    if (address - a->base >= a->size || a->size - (address - a->base) < bytes) {
-      global_fault(c, in, lane, address, bytes, write);
-    }
+  if (!inside(a)) {
+    a = allocation_of(*c.launch->allocations, address);
+    if (!inside(a)) global_fault(c, in, lane, address, bytes, write);
     c.last_alloc = a;
   }
   return a->host + (address - a->base);

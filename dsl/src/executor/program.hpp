@@ -96,6 +96,16 @@ struct Allocation {
   std::string name;
 };
 
+// Each allocation has its own slot of fake device addresses, kAllocationSlot wide and centred on
+// its base (the first at kFirstAllocation): an address in the slot is the allocation's (in it, or
+// a fault naming it), so an access up to half a slot (2 TiB: any 32-bit index of elements up to
+// 512 bytes) off either end of a buffer never lands in another one.
+inline constexpr std::uint64_t kFirstAllocation = 0x7F0000000000ull;
+inline constexpr std::uint64_t kAllocationSlot = std::uint64_t{1} << 42;
+
+// The allocation whose slot holds `address`, or nullptr; `sorted` is by base.
+const Allocation* allocation_of(const std::vector<Allocation*>& sorted, std::uint64_t address);
+
 // A cp.async in flight: the source is read when it is issued, the shared bytes are written when a
 // cp.async.wait_group of its thread completes its group.
 struct AsyncCopy {
@@ -158,10 +168,12 @@ struct Ctx {
   std::uint32_t copies_in_flight = 0;
   std::map<std::uint32_t, Mbarrier> mbarriers;  // by shared address
   std::vector<BulkCopy> bulk_copies;
-  // Race check, per shared byte: the barrier interval (epoch) and thread of the last write and of
-  // the last read (kManyReaders: threads of several warps read it).
+  // Race check, per shared byte: the barrier interval (epoch), thread and instruction (index in
+  // Kernel::instructions()) of the last write and of the last read (kManyReaders: threads of
+  // several warps read it).
   std::vector<std::uint32_t> write_epoch, read_epoch;
   std::vector<std::uint16_t> writer, reader;
+  std::vector<std::uint32_t> write_instr, read_instr;
   std::uint32_t epoch = 1;  // grows at every barrier release and every CTA, never reused
   std::vector<SharedRange> shared_ranges;
   std::vector<Warp> warps;
@@ -189,6 +201,9 @@ struct LaunchState {
 [[noreturn]] void fault(const Ctx& c, const DInstr& in, std::uint32_t lane,
                         const std::string& what);
 std::string describe_slot(const Program& p, std::uint32_t slot);
+// `instruction #12 'st.shared.f32 [%r8], %f19;'`: instruction `index` of the kernel, as faults
+// name it.
+std::string describe_instr(const Ctx& c, std::uint32_t index);
 
 // Global memory: the host bytes of [address, address + bytes), checked for bounds and alignment.
 std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
