@@ -40,10 +40,21 @@ class ListCommand : public Command {
         "  --batch B (run/bench) 1 to 2147483647 rows                    (required)\n"
         "  --seed S (run)        0 to 2^64-1                             1\n"
         "\n"
-        "knobs (unset: the shape heuristic in kernels/ decides from width, dtype and kernel)\n",
+        "knobs (unset: the planner decides: the device's tuning table, then the heuristic)\n",
         kernels::kMaxWidth);
     for (const kernels::KnobInfo& info : kernels::knob_table()) {
-      fmt::print("  {:<21} {}\n", fmt::format("{} {}", info.flag(), info.values()), info.help);
+      const std::string_view scope = info.scope == kernels::KnobScope::Forwards    ? "forwards: "
+                                     : info.scope == kernels::KnobScope::Backwards ? "backwards: "
+                                     : info.scope == kernels::KnobScope::LayerNormForward
+                                         ? "ln_fwd: "
+                                         : "";
+      const std::string flag = fmt::format("{} {}", info.flag(), info.values());
+      // Long flags take a line of their own, so that the help column stays one column.
+      if (flag.size() > 21) {
+        fmt::print("  {}\n  {:<21} {}{}\n", flag, "", scope, info.help);
+      } else {
+        fmt::print("  {:<21} {}{}\n", flag, scope, info.help);
+      }
     }
     fmt::print("\ndevices (--device; a GPU run plans for the GPU itself)\n");
     for (const DeviceModel& d : device_presets()) fmt::print("  {}\n", d.summary());
