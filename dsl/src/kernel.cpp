@@ -38,9 +38,10 @@ struct Registry {
   std::uint64_t last_id = 0;
 };
 
+// Never destroyed: a Module with static storage may destroy its kernels after every other static.
 Registry& registry() {
-  static Registry r;
-  return r;
+  static Registry* const r = new Registry;
+  return *r;
 }
 
 }  // namespace

@@ -175,4 +175,5 @@ TEST_CASE(
       },
       1);
   CHECK_THAT(misaligned, Contains("misaligned bulk copy source"));
+  CHECK_THAT(misaligned, Contains("(offset 4 of allocation 'x' [0x"));
 }

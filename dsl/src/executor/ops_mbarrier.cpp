@@ -107,7 +107,8 @@ void cp_async_bulk(Ctx& c, const DInstr& in, std::uint32_t exec) {
     }
     if (from % 16 != 0) {
       fault(c, in, l,
-            fmt::format("misaligned bulk copy source {:#x}: it must be 16-byte aligned", from));
+            fmt::format("misaligned bulk copy source {:#x} ({}): it must be 16-byte aligned", from,
+                        where_global(c, from, bytes)));
     }
     Mbarrier& m = find_mbarrier(c, in, l, bar);
     const SharedRange& range = shared_range(c, in, l, to, bytes, true, 16);

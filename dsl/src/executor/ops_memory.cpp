@@ -25,28 +25,6 @@ std::string shared_map(const Ctx& c) {
   return s.empty() ? std::string("the kernel declares no shared memory") : "shared arrays: " + s;
 }
 
-// Where `address` is, for a fault: relative to the allocation whose slot holds it.
-std::string where_global(const Ctx& c, std::uint64_t address, std::uint32_t bytes) {
-  const Allocation* a = allocation_of(*c.launch->allocations, address);
-  if (a == nullptr) return "it is in no allocation's address range";
-  const std::string name = a->name.empty() ? std::string("(unnamed)") : a->name;
-  const std::uint64_t end = a->base + a->size;
-  if (address < a->base) {
-    return fmt::format("{} bytes before the start of allocation '{}' [{:#x}, +{})",
-                       a->base - address, name, a->base, a->size);
-  }
-  if (address >= end) {
-    return fmt::format("{} bytes past the end of allocation '{}' [{:#x}, +{})", address - end, name,
-                       a->base, a->size);
-  }
-  if (address + bytes > end) {
-    return fmt::format("it runs {} bytes past the end of allocation '{}' [{:#x}, +{})",
-                       address + bytes - end, name, a->base, a->size);
-  }
-  return fmt::format("offset {} of allocation '{}' [{:#x}, +{})", address - a->base, name, a->base,
-                     a->size);
-}
-
 [[noreturn]] void global_fault(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                                std::uint32_t bytes, bool write) {
   fault(c, in, lane,
@@ -377,6 +355,27 @@ void cp_async_wait(Ctx& c, const DInstr& in, std::uint32_t exec) {
 }
 
 }  // namespace
+
+std::string where_global(const Ctx& c, std::uint64_t address, std::uint32_t bytes) {
+  const Allocation* a = allocation_of(*c.launch->allocations, address);
+  if (a == nullptr) return "it is in no allocation's address range";
+  const std::string name = a->name.empty() ? std::string("(unnamed)") : a->name;
+  const std::uint64_t end = a->base + a->size;
+  if (address < a->base) {
+    return fmt::format("{} bytes before the start of allocation '{}' [{:#x}, +{})",
+                       a->base - address, name, a->base, a->size);
+  }
+  if (address >= end) {
+    return fmt::format("{} bytes past the end of allocation '{}' [{:#x}, +{})", address - end, name,
+                       a->base, a->size);
+  }
+  if (address + bytes > end) {
+    return fmt::format("it runs {} bytes past the end of allocation '{}' [{:#x}, +{})",
+                       address + bytes - end, name, a->base, a->size);
+  }
+  return fmt::format("offset {} of allocation '{}' [{:#x}, +{})", address - a->base, name, a->base,
+                     a->size);
+}
 
 const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
                                 std::uint32_t bytes, bool write, std::uint32_t align) {

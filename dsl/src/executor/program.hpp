@@ -208,6 +208,9 @@ std::string describe_instr(const Ctx& c, std::uint32_t index);
 // Global memory: the host bytes of [address, address + bytes), checked for bounds and alignment.
 std::byte* global_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                         std::uint32_t bytes, bool write);
+// Where global `address` is, for a fault: relative to the allocation whose slot holds it
+// (`offset 4 of allocation 'x' [0x7f0000000000, +400)`, `12 bytes past the end of ...`).
+std::string where_global(const Ctx& c, std::uint64_t address, std::uint32_t bytes);
 // The same without the alignment check (cp.async sources of any src-size).
 std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64_t address,
                        std::uint32_t bytes, bool write);
