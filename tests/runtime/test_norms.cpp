@@ -391,16 +391,27 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
     a.eps = -1e-5f;
     CHECK_THROWS_WITH(ln.forward(a),
                       Catch::Contains("eps must be a finite number ≥ 0, got -1e-05"));
+    test::DeviceArray dw(ctx, 4096, DType::F16);
     LayerNormBackwardArgs bw{.dy = x.view(),
                              .x = x.view(),
                              .w = w.view(),
                              .mean = mean.view(),
                              .rstd = rstd.view(),
                              .dx = y.view(),
-                             .dw = w.view(),
+                             .dw = dw.view(),
                              .db = b.view(),
                              .batch = 64};
     bw.workspace = {y.address, 16};
+    {
+      // In place, or an output over an input: refused (the kernels read their inputs again).
+      LayerNormForwardArgs in_place = args;
+      in_place.y = x.view();
+      CHECK_THROWS_WITH(ln.forward(in_place),
+                        Catch::Contains("y overlaps x: in-place calls are not supported"));
+      LayerNormBackwardArgs over_w = bw;
+      over_w.dw = w.view();
+      CHECK_THROWS_WITH(ln.backward(over_w), Catch::Contains("dw overlaps w"));
+    }
     // A batch of 64 runs in one launch, without a workspace; with partial rows it needs one.
     NormOptions partial_rows;
     partial_rows.knobs.single_launch = 0;

@@ -75,6 +75,12 @@ struct PointerArg {
   const DeviceView* view;
 };
 
+// What a call writes: the forward's y, mean and rstd; the backward's dx, dw and db.
+bool written(Bind b, bool backward) {
+  if (backward) return b == Bind::Dx || b == Bind::Dw || b == Bind::Db;
+  return b == Bind::Y || b == Bind::Mean || b == Bind::Rstd;
+}
+
 int log2_index(std::uint32_t v) {
   return std::countr_zero(v);
 }
@@ -201,6 +207,24 @@ class NormPair {
       values_.pointers[static_cast<int>(a.bind)] = v.address;
       if (a.role == Role::Rows) row_bits |= v.address;
       if (a.role == Role::Weights) weight_bits |= v.address;
+    }
+    // A buffer written that overlaps another argument would be read after it is written, or
+    // written twice: in-place calls (y = x, dx = dy) are refused, not computed wrongly.
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      for (std::size_t j = i + 1; j < args.size(); ++j) {
+        const PointerArg& a = args[i];
+        const PointerArg& b = args[j];
+        if (!written(a.bind, backward) && !written(b.bind, backward)) continue;
+        const std::uint64_t a_end = a.view->address + needed_bytes(a.role, batch, stride);
+        const std::uint64_t b_end = b.view->address + needed_bytes(b.role, batch, stride);
+        if (a.view->address < b_end && b.view->address < a_end) [[unlikely]] {
+          const PointerArg& out = written(a.bind, backward) ? a : b;
+          const PointerArg& other = &out == &a ? b : a;
+          fail(backward, fmt::format("{} overlaps {}: in-place calls are not supported; give {} a "
+                                     "buffer of its own",
+                                     out.name, other.name, out.name));
+        }
+      }
     }
     const std::uint32_t vec = std::min(
         max_vec_[backward ? 1 : 0],
