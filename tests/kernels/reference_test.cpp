@@ -72,7 +72,8 @@ TEST_CASE("references check their sizes", "[reference]") {
   REQUIRE_THROWS_AS(rms_norm_fwd_ref(x, w, 3, 4, 4, 1e-5), Error);
   REQUIRE_THROWS_WITH(rms_norm_fwd_ref(x, w, 1, 4, 3, 1e-5),
                       "stride must be ≥ the width (4), got 3");
-  REQUIRE_THROWS_WITH(rms_norm_fwd_ref(x, w, 0, 4, 4, 1e-5), "batch must be in [1, 2147483647], got 0");
+  REQUIRE_THROWS_WITH(rms_norm_fwd_ref(x, w, 0, 4, 4, 1e-5),
+                      "batch must be in [1, 2147483647], got 0");
 }
 
 TEST_CASE("deviation measures against the reference's scale", "[reference]") {

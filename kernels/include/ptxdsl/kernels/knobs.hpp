@@ -66,7 +66,7 @@ enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, O
   X(reduce_slices, std::uint32_t, Backwards, PowerOfTwo, 1, 32, Sm80, 70,                         \
     "warps of the column reduce over the partial rows")                                           \
   X(row_nc, bool, All, Switch, 0, 1, Sm80, 70,                                                    \
-    "x and dy by ld.global.nc (1) or by plain loads, which stay before barriers (0)")             \
+    "x and dy by read-only (.nc) loads (1), or by plain loads, which stay before barriers (0)")   \
   X(early_weights, bool, Forwards, Switch, 0, 1, Sm80, 70,                                        \
     "w and b of the register chunks loaded with the row, before the statistics")                  \
   X(row_order, RowOrder, All, Order, 0, 1, Sm80, 70,                                              \

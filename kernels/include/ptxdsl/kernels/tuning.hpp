@@ -12,7 +12,8 @@
 // that `ptxdsl tune` timed fastest at that width, written over the heuristic's own choices. The
 // planner takes the entry whose width is nearest (by ratio, within a factor √2: the row's bucket)
 // among those whose knobs give a valid plan at the width asked for; without one, or for a spec that
-// sets knobs itself, the heuristic decides alone. Tables live in kernels/tuning/ as CSV and are compiled in.
+// sets knobs itself, the heuristic decides alone. Tables live in kernels/tuning/ as CSV and are
+// compiled in.
 namespace ptxdsl::kernels {
 
 struct TuningEntry {
