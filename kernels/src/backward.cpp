@@ -295,8 +295,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   std::optional<RowTickets> tickets;
   if (plan.ticketed_rows) {
     const std::uint32_t in_flight = plan.ring ? plan.ring_rows : plan.prefetch ? 1 : 0;
-    tickets.emplace(k, *row_counter, k.shared_array<U32>("tickets", 2), cta.tid, cta_id, grid,
-                    in_flight, k.mov<U32>(in_flight + 1));
+    tickets.emplace(k, *row_counter, cta.tid, cta_id, grid, in_flight);
   }
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());

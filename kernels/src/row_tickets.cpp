@@ -6,9 +6,13 @@ namespace {
 constexpr std::uint32_t kTicketLimit = 0xFFFFFFFEu;  // 0xFFFFFFFF would make it an add again
 }  // namespace
 
-RowTickets::RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, Reg<U32> tid,
-                       Reg<U32> first, Reg<U32> grid, std::uint32_t depth, Reg<U32> fixed)
-    : counter_(counter), slots_(slots), first_(first), grid_(grid), fixed_(fixed) {
+RowTickets::RowTickets(Kernel& k, GlobalPtr<U32> counter, Reg<U32> tid, Reg<U32> first,
+                       Reg<U32> grid, std::uint32_t depth)
+    : counter_(counter),
+      first_(first),
+      grid_(grid),
+      fixed_(k.mov<U32>(depth + 1)),
+      slots_(k.shared_array<U32>("tickets", 2)) {
   leader_ = k.setp(Cmp::Eq, tid, 0u);
   slot_ = k.mov<U32>(0u);
   ticket_ = k.mov<U32>(0u);

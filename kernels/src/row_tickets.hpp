@@ -10,7 +10,7 @@
 // instead of a fixed walk ctaid, ctaid + grid, ...: a CTA on an SM that moves its rows faster takes
 // more of them, so the grid ends together rather than waiting for its slowest CTA.
 //
-// Every CTA walks the groups ctaid, ctaid + grid, ... for its first `fixed` groups (at least the
+// Every CTA walks the groups ctaid, ctaid + grid, ... for its first `fixed` = depth + 1 groups (the
 // current one and the `depth` ahead, whose rows are in flight, when the loop starts); each later
 // group comes by ticket: thread 0 takes t (counter[0] += 1) for the group fixed·grid + t one trip
 // before the CTA learns it, so a whole trip hides the atomic's round trip. A CTA's groups rise,
@@ -21,12 +21,9 @@ namespace ptxdsl::kernels::detail {
 
 class RowTickets {
  public:
-  // `counter`: two u32, zero at the launch. `slots`: two u32 of shared memory for the ticket's
-  // way from thread 0 to the CTA.
-  // `fixed`: the groups each CTA takes by the fixed walk before tickets, at least depth + 1
-  // (depth + 1: every group after the first ones by ticket).
-  RowTickets(Kernel& k, GlobalPtr<U32> counter, SharedPtr<U32> slots, Reg<U32> tid, Reg<U32> first,
-             Reg<U32> grid, std::uint32_t depth, Reg<U32> fixed);
+  // `counter`: two u32, zero at the launch.
+  RowTickets(Kernel& k, GlobalPtr<U32> counter, Reg<U32> tid, Reg<U32> first, Reg<U32> grid,
+             std::uint32_t depth);
 
   // while (current < count) body(current).
   void for_each(Kernel& k, Reg<U32> count, const std::function<void(Reg<U32>)>& body);
@@ -47,9 +44,9 @@ class RowTickets {
   void take_if_ticketed(Kernel& k, Reg<U32> index, Reg<U32> into);
 
   GlobalPtr<U32> counter_;
-  SharedPtr<U32> slots_;
   Reg<U32> first_, grid_, fixed_;
-  Reg<U32> arriving_;  // the CTA's index of the group this trip posts (`receive` appends it)
+  SharedPtr<U32> slots_;  // two u32 of shared memory: the ticket's way from thread 0 to the CTA
+  Reg<U32> arriving_;     // the CTA's index of the group this trip posts (`receive` appends it)
   Pred leader_;
   Reg<U32> slot_;    // this trip's slot, 0 or 1: trips alternate, so none waits for the last
   Reg<U32> ticket_;  // taken last trip (or before the loop): posted this trip
