@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "heuristics.hpp"
 #include "ptxdsl/dsl/error.hpp"
 
 namespace ptxdsl::kernels {
@@ -41,12 +42,25 @@ T number(std::string_view text, std::string_view what) {
   return v;
 }
 
-bool any_knob_but_determinism(const NormKnobs& knobs) {
-  bool any = false;
-  for_each_knob(knobs, [&](const KnobInfo& info, const auto& v) {
-    if (v && info.name != "deterministic") any = true;
+// Knobs that leave the table's plans as they were timed: determinism (the table holds none that
+// depends on it), and the widest vector, which the runtime sets for aligned calls. Narrower
+// vectors (misaligned calls) were not timed: the heuristic plans them.
+bool sets_shape(const NormSpec& spec) {
+  bool shape = false;
+  for_each_knob(spec.knobs, [&](const KnobInfo& info, const auto& v) {
+    if (v && info.name != "deterministic" && info.name != "vector_elems") shape = true;
   });
-  return any;
+  return shape || spec.knobs.vector_elems.value_or(detail::default_vector_elems(spec.dtype)) !=
+                      detail::default_vector_elems(spec.dtype);
+}
+
+// The spec planned by the entry's knobs, keeping its own determinism and vector width.
+NormSpec with_entry(const NormSpec& spec, const TuningEntry& e) {
+  NormSpec tuned = spec;
+  tuned.knobs = e.knobs;
+  tuned.knobs.deterministic = spec.knobs.deterministic;
+  tuned.knobs.vector_elems = spec.knobs.vector_elems;
+  return tuned;
 }
 
 bool empty(const NormKnobs& knobs) {
@@ -156,11 +170,8 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
                    });
   for (const TuningEntry* e : candidates) {
     if (empty(e->knobs)) return e;  // the heuristic's own plan
-    NormSpec tuned = spec;
-    tuned.knobs = e->knobs;
-    tuned.knobs.deterministic = spec.knobs.deterministic;
     try {
-      validate(tuned);
+      validate(with_entry(spec, *e));
       return e;
     } catch (const Error&) {
       // Its knobs do not fit this width: the next nearest.
@@ -170,7 +181,7 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
 }
 
 const TuningEntry* applied_tuning(const NormSpec& spec, const TuningTable& table) {
-  if (!spec.tuning || any_knob_but_determinism(spec.knobs) || spec.knobs.deterministic == false) {
+  if (!spec.tuning || sets_shape(spec) || spec.knobs.deterministic == false) {
     return nullptr;
   }
   const TuningEntry* e = table.find(spec);
@@ -179,11 +190,7 @@ const TuningEntry* applied_tuning(const NormSpec& spec, const TuningTable& table
 
 NormSpec with_tuning(const NormSpec& spec, const TuningTable& table) {
   const TuningEntry* e = applied_tuning(spec, table);
-  if (e == nullptr) return spec;
-  NormSpec tuned = spec;
-  tuned.knobs = e->knobs;
-  tuned.knobs.deterministic = spec.knobs.deterministic;
-  return tuned;
+  return e == nullptr ? spec : with_entry(spec, *e);
 }
 
 const TuningTable& builtin_tuning() {

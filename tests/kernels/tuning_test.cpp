@@ -95,6 +95,15 @@ TEST_CASE("the planner takes the nearest valid entry of its device, and only wit
   spec.knobs.deterministic = true;
   CHECK(applied_tuning(spec, t) != nullptr);
   CHECK(with_tuning(spec, t).knobs.deterministic == true);
+  // The runtime sets the vector width of every call: the widest keeps the table, a narrower one
+  // (a misaligned call, never timed) plans by the heuristic.
+  spec.knobs.vector_elems = 8;
+  REQUIRE(applied_tuning(spec, t) != nullptr);
+  CHECK(with_tuning(spec, t).knobs.vector_elems == 8u);
+  CHECK(with_tuning(spec, t).knobs.staged_chunks == 0u);
+  spec.knobs.vector_elems = 4;
+  CHECK(applied_tuning(spec, t) == nullptr);
+  spec.knobs.vector_elems.reset();
   spec.knobs.prefetch_rows = 1;  // the small-batch variant
   CHECK(applied_tuning(spec, t) == nullptr);
   // Another product, or dtypes without entries: none.

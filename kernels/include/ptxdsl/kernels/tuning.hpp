@@ -47,8 +47,10 @@ class TuningTable {
 const TuningTable& builtin_tuning();
 
 // The spec with its tuning entry's knobs where the table applies: spec.tuning, the spec sets no
-// knob but `deterministic` 1 (the default), and the device has an entry for the kernel and dtypes.
-// The small-batch variants (spec_for_batch) set a knob, so the heuristic plans them.
+// knob but `deterministic` 1 (the default) and `vector_elems` at the dtype's widest (what the
+// runtime sets for aligned calls; narrower vectors were not timed), and the device has an entry
+// for the kernel and dtypes. The small-batch variants (spec_for_batch) set a knob, so the
+// heuristic plans them.
 NormSpec with_tuning(const NormSpec& spec, const TuningTable& table = builtin_tuning());
 // The entry with_tuning takes its knobs from; nullptr where it takes none.
 const TuningEntry* applied_tuning(const NormSpec& spec,
