@@ -30,13 +30,16 @@ using kernels::NormKnobs;
 // Widths the table has rows for: the suite's, the LLM hidden sizes between, and the ends.
 constexpr std::uint32_t kDefaultWidths[] = {256,  512,  1024,  2048,  3072,  4096,
                                             6144, 8192, 12288, 16384, 32768, 65536};
-// Each shape moves at least this much of x, in the large-batch regime the table serves.
+// Each shape moves at least this much of x, and gives every SM at least kRowsPerSm rows: the
+// large-batch regime the table serves (a plan that won at 8 rows an SM lost at 31).
 constexpr std::uint64_t kRowBytes = 32ull << 20;
+constexpr std::uint32_t kRowsPerSm = 32;
 constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
 
-std::uint32_t tuning_batch(DType dtype, std::uint32_t width) {
+std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_count) {
   const std::uint64_t row = std::uint64_t{width} * kernels::dtype_bytes(dtype);
-  const std::uint64_t rows = (kRowBytes + row - 1) / row;
+  const std::uint64_t rows =
+      std::max<std::uint64_t>((kRowBytes + row - 1) / row, std::uint64_t{kRowsPerSm} * sm_count);
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(rows, kMinBatch, kMaxBatch));
 }
 
@@ -169,7 +172,8 @@ class TuneCommand : public Command {
       kernels::NormSpec spec =
           spec_of(s, s.layer_norm ? NormKind::LayerNormBwd : NormKind::RmsNormBwd, model);
       data[i] = std::async(std::launch::async, [spec, s, seed] {
-        return make_norm_data(spec, tuning_batch(s.dtype, s.width), seed, true);
+        return make_norm_data(spec, tuning_batch(s.dtype, s.width, spec.device.sm_count), seed,
+                              true);
       });
     };
     // The float64 references take longer than the timings: several shapes in preparation at once.
