@@ -60,7 +60,20 @@ namespace ptxdsl::runtime::detail {
   X(cuEventDestroy, 4000)             \
   X(cuEventRecord, 2000)              \
   X(cuEventSynchronize, 2000)         \
-  X(cuEventElapsedTime, 2000)
+  X(cuEventElapsedTime, 2000)         \
+  X(cuMemPoolCreate, 11020)           \
+  X(cuMemPoolDestroy, 11020)          \
+  X(cuMemPoolSetAttribute, 11020)     \
+  X(cuMemAllocFromPoolAsync, 11020)   \
+  X(cuMemFreeAsync, 11020)            \
+  X(cuStreamBeginCapture, 10010)      \
+  X(cuStreamEndCapture, 10000)        \
+  X(cuStreamIsCapturing, 10000)       \
+  X(cuGraphInstantiateWithFlags, 11040) \
+  X(cuGraphExecUpdate, 10020)         \
+  X(cuGraphLaunch, 10000)             \
+  X(cuGraphExecDestroy, 10000)        \
+  X(cuGraphDestroy, 10000)
 
 struct DriverApi {
 #define PTXDSL_DECLARE_PFN(name, version) PFN_##name##_v##version name = nullptr;
