@@ -15,52 +15,65 @@ namespace ptxdsl::runtime::detail {
 // Every entry point we use, with the ABI version of the cudaTypedefs.h PFN we call it through.
 // cuGetProcAddress is asked for exactly that version: asking at CUDA_VERSION would hand back the
 // newest ABI (cuCtxSynchronize at 13000 takes a context argument).
-#define PTXDSL_DRIVER_FUNCTIONS(X)    \
-  X(cuInit, 2000)                     \
-  X(cuDriverGetVersion, 2020)         \
-  X(cuGetErrorName, 6000)             \
-  X(cuGetErrorString, 6000)           \
-  X(cuDeviceGet, 2000)                \
-  X(cuDeviceGetCount, 2000)           \
-  X(cuDeviceGetName, 2000)            \
-  X(cuDeviceGetAttribute, 2000)       \
-  X(cuDeviceTotalMem, 3020)           \
-  X(cuDevicePrimaryCtxRetain, 7000)   \
-  X(cuDevicePrimaryCtxRelease, 11000) \
-  X(cuCtxSetCurrent, 4000)            \
-  X(cuCtxGetCurrent, 4000)            \
-  X(cuCtxSynchronize, 2000)           \
-  X(cuMemGetInfo, 3020)               \
-  X(cuPointerGetAttribute, 4000)      \
-  X(cuModuleLoadDataEx, 2010)         \
-  X(cuModuleUnload, 2000)             \
-  X(cuModuleGetFunction, 2000)        \
-  X(cuFuncSetAttribute, 9000)         \
-  X(cuFuncGetAttribute, 2020)         \
-  X(cuLaunchKernel, 4000)             \
-  X(cuLaunchKernelEx, 11060)          \
-  X(cuMemAlloc, 3020)                 \
-  X(cuMemFree, 3020)                  \
-  X(cuMemcpyHtoD, 3020)               \
-  X(cuMemcpyDtoH, 3020)               \
-  X(cuMemcpyDtoD, 3020)               \
-  X(cuMemcpyHtoDAsync, 3020)          \
-  X(cuMemcpyDtoDAsync, 3020)          \
-  X(cuMemcpyDtoHAsync, 3020)          \
-  X(cuMemsetD8, 3020)                 \
-  X(cuMemsetD16, 3020)                \
-  X(cuMemsetD32, 3020)                \
-  X(cuMemsetD8Async, 3020)            \
-  X(cuMemsetD16Async, 3020)           \
-  X(cuMemsetD32Async, 3020)           \
-  X(cuStreamCreate, 2000)             \
-  X(cuStreamDestroy, 4000)            \
-  X(cuStreamSynchronize, 2000)        \
-  X(cuEventCreate, 2000)              \
-  X(cuEventDestroy, 4000)             \
-  X(cuEventRecord, 2000)              \
-  X(cuEventSynchronize, 2000)         \
-  X(cuEventElapsedTime, 2000)
+#define PTXDSL_DRIVER_FUNCTIONS(X)      \
+  X(cuInit, 2000)                       \
+  X(cuDriverGetVersion, 2020)           \
+  X(cuGetErrorName, 6000)               \
+  X(cuGetErrorString, 6000)             \
+  X(cuDeviceGet, 2000)                  \
+  X(cuDeviceGetCount, 2000)             \
+  X(cuDeviceGetName, 2000)              \
+  X(cuDeviceGetAttribute, 2000)         \
+  X(cuDeviceTotalMem, 3020)             \
+  X(cuDevicePrimaryCtxRetain, 7000)     \
+  X(cuDevicePrimaryCtxRelease, 11000)   \
+  X(cuCtxSetCurrent, 4000)              \
+  X(cuCtxGetCurrent, 4000)              \
+  X(cuCtxSynchronize, 2000)             \
+  X(cuMemGetInfo, 3020)                 \
+  X(cuPointerGetAttribute, 4000)        \
+  X(cuModuleLoadDataEx, 2010)           \
+  X(cuModuleUnload, 2000)               \
+  X(cuModuleGetFunction, 2000)          \
+  X(cuFuncSetAttribute, 9000)           \
+  X(cuFuncGetAttribute, 2020)           \
+  X(cuLaunchKernel, 4000)               \
+  X(cuLaunchKernelEx, 11060)            \
+  X(cuMemAlloc, 3020)                   \
+  X(cuMemFree, 3020)                    \
+  X(cuMemcpyHtoD, 3020)                 \
+  X(cuMemcpyDtoH, 3020)                 \
+  X(cuMemcpyDtoD, 3020)                 \
+  X(cuMemcpyHtoDAsync, 3020)            \
+  X(cuMemcpyDtoDAsync, 3020)            \
+  X(cuMemcpyDtoHAsync, 3020)            \
+  X(cuMemsetD8, 3020)                   \
+  X(cuMemsetD16, 3020)                  \
+  X(cuMemsetD32, 3020)                  \
+  X(cuMemsetD8Async, 3020)              \
+  X(cuMemsetD16Async, 3020)             \
+  X(cuMemsetD32Async, 3020)             \
+  X(cuStreamCreate, 2000)               \
+  X(cuStreamDestroy, 4000)              \
+  X(cuStreamSynchronize, 2000)          \
+  X(cuEventCreate, 2000)                \
+  X(cuEventDestroy, 4000)               \
+  X(cuEventRecord, 2000)                \
+  X(cuEventSynchronize, 2000)           \
+  X(cuEventElapsedTime, 2000)           \
+  X(cuMemPoolCreate, 11020)             \
+  X(cuMemPoolDestroy, 11020)            \
+  X(cuMemPoolSetAttribute, 11020)       \
+  X(cuMemAllocFromPoolAsync, 11020)     \
+  X(cuMemFreeAsync, 11020)              \
+  X(cuStreamBeginCapture, 10010)        \
+  X(cuStreamEndCapture, 10000)          \
+  X(cuStreamIsCapturing, 10000)         \
+  X(cuGraphInstantiateWithFlags, 11040) \
+  X(cuGraphExecUpdate, 10020)           \
+  X(cuGraphLaunch, 10000)               \
+  X(cuGraphExecDestroy, 10000)          \
+  X(cuGraphDestroy, 10000)
 
 struct DriverApi {
 #define PTXDSL_DECLARE_PFN(name, version) PFN_##name##_v##version name = nullptr;

@@ -1,3 +1,6 @@
+#include <limits>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "driver_api.hpp"
@@ -145,6 +148,15 @@ std::optional<Allocation> find_allocation(const Context& ctx, std::uint64_t addr
 
 namespace detail {
 
+std::size_t checked_bytes(std::size_t count, std::size_t element_bytes) {
+  if (element_bytes != 0 && count > std::numeric_limits<std::size_t>::max() / element_bytes)
+      [[unlikely]] {
+    throw Error(fmt::format("{} elements of {} bytes do not fit a size_t ({} bytes at most)", count,
+                            element_bytes, std::numeric_limits<std::size_t>::max()));
+  }
+  return count * element_bytes;
+}
+
 RawBuffer::RawBuffer(const Context& ctx, std::size_t bytes) : ctx_(ctx.state()), bytes_(bytes) {
   if (bytes == 0) return;
   ctx.make_current();
@@ -196,7 +208,7 @@ void RawBuffer::release() noexcept {
 }
 
 void RawBuffer::upload(std::size_t offset, const void* src, std::size_t bytes) {
-  if (offset + bytes > bytes_) {
+  if (bytes > bytes_ || offset > bytes_ - bytes) {
     throw Error(fmt::format("upload of {} bytes at offset {} overruns a buffer of {} bytes", bytes,
                             offset, bytes_));
   }
@@ -208,7 +220,7 @@ void RawBuffer::upload(std::size_t offset, const void* src, std::size_t bytes) {
 }
 
 void RawBuffer::download(std::size_t offset, void* dst, std::size_t bytes) const {
-  if (offset + bytes > bytes_) {
+  if (bytes > bytes_ || offset > bytes_ - bytes) {
     throw Error(fmt::format("download of {} bytes at offset {} overruns a buffer of {} bytes",
                             bytes, offset, bytes_));
   }
@@ -220,7 +232,7 @@ void RawBuffer::download(std::size_t offset, void* dst, std::size_t bytes) const
 
 void RawBuffer::fill(std::size_t value_bytes, std::uint32_t value, std::size_t count,
                      StreamRef stream) {
-  if (count * value_bytes > bytes_) {
+  if (checked_bytes(count, value_bytes) > bytes_) {
     throw Error(fmt::format("fill of {} values of {} bytes overruns a buffer of {} bytes", count,
                             value_bytes, bytes_));
   }
@@ -230,4 +242,73 @@ void RawBuffer::fill(std::size_t value_bytes, std::uint32_t value, std::size_t c
 }
 
 }  // namespace detail
+
+MemoryPool::MemoryPool(const Context& ctx) : ctx_(ctx.state()) {
+  ctx.make_current();
+  int supported = 0;
+  PTXDSL_CU_CHECK("asking whether the device has memory pools", cuDeviceGetAttribute, &supported,
+                  CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, ctx_->device);
+  if (supported == 0) {
+    throw Error(
+        fmt::format("device {} ({}) has no stream-ordered memory pools (driver or device "
+                    "too old)",
+                    ctx.device(), ctx.info().name));
+  }
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = ctx_->device;
+  CUmemoryPool pool = nullptr;
+  PTXDSL_CU_CHECK([&] { return fmt::format("creating a memory pool on device {}", ctx.device()); },
+                  cuMemPoolCreate, &pool, &props);
+  pool_ = pool;
+  // Kept, not released at every synchronization: the next call reuses it without the driver.
+  cuuint64_t keep = std::numeric_limits<cuuint64_t>::max();
+  PTXDSL_CU_CHECK("setting a memory pool's release threshold", cuMemPoolSetAttribute, pool_,
+                  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+}
+
+MemoryPool::MemoryPool(MemoryPool&& other) noexcept
+    : ctx_(std::move(other.ctx_)), pool_(std::exchange(other.pool_, nullptr)) {}
+
+MemoryPool& MemoryPool::operator=(MemoryPool&& other) noexcept {
+  if (this != &other) {
+    release();
+    ctx_ = std::move(other.ctx_);
+    pool_ = std::exchange(other.pool_, nullptr);
+  }
+  return *this;
+}
+
+MemoryPool::~MemoryPool() {
+  release();
+}
+
+void MemoryPool::release() noexcept {
+  if (pool_ != nullptr) {
+    // Allocations still out keep the pool's memory until they are freed (the driver's rule).
+    if (const detail::DriverApi* d = detail::loaded_driver()) d->cuMemPoolDestroy(pool_);
+    pool_ = nullptr;
+  }
+}
+
+std::uint64_t MemoryPool::allocate_async(std::size_t bytes, StreamRef stream) {
+  detail::make_current(ctx_->context);
+  CUdeviceptr p = 0;
+  PTXDSL_CU_CHECK(
+      [&] {
+        return fmt::format("allocating {} bytes in stream order on device {}", bytes,
+                           ctx_->info.ordinal);
+      },
+      cuMemAllocFromPoolAsync, &p, bytes, pool_, stream.handle());
+  return p;
+}
+
+void MemoryPool::free_async(std::uint64_t address, StreamRef stream) {
+  detail::make_current(ctx_->context);
+  PTXDSL_CU_CHECK([&] { return fmt::format("freeing 0x{:x} in stream order", address); },
+                  cuMemFreeAsync, address, stream.handle());
+}
+
 }  // namespace ptxdsl::runtime

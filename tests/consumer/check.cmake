@@ -27,6 +27,12 @@ step("run" "${WORK_DIR}/build/ptxdsl_consumer")
 if(NOT step_output MATCHES "\\.visible \\.entry axpy\\(")
   message(FATAL_ERROR "consumer: the PTX it printed has no entry:\n${step_output}")
 endif()
+if(EXISTS "${WORK_DIR}/build/ptxdsl_c_consumer")
+  step("run the C consumer" "${WORK_DIR}/build/ptxdsl_c_consumer")
+  if(NOT step_output MATCHES "ptxdsl C ABI [0-9]+: PTXDSL_")
+    message(FATAL_ERROR "consumer: the C consumer printed:\n${step_output}")
+  endif()
+endif()
 message(STATUS "consumer: built and ran against ${prefix}")
 
 # The host examples of docs/examples, built the way a user's project builds them.

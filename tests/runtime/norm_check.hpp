@@ -185,58 +185,111 @@ inline Measured measure_rows(const NormCase& c, const HostCase& h, const char* n
   return m;
 }
 
+// A case's device arrays at its byte offsets, inputs uploaded; mean_in and rstd_in are what the
+// backward reads (the reference's, in f32), mean and rstd what the forward writes.
+struct CaseBuffers {
+  std::size_t rows;
+  DeviceArray x, dy, y, dx, w, b, dw, db, mean, rstd, mean_in, rstd_in;
+
+  CaseBuffers(const runtime::Context& ctx, const NormCase& c, const HostCase& h)
+      : rows(static_cast<std::size_t>(c.batch - 1) * c.row_stride() + c.width),
+        x(ctx, rows, c.dtype, c.x_offset),
+        dy(ctx, rows, c.dtype, c.dy_offset),
+        y(ctx, rows, c.dtype, c.y_offset),
+        dx(ctx, rows, c.dtype, c.dx_offset),
+        w(ctx, c.width, c.weight_dtype, c.w_offset),
+        b(ctx, c.width, c.weight_dtype, c.w_offset),
+        dw(ctx, c.width, c.weight_dtype, c.dw_offset),
+        db(ctx, c.width, c.weight_dtype, c.dw_offset),
+        mean(ctx, c.batch, DType::F32),
+        rstd(ctx, c.batch, DType::F32),
+        mean_in(ctx, c.batch, DType::F32),
+        rstd_in(ctx, c.batch, DType::F32) {
+    const auto prefix = [&](const std::vector<std::byte>& all) {
+      return std::vector<std::byte>(all.begin(),
+                                    all.begin() + static_cast<std::ptrdiff_t>(x.bytes()));
+    };
+    x.upload(ctx, prefix(h.in.x.bytes));
+    dy.upload(ctx, prefix(h.in.dy.bytes));
+    w.upload(ctx, h.in.w.bytes);
+    if (c.layer) {
+      b.upload(ctx, h.in.b.bytes);
+      mean_in.upload_floats(ctx, h.mean_in);
+    }
+    rstd_in.upload_floats(ctx, h.rstd_in);
+  }
+
+  void poison_forward(const runtime::Context& ctx, runtime::StreamRef stream) {
+    for (DeviceArray* a : {&y, &mean, &rstd}) a->poison(ctx, stream);
+  }
+  void poison_backward(const runtime::Context& ctx, runtime::StreamRef stream) {
+    for (DeviceArray* a : {&dx, &dw, &db}) a->poison(ctx, stream);
+  }
+
+  runtime::LayerNormForwardArgs layer_forward(const NormCase& c, runtime::StreamRef stream) const {
+    return {.x = x.view(),
+            .w = w.view(),
+            .b = b.view(),
+            .y = y.view(),
+            .mean = mean.view(),
+            .rstd = rstd.view(),
+            .batch = c.batch,
+            .stride = c.row_stride(),
+            .eps = c.eps,
+            .stream = stream};
+  }
+  runtime::RmsNormForwardArgs rms_forward(const NormCase& c, runtime::StreamRef stream) const {
+    return {.x = x.view(),
+            .w = w.view(),
+            .y = y.view(),
+            .rstd = rstd.view(),
+            .batch = c.batch,
+            .stride = c.row_stride(),
+            .eps = c.eps,
+            .stream = stream};
+  }
+  runtime::LayerNormBackwardArgs layer_backward(const NormCase& c,
+                                                runtime::StreamRef stream) const {
+    return {.dy = dy.view(),
+            .x = x.view(),
+            .w = w.view(),
+            .mean = mean_in.view(),
+            .rstd = rstd_in.view(),
+            .dx = dx.view(),
+            .dw = dw.view(),
+            .db = db.view(),
+            .batch = c.batch,
+            .stride = c.row_stride(),
+            .stream = stream};
+  }
+  runtime::RmsNormBackwardArgs rms_backward(const NormCase& c, runtime::StreamRef stream) const {
+    return {.dy = dy.view(),
+            .x = x.view(),
+            .w = w.view(),
+            .rstd = rstd_in.view(),
+            .dx = dx.view(),
+            .dw = dw.view(),
+            .batch = c.batch,
+            .stride = c.row_stride(),
+            .stream = stream};
+  }
+};
+
 // Forward, backward, backward again, through `ln` or `rms` (whichever is set).
 inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
                            runtime::RmsNorm* rms, const NormCase& c, const HostCase& h,
                            runtime::StreamRef stream) {
-  const std::size_t rows = static_cast<std::size_t>(c.batch - 1) * c.row_stride() + c.width;
-  DeviceArray x(ctx, rows, c.dtype, c.x_offset), dy(ctx, rows, c.dtype, c.dy_offset);
-  DeviceArray y(ctx, rows, c.dtype, c.y_offset), dx(ctx, rows, c.dtype, c.dx_offset);
-  DeviceArray w(ctx, c.width, c.weight_dtype, c.w_offset),
-      b(ctx, c.width, c.weight_dtype, c.w_offset);
-  DeviceArray dw(ctx, c.width, c.weight_dtype, c.dw_offset),
-      db(ctx, c.width, c.weight_dtype, c.dw_offset);
-  DeviceArray mean(ctx, c.batch, DType::F32), rstd(ctx, c.batch, DType::F32);
-  DeviceArray mean_in(ctx, c.batch, DType::F32), rstd_in(ctx, c.batch, DType::F32);
-  const auto prefix = [&](const std::vector<std::byte>& all, DType d) {
-    return std::vector<std::byte>(
-        all.begin(), all.begin() + static_cast<std::ptrdiff_t>(
-                                       rows * static_cast<std::size_t>(kernels::dtype_bytes(d))));
-  };
-  x.upload(ctx, prefix(h.in.x.bytes, c.dtype));
-  dy.upload(ctx, prefix(h.in.dy.bytes, c.dtype));
-  w.upload(ctx, h.in.w.bytes);
-  if (c.layer) {
-    b.upload(ctx, h.in.b.bytes);
-    mean_in.upload_floats(ctx, h.mean_in);
-  }
-  rstd_in.upload_floats(ctx, h.rstd_in);
-
+  CaseBuffers d(ctx, c, h);
+  DeviceArray &y = d.y, &mean = d.mean, &rstd = d.rstd, &dx = d.dx, &dw = d.dw, &db = d.db;
   CaseResult r;
   // Forward.
-  for (DeviceArray* a : {&y, &mean, &rstd}) a->poison(ctx, stream);
+  d.poison_forward(ctx, stream);
   ctx.synchronize();
   if (c.layer) {
-    ln->forward({.x = x.view(),
-                 .w = w.view(),
-                 .b = b.view(),
-                 .y = y.view(),
-                 .mean = mean.view(),
-                 .rstd = rstd.view(),
-                 .batch = c.batch,
-                 .stride = c.row_stride(),
-                 .eps = c.eps,
-                 .stream = stream});
+    ln->forward(d.layer_forward(c, stream));
     r.forward_vec = ln->last_vector_elems();
   } else {
-    rms->forward({.x = x.view(),
-                  .w = w.view(),
-                  .y = y.view(),
-                  .rstd = rstd.view(),
-                  .batch = c.batch,
-                  .stride = c.row_stride(),
-                  .eps = c.eps,
-                  .stream = stream});
+    rms->forward(d.rms_forward(c, stream));
     r.forward_vec = rms->last_vector_elems();
   }
   ctx.synchronize();
@@ -247,30 +300,12 @@ inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
   // Backward, twice.
   std::vector<std::byte> first_dw, first_db;
   for (int run = 0; run < 2; ++run) {
-    for (DeviceArray* a : {&dx, &dw, &db}) a->poison(ctx, stream);
+    d.poison_backward(ctx, stream);
     if (c.layer) {
-      ln->backward({.dy = dy.view(),
-                    .x = x.view(),
-                    .w = w.view(),
-                    .mean = mean_in.view(),
-                    .rstd = rstd_in.view(),
-                    .dx = dx.view(),
-                    .dw = dw.view(),
-                    .db = db.view(),
-                    .batch = c.batch,
-                    .stride = c.row_stride(),
-                    .stream = stream});
+      ln->backward(d.layer_backward(c, stream));
       r.backward_vec = ln->last_vector_elems();
     } else {
-      rms->backward({.dy = dy.view(),
-                     .x = x.view(),
-                     .w = w.view(),
-                     .rstd = rstd_in.view(),
-                     .dx = dx.view(),
-                     .dw = dw.view(),
-                     .batch = c.batch,
-                     .stride = c.row_stride(),
-                     .stream = stream});
+      rms->backward(d.rms_backward(c, stream));
       r.backward_vec = rms->last_vector_elems();
     }
     ctx.synchronize();

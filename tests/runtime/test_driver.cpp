@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cstddef>
+#include <limits>
 #include <string>
 
 #include "gpu_support.hpp"
@@ -18,6 +20,15 @@ TEST_CASE("without a driver, the runtime says so and throws ptxdsl::Error", "[ru
   CHECK_THROWS_WITH(Context(0), Catch::StartsWith("no CUDA driver found (libcuda.so.1): "));
   CHECK_THROWS_AS(require_driver(), Error);
   CHECK_THROWS_AS(driver_version(), Error);
+}
+
+TEST_CASE("a buffer whose byte count overflows a size_t is refused, not wrapped", "[runtime]") {
+  const std::size_t most = std::numeric_limits<std::size_t>::max();
+  CHECK(detail::checked_bytes(most / 8, 8) == most / 8 * 8);
+  CHECK(detail::checked_bytes(most, 0) == 0);
+  CHECK_THROWS_WITH(
+      detail::checked_bytes(most / 8 + 1, 8),
+      Catch::StartsWith("2305843009213693952 elements of 8 bytes do not fit a size_t"));
 }
 
 TEST_CASE("the driver loads and describes the device", "[runtime][gpu]") {

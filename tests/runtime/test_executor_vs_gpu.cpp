@@ -126,16 +126,38 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
   if (kind == NormKind::LayerNormFwd || kind == NormKind::LayerNormBwd) {
     runtime::LayerNorm ln(ctx, dtype, weight_dtype, width);
     if (kind == NormKind::LayerNormFwd) {
-      ln.forward(g("x"), g("w"), g("b"), g("y"), g("mean"), g("rstd"), kBatch, kEps);
+      ln.forward({.x = g("x"),
+                  .w = g("w"),
+                  .b = g("b"),
+                  .y = g("y"),
+                  .mean = g("mean"),
+                  .rstd = g("rstd"),
+                  .batch = kBatch,
+                  .eps = kEps});
     } else {
-      ln.backward(g("dy"), g("x"), g("w"), g("mean"), g("rstd"), g("dx"), g("dw"), g("db"), kBatch);
+      ln.backward({.dy = g("dy"),
+                   .x = g("x"),
+                   .w = g("w"),
+                   .mean = g("mean"),
+                   .rstd = g("rstd"),
+                   .dx = g("dx"),
+                   .dw = g("dw"),
+                   .db = g("db"),
+                   .batch = kBatch});
     }
   } else {
     runtime::RmsNorm rms(ctx, dtype, weight_dtype, width);
     if (kind == NormKind::RmsNormFwd) {
-      rms.forward(g("x"), g("w"), g("y"), g("rstd"), kBatch, kEps);
+      rms.forward(
+          {.x = g("x"), .w = g("w"), .y = g("y"), .rstd = g("rstd"), .batch = kBatch, .eps = kEps});
     } else {
-      rms.backward(g("dy"), g("x"), g("w"), g("rstd"), g("dx"), g("dw"), kBatch);
+      rms.backward({.dy = g("dy"),
+                    .x = g("x"),
+                    .w = g("w"),
+                    .rstd = g("rstd"),
+                    .dx = g("dx"),
+                    .dw = g("dw"),
+                    .batch = kBatch});
     }
   }
   ctx.synchronize();

@@ -344,7 +344,7 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   }
   SECTION("null, mistyped, misaligned, short and mismatched arguments") {
     auto a = args;
-    a.b = 0;
+    a.b = DeviceView{};
     CHECK_THROWS_WITH(ln.forward(a),
                       "LayerNorm(f16, weights f16, width 4096).forward: b is a "
                       "null pointer");
@@ -362,7 +362,7 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
     CHECK_THROWS_WITH(ln.forward(a), Catch::Contains("x has 4-byte elements; it must hold f16 "
                                                      "(2 bytes)"));
     a = args;
-    a.y = y.address + 1;  // not even element-aligned: no variant can take it
+    a.y = DeviceView(y.address + 1);  // not even element-aligned: no variant can take it
     CHECK_THROWS_WITH(
         ln.forward(a),
         Catch::Contains("y at 0x") && Catch::Contains("is not aligned to its 2-byte f16 elements"));

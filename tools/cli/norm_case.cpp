@@ -283,22 +283,46 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
   const auto& o = b_->out;
   switch (kind) {
     case NormKind::LayerNormFwd:
-      ln_->forward(view(b_->x, d), view(b_->w, wd), view(b_->b, wd), view(o.at("y"), d),
-                   view(o.at("mean"), f32), view(o.at("rstd"), f32), batch_,
-                   static_cast<float>(kEps), stream);
+      ln_->forward({.x = view(b_->x, d),
+                    .w = view(b_->w, wd),
+                    .b = view(b_->b, wd),
+                    .y = view(o.at("y"), d),
+                    .mean = view(o.at("mean"), f32),
+                    .rstd = view(o.at("rstd"), f32),
+                    .batch = batch_,
+                    .eps = static_cast<float>(kEps),
+                    .stream = stream});
       break;
     case NormKind::LayerNormBwd:
-      ln_->backward(view(b_->dy, d), view(b_->x, d), view(b_->w, wd), view(b_->mean_in, f32),
-                    view(b_->rstd_in, f32), view(o.at("dx"), d), view(o.at("dw"), wd),
-                    view(o.at("db"), wd), batch_, stream);
+      ln_->backward({.dy = view(b_->dy, d),
+                     .x = view(b_->x, d),
+                     .w = view(b_->w, wd),
+                     .mean = view(b_->mean_in, f32),
+                     .rstd = view(b_->rstd_in, f32),
+                     .dx = view(o.at("dx"), d),
+                     .dw = view(o.at("dw"), wd),
+                     .db = view(o.at("db"), wd),
+                     .batch = batch_,
+                     .stream = stream});
       break;
     case NormKind::RmsNormFwd:
-      rms_->forward(view(b_->x, d), view(b_->w, wd), view(o.at("y"), d), view(o.at("rstd"), f32),
-                    batch_, static_cast<float>(kEps), stream);
+      rms_->forward({.x = view(b_->x, d),
+                     .w = view(b_->w, wd),
+                     .y = view(o.at("y"), d),
+                     .rstd = view(o.at("rstd"), f32),
+                     .batch = batch_,
+                     .eps = static_cast<float>(kEps),
+                     .stream = stream});
       break;
     case NormKind::RmsNormBwd:
-      rms_->backward(view(b_->dy, d), view(b_->x, d), view(b_->w, wd), view(b_->rstd_in, f32),
-                     view(o.at("dx"), d), view(o.at("dw"), wd), batch_, stream);
+      rms_->backward({.dy = view(b_->dy, d),
+                      .x = view(b_->x, d),
+                      .w = view(b_->w, wd),
+                      .rstd = view(b_->rstd_in, f32),
+                      .dx = view(o.at("dx"), d),
+                      .dw = view(o.at("dw"), wd),
+                      .batch = batch_,
+                      .stream = stream});
       break;
   }
 }

@@ -4,10 +4,13 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "ptxdsl/runtime/error.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 
@@ -140,6 +143,14 @@ class NormPair {
       kn.vector_elems.reset();  // chosen per call, from the alignment
     }
     cache_ = options.cache != nullptr ? options.cache : &ModuleCache::global();
+    // Made now, not at the first backward, which may be under stream capture.
+    try {
+      pool_.emplace(ctx);
+    } catch (const DriverError&) {
+      throw;
+    } catch (const Error& e) {
+      pool_error_ = e.what();  // a device without memory pools: callers pass a workspace
+    }
   }
 
   NormKind forward_kind() const { return layer_ ? NormKind::LayerNormFwd : NormKind::RmsNormFwd; }
@@ -249,33 +260,53 @@ class NormPair {
     values_.eps = eps;
   }
 
-  // Binds the partial sums (and the row counter): the caller's workspace, or the object's own,
-  // grown as needed. The object's own counter is zeroed when allocated and every launch leaves it
-  // zero; a caller's workspace may hold anything between calls, so its counter is zeroed on the
-  // stream before each launch.
-  void bind_workspace(bool backward, const Variant& v, std::uint32_t batch, const Workspace& ws,
-                      StreamRef stream) {
+  // Binds the partial sums (and the row counter) and launches a backward. The workspace is the
+  // caller's, or taken for this call alone from the object's stream-ordered pool and freed after
+  // the launches on the same stream: no call waits for the device, calls on other streams never
+  // share it, and under stream capture the graph owns it. Neither holds a zero row counter between
+  // calls, so with row tickets it is zeroed on the stream before the launches.
+  void launch_backward(const Variant& v, std::uint32_t batch, const Workspace& ws,
+                       StreamRef stream) {
     const std::uint64_t need = v.built.workspace_bytes(batch);
     std::uint64_t base = ws.address;
     if (base != 0) {
       if (ws.bytes < need || base % 16 != 0) [[unlikely]] {
-        fail(backward,
-             fmt::format("the workspace at 0x{:x} holds {} bytes; a batch of {} needs "
-                         "{} bytes, 16-byte aligned (workspace_bytes(batch) says how many)",
-                         base, ws.bytes, batch, need));
+        fail(true, fmt::format("the workspace at 0x{:x} holds {} bytes; a batch of {} needs "
+                               "{} bytes, 16-byte aligned (workspace_bytes(batch) says how many)",
+                               base, ws.bytes, batch, need));
       }
-      if (v.built.ticketed_rows) {
-        // Not fill_u32: on the legacy stream it waits for the fill, and this must not wait.
-        fill_u32_async(ctx_, base, 0u, kernels::BuiltNorm::kRowCounterBytes / 4, stream);
+    } else if (need != 0) {
+      if (!pool_) [[unlikely]] {
+        fail(true, fmt::format("a batch of {} needs a workspace of {} bytes, and {}: pass one "
+                               "(workspace_bytes(batch) says how many)",
+                               batch, need, pool_error_));
       }
-    } else {
-      if (owned_.bytes() < need) grow(need);
-      base = owned_.address();
+      base = pool_->allocate_async(need, stream);
+    }
+    // Freed in stream order whether the launches were enqueued or not.
+    struct PoolReturn {
+      MemoryPool* pool;
+      std::uint64_t address;
+      StreamRef stream;
+      ~PoolReturn() {
+        if (address != 0) {
+          try {
+            pool->free_async(address, stream);
+          } catch (const Error&) {  // the launch's own error, if any, is the one to report
+          }
+        }
+      }
+    } give_back{pool_ ? &*pool_ : nullptr, ws.address == 0 ? base : 0, stream};
+    if (need != 0 && v.built.ticketed_rows) {
+      fill_u32_async(ctx_, base, 0u, kernels::BuiltNorm::kRowCounterBytes / 4, stream);
     }
     values_.pointers[static_cast<int>(Bind::RowCounter)] = base;
-    values_.pointers[static_cast<int>(Bind::PartialDw)] = base + v.built.partial_dw_offset();
-    values_.pointers[static_cast<int>(Bind::PartialDb)] = base + v.built.partial_db_offset(batch);
+    values_.pointers[static_cast<int>(Bind::PartialDw)] =
+        need != 0 ? base + v.built.partial_dw_offset() : 0;
+    values_.pointers[static_cast<int>(Bind::PartialDb)] =
+        need != 0 ? base + v.built.partial_db_offset(batch) : 0;
     values_.partial_rows = v.built.partial_rows(batch);
+    launch_steps(v, batch, stream);
   }
 
   std::uint64_t workspace_bytes(std::uint32_t batch) {
@@ -364,16 +395,6 @@ class NormPair {
                                                         : fmt::format("batch {}", batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes, shape,
                                needed_bytes(a.role, batch, stride), type));
-  }
-
-  void grow(std::uint64_t need) {
-    // The old workspace may still be read by launched work; growth is rare, so wait for it.
-    ctx_.synchronize();
-    const std::uint64_t rounded = (need + (1u << 20) - 1) & ~std::uint64_t{(1u << 20) - 1};
-    owned_ = DeviceBuffer<std::byte>();
-    owned_ = DeviceBuffer<std::byte>(ctx_, rounded);
-    // The row counter (row_order tickets) starts at zero; the launches leave it so.
-    fill_u32(ctx_, owned_.address(), 0u, kernels::BuiltNorm::kRowCounterBytes / 4);
   }
 
   // Each direction comes as two variants picked per batch unless the options fix the knob: the
@@ -477,7 +498,8 @@ class NormPair {
   static constexpr std::uint32_t kUnknown = 0xFFFFFFFFu;
   std::array<std::uint32_t, 4> alternate_limit_[2] = {{kUnknown, kUnknown, kUnknown, kUnknown},
                                                       {kUnknown, kUnknown, kUnknown, kUnknown}};
-  DeviceBuffer<std::byte> owned_;
+  std::optional<MemoryPool> pool_;  // the backward's workspace when the caller gives none
+  std::string pool_error_;          // why there is no pool
   CallValues values_;
 };
 
@@ -512,12 +534,6 @@ void LayerNorm::forward(const LayerNormForwardArgs& a) {
   impl_->launch_steps(v, a.batch, a.stream);
 }
 
-void LayerNorm::forward(DeviceView x, DeviceView w, DeviceView b, DeviceView y, DeviceView mean,
-                        DeviceView rstd, std::uint32_t batch, float eps, StreamRef stream,
-                        std::uint32_t stride) {
-  forward(LayerNormForwardArgs{x, w, b, y, mean, rstd, batch, stride, eps, stream, 0});
-}
-
 void LayerNorm::backward(const LayerNormBackwardArgs& a) {
   if (a.batch == 0) return;
   const PointerArg ptrs[] = {
@@ -528,14 +544,7 @@ void LayerNorm::backward(const LayerNormBackwardArgs& a) {
   };
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
   const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
-  impl_->bind_workspace(true, v, a.batch, a.workspace, a.stream);
-  impl_->launch_steps(v, a.batch, a.stream);
-}
-
-void LayerNorm::backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean,
-                         DeviceView rstd, DeviceView dx, DeviceView dw, DeviceView db,
-                         std::uint32_t batch, StreamRef stream, std::uint32_t stride) {
-  backward(LayerNormBackwardArgs{dy, x, w, mean, rstd, dx, dw, db, batch, stride, stream, {}, 0});
+  impl_->launch_backward(v, a.batch, a.workspace, a.stream);
 }
 
 void LayerNorm::prepare(std::uint32_t vector_elems) {
@@ -580,11 +589,6 @@ void RmsNorm::forward(const RmsNormForwardArgs& a) {
   impl_->launch_steps(v, a.batch, a.stream);
 }
 
-void RmsNorm::forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd,
-                      std::uint32_t batch, float eps, StreamRef stream, std::uint32_t stride) {
-  forward(RmsNormForwardArgs{x, w, y, rstd, batch, stride, eps, stream, 0});
-}
-
 void RmsNorm::backward(const RmsNormBackwardArgs& a) {
   if (a.batch == 0) return;
   const PointerArg ptrs[] = {
@@ -594,13 +598,7 @@ void RmsNorm::backward(const RmsNormBackwardArgs& a) {
   };
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
   const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
-  impl_->bind_workspace(true, v, a.batch, a.workspace, a.stream);
-  impl_->launch_steps(v, a.batch, a.stream);
-}
-
-void RmsNorm::backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
-                       DeviceView dw, std::uint32_t batch, StreamRef stream, std::uint32_t stride) {
-  backward(RmsNormBackwardArgs{dy, x, w, rstd, dx, dw, batch, stride, stream, {}, 0});
+  impl_->launch_backward(v, a.batch, a.workspace, a.stream);
 }
 
 void RmsNorm::prepare(std::uint32_t vector_elems) {

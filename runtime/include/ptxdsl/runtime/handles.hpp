@@ -12,6 +12,9 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUmemPoolHandle_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 
 namespace ptxdsl::runtime {
 

@@ -80,7 +80,35 @@ class RawBuffer {
   std::size_t bytes_ = 0;
 };
 
+// count × element_bytes, or a ptxdsl::Error naming both where the product does not fit a size_t.
+std::size_t checked_bytes(std::size_t count, std::size_t element_bytes);
+
 }  // namespace detail
+
+// Device memory allocated and freed in stream order (cuMemAllocFromPoolAsync, cuMemFreeAsync) from
+// a pool of the context's device that keeps what was freed for the next allocation rather than
+// returning it at each synchronization. Both calls are legal under stream capture, where the
+// graph owns the allocation (a graph memory node). Move-only; memory not yet freed stays valid
+// after the pool is destroyed, until it is freed.
+class MemoryPool {
+ public:
+  explicit MemoryPool(const Context& ctx);
+  MemoryPool(MemoryPool&& other) noexcept;
+  MemoryPool& operator=(MemoryPool&& other) noexcept;
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+  ~MemoryPool();
+
+  // `bytes` (at least 256-byte aligned) that work enqueued on `stream` after this call may use.
+  std::uint64_t allocate_async(std::size_t bytes, StreamRef stream);
+  // Frees `address` once the work enqueued on `stream` before this call is done.
+  void free_async(std::uint64_t address, StreamRef stream);
+
+ private:
+  void release() noexcept;
+  std::shared_ptr<const detail::ContextState> ctx_;
+  CUmemPoolHandle_st* pool_ = nullptr;
+};
 
 // `count` elements of T in device memory; move-only, freed on destruction.
 template <class T>
@@ -90,7 +118,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(const Context& ctx, std::size_t count)
-      : raw_(ctx, count * sizeof(T)), count_(count) {}
+      : raw_(ctx, detail::checked_bytes(count, sizeof(T))), count_(count) {}
   DeviceBuffer(const Context& ctx, std::span<const T> host) : DeviceBuffer(ctx, host.size()) {
     upload(host);
   }

@@ -21,22 +21,30 @@
 // ptxdsl::Error. A pointer or stride that breaks the kernels' 16-byte vector accesses selects a
 // variant with narrower vectors (8, 4, 2 or 1 elements), never a misaligned access.
 //
-// An object is used from one thread at a time (it holds the backward's workspace); the module cache
-// behind it is thread-safe, so objects on several threads share the JIT.
+// No call waits for the device or synchronizes a context, so calls may be captured into a graph
+// (runtime::Graph; prepare() first, so that no JIT runs during the capture). A backward's
+// workspace is the caller's or taken for that call alone from the object's stream-ordered pool
+// on the call's stream: calls on different streams never share one.
+//
+// An object is used from one thread at a time (it holds the launch-argument block); the module
+// cache behind it is thread-safe, so objects on several threads share the JIT.
 namespace ptxdsl::runtime {
 
 using kernels::DType;
 
 // A device array as the norms take it: an address, and, when the caller's type says so, its size
-// in bytes and its element size, which are then checked. A raw std::uint64_t address converts too;
-// so do byte buffers (DeviceBuffer<std::byte>), whose size is checked but not their element type.
+// in bytes and its element size, which are then checked. Typed buffers and pointers convert; so
+// do byte buffers (DeviceBuffer<std::byte>), whose size is checked but not their element type. A
+// raw address must be named (DeviceView(address), or with its size), so that no integer becomes a
+// pointer by accident.
 struct DeviceView {
   std::uint64_t address = 0;
   std::uint64_t bytes = 0;          // 0: unknown, unchecked
   std::uint32_t element_bytes = 0;  // 0: unknown, unchecked
 
   DeviceView() = default;
-  DeviceView(std::uint64_t a) : address(a) {}  // NOLINT: raw device addresses
+  explicit DeviceView(std::uint64_t a, std::uint64_t size_bytes = 0, std::uint32_t element = 0)
+      : address(a), bytes(size_bytes), element_bytes(element) {}
   template <class T>
   DeviceView(const DeviceBuffer<T>& b)  // NOLINT
       : address(b.address()), bytes(b.bytes()), element_bytes(sizeof(T) == 1 ? 0 : sizeof(T)) {}
@@ -77,7 +85,7 @@ struct LayerNormBackwardArgs {
   std::uint32_t batch = 0;
   std::uint32_t stride = 0;
   StreamRef stream{};
-  Workspace workspace{};  // none: the object's own, grown as needed
+  Workspace workspace{};  // none: this call's own, from the object's stream-ordered pool
   std::uint32_t width = 0;
 };
 struct RmsNormForwardArgs {
@@ -111,15 +119,9 @@ class LayerNorm {
 
   // y = (x − mean)·rstd·w + b per row; writes mean and rstd.
   void forward(const LayerNormForwardArgs& args);
-  void forward(DeviceView x, DeviceView w, DeviceView b, DeviceView y, DeviceView mean,
-               DeviceView rstd, std::uint32_t batch, float eps = 1e-5f, StreamRef stream = {},
-               std::uint32_t stride = 0);
   // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
   // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const LayerNormBackwardArgs& args);
-  void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView mean, DeviceView rstd,
-                DeviceView dx, DeviceView dw, DeviceView db, std::uint32_t batch,
-                StreamRef stream = {}, std::uint32_t stride = 0);
 
   // Builds and JITs the forward (both variants, where the prefetching one can be chosen) and the
   // backward now (for `vector_elems`; 0: the aligned variant), so the first call pays no JIT.
@@ -147,14 +149,9 @@ class RmsNorm {
 
   // y = x·rstd·w per row; writes rstd.
   void forward(const RmsNormForwardArgs& args);
-  void forward(DeviceView x, DeviceView w, DeviceView y, DeviceView rstd, std::uint32_t batch,
-               float eps = 1e-5f, StreamRef stream = {}, std::uint32_t stride = 0);
   // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
   // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const RmsNormBackwardArgs& args);
-  void backward(DeviceView dy, DeviceView x, DeviceView w, DeviceView rstd, DeviceView dx,
-                DeviceView dw, std::uint32_t batch, StreamRef stream = {},
-                std::uint32_t stride = 0);
 
   void prepare(std::uint32_t vector_elems = 0);
   std::uint64_t workspace_bytes(std::uint32_t batch);

@@ -1,0 +1,138 @@
+/* ptxdsl's C ABI: layer norm and RMS norm, forward and backward, on raw device pointers.
+ *
+ * Plain C (C99 and C++), in libptxdsl.so (CMake target ptxdsl::c), which exports only the
+ * ptxdsl_* symbols below and needs no CUDA toolkit: the driver is loaded at run time. Every
+ * function returns a ptxdsl_status and never throws or aborts; on an error,
+ * ptxdsl_last_error() gives this thread's message, which names the argument, the value and what
+ * is allowed. Scalars are fixed-width integers, floats and pointers, and enums are passed as
+ * int32_t, so that a foreign-function caller (Python's ctypes) declares them as plain c_int32,
+ * c_int64, c_float and c_void_p. docs/runtime.md, "C ABI", is the full description. */
+#ifndef PTXDSL_PTXDSL_H
+#define PTXDSL_PTXDSL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(PTXDSL_C_BUILDING)
+#define PTXDSL_C_API __attribute__((visibility("default")))
+#else
+#define PTXDSL_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header; ptxdsl_version() gives the library's, in the same encoding. */
+#define PTXDSL_VERSION_MAJOR 0
+#define PTXDSL_VERSION_MINOR 1
+#define PTXDSL_VERSION_PATCH 0
+#define PTXDSL_VERSION \
+  (PTXDSL_VERSION_MAJOR * 10000 + PTXDSL_VERSION_MINOR * 100 + PTXDSL_VERSION_PATCH)
+
+/* What a call returned. */
+typedef enum ptxdsl_status {
+  PTXDSL_SUCCESS = 0,
+  PTXDSL_ERROR_INVALID_ARGUMENT = 1, /* a null, misaligned, short or host pointer, a bad enum... */
+  PTXDSL_ERROR_UNSUPPORTED = 2,      /* valid, but not supported yet (no weight, a residual) */
+  PTXDSL_ERROR_NO_DRIVER = 3,        /* libcuda.so.1 did not load, or cuInit failed */
+  PTXDSL_ERROR_DRIVER = 4,           /* a CUDA driver call failed (the message has its CUresult) */
+  PTXDSL_ERROR_OUT_OF_MEMORY = 5,    /* device or host memory ran out */
+  PTXDSL_ERROR_INTERNAL = 6          /* a bug in ptxdsl: please report the message */
+} ptxdsl_status;
+
+/* Element types of rows (x, y, dy, dx) and of weights (w, b, dw, db). */
+typedef enum ptxdsl_dtype { PTXDSL_F32 = 0, PTXDSL_F16 = 1, PTXDSL_BF16 = 2 } ptxdsl_dtype;
+
+/* Which norm a query is about. */
+typedef enum ptxdsl_norm { PTXDSL_LAYER_NORM = 0, PTXDSL_RMS_NORM = 1 } ptxdsl_norm;
+
+/* A CUDA stream: a CUstream (or cudaStream_t) passes as is, NULL is the legacy default stream.
+ * Declared as cuda.h declares it, so that this header needs no CUDA toolkit. */
+typedef struct CUstream_st* ptxdsl_stream;
+
+/* PTXDSL_VERSION of the library (major * 10000 + minor * 100 + patch). */
+PTXDSL_C_API int32_t ptxdsl_version(void);
+/* "PTXDSL_ERROR_INVALID_ARGUMENT" for its code; "unknown status" for a value not in the enum. */
+PTXDSL_C_API const char* ptxdsl_status_name(int32_t status);
+/* This thread's message of its last call that failed; "" when its last call succeeded. Valid
+ * until this thread's next call into the library. */
+PTXDSL_C_API const char* ptxdsl_last_error(void);
+/* Loads the CUDA driver: PTXDSL_SUCCESS, or PTXDSL_ERROR_NO_DRIVER with the reason. The other
+ * calls load it themselves; this one asks without doing anything else. */
+PTXDSL_C_API int32_t ptxdsl_init(void);
+/* How many CUDA devices the driver sees. */
+PTXDSL_C_API int32_t ptxdsl_device_count(int32_t* count);
+
+/* Every norm call takes:
+ *   device        the CUDA device ordinal the pointers and the stream belong to (its primary
+ *                 context is used, as the CUDA runtime and frameworks built on it do)
+ *   dtype         ptxdsl_dtype of x, y, dy, dx
+ *   weight_dtype  ptxdsl_dtype of w, b, dw, db: the dtype, or PTXDSL_F32 with 16-bit rows
+ *   batch         rows, in [0, 2147483647]; 0 returns at once
+ *   width         elements a row, in [1, 65536]
+ *   stride        elements from one row's start to the next (x, y, dy, dx); 0 means width
+ *   stream        where the launches are enqueued; nothing waits for the device, so calls may be
+ *                 captured into a CUDA graph (ptxdsl_norm_prepare first keeps the JIT out of it)
+ * Pointers are device memory the driver knows (cudaMalloc, cuMemAlloc, pools, managed or pinned);
+ * each aligned to its element. Rows and weights 16-byte aligned, with a stride of a multiple of 16
+ * bytes, are read in 16-byte vectors; others in the widest vectors they allow. mean and rstd are
+ * float, one per row. Outputs may not overlap any other argument (no in-place calls).
+ * The objects behind the calls are built (and their kernels JIT-compiled) on the first call per
+ * (device, norm, dtype, weight dtype, width) and kept until the process exits; calls from any
+ * thread are safe, and calls for one such object are serialized while they enqueue. */
+
+/* y = (x - mean) * rstd * w + b per row; writes mean and rstd.
+ * residual, residual_out: the fused residual add (x + residual, written to residual_out, is
+ * normalized), not supported yet: both must be NULL. w and b must not be NULL (no-affine norms
+ * are not supported yet). */
+PTXDSL_C_API int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_dtype,
+                                               int64_t batch, int64_t width, int64_t stride,
+                                               const void* x, const void* w, const void* b,
+                                               const void* residual, void* residual_out, void* y,
+                                               float* mean, float* rstd, float eps,
+                                               ptxdsl_stream stream);
+
+/* dx, and dw, db summed over the batch, from dy, x, w and the forward's mean and rstd.
+ * workspace: NULL, or device memory of at least workspace_bytes (ptxdsl_norm_workspace_bytes),
+ * 16-byte aligned, used only by this call's launches (the caller orders reuse). NULL takes it
+ * from the library's stream-ordered pool on the call's stream, for this call alone. */
+PTXDSL_C_API int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
+                                                int64_t batch, int64_t width, int64_t stride,
+                                                const void* dy, const void* x, const void* w,
+                                                const float* mean, const float* rstd, void* dx,
+                                                void* dw, void* db, void* workspace,
+                                                uint64_t workspace_bytes, ptxdsl_stream stream);
+
+/* y = x * rstd * w per row; writes rstd. residual and residual_out as for the layer norm. */
+PTXDSL_C_API int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dtype,
+                                             int64_t batch, int64_t width, int64_t stride,
+                                             const void* x, const void* w, const void* residual,
+                                             void* residual_out, void* y, float* rstd, float eps,
+                                             ptxdsl_stream stream);
+
+/* dx, and dw summed over the batch, from dy, x, w and the forward's rstd. */
+PTXDSL_C_API int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
+                                              int64_t batch, int64_t width, int64_t stride,
+                                              const void* dy, const void* x, const void* w,
+                                              const float* rstd, void* dx, void* dw,
+                                              void* workspace, uint64_t workspace_bytes,
+                                              ptxdsl_stream stream);
+
+/* Bytes of workspace a backward of `batch` rows needs at most (any alignment, any variant), in
+ * *bytes; builds the object for (device, norm, dtype, weight dtype, width) if it is new. */
+PTXDSL_C_API int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, int32_t dtype,
+                                                 int32_t weight_dtype, int64_t width, int64_t batch,
+                                                 uint64_t* bytes);
+
+/* Builds and JIT-compiles the forward and backward kernels of (device, norm, dtype, weight dtype,
+ * width) for 16-byte-aligned arguments now, so that the first call (or a graph capture) does
+ * not. */
+PTXDSL_C_API int32_t ptxdsl_norm_prepare(int32_t device, int32_t norm, int32_t dtype,
+                                         int32_t weight_dtype, int64_t width);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PTXDSL_PTXDSL_H */

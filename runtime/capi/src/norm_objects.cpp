@@ -1,0 +1,62 @@
+#include "norm_objects.hpp"
+
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ptxdsl/runtime/driver.hpp"
+#include "status.hpp"
+
+namespace ptxdsl::capi {
+namespace {
+
+struct Objects {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<runtime::Context>> contexts;
+  std::map<NormKey, std::unique_ptr<NormObject>> norms;
+};
+
+// Never destroyed: objects released at exit would call into a driver that may be gone already.
+Objects& objects() {
+  static Objects* all = new Objects;
+  return *all;
+}
+
+const runtime::Context& context_for(Objects& all, int device) {
+  std::unique_ptr<runtime::Context>& slot = all.contexts[device];
+  if (!slot) {
+    std::string why;
+    if (!runtime::driver_available(&why)) throw CallError(PTXDSL_ERROR_NO_DRIVER, why);
+    const int count = runtime::device_count();
+    if (device < 0 || device >= count) {
+      throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
+                      fmt::format("device must be in [0, {}) (the devices the driver sees), got {}",
+                                  count, device));
+    }
+    slot = std::make_unique<runtime::Context>(device);
+  }
+  return *slot;
+}
+
+}  // namespace
+
+NormObject& norm_object(const NormKey& key) {
+  Objects& all = objects();
+  const std::lock_guard<std::mutex> lock(all.mutex);
+  std::unique_ptr<NormObject>& slot = all.norms[key];
+  if (!slot) {
+    auto made = std::make_unique<NormObject>();
+    const runtime::Context& ctx = context_for(all, key.device);
+    if (key.layer) {
+      made->layer =
+          std::make_unique<runtime::LayerNorm>(ctx, key.dtype, key.weight_dtype, key.width);
+    } else {
+      made->rms = std::make_unique<runtime::RmsNorm>(ctx, key.dtype, key.weight_dtype, key.width);
+    }
+    slot = std::move(made);
+  }
+  return *slot;
+}
+
+}  // namespace ptxdsl::capi

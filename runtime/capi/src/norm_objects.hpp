@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "ptxdsl/kernels/norm.hpp"
+#include "ptxdsl/runtime/context.hpp"
+#include "ptxdsl/runtime/norms.hpp"
+
+// The norm objects behind the C calls: one per (device, norm, dtype, weight dtype, width), built
+// on first use and kept until the process exits, shared by every thread.
+namespace ptxdsl::capi {
+
+struct NormKey {
+  int device = 0;
+  bool layer = true;
+  kernels::DType dtype = kernels::DType::F32;
+  kernels::DType weight_dtype = kernels::DType::F32;
+  std::uint32_t width = 0;
+  auto operator<=>(const NormKey&) const = default;
+};
+
+// One object; `mutex` serializes the calls on it (it holds one launch-argument block).
+struct NormObject {
+  std::mutex mutex;
+  std::unique_ptr<runtime::LayerNorm> layer;
+  std::unique_ptr<runtime::RmsNorm> rms;
+};
+
+// The object for `key`, built (with the device's primary context) if it is new. Throws CallError
+// for a device the driver does not have, NO_DRIVER without a driver, and whatever the object's
+// constructor throws (a width or dtype pair the kernels refuse).
+NormObject& norm_object(const NormKey& key);
+
+}  // namespace ptxdsl::capi

@@ -1,0 +1,151 @@
+/* The C ABI from C (compiled as C99): argument errors come back as a status and a message naming
+ * the argument, before any driver is needed; without a driver a valid call says so. Needs no GPU;
+ * with a driver, host memory is refused as memory the GPU cannot address. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ptxdsl/ptxdsl.h"
+
+static int failures = 0;
+
+/* `status` must be `want` and the last error contain `needle` ("" after a success). */
+static void expect(int line, int32_t status, int32_t want, const char* needle) {
+  const char* message = ptxdsl_last_error();
+  const int ok = status == want &&
+                 (want == PTXDSL_SUCCESS ? message[0] == '\0' : strstr(message, needle) != NULL);
+  if (!ok) {
+    ++failures;
+    fprintf(stderr, "line %d: got %s, want %s containing \"%s\"; message: \"%s\"\n", line,
+            ptxdsl_status_name(status), ptxdsl_status_name(want), needle, message);
+  }
+}
+#define EXPECT(call, want, needle) expect(__LINE__, (call), (want), (needle))
+
+/* Addresses no driver knows; aligned for every element type. */
+#define FAKE(n) ((void*)(uintptr_t)(0x100000u * (n)))
+
+static int32_t ln_forward(int32_t device, int32_t dtype, int32_t weight_dtype, int64_t batch,
+                          int64_t width, int64_t stride, const void* x, const void* w,
+                          const void* b, const void* residual, void* y) {
+  return ptxdsl_layer_norm_forward(device, dtype, weight_dtype, batch, width, stride, x, w, b,
+                                   residual, NULL, y, (float*)FAKE(5), (float*)FAKE(6), 1e-5f,
+                                   NULL);
+}
+
+int main(void) {
+  int32_t status;
+  int32_t count = -1;
+  uint64_t bytes = 1;
+  static uint16_t host_rows[64 * 256], host_out[64 * 256], host_w[256], host_b[256];
+  static float host_mean[64], host_rstd[64];
+
+  if (ptxdsl_version() != PTXDSL_VERSION) {
+    ++failures;
+    fprintf(stderr, "library version %d, header %d\n", (int)ptxdsl_version(), PTXDSL_VERSION);
+  }
+  if (strcmp(ptxdsl_status_name(PTXDSL_ERROR_UNSUPPORTED), "PTXDSL_ERROR_UNSUPPORTED") != 0 ||
+      strcmp(ptxdsl_status_name(99), "unknown status") != 0) {
+    ++failures;
+    fprintf(stderr, "ptxdsl_status_name: wrong names\n");
+  }
+
+  /* Enums, shapes and the device ordinal. */
+  EXPECT(ln_forward(0, 7, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_INVALID_ARGUMENT,
+         "ptxdsl_layer_norm_forward: dtype must be PTXDSL_F32 (0), PTXDSL_F16 (1) or PTXDSL_BF16 "
+         "(2), got 7");
+  EXPECT(ln_forward(0, PTXDSL_F16, -1, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "weight_dtype must be PTXDSL_F32 (0)");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 0, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 0");
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 65537, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 65537");
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, -1, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT, "batch must be in [0, 2147483647], got -1");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, INT64_C(2147483648), 256, 0, FAKE(1), FAKE(2),
+                    FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "batch must be in [0, 2147483647], got 2147483648");
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, -4, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT, "stride must be in [0, 4294967295], got -4");
+  EXPECT(
+      ln_forward(-1, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT, "device must be in [0, 2147483647], got -1");
+
+  /* Null pointers: refused, or, for weights and biases, not supported yet. */
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, NULL, FAKE(2), FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "ptxdsl_layer_norm_forward: x is NULL");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "y is NULL");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(3), NULL, FAKE(4)),
+         PTXDSL_ERROR_UNSUPPORTED,
+         "w is NULL: norms without weights (pass ones) are not supported");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL, NULL, FAKE(4)),
+         PTXDSL_ERROR_UNSUPPORTED, "b is NULL: layer norms without a bias");
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), FAKE(7), FAKE(4)),
+      PTXDSL_ERROR_UNSUPPORTED, "residual is not NULL: the fused residual add is not supported");
+  EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_BF16, PTXDSL_F32, 8, 256, 0, FAKE(1), FAKE(2), NULL,
+                                 NULL, FAKE(4), NULL, 1e-5f, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "ptxdsl_rms_norm_forward: rstd is NULL");
+  EXPECT(ptxdsl_layer_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
+                                    (float*)FAKE(4), (float*)FAKE(5), FAKE(6), FAKE(7), NULL, NULL,
+                                    0, NULL),
+         PTXDSL_ERROR_UNSUPPORTED, "db is NULL");
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
+                                  (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 64, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "workspace is NULL but workspace_bytes is 64");
+  EXPECT(ptxdsl_norm_workspace_bytes(0, 2, PTXDSL_F16, PTXDSL_F16, 256, 8, &bytes),
+         PTXDSL_ERROR_INVALID_ARGUMENT,
+         "norm must be PTXDSL_LAYER_NORM (0) or PTXDSL_RMS_NORM (1), got 2");
+  EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, 8, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+  EXPECT(ptxdsl_norm_prepare(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 0");
+  EXPECT(ptxdsl_device_count(NULL), PTXDSL_ERROR_INVALID_ARGUMENT, "count is NULL");
+
+  /* A batch of 0 does nothing, whatever the pointers, and leaves no message. */
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, NULL, NULL, NULL, NULL, NULL),
+         PTXDSL_SUCCESS, "");
+  EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_LAYER_NORM, PTXDSL_F16, PTXDSL_F16, 256, 0, &bytes),
+         PTXDSL_SUCCESS, "");
+  if (bytes != 0) {
+    ++failures;
+    fprintf(stderr, "workspace bytes for batch 0: %llu, want 0\n", (unsigned long long)bytes);
+  }
+
+  /* The driver: absent, a valid call says so; present, host memory is refused. */
+  status = ptxdsl_init();
+  if (status == PTXDSL_ERROR_NO_DRIVER) {
+    EXPECT(status, PTXDSL_ERROR_NO_DRIVER, "ptxdsl_init: no CUDA driver found (libcuda.so.1)");
+    EXPECT(
+        ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+        PTXDSL_ERROR_NO_DRIVER, "ptxdsl_layer_norm_forward: no CUDA driver found (libcuda.so.1)");
+    EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, 8, &bytes),
+           PTXDSL_ERROR_NO_DRIVER, "no CUDA driver found");
+    EXPECT(ptxdsl_device_count(&count), PTXDSL_ERROR_NO_DRIVER, "no CUDA driver found");
+    printf("no driver: the calls said so (%s)\n", ptxdsl_last_error());
+  } else {
+    EXPECT(status, PTXDSL_SUCCESS, "");
+    EXPECT(ptxdsl_device_count(&count), PTXDSL_SUCCESS, "");
+    EXPECT(
+        ptxdsl_layer_norm_forward(0, PTXDSL_F16, PTXDSL_F16, 64, 256, 0, host_rows, host_w, host_b,
+                                  NULL, NULL, host_out, host_mean, host_rstd, 1e-5f, NULL),
+        PTXDSL_ERROR_INVALID_ARGUMENT, "is not memory the GPU can address");
+    EXPECT(
+        ptxdsl_layer_norm_forward(count, PTXDSL_F16, PTXDSL_F16, 64, 256, 0, host_rows, host_w,
+                                  host_b, NULL, NULL, host_out, host_mean, host_rstd, 1e-5f, NULL),
+        PTXDSL_ERROR_INVALID_ARGUMENT, "(the devices the driver sees)");
+    printf("driver present, %d device(s): host memory was refused\n", (int)count);
+  }
+
+  if (failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all C ABI argument checks passed\n");
+  return 0;
+}
