@@ -119,8 +119,10 @@ PTXDSL_C_API int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int
                                               void* workspace, uint64_t workspace_bytes,
                                               ptxdsl_stream stream);
 
-/* Bytes of workspace a backward of `batch` rows needs at most (any alignment, any variant), in
- * *bytes; builds the object for (device, norm, dtype, weight dtype, width) if it is new. */
+/* Bytes of workspace a backward of `batch` rows needs with 16-byte-aligned rows and weights, in
+ * *bytes; builds the object for (device, norm, dtype, weight dtype, width) if it is new. Rows or
+ * weights that are not aligned select narrower vectors, whose plan may need more: such a call
+ * with a smaller workspace is refused with the size it needs (a NULL workspace always fits). */
 PTXDSL_C_API int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, int32_t dtype,
                                                  int32_t weight_dtype, int64_t width, int64_t batch,
                                                  uint64_t* bytes);

@@ -1,0 +1,154 @@
+"""The C ABI (ptxdsl/ptxdsl.h) through ctypes: the library's loading, each function's signature,
+and its status codes turned into Python exceptions."""
+
+import ctypes
+import ctypes.util
+import os
+import pathlib
+import threading
+
+# ptxdsl_status, ptxdsl_dtype and ptxdsl_norm, as the header numbers them.
+SUCCESS = 0
+ERROR_INVALID_ARGUMENT = 1
+ERROR_UNSUPPORTED = 2
+ERROR_NO_DRIVER = 3
+ERROR_DRIVER = 4
+ERROR_OUT_OF_MEMORY = 5
+ERROR_INTERNAL = 6
+
+F32, F16, BF16 = 0, 1, 2
+LAYER_NORM, RMS_NORM = 0, 1
+
+
+class Error(RuntimeError):
+    """A ptxdsl call failed; `status` is its ptxdsl_status name, the message says why."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class ArgumentError(Error, ValueError):
+    """An argument the library refused: the message names it, its value and what is allowed."""
+
+
+class UnsupportedError(Error, NotImplementedError):
+    """A valid request the library does not support yet."""
+
+
+class DriverError(Error):
+    """No CUDA driver, or a driver call failed."""
+
+
+_EXCEPTIONS = {
+    ERROR_INVALID_ARGUMENT: ArgumentError,
+    ERROR_UNSUPPORTED: UnsupportedError,
+    ERROR_NO_DRIVER: DriverError,
+    ERROR_DRIVER: DriverError,
+}
+
+_i32, _i64, _u64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
+_ptr, _f32 = ctypes.c_void_p, ctypes.c_float
+_SIGNATURES = {
+    "ptxdsl_version": [],
+    "ptxdsl_status_name": [_i32],
+    "ptxdsl_last_error": [],
+    "ptxdsl_init": [],
+    "ptxdsl_device_count": [ctypes.POINTER(_i32)],
+    # device, dtype, weight_dtype, batch, width, stride, x, w, b, residual, residual_out, y,
+    # mean, rstd, eps, stream
+    "ptxdsl_layer_norm_forward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 8 + [_f32, _ptr],
+    # ..., dy, x, w, mean, rstd, dx, dw, db, workspace, workspace_bytes, stream
+    "ptxdsl_layer_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 9 + [_u64, _ptr],
+    # ..., x, w, residual, residual_out, y, rstd, eps, stream
+    "ptxdsl_rms_norm_forward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 6 + [_f32, _ptr],
+    # ..., dy, x, w, rstd, dx, dw, workspace, workspace_bytes, stream
+    "ptxdsl_rms_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 7 + [_u64, _ptr],
+    "ptxdsl_norm_workspace_bytes": [_i32, _i32, _i32, _i32, _i64, _i64, ctypes.POINTER(_u64)],
+    "ptxdsl_norm_prepare": [_i32, _i32, _i32, _i32, _i64],
+}
+_RESTYPES = {
+    "ptxdsl_status_name": ctypes.c_char_p,
+    "ptxdsl_last_error": ctypes.c_char_p,
+}
+
+
+def _candidates():
+    """Where libptxdsl.so is looked for, in order."""
+    env = os.environ.get("PTXDSL_LIBRARY")
+    if env:
+        return [env]  # when set, the only place: a wrong path is an error, not a fallback
+    here = pathlib.Path(__file__).resolve().parent
+    # Installed: <prefix>/lib/python/ptxdsl beside <prefix>/lib/libptxdsl.so.
+    found = [str(here.parent.parent / "libptxdsl.so")]
+    system = ctypes.util.find_library("ptxdsl")
+    if system:
+        found.append(system)
+    return found
+
+
+_lock = threading.Lock()
+_library = None
+
+
+def library():
+    """The loaded library, its functions declared; loaded on first use."""
+    global _library
+    with _lock:
+        if _library is not None:
+            return _library
+        tried = []
+        for path in _candidates():
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                tried.append(f"{path}: {e}")
+        else:
+            raise DriverError(
+                "NOT_FOUND",
+                "libptxdsl.so not found (set PTXDSL_LIBRARY to its path); tried " + "; ".join(tried),
+            )
+        for name, args in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes = args
+            fn.restype = _RESTYPES.get(name, _i32)
+        _library = lib
+        return lib
+
+
+def check(status):
+    """Raises the exception for a failed call's status, with this thread's message."""
+    if status == SUCCESS:
+        return
+    lib = library()
+    message = lib.ptxdsl_last_error().decode("utf-8", "replace")
+    if status == ERROR_OUT_OF_MEMORY:
+        raise MemoryError(message)
+    raise _EXCEPTIONS.get(status, Error)(lib.ptxdsl_status_name(status).decode(), message)
+
+
+def call(name, *args):
+    """Calls the C function `name` and raises on failure."""
+    check(getattr(library(), name)(*args))
+
+
+def version():
+    """The library's version as (major, minor, patch)."""
+    v = library().ptxdsl_version()
+    return (v // 10000, v // 100 % 100, v % 100)
+
+
+def device_count():
+    """CUDA devices the driver sees."""
+    n = _i32(0)
+    call("ptxdsl_device_count", ctypes.byref(n))
+    return n.value
+
+
+def workspace_bytes(device, norm, dtype, weight_dtype, width, batch):
+    """Bytes of workspace a backward of `batch` rows needs."""
+    n = _u64(0)
+    call("ptxdsl_norm_workspace_bytes", device, norm, dtype, weight_dtype, width, batch,
+         ctypes.byref(n))
+    return n.value

@@ -1,0 +1,234 @@
+"""ptxdsl's norms as PyTorch operators: `layer_norm` and `rms_norm` (F.layer_norm's and
+F.rms_norm's arguments), and `LayerNorm` / `RMSNorm`, drop-ins for torch.nn's modules.
+
+Each is a torch.library custom op with an autograd formula and a fake (meta) implementation, so it
+runs under torch.compile(fullgraph=True) and inside CUDA graphs. Launches go to torch's current
+stream of the tensor's device; a backward's workspace comes from the library's stream-ordered pool
+on that stream (legal inside a graph capture), for that call alone.
+Rows are every leading dimension; the normalized dimensions are flattened into one row."""
+
+import math
+
+import torch
+from torch import Tensor
+
+from . import _lib
+
+_CODES = {torch.float32: _lib.F32, torch.float16: _lib.F16, torch.bfloat16: _lib.BF16}
+
+
+def _code(dtype):
+    return _CODES[dtype]
+
+
+def _stream(t):
+    return torch.cuda.current_stream(t.device).cuda_stream or None
+
+
+# ---- the operators, on (rows, width) tensors whose rows are contiguous ----
+
+
+@torch.library.custom_op("ptxdsl::layer_norm_forward", mutates_args=(), device_types="cuda")
+def _layer_norm_forward(x: Tensor, weight: Tensor, bias: Tensor,
+                        eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    rows, width = x.shape
+    y = torch.empty_like(x)
+    mean = x.new_empty(rows, dtype=torch.float32)
+    rstd = x.new_empty(rows, dtype=torch.float32)
+    _lib.call("ptxdsl_layer_norm_forward", x.device.index, _code(x.dtype), _code(weight.dtype),
+              rows, width, 0, x.data_ptr(), weight.data_ptr(), bias.data_ptr(), None, None,
+              y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), eps, _stream(x))
+    return y, mean, rstd
+
+
+@_layer_norm_forward.register_fake
+def _(x, weight, bias, eps):
+    rows = x.shape[0]
+    return (torch.empty_like(x), x.new_empty(rows, dtype=torch.float32),
+            x.new_empty(rows, dtype=torch.float32))
+
+
+@torch.library.custom_op("ptxdsl::layer_norm_backward", mutates_args=(), device_types="cuda")
+def _layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, mean: Tensor,
+                         rstd: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    rows, width = x.shape
+    dx = torch.empty_like(x)
+    dw = torch.empty_like(weight)
+    db = torch.empty_like(weight)
+    _lib.call("ptxdsl_layer_norm_backward", x.device.index, _code(x.dtype), _code(weight.dtype),
+              rows, width, 0, dy.data_ptr(), x.data_ptr(), weight.data_ptr(), mean.data_ptr(),
+              rstd.data_ptr(), dx.data_ptr(), dw.data_ptr(), db.data_ptr(),
+              None, 0, _stream(x))
+    return dx, dw, db
+
+
+@_layer_norm_backward.register_fake
+def _(dy, x, weight, mean, rstd):
+    return torch.empty_like(x), torch.empty_like(weight), torch.empty_like(weight)
+
+
+def _layer_norm_setup(ctx, inputs, output):
+    x, weight, _, _ = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, weight, mean, rstd)
+    ctx.mark_non_differentiable(mean, rstd)
+
+
+def _layer_norm_grad(ctx, dy, _dmean, _drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dw, db = _layer_norm_backward(dy.contiguous(), x, weight, mean, rstd)
+    return dx, dw, db, None
+
+
+_layer_norm_forward.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
+
+
+@torch.library.custom_op("ptxdsl::rms_norm_forward", mutates_args=(), device_types="cuda")
+def _rms_norm_forward(x: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    rows, width = x.shape
+    y = torch.empty_like(x)
+    rstd = x.new_empty(rows, dtype=torch.float32)
+    _lib.call("ptxdsl_rms_norm_forward", x.device.index, _code(x.dtype), _code(weight.dtype), rows,
+              width, 0, x.data_ptr(), weight.data_ptr(), None, None, y.data_ptr(),
+              rstd.data_ptr(), eps, _stream(x))
+    return y, rstd
+
+
+@_rms_norm_forward.register_fake
+def _(x, weight, eps):
+    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+
+
+@torch.library.custom_op("ptxdsl::rms_norm_backward", mutates_args=(), device_types="cuda")
+def _rms_norm_backward(dy: Tensor, x: Tensor, weight: Tensor,
+                       rstd: Tensor) -> tuple[Tensor, Tensor]:
+    rows, width = x.shape
+    dx = torch.empty_like(x)
+    dw = torch.empty_like(weight)
+    _lib.call("ptxdsl_rms_norm_backward", x.device.index, _code(x.dtype), _code(weight.dtype),
+              rows, width, 0, dy.data_ptr(), x.data_ptr(), weight.data_ptr(), rstd.data_ptr(),
+              dx.data_ptr(), dw.data_ptr(),
+              None, 0, _stream(x))
+    return dx, dw
+
+
+@_rms_norm_backward.register_fake
+def _(dy, x, weight, rstd):
+    return torch.empty_like(x), torch.empty_like(weight)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, _ = inputs
+    _, rstd = output
+    ctx.save_for_backward(x, weight, rstd)
+    ctx.mark_non_differentiable(rstd)
+
+
+def _rms_norm_grad(ctx, dy, _drstd):
+    x, weight, rstd = ctx.saved_tensors
+    dx, dw = _rms_norm_backward(dy.contiguous(), x, weight, rstd)
+    return dx, dw, None
+
+
+_rms_norm_forward.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
+
+# ---- the functions users call ----
+
+
+def _normalized_width(x, normalized_shape):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or x.dim() < len(shape) or tuple(x.shape[-len(shape):]) != shape:
+        raise ValueError(f"normalized_shape {list(shape)} must be the last dimensions of the "
+                         f"input, whose shape is {list(x.shape)}")
+    return math.prod(shape)
+
+
+def _rows(x, width, name="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.device.type != "cuda":
+        raise ValueError(f"{name} must be on a CUDA device, got {x.device}")
+    if x.dtype not in _CODES:
+        raise TypeError(f"{name} must be float32, float16 or bfloat16, got {x.dtype}")
+    return x.reshape(-1, width).contiguous()
+
+
+def _param(p, x, width, name, fill, dtype):
+    """A weight or bias as one contiguous row; an absent one is `fill` in `dtype`."""
+    if p is None:
+        return torch.full((width,), fill, dtype=dtype, device=x.device)
+    if not isinstance(p, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or None, got {type(p).__name__}")
+    if p.device != x.device:
+        raise ValueError(f"{name} must be on the input's device {x.device}, got {p.device}")
+    if p.dtype != dtype:
+        raise TypeError(f"{name} must have the dtype {dtype}, got {p.dtype}")
+    if p.numel() != width:
+        raise ValueError(f"{name} must have {width} elements (the normalized shape), got "
+                         f"shape {list(p.shape)}")
+    return p.reshape(width).contiguous()
+
+
+def _weight_dtype(x, *params):
+    """The dtype of the given parameters (one for all): the input's, or float32 with 16-bit input."""
+    given = {p.dtype for p in params if isinstance(p, Tensor)}
+    if len(given) > 1:
+        raise TypeError(f"weight and bias must have one dtype, got {sorted(map(str, given))}")
+    dtype = given.pop() if given else x.dtype
+    if dtype != x.dtype and not (dtype == torch.float32 and x.dtype != torch.float32):
+        raise TypeError(f"weight must have the input's dtype {x.dtype}, or float32 with a 16-bit "
+                        f"input, got {dtype}")
+    return dtype
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.layer_norm on ptxdsl's kernels (CUDA tensors of float32, float16 or
+    bfloat16; weight and bias in the input's dtype or float32)."""
+    width = _normalized_width(input, normalized_shape)
+    x = _rows(input, width)
+    dtype = _weight_dtype(x, weight, bias)
+    w = _param(weight, x, width, "weight", 1.0, dtype)
+    b = _param(bias, x, width, "bias", 0.0, dtype)
+    y, _, _ = _layer_norm_forward(x, w, b, float(eps))
+    return y.view(input.shape)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """torch.nn.functional.rms_norm on ptxdsl's kernels; eps None is the input dtype's epsilon,
+    as torch takes it."""
+    width = _normalized_width(input, normalized_shape)
+    x = _rows(input, width)
+    w = _param(weight, x, width, "weight", 1.0, _weight_dtype(x, weight))
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps
+    y, _ = _rms_norm_forward(x, w, float(eps))
+    return y.view(input.shape)
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    """torch.nn.LayerNorm (same arguments, parameters and state dict) on ptxdsl's kernels."""
+
+    def forward(self, input):
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class RMSNorm(torch.nn.RMSNorm):
+    """torch.nn.RMSNorm (same arguments, parameters and state dict) on ptxdsl's kernels."""
+
+    def forward(self, input):
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+
+def prepare(norm, dtype, width, weight_dtype=None, device=None):
+    """JIT-compiles the kernels of norm ("layer_norm" or "rms_norm") for rows of `width` elements
+    of `dtype` now, so that neither a first call nor a CUDA graph capture pays for it."""
+    codes = {"layer_norm": _lib.LAYER_NORM, "rms_norm": _lib.RMS_NORM}
+    if norm not in codes:
+        raise ValueError(f"norm must be 'layer_norm' or 'rms_norm', got {norm!r}")
+    if dtype not in _CODES or (weight_dtype is not None and weight_dtype not in _CODES):
+        raise TypeError(f"dtypes must be float32, float16 or bfloat16, got {dtype} and "
+                        f"{weight_dtype}")
+    index = torch.device(device if device is not None else "cuda").index
+    index = torch.cuda.current_device() if index is None else index
+    _lib.call("ptxdsl_norm_prepare", index, codes[norm], _CODES[dtype],
+              _CODES[weight_dtype or dtype], width)

@@ -1,0 +1,61 @@
+"""ptxdsl's Python module over the C ABI, without torch: the library loads, its version and status
+codes come through, refused arguments raise ArgumentError with the library's message, and without
+a driver a call raises DriverError. Run with PTXDSL_LIBRARY set to the built libptxdsl.so."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import ptxdsl
+from ptxdsl import _lib
+
+
+def layer_norm_forward(dtype=_lib.F16, weight_dtype=_lib.F16, batch=8, width=256, x=16, w=32,
+                       b=48, y=64, mean=80, rstd=96, eps=1e-5):
+    """A forward on fake (never dereferenced) addresses: every check before the launch runs."""
+    _lib.call("ptxdsl_layer_norm_forward", 0, dtype, weight_dtype, batch, width, 0, x, w, b, None,
+              None, y, mean, rstd, eps, None)
+
+
+class LibraryTest(unittest.TestCase):
+
+    def test_version(self):
+        major, minor, patch = ptxdsl.version()
+        self.assertGreaterEqual((major, minor, patch), (0, 1, 0))
+
+    def test_bad_dtype_names_it(self):
+        with self.assertRaises(ptxdsl.ArgumentError) as e:
+            layer_norm_forward(dtype=7)
+        self.assertIn("dtype must be PTXDSL_F32 (0), PTXDSL_F16 (1) or PTXDSL_BF16", str(e.exception))
+        self.assertIn("got 7", str(e.exception))
+        self.assertEqual(e.exception.status, "PTXDSL_ERROR_INVALID_ARGUMENT")
+        self.assertIsInstance(e.exception, ValueError)
+
+    def test_null_and_width(self):
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "x is NULL"):
+            layer_norm_forward(x=None)
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "width"):
+            layer_norm_forward(width=0)
+
+    def test_without_a_driver_calls_say_so(self):
+        try:
+            _lib.call("ptxdsl_init")
+        except ptxdsl.DriverError as e:
+            self.assertIn("no CUDA driver found", str(e))
+            with self.assertRaisesRegex(ptxdsl.DriverError, "no CUDA driver found"):
+                ptxdsl.device_count()
+            return
+        self.skipTest("a CUDA driver is present: test_torch.py covers the calls")
+
+    def test_a_wrong_library_path_is_an_error(self):
+        env = dict(os.environ, PTXDSL_LIBRARY="/nonexistent/libptxdsl.so")
+        code = "import ptxdsl\ntry:\n ptxdsl.version()\nexcept ptxdsl.DriverError as e:\n print(e)"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("libptxdsl.so not found", out.stdout)
+        self.assertIn("/nonexistent/libptxdsl.so", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

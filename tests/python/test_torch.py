@@ -1,0 +1,188 @@
+"""ptxdsl.torch on a GPU: layer_norm and rms_norm, forward and backward, against torch's own
+F.layer_norm / F.rms_norm in float64 at odd shapes, under torch.compile(fullgraph=True), captured
+into a CUDA graph and replayed, on two streams at once, and their argument errors. Exits 77 (CTest's
+skip) when torch or a GPU is missing."""
+
+import sys
+import unittest
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("skipped: no torch")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("skipped: no CUDA device")
+    sys.exit(77)
+
+import ptxdsl
+import ptxdsl.torch as pt
+
+# Error bound relative to the largest reference magnitude of each output.
+TOLERANCE = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+SHAPES = [(1, 1), (3, 7), (17, 1000), (5, 4097), (2, 3, 31), (64, 8192)]
+DTYPES = [(torch.float32, torch.float32), (torch.float16, torch.float16),
+          (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32),
+          (torch.float16, torch.float32)]
+
+
+def close(test, got, want, dtype, what):
+    scale = want.abs().max().item() + 1e-30
+    err = (got.double() - want).abs().max().item()
+    test.assertTrue(torch.isfinite(got).all().item(), f"{what}: non-finite output")
+    test.assertLessEqual(err / scale, TOLERANCE[dtype], f"{what}: error {err:.3g}, scale {scale:.3g}")
+
+
+def inputs(shape, dtype, weight_dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n = shape[-1]
+    x = (torch.randn(shape, generator=g, device="cuda") * 2 + 0.5).to(dtype)
+    w = (torch.rand(n, generator=g, device="cuda") + 0.5).to(weight_dtype)
+    b = torch.randn(n, generator=g, device="cuda").to(weight_dtype)
+    dy = torch.randn(shape, generator=g, device="cuda").to(dtype)
+    return x, w, b, dy
+
+
+def reference(layer, x, w, b, dy, eps):
+    """Outputs and gradients by torch in float64."""
+    xd = x.double().requires_grad_()
+    wd = w.double().requires_grad_()
+    bd = b.double().requires_grad_() if layer else None
+    n = x.shape[-1]
+    y = F.layer_norm(xd, (n,), wd, bd, eps) if layer else F.rms_norm(xd, (n,), wd, eps)
+    y.backward(dy.double())
+    return y.detach(), xd.grad, wd.grad, (bd.grad if layer else None)
+
+
+def run(layer, x, w, b, dy, eps, fn=None):
+    xg = x.clone().requires_grad_()
+    wg = w.clone().requires_grad_()
+    bg = b.clone().requires_grad_() if layer else None
+    n = x.shape[-1]
+    if fn is None:
+        fn = pt.layer_norm if layer else pt.rms_norm
+    y = fn(xg, (n,), wg, bg, eps) if layer else fn(xg, (n,), wg, eps)
+    y.backward(dy)
+    return y.detach(), xg.grad, wg.grad, (bg.grad if layer else None)
+
+
+class NormsTest(unittest.TestCase):
+
+    def check_case(self, layer, shape, dtype, weight_dtype, seed, fn=None):
+        x, w, b, dy = inputs(shape, dtype, weight_dtype, seed)
+        got = run(layer, x, w, b, dy, 1e-5, fn)
+        want = reference(layer, x, w, b, dy, 1e-5)
+        name = f"{'layer' if layer else 'rms'}_norm {shape} {dtype} weights {weight_dtype}"
+        for what, g, r, d in zip(("y", "dx", "dw", "db"), got, want,
+                                 (dtype, dtype, weight_dtype, weight_dtype)):
+            if r is None:
+                continue
+            self.assertEqual(g.dtype, d, f"{name} {what} dtype")
+            self.assertEqual(g.shape, r.shape, f"{name} {what} shape")
+            close(self, g, r, d, f"{name} {what}")
+
+    def test_match_float64_at_odd_shapes(self):
+        seed = 1
+        for layer in (True, False):
+            for shape in SHAPES:
+                for dtype, weight_dtype in DTYPES:
+                    seed += 1
+                    self.check_case(layer, shape, dtype, weight_dtype, seed)
+
+    def test_without_weight_and_bias_and_over_several_dims(self):
+        x = torch.randn(4, 6, 10, device="cuda", dtype=torch.float16)
+        close(self, pt.layer_norm(x, (6, 10)), F.layer_norm(x.double(), (6, 10)), torch.float16,
+              "layer_norm over two dims, no affine")
+        close(self, pt.rms_norm(x, 10), F.rms_norm(x.double(), (10,), eps=torch.finfo(
+            torch.float16).eps), torch.float16, "rms_norm, no weight, eps None")
+        xt = torch.randn(10, 12, device="cuda").t()  # rows 1 element apart: not contiguous
+        close(self, pt.layer_norm(xt, (10,)), F.layer_norm(xt.double(), (10,)), torch.float32,
+              "a transposed input")
+
+    def test_modules_are_drop_ins(self):
+        for ours, theirs in ((pt.LayerNorm, torch.nn.LayerNorm), (pt.RMSNorm, torch.nn.RMSNorm)):
+            ref = theirs(768, device="cuda")
+            with torch.no_grad():
+                ref.weight.uniform_(0.5, 1.5)
+            mod = ours(768, device="cuda")
+            mod.load_state_dict(ref.state_dict())
+            x = torch.randn(33, 768, device="cuda")
+            close(self, mod(x), ref.double()(x.double()), torch.float32, ours.__name__)
+
+    def test_torch_compile_fullgraph(self):
+        def block(x, w, b):
+            return pt.rms_norm(pt.layer_norm(x, (x.shape[-1],), w, b) * 2, (x.shape[-1],), w)
+
+        compiled = torch.compile(block, fullgraph=True)
+        x, w, b, dy = inputs((37, 1536), torch.bfloat16, torch.bfloat16, 5)
+        outs = []
+        for f in (block, compiled):
+            xg, wg, bg = (t.clone().requires_grad_() for t in (x, w, b))
+            y = f(xg, wg, bg)
+            y.backward(dy)
+            outs.append((y, xg.grad, wg.grad, bg.grad))
+        for what, e, c in zip(("y", "dx", "dw", "db"), *outs):
+            self.assertTrue(torch.equal(e, c), f"compiled {what} differs from eager")
+
+    def test_cuda_graph_capture_and_replay(self):
+        x, w, b, dy = inputs((300, 4096), torch.float16, torch.float32, 9)
+        static_x = x.clone()
+        pt.prepare("layer_norm", torch.float16, 4096, torch.float32)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm up: kernels built, allocator pools primed
+            for _ in range(2):
+                y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, 1e-5)
+                grads = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, 1e-5)
+            dx, dw, db = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd)
+        for seed in (10, 11):
+            new_x, _, _, _ = inputs((300, 4096), torch.float16, torch.float32, seed)
+            static_x.copy_(new_x)
+            graph.replay()
+            torch.cuda.synchronize()
+            want = reference(True, new_x, w, b, dy, 1e-5)
+            for what, g, r, d in zip(("y", "dx", "dw", "db"), (y, dx, dw, db), want,
+                                     (torch.float16, torch.float16, torch.float32, torch.float32)):
+                close(self, g, r, d, f"replay {seed} {what}")
+
+    def test_two_streams_at_once(self):
+        cases = [inputs((2000, 2048), torch.bfloat16, torch.bfloat16, s) for s in (20, 21)]
+        streams = [torch.cuda.Stream() for _ in cases]
+        results = [None, None]
+        for _ in range(3):
+            torch.cuda.synchronize()
+            for i, ((x, w, b, dy), s) in enumerate(zip(cases, streams)):
+                with torch.cuda.stream(s):
+                    y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(x, w, b, 1e-5)
+                    results[i] = (y,) + tuple(
+                        torch.ops.ptxdsl.layer_norm_backward(dy, x, w, mean, rstd))
+            torch.cuda.synchronize()
+            for (x, w, b, dy), got in zip(cases, results):
+                want = reference(True, x, w, b, dy, 1e-5)
+                for what, g, r in zip(("y", "dx", "dw", "db"), got, want):
+                    close(self, g, r, torch.bfloat16, f"two streams {what}")
+
+    def test_bad_input_names_the_value(self):
+        x = torch.randn(4, 8, device="cuda")
+        with self.assertRaisesRegex(ValueError, "must be on a CUDA device, got cpu"):
+            pt.layer_norm(x.cpu(), (8,))
+        with self.assertRaisesRegex(TypeError, "float32, float16 or bfloat16, got torch.float64"):
+            pt.rms_norm(x.double(), (8,))
+        with self.assertRaisesRegex(TypeError, "got torch.float16"):
+            pt.layer_norm(x, (8,), torch.ones(8, device="cuda", dtype=torch.float16))
+        with self.assertRaisesRegex(ValueError, r"normalized_shape \[7\] must be the last"):
+            pt.layer_norm(x, (7,))
+        with self.assertRaisesRegex(ValueError, "weight must have 8 elements"):
+            pt.rms_norm(x, (8,), torch.ones(9, device="cuda"))
+        wide = torch.randn(2, 70000, device="cuda")
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "70000"):
+            pt.layer_norm(wide, (70000,))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
