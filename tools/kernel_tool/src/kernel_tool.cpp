@@ -120,8 +120,10 @@ class ListCommand : public Command {
   explicit ListCommand(const Registry& registry) : registry_(registry) {}
   int run() override {
     fmt::print("kernels\n");
+    std::size_t width = 0;
+    for (const KernelDefinition& k : registry_.kernels()) width = std::max(width, k.name.size());
     for (const KernelDefinition& k : registry_.kernels()) {
-      fmt::print("  {}  {}\n", k.name, k.description);
+      fmt::print("  {:<{}}  {}\n", k.name, width, k.description);
       for (const Parameter& p : k.params) {
         const std::string flag = fmt::format("--{} {}", p.name, metavar(p));
         const std::string dflt =
