@@ -143,11 +143,7 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     j.field("bytes", built.workspace_bytes(*batch));
   }
   j.end_object();
-  if (ptx_file.empty()) {
-    j.field("ptx", built.ptx);
-  } else {
-    j.field("ptx_file", ptx_file);
-  }
+  write_ptx_field(j, built.ptx, ptx_file);
   j.end_object();
   return j.str();
 }

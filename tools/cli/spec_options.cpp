@@ -50,17 +50,6 @@ bool SpecOptions::any_knob() const {
 
 namespace {
 
-// Errors from the kernels' own parsers and `validate` name the value; on the command line they
-// are usage errors.
-template <class F>
-auto usage(F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-}
-
 bool is_ordinal(std::string_view text) {
   return !text.empty() &&
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -27,4 +27,12 @@ void write_contract_fields(JsonWriter& j, const KernelContract& c, Dim3 block) {
   if (c.waits_for_prior_grid) j.field("waits_for_prior_grid", true);
 }
 
+void write_ptx_field(JsonWriter& j, const std::string& ptx, const std::string& ptx_file) {
+  if (ptx_file.empty()) {
+    j.field("ptx", ptx);
+  } else {
+    j.field("ptx_file", ptx_file);
+  }
+}
+
 }  // namespace ptxdsl::cli

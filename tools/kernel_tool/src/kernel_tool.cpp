@@ -28,16 +28,6 @@ using tool::ParamKind;
 using tool::Params;
 using tool::Registry;
 
-// The library's errors about what was asked for are usage errors on the command line.
-template <class F>
-auto usage(F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-}
-
 std::string values_of(const Parameter& p) {
   if (p.kind == ParamKind::Uint) return fmt::format("{} to {}", p.min, p.max);
   return fmt::format("{}", fmt::join(p.choices, ", "));
@@ -183,11 +173,7 @@ std::string contract_json(const KernelDefinition& def, const Params& params,
   j.end_array();
   j.end_object();
   j.end_array();
-  if (ptx_file.empty()) {
-    j.field("ptx", built.ptx);
-  } else {
-    j.field("ptx_file", ptx_file);
-  }
+  write_ptx_field(j, built.ptx, ptx_file);
   j.end_object();
   return j.str();
 }

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "ptxdsl/dsl/error.hpp"
+
 // The command line's machinery, shared by the built-in `ptxdsl` and every tool that
 // ptxdsl_add_kernel_tool builds: exit statuses, the usage error, strict number parsing, commands,
 // and the main that turns every failure into one line and an exit status.
@@ -25,6 +27,17 @@ class UsageError : public std::runtime_error {
  public:
   explicit UsageError(const std::string& message) : std::runtime_error(message) {}
 };
+
+// The libraries' errors name the value and what is allowed; about what the command line asked
+// for, they are usage errors.
+template <class F>
+auto usage(F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
 
 // `text` as an unsigned integer in [lo, hi]; otherwise a UsageError naming `what`.
 std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint64_t lo,

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 #include "ptxdsl/cli/json.hpp"
 #include "ptxdsl/dsl/contract.hpp"
 #include "ptxdsl/dsl/dim3.hpp"
@@ -11,5 +13,8 @@ namespace ptxdsl::cli {
 // bytes and, where it has one, the wait for the prior grid. What `emit --json` of every tool
 // shares.
 void write_contract_fields(JsonWriter& j, const KernelContract& c, Dim3 block);
+
+// The PTX itself ("ptx") or, where `emit -o` wrote it to a file, that file ("ptx_file").
+void write_ptx_field(JsonWriter& j, const std::string& ptx, const std::string& ptx_file);
 
 }  // namespace ptxdsl::cli
