@@ -1,7 +1,7 @@
 # Run by CTest (tests/CMakeLists.txt): installs the build tree into a scratch prefix, then
 # configures, builds and runs the consumer project against it.
 #   cmake -D BUILD_DIR=... -D SOURCE_DIR=... -D WORK_DIR=... -D GENERATOR=... -D CXX=...
-#         -P check.cmake
+#         [-D WITH_TOOL=1] -P check.cmake
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR CXX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check.cmake needs -D ${var}=...")
@@ -21,7 +21,7 @@ set(prefix "${WORK_DIR}/prefix")
 step("install into ${prefix}" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 step("configure against ${prefix}" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${WORK_DIR}/build"
   -G "${GENERATOR}" "-DCMAKE_CXX_COMPILER=${CXX}" -DCMAKE_BUILD_TYPE=Release
-  "-DCMAKE_PREFIX_PATH=${prefix}")
+  "-DCMAKE_PREFIX_PATH=${prefix}" "-DPTXDSL_CONSUMER_TOOL=${WITH_TOOL}")
 step("build" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
 step("run" "${WORK_DIR}/build/ptxdsl_consumer")
 if(NOT step_output MATCHES "\\.visible \\.entry axpy\\(")
@@ -34,6 +34,25 @@ if(EXISTS "${WORK_DIR}/build/ptxdsl_c_consumer")
   endif()
 endif()
 message(STATUS "consumer: built and ran against ${prefix}")
+
+# The kernel tool its own sources registered: every command a user's tool has without a GPU.
+if(WITH_TOOL)
+  set(tool "${WORK_DIR}/build/ptxdsl_consumer_tool")
+  step("ptxdsl_consumer_tool list" "${tool}" list)
+  if(NOT step_output MATCHES "axpy +y = a \\* x \\+ y")
+    message(FATAL_ERROR "consumer: the tool's list has no axpy:\n${step_output}")
+  endif()
+  step("ptxdsl_consumer_tool emit" "${tool}" emit axpy --n 1000 --json)
+  if(NOT step_output MATCHES "\"grid\": \\[4, 1, 1\\]")
+    message(FATAL_ERROR "consumer: the tool's contract has no grid of 4:\n${step_output}")
+  endif()
+  step("ptxdsl_consumer_tool check" "${tool}" check axpy)
+  step("ptxdsl_consumer_tool run --cpu" "${tool}" run axpy --cpu --n 1000)
+  if(NOT step_output MATCHES "\nPASS: ")
+    message(FATAL_ERROR "consumer: the tool's run --cpu did not pass:\n${step_output}")
+  endif()
+  message(STATUS "consumer: a kernel tool built with ptxdsl_add_kernel_tool ran its commands")
+endif()
 
 # The host examples of docs/examples, built the way a user's project builds them.
 if(DEFINED EXAMPLES_DIR)

@@ -15,6 +15,7 @@
 #include "ptxdsl/dsl/ptxas.hpp"
 #include "ptxdsl/kernels/knobs.hpp"
 #include "ptxdsl/runtime/driver.hpp"
+#include "run_binary.hpp"
 #include "skip.hpp"
 
 #ifndef PTXDSL_CLI
@@ -23,26 +24,11 @@
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string temp_path(const char* tag) {
-  std::string pattern = std::string("/tmp/ptxdsl-cli-test-") + tag + "-XXXXXX";
-  const int fd = mkstemp(pattern.data());
-  REQUIRE(fd >= 0);
-  close(fd);
-  return pattern;
-}
+using ptxdsl::test::lines;
+using ptxdsl::test::read_file;
+using ptxdsl::test::Result;
+using ptxdsl::test::shell_quote;
+using ptxdsl::test::temp_path;
 
 // The binary: $PTXDSL_CLI when set (a test binary carried to another machine), else the build's.
 std::string cli_path() {
@@ -50,33 +36,8 @@ std::string cli_path() {
   return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
 }
 
-// Runs `ptxdsl <args>` through the shell; `args` is shell text. `stdout_to`, when given, is the
-// shell's redirection of stdout (">/dev/full", ">&-") instead of a file the result reads.
 Result run_cli(const std::string& args, const std::string& stdout_to = "") {
-  const std::string out = temp_path("out"), err = temp_path("err");
-  const std::string cmd =
-      cli_path() + " " + args + " " + (stdout_to.empty() ? ">" + out : stdout_to) + " 2>" + err;
-  const int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = read_file(out);
-  r.err = read_file(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-// `s` in single quotes for the shell, which keeps every byte but the quote itself.
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+  return ptxdsl::test::run_binary(cli_path(), args, stdout_to);
 }
 
 std::string temp_dir() {

@@ -17,11 +17,11 @@
 
 #include "case_timer.hpp"
 #include "cli.hpp"
-#include "device.hpp"
 #include "empty_kernel.hpp"
-#include "json.hpp"
 #include "l2_flush.hpp"
 #include "norm_case.hpp"
+#include "ptxdsl/cli/device.hpp"
+#include "ptxdsl/cli/json.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/stream.hpp"

@@ -1,38 +1,17 @@
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
-#include <memory>
-#include <stdexcept>
 #include <string>
-#include <string_view>
-#include <utility>
+#include <vector>
 
+#include "ptxdsl/cli/app.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "ptxdsl/runtime/norms.hpp"
 
-// The pieces every `ptxdsl` subcommand shares: exit statuses, the usage error, strict number
-// parsing, and the options that name one norm kernel.
+// The norms' side of `ptxdsl`: the options that name one norm kernel, and the commands. The
+// machinery every tool shares (exit statuses, UsageError, parse_uint, Command) is
+// ptxdsl/cli/app.hpp.
 namespace ptxdsl::cli {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  // a run-time failure: no driver, JIT error, FAIL
-inline constexpr int kExitUsage = 2;    // bad input on the command line
-
-// Bad input: main prints it as one line and exits with kExitUsage.
-class UsageError : public std::runtime_error {
- public:
-  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
-};
-
-// `text` as an unsigned integer in [lo, hi]; otherwise a UsageError naming `what`.
-std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint64_t lo,
-                         std::uint64_t hi);
-
-// An option given an empty value ('' on the command line) would read as not given: refused, naming
-// the option and what it takes. Runs on the parsed subcommand before its command.
-void refuse_empty_values(const CLI::App& sub);
 
 // The options that say which kernel to build: KERNEL --width --dtype [--weight-dtype] [--arch]
 // [--ptx-version] and the tuning knobs. Values are kept as text and parsed here, so that every
@@ -54,6 +33,9 @@ struct SpecOptions {
   void add_to(CLI::App& app, bool required = true, bool device_option = true);
   void add_knobs_to(CLI::App& app);
   bool any_knob() const;
+  // KERNEL, --width and --dtype, where add_to did not make CLI11 require them; a UsageError
+  // naming the first that is missing.
+  void require_named() const;
   // Parses and validates; throws UsageError. Plans for the --device preset (an ordinal there
   // leaves the default preset: a GPU run plans again for the GPU itself).
   kernels::NormSpec spec() const;
@@ -69,14 +51,6 @@ struct SpecOptions {
 // dtype.
 kernels::NormSpec make_spec(kernels::NormKind kind, kernels::DType dtype, std::uint32_t width);
 
-// A subcommand: it registers its options on its CLI11 app; main runs the one that was parsed.
-class Command {
- public:
-  virtual ~Command() = default;
-  virtual int run() = 0;
-};
-
-using Registered = std::pair<CLI::App*, std::unique_ptr<Command>>;
 Registered add_list(CLI::App& app);
 Registered add_emit(CLI::App& app);
 Registered add_check(CLI::App& app);

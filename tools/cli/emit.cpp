@@ -1,15 +1,12 @@
-// `ptxdsl emit` (PTX text, or the launch contract as JSON) and `ptxdsl check` (ptxas's resource
-// report per entry).
+// `ptxdsl emit` (PTX text, or the launch contract as JSON) and the norms for `ptxdsl check`
+// (ptxas's resource report per entry; the command is every tool's, ptxdsl/cli/check.hpp).
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-
 #include "cli.hpp"
-#include "json.hpp"
 #include "norm_case.hpp"
-#include "ptxdsl/dsl/ptxas.hpp"
+#include "ptxdsl/cli/check.hpp"
+#include "ptxdsl/cli/contract_json.hpp"
+#include "ptxdsl/cli/json.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -26,29 +23,11 @@ std::string_view grid_kind_name(kernels::GridRule::Kind k) {
   return "?";
 }
 
-void write_param(JsonWriter& j, const ParamSpec& p) {
-  j.begin_object(true);
-  j.field("name", p.name);
-  j.field("type", ptx_name(p.type));
-  j.field("bytes", p.size_bytes());
-  j.field("pointer", p.pointer);
-  if (p.pointer) j.field("element", ptx_name(p.element));
-  j.end_object();
-}
-
 void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t width,
                 std::optional<std::uint32_t> batch) {
   const KernelContract& c = step.contract;
   j.begin_object();
-  j.field("entry", c.entry);
-  j.key("params").begin_array();
-  for (const ParamSpec& p : c.params) write_param(j, p);
-  j.end_array();
-  j.key("block").begin_array(true).value(c.block_threads).value(1).value(1).end_array();
-  j.field("block_required", c.block_required);
-  j.field("static_shared_bytes", c.static_shared_bytes);
-  j.field("dynamic_shared_bytes", c.dynamic_shared_bytes);
-  if (c.waits_for_prior_grid) j.field("waits_for_prior_grid", true);
+  write_contract_fields(j, c, Dim3(c.block_threads));
   j.key("grid_rule").begin_object();
   j.field("kind", grid_kind_name(step.grid.kind));
   j.field("rows_per_cta", step.grid.rows_per_cta);
@@ -164,23 +143,9 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
     j.field("bytes", built.workspace_bytes(*batch));
   }
   j.end_object();
-  if (ptx_file.empty()) {
-    j.field("ptx", built.ptx);
-  } else {
-    j.field("ptx_file", ptx_file);
-  }
+  write_ptx_field(j, built.ptx, ptx_file);
   j.end_object();
   return j.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  out << text;
-  out.close();
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 
 class EmitCommand : public Command {
@@ -197,7 +162,7 @@ class EmitCommand : public Command {
     if (!batch_.empty())
       batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     const kernels::BuiltNorm built = kernels::build_norm(spec);
-    if (!output_.empty()) write_file(output_, built.ptx);
+    if (!output_.empty()) write_text_file(output_, built.ptx);
     if (json_) {
       std::fputs(contract_json(built, batch, output_).c_str(), stdout);
     } else if (output_.empty()) {
@@ -213,28 +178,14 @@ class EmitCommand : public Command {
   std::string batch_;
 };
 
-class CheckCommand : public Command {
+// `check`'s norm kernels: the options `emit` takes, none required (`check --ptx FILE` takes none).
+class NormSource : public PtxSource {
  public:
-  explicit CheckCommand(CLI::App& sub) { options_.add_to(sub); }
-  int run() override {
+  void add_options(CLI::App& sub) override { options_.add_to(sub, false); }
+  CheckedPtx build() override {
+    options_.require_named();
     const kernels::NormSpec spec = options_.spec();
-    const kernels::BuiltNorm built = kernels::build_norm(spec);
-    const std::string_view arch = arch_name(spec.arch);
-    const PtxasResult r = run_ptxas(built.ptx, arch);
-    if (!r.ok()) {
-      std::fputs(r.log.c_str(), stderr);
-      std::fprintf(stderr, "ptxdsl: ptxas -arch=%.*s failed with exit status %d\n",
-                   static_cast<int>(arch.size()), arch.data(), r.exit_code);
-      return kExitFailure;
-    }
-    fmt::print("ptxas {} {}: OK\n", ptxas_path(), arch);
-    fmt::print("{:<40} {:>9} {:>12} {:>11} {:>11} {:>10}\n", "entry", "registers", "spill stores",
-               "spill loads", "stack bytes", "smem bytes");
-    for (const PtxasEntry& e : r.entries) {
-      fmt::print("{:<40} {:>9} {:>12} {:>11} {:>11} {:>10}\n", e.name, e.registers,
-                 e.spill_store_bytes, e.spill_load_bytes, e.stack_frame_bytes, e.shared_bytes);
-    }
-    return kExitOk;
+    return {kernels::build_norm(spec).ptx, std::string(arch_name(spec.arch))};
   }
 
  private:
@@ -249,8 +200,7 @@ Registered add_emit(CLI::App& app) {
 }
 
 Registered add_check(CLI::App& app) {
-  auto* sub = app.add_subcommand("check", "assemble a kernel with ptxas: registers, spills, smem");
-  return {sub, std::make_unique<CheckCommand>(*sub)};
+  return add_check(app, std::make_unique<NormSource>());
 }
 
 }  // namespace ptxdsl::cli

@@ -1,6 +1,6 @@
 #include "empty_kernel.hpp"
 
-#include "device.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/dsl.hpp"
 
 namespace ptxdsl::cli {

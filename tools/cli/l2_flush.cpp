@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "device.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "device.hpp"
 #include "norm_case.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
 namespace ptxdsl::cli {
@@ -65,9 +65,16 @@ class RunCommand : public Command {
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647")->required();
     sub.add_option("--seed", seed_, "input seed (default 1)");
     sub.add_flag("--cpu", cpu_, "run on the CPU executor instead of the GPU");
+    sub.add_option("--trace", trace_, "traces one launch of a kernel tool's kernel, not a norm's");
   }
 
   int run() override {
+    if (!trace_.empty()) {
+      // A norm runs as the launches of its plan, on rows the executor splits over host threads.
+      throw UsageError(
+          "--trace traces one launch of a kernel tool's kernel (ptxdsl_add_kernel_tool; "
+          "docs/cli.md); a norm runs as a plan of launches and is not traced");
+    }
     const kernels::NormSpec spec = options_.spec();
     const auto batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     const std::uint64_t seed =
@@ -119,6 +126,7 @@ class RunCommand : public Command {
   std::string batch_;
   std::string seed_ = "1";
   bool cpu_ = false;
+  std::string trace_;
 };
 
 }  // namespace

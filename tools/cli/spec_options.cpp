@@ -1,47 +1,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "cli.hpp"
 #include "ptxdsl/dsl/error.hpp"
 
 namespace ptxdsl::cli {
-
-std::uint64_t parse_uint(std::string_view what, std::string_view text, std::uint64_t lo,
-                         std::uint64_t hi) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ptr != end || ec != std::errc()) {
-    // A leading '-' is a negative number: say it is out of range rather than malformed.
-    const bool negative =
-        !text.empty() && text[0] == '-' && text.size() > 1 &&
-        std::all_of(text.begin() + 1, text.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (negative)
-      throw UsageError(fmt::format("{} must be in [{}, {}], got {}", what, lo, hi, text));
-    throw UsageError(
-        fmt::format("{} must be an integer in [{}, {}], got '{}'", what, lo, hi, text));
-  }
-  if (value < lo || value > hi) {
-    throw UsageError(fmt::format("{} must be in [{}, {}], got {}", what, lo, hi, value));
-  }
-  return value;
-}
-
-void refuse_empty_values(const CLI::App& sub) {
-  for (const CLI::Option* o : sub.get_options()) {
-    // Flags take no value; an option given only '' has nothing but empty results.
-    if (o->count() == 0 || o->get_expected_min() == 0) continue;
-    const std::vector<std::string>& given = o->results();
-    if (!std::all_of(given.begin(), given.end(), [](const std::string& v) { return v.empty(); }))
-      continue;
-    const std::string name = o->get_name();
-    const std::string& takes = o->get_description();
-    throw UsageError(takes.empty() ? fmt::format("{} needs a value, got ''", name)
-                                   : fmt::format("{} needs a value ({}), got ''", name, takes));
-  }
-}
 
 void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   auto* k = app.add_option("kernel", kernel, "ln_fwd, ln_bwd, rms_fwd or rms_bwd");
@@ -73,22 +37,18 @@ void SpecOptions::add_knobs_to(CLI::App& app) {
   }
 }
 
+void SpecOptions::require_named() const {
+  // As CLI11 words it where it requires them (emit, run).
+  if (kernel.empty()) throw UsageError("kernel is required");
+  if (width.empty()) throw UsageError("--width is required");
+  if (dtype.empty()) throw UsageError("--dtype is required");
+}
+
 bool SpecOptions::any_knob() const {
   return std::any_of(knobs.begin(), knobs.end(), [](const std::string& t) { return !t.empty(); });
 }
 
 namespace {
-
-// Errors from the kernels' own parsers and `validate` name the value; on the command line they
-// are usage errors.
-template <class F>
-auto usage(F&& f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
-}
 
 bool is_ordinal(std::string_view text) {
   return !text.empty() &&

@@ -16,7 +16,7 @@
 
 #include "case_timer.hpp"
 #include "cli.hpp"
-#include "device.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/kernels/tuning.hpp"
 #include "replacing_file.hpp"
 

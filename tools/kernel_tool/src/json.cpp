@@ -1,4 +1,4 @@
-#include "json.hpp"
+#include "ptxdsl/cli/json.hpp"
 
 #include <fmt/format.h>
 

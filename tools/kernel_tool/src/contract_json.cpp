@@ -1,0 +1,38 @@
+#include "ptxdsl/cli/contract_json.hpp"
+
+namespace ptxdsl::cli {
+namespace {
+
+void write_param(JsonWriter& j, const ParamSpec& p) {
+  j.begin_object(true);
+  j.field("name", p.name);
+  j.field("type", ptx_name(p.type));
+  j.field("bytes", p.size_bytes());
+  j.field("pointer", p.pointer);
+  if (p.pointer) j.field("element", ptx_name(p.element));
+  j.end_object();
+}
+
+}  // namespace
+
+void write_contract_fields(JsonWriter& j, const KernelContract& c, Dim3 block) {
+  j.field("entry", c.entry);
+  j.key("params").begin_array();
+  for (const ParamSpec& p : c.params) write_param(j, p);
+  j.end_array();
+  j.key("block").begin_array(true).value(block.x).value(block.y).value(block.z).end_array();
+  j.field("block_required", c.block_required);
+  j.field("static_shared_bytes", c.static_shared_bytes);
+  j.field("dynamic_shared_bytes", c.dynamic_shared_bytes);
+  if (c.waits_for_prior_grid) j.field("waits_for_prior_grid", true);
+}
+
+void write_ptx_field(JsonWriter& j, const std::string& ptx, const std::string& ptx_file) {
+  if (ptx_file.empty()) {
+    j.field("ptx", ptx);
+  } else {
+    j.field("ptx_file", ptx_file);
+  }
+}
+
+}  // namespace ptxdsl::cli
