@@ -2,7 +2,9 @@
 // ctaid + gridDim, ...; per row it loads x and dy once, reduces Σ x̂·g (and Σ g) over the row
 // group, and writes dx. dw (and db) add up in f32 registers, each thread always owning the same
 // columns, and leave the CTA as one f32 partial row in the workspace for the column reduce; or,
-// in one launch (plan.single_launch), the CTAs sum them by columns after their rows.
+// in one launch (WeightGrads::SingleLaunch), the CTAs sum them by columns after their rows. x
+// and dy are RowTiles, holding their rows as the plan's strategies say, with the rows ahead in
+// flight by RowsAhead.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -192,7 +194,7 @@ std::uint32_t partial_pitch(std::uint32_t width) {
 std::uint32_t warp_blocked_columns(const Plan& plan) {
   const bool whole_warps = plan.vec == 8 && plan.threads_per_row % 32 == 0;
   const bool one_writer =
-      !plan.single_launch && plan.rows_per_cta == 1 &&
+      plan.weight_grads == WeightGrads::PartialRows && plan.rows_per_cta == 1 &&
       std::find(plan.accum.begin(), plan.accum.end(), Place::Global) == plan.accum.end();
   if (!whole_warps || !one_writer) return 0;
   const std::uint32_t chunk = plan.threads_per_row * plan.vec;
@@ -213,7 +215,9 @@ Reg<U32> partial_column(Kernel& k, Reg<U32> position, std::uint32_t blocked, std
 
 LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool ln = spec.kind == NormKind::LayerNormBwd;
-  Kernel& k = m.kernel(entry_name(spec, plan.single_launch ? "single" : ""));
+  const bool single = plan.weight_grads == WeightGrads::SingleLaunch;
+  const bool ticketed = plan.row_order == RowOrder::Tickets;
+  Kernel& k = m.kernel(entry_name(spec, single ? "single" : ""));
   k.require_threads(plan.block());
   k.max_registers(plan.max_registers);
 
@@ -227,7 +231,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const GlobalDPtr dx = param_dptr(k, "dx", spec.dtype);
   // One launch: dw and db themselves; else per-CTA partial rows for the column reduce.
   std::vector<GlobalDPtr> grads, partials;
-  if (plan.single_launch) {
+  if (single) {
     grads.push_back(param_dptr(k, "dw", spec.weight_dtype));
     if (ln) grads.push_back(param_dptr(k, "db", spec.weight_dtype));
   } else {
@@ -235,7 +239,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
   }
   std::optional<GlobalPtr<U32>> row_counter;
-  if (plan.ticketed_rows) row_counter = k.param_ptr<U32>("row_counter");
+  if (ticketed) row_counter = k.param_ptr<U32>("row_counter");
   const Reg<U32> batch = k.param<U32>("batch");
   const Reg<U32> stride = k.param<U32>("stride");
 
@@ -249,7 +253,6 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // Dynamic shared memory, as the plan lays it out (SharedLayout).
   const int s = dtype_bytes(spec.dtype);
   const SharedLayout layout = plan.shared_layout(spec);
-  const std::uint32_t staging = layout.staged_tensor_bytes;
   const std::uint32_t nacc = static_cast<std::uint32_t>(partials.size());
   const std::uint32_t acc_bytes = layout.accumulator_bytes;
   std::optional<SharedPtr<B32>> dynamic;
@@ -257,10 +260,12 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const auto region = [&](std::uint32_t byte_offset) {
     return SharedPtr<F32>{dynamic->base, dynamic->offset + byte_offset};
   };
-  std::optional<SharedDPtr> x_stage, dy_stage;
-  if (staging > 0) {
-    x_stage = staging_for(k, {*dynamic, spec.dtype}, plan, cta.slot, lanes.first_element());
-    dy_stage = *x_stage + staging / s;
+  // x's buffers, and dy's a tensor's share further on.
+  TileBuffers x_buffers, dy_buffers;
+  if (layout.staging.bytes > 0) {
+    x_buffers.staging =
+        staging_for(k, {*dynamic, spec.dtype}, plan, cta.slot, lanes.first_element());
+    dy_buffers.staging = *x_buffers.staging + layout.staged_tensor_bytes / s;
   }
 
   // Accumulators start at zero wherever they live.
@@ -293,10 +298,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   RowGroups groups{k, plan, cta.slot, batch};
   // Row groups from a counter: the current one and those whose rows are in flight are known.
   std::optional<RowTickets> tickets;
-  if (plan.ticketed_rows) {
-    const std::uint32_t in_flight = plan.ring ? plan.ring_rows : plan.prefetch ? 1 : 0;
-    tickets.emplace(k, *row_counter, cta.tid, cta_id, grid, in_flight);
-  }
+  if (ticketed) tickets.emplace(k, *row_counter, cta.tid, cta_id, grid, plan.rows_in_flight());
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
     return at(k, row_of(k, p, row, stride), lanes.first_element());
   };
@@ -315,33 +317,28 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // and keep .L1::no_allocate.
   const AccessHints hints =
       access_hints(k, plan, plan.ctas_per_sm == 1 ? kNc : kNcNoAllocate, kStreaming, kNc);
-  RowTile xt(map, plan.data, thread_row(x, first_row), x_stage, hints.row_loads, plan.loop_group);
-  RowTile dyt(map, plan.data, thread_row(dy, first_row), dy_stage, hints.row_loads,
-              plan.loop_group);
+  const GlobalDPtr x_first = thread_row(x, first_row);
+  const GlobalDPtr dy_first = thread_row(dy, first_row);
+  if (layout.ring.bytes > 0) {
+    x_buffers.ring = ring_for(k, {region(layout.ring.offset).as<B32>(), spec.dtype}, plan, cta.slot,
+                              lanes.first_element());
+    dy_buffers.ring = *x_buffers.ring + layout.ring_tensor_bytes / s;
+  }
+  RowTile xt(k, plan, layout, x_first, x_buffers, hints.row_loads);
+  RowTile dyt(k, plan, layout, dy_first, dy_buffers, hints.row_loads);
   xt.reread_with(hints.row_rereads);
   dyt.reread_with(hints.row_rereads);
-  if (plan.async_staging) {
-    xt.stage_async(k, 2 * staging / s);
-    dyt.stage_async(k, 2 * staging / s);
-  }
-  if (plan.ring) {
-    const SharedDPtr x_ring = ring_for(k, {region(layout.ring.offset).as<B32>(), spec.dtype}, plan,
-                                       cta.slot, lanes.first_element());
-    const std::int64_t slots = ring_slots_elements(plan);
-    xt.use_ring(k, x_ring, 2 * slots, plan.ring_rows);
-    dyt.use_ring(k, x_ring + slots, 2 * slots, plan.ring_rows);
-  }
   std::vector<Raw> stats;
-  RowsAhead ahead(
+  const std::unique_ptr<RowsAhead> ahead = RowsAhead::make(
       plan, lanes, groups, grid, {&xt, &dyt},
       [&](std::size_t t, Reg<U32> row) { return thread_row(t == 0 ? x : dy, row); },
       tickets ? &*tickets : nullptr);
-  if (plan.prefetch) {
+  if (ahead) {
     // The first row's chunks and statistics load before the loop; each iteration then loads the
     // next row's while it works on the current one.
     std::optional<Pred> ok = groups.row_ok(first_row);
-    if (plan.single_launch && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
-    ahead.start(k, cta_id, first_row, RowMasks(k, lanes, ok));
+    if (single && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
+    ahead->start(k, cta_id, first_row, RowMasks(k, lanes, ok));
     stats = load_stats(first_row, ok);
   }
 
@@ -359,13 +356,13 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const RowMasks masks(k, lanes, row_ok);
 
     std::vector<Raw> stats_ahead;
-    if (plan.prefetch) {
+    if (ahead) {
       // Past the batch nothing loads; the loop ends before those values are used.
-      const Reg<U32> next_row = groups.row(ahead.group_ahead(k, g, 1));
+      const Reg<U32> next_row = groups.row(ahead->group_ahead(k, g, 1));
       const Pred next_ok = k.setp(Cmp::Lt, next_row, batch);
-      ahead.issue(k, g, std::pair{next_row, next_ok});
+      ahead->issue(k, g, std::pair{next_row, next_ok});
       stats_ahead = load_stats(next_row, next_ok);
-      ahead.await_current(k);
+      ahead->await_current(k);
     } else {
       stats = load_stats(row, row_ok);
     }
@@ -446,15 +443,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
     // Last: `g` (and `row`) are the current group's registers until here.
     if (tickets) tickets->receive(k);
-    if (plan.prefetch) {
-      ahead.advance(k);
+    if (ahead) {
+      ahead->advance(k);
       for (std::size_t i = 0; i < stats.size(); ++i) assign(k, stats[i], stats_ahead[i]);
     }
   });
 
   if (tickets) tickets->finish(k);
   if (plan.overlap_reduce) k.griddep_launch_dependents();
-  if (plan.single_launch) {
+  if (single) {
     column_weight_grads(k, spec, plan, {x, dy, mean_in, rstd_in, grads, batch, stride});
   } else if (R > 1) {  // the CTA's partial rows
     merge_row_slots(k, plan, cta, lanes, region(layout.merge.offset), accs);
@@ -470,7 +467,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   step.grid.min_row_groups = plan.min_row_groups_per_cta;
   // One launch: a CTA for each tile of columns, rows or not.
-  if (plan.single_launch) step.grid.min_ctas = std::min(plan.column_tiles(), step.grid.max_ctas);
+  if (single) step.grid.min_ctas = std::min(plan.column_tiles(), step.grid.max_ctas);
   return step;
 }
 
