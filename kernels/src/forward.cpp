@@ -225,6 +225,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       const std::unique_ptr<RowsAhead> ahead =
           RowsAhead::make(plan, lanes, groups, grid, {&xt},
                           [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
+      if (!ahead) throw Error("a persistent forward loads rows ahead, but its plan has none");
       ahead->start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
       k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
         const Reg<U32> row = groups.row(g);

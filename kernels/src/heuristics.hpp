@@ -43,7 +43,8 @@ struct SharedLayout {
 };
 
 // The strategies a plan combines, each one type: the builders pick the code that goes with each
-// (RowTile its row sources, RowsAhead its schedule), not a flag at each use.
+// (RowTile its row sources, RowsAhead its schedule, the backward its WeightGradSums), not a flag
+// at each use.
 //
 // The grid: a CTA for each row group, or persistent CTAs (SMs × ctas_per_sm; every backward, a
 // forward that loads rows ahead) walking the row groups.
@@ -81,8 +82,6 @@ struct Plan {
   // into registers when the previous one is done).
   std::uint32_t ring_rows = 2;
   Staging staging = Staging::Loads;
-  // WeightGrads::SingleLaunch: a warp covers 32 / column_row_lanes lanes × column_vec columns of
-  // column_row_lanes rows a load.
   WeightGrads weight_grads = WeightGrads::PartialRows;
   bool l2_stream = false;      // L2 policies on the row loads and the weights
   bool l1_rereads = false;     // rows read again: L1 evict_last, then evict_first
@@ -94,6 +93,8 @@ struct Plan {
   // reduce waits by griddepcontrol.wait).
   bool overlap_reduce = false;
   bool one_pass_stats = false;  // layer norm forward: Σ(x − x₀) and Σ(x − x₀)² in the first pass
+  // WeightGrads::SingleLaunch: a warp covers 32 / column_row_lanes lanes × column_vec columns of
+  // column_row_lanes rows a load.
   std::uint32_t column_vec = 1;
   std::uint32_t column_row_lanes = 1;
   std::uint32_t column_tiles() const { return (width + column_width() - 1) / column_width(); }
