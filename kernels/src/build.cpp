@@ -94,14 +94,15 @@ void validate(const NormSpec& spec) {
                     "got {} × {} = {}",
                     p.threads_per_row, p.rows_per_cta, p.block()));
   }
-  if (p.ring && p.register_chunks() != p.chunks) {
+  const bool ringed = p.lookahead == detail::Lookahead::Ring;
+  if (ringed && p.register_chunks() != p.chunks) {
     throw Error(
         fmt::format("prefetch_rows {} needs every chunk of the row in registers, but {} of "
                     "the {} are not; use register_chunks {} or prefetch_rows 1",
                     p.ring_rows, p.chunks - p.register_chunks(), p.chunks, p.chunks));
   }
   const std::uint32_t vector_bytes = p.vec * static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
-  if (p.ring && vector_bytes < 4) {
+  if (ringed && vector_bytes < 4) {
     throw Error(
         fmt::format("prefetch_rows {} copies vectors of 4 to 16 bytes by cp.async; "
                     "vector_elems {} of {} is {} bytes",
@@ -243,16 +244,17 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.spec = spec;
   if (is_backward(spec.kind)) {
     out.steps.push_back(detail::build_backward(*module, spec, plan));
-    if (!plan.single_launch) {
+    const bool single = plan.weight_grads == detail::WeightGrads::SingleLaunch;
+    if (!single) {
       out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
       out.partial_pitch = detail::partial_pitch(spec.width);
     }
-    out.chosen.single_launch = plan.single_launch;
-    out.ticketed_rows = plan.ticketed_rows;
+    out.chosen.single_launch = single;
+    out.ticketed_rows = plan.row_order == RowOrder::Tickets;
     out.chosen.overlap_reduce = plan.overlap_reduce;
-    if (!plan.single_launch) out.chosen.reduce_slices = plan.reduce_slices;
+    if (!single) out.chosen.reduce_slices = plan.reduce_slices;
     // dw and db add up in a fixed order unless CTAs take their rows from a counter.
-    out.chosen.deterministic = !plan.ticketed_rows;
+    out.chosen.deterministic = !out.ticketed_rows;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
     out.chosen.min_row_groups = plan.min_row_groups_per_cta;
@@ -261,12 +263,12 @@ BuiltNorm build_norm(const NormSpec& spec) {
     // Held only where some chunk of the row is in registers.
     out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
   }
-  if (plan.persistent) {
-    out.chosen.row_order = plan.ticketed_rows ? RowOrder::Tickets : RowOrder::Fixed;
+  if (plan.grid == detail::Grid::Persistent) {
+    out.chosen.row_order = plan.row_order;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }
-  out.chosen.prefetch_rows = plan.ring ? plan.ring_rows : plan.prefetch ? 1u : 0u;
+  out.chosen.prefetch_rows = plan.rows_in_flight();
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
   out.chosen.vector_elems = plan.vec;

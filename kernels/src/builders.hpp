@@ -22,18 +22,6 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan);
 // Sums the partial rows in a fixed order into dw (and db).
 LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan);
 
-// The backward in one launch (plan.single_launch): after its rows, each CTA sums dw (and db) over
-// every row for its tiles of columns, reading x and dy again (from L2 at the batches that use it).
-struct ColumnGradInputs {
-  GlobalDPtr x, dy;
-  std::optional<GlobalDPtr> mean;  // layer norm
-  GlobalDPtr rstd;
-  std::vector<GlobalDPtr> outs;  // dw (and db)
-  Reg<U32> batch, stride;
-};
-void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
-                         const ColumnGradInputs& in);
-
 // Column sums split over `slices` groups of `threads` threads, each thread summing `per_thread`
 // consecutive columns of every tensor: sums[tensor][element].
 struct SliceSums {

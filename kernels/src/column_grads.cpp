@@ -1,24 +1,27 @@
-// The backward in one launch: after its rows, each CTA sums dw = Σ dy·x̂ (and db = Σ dy) over every
-// row for tiles of columns t = ctaid, ctaid + grid, ...; x and dy are read again, from L2 at the
-// batches that use this. A warp's load covers `lanes` lanes × cv columns of each of 32 / lanes rows
-// (plan.column_row_lanes); warp s of the CTA walks rows from s · 32 / lanes, kColumnRowsInFlight
-// loads in flight at once. The rows of a warp meet by a butterfly, the warps in shared memory in
-// warp order (as in the column reduce): the same bits every run.
+// The backward in one launch (WeightGrads::SingleLaunch): after its rows, each CTA sums dw = Σ dy·x̂
+// (and db = Σ dy) over every row for tiles of columns t = ctaid, ctaid + grid, ...; x and dy are
+// read again, from L2 at the batches that use this. A warp's load covers `lanes` lanes × cv columns
+// of each of 32 / lanes rows (plan.column_row_lanes); warp s of the CTA walks rows from s · 32 /
+// lanes, kColumnRowsInFlight loads in flight at once. The rows of a warp meet by a butterfly, the
+// warps in shared memory in warp order (as in the column reduce): the same bits every run.
+#include <algorithm>
 #include <bit>
 
-#include "builders.hpp"
+#include "weight_grads.hpp"
 
 namespace ptxdsl::kernels::detail {
+namespace {
 
-void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
-                         const ColumnGradInputs& in) {
+// dw (and db) into `outs`.
+void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan, const RowInputs& in,
+                         const std::vector<GlobalDPtr>& outs) {
   const std::uint32_t cv = plan.column_vec;
   const std::uint32_t rows_a_load = plan.column_row_lanes;
   const std::uint32_t lanes = 32 / rows_a_load;  // across the columns
   const std::uint32_t C = plan.column_width();
   const std::uint32_t S = plan.block() / 32;
   const std::uint32_t rows_a_round = S * rows_a_load * kColumnRowsInFlight;
-  const auto nacc = static_cast<std::uint32_t>(in.outs.size());
+  const auto nacc = static_cast<std::uint32_t>(outs.size());
 
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> slice = k.shr(tid, 5u);
@@ -77,9 +80,43 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan,
     if (rows_a_load > 1) holds = k.setp(Cmp::Eq, row_lane, 0u);
     store_slice_sums(
         k, SliceSums{table, k.mad(slice, lanes, column_lane), slice, lanes, S, cv, sums, holds},
-        in.outs, column, column_ok, spec.weight_dtype);
+        outs, column, column_ok, spec.weight_dtype);
     k.bar_sync(0);  // slice 0 has read the table before the next tile writes it
   });
+}
+
+// Nothing adds up by rows; the CTAs' grid covers the tiles of columns too (a CTA for each, rows
+// or not).
+class ColumnSums final : public WeightGradSums {
+ public:
+  ColumnSums(const NormSpec& spec, const Plan& plan) : spec_(spec), plan_(plan) {}
+  std::string_view entry_step() const override { return "single"; }
+  void declare(Kernel& k) override {
+    grads_.push_back(param_dptr(k, "dw", spec_.weight_dtype));
+    if (spec_.kind == NormKind::LayerNormBwd)
+      grads_.push_back(param_dptr(k, "db", spec_.weight_dtype));
+  }
+  void start(Kernel&, const BackwardRows&) override {}
+  std::vector<int> pass_keys(std::vector<int> keys) const override { return keys; }
+  void add(Kernel&, std::uint32_t, const Values&, const Values&, std::optional<Reg<U32>>) override {
+  }
+  void finish(Kernel& k, const RowInputs& in, ChunkFence) override {
+    column_weight_grads(k, spec_, plan_, in, grads_);
+  }
+  void size_grid(GridRule& grid) const override {
+    grid.min_ctas = std::min(plan_.column_tiles(), grid.max_ctas);
+  }
+
+ private:
+  const NormSpec& spec_;
+  const Plan& plan_;
+  std::vector<GlobalDPtr> grads_;
+};
+
+}  // namespace
+
+std::unique_ptr<WeightGradSums> column_sums(const NormSpec& spec, const Plan& plan) {
+  return std::make_unique<ColumnSums>(spec, plan);
 }
 
 }  // namespace ptxdsl::kernels::detail

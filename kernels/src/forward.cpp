@@ -1,7 +1,8 @@
 // Layer norm and RMS norm forward. One row group (T threads) per row, R rows a CTA; each thread
-// loads its slice of x once, the group reduces Σx (then Σ(x − mean)² over the values it still
-// holds) or Σx², and the same values are normalized and stored. Optionally persistent: CTAs walk
-// rows with the next row's loads in flight.
+// loads its slice of x once (a RowTile, holding it as the plan's strategies say), the group
+// reduces Σx (then Σ(x − mean)² over the values it still holds) or Σx², and the same values are
+// normalized and stored. The grid (Plan::grid) is a CTA a row group, or persistent CTAs that walk
+// rows with the rows ahead in flight (RowsAhead).
 #include <map>
 
 #include "access_hints.hpp"
@@ -43,19 +44,17 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), lanes.first_element());
   };
-  // Dynamic shared memory: [x staging] (twice with cp.async prefetching), or the ring of
-  // prefetch_rows 2.
-  std::optional<SharedDPtr> staging, ring;
+  // Dynamic shared memory, as the plan lays it out (SharedLayout): x's staging, or its ring.
+  TileBuffers buffers;
   const SharedLayout layout = plan.shared_layout(spec);
-  const std::uint32_t buffer_bytes = layout.staged_tensor_bytes;
   if (layout.bytes > 0) {
     const SharedDPtr base{k.shared_dynamic<B32>("stage", layout.bytes), spec.dtype};
-    if (plan.staged_chunks() > 0) {
-      staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
+    if (layout.staging.bytes > 0) {
+      buffers.staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
     }
-    if (plan.ring) {
-      ring = ring_for(k, base + layout.ring.offset / dtype_bytes(spec.dtype), plan, cta.slot,
-                      lanes.first_element());
+    if (layout.ring.bytes > 0) {
+      buffers.ring = ring_for(k, base + layout.ring.offset / dtype_bytes(spec.dtype), plan,
+                              cta.slot, lanes.first_element());
     }
   }
   const Reg<U32> first_group = k.ctaid_x();
@@ -63,9 +62,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // x through L1 (.nc, allocating) and y stored plainly: faster than .L1::no_allocate loads and
   // .cs stores, which the next kernel's reads of y pay for.
   const AccessHints hints = access_hints(k, plan, kNc, kNoHints, kNc);
-  RowTile xt(map, plan.data, x_row_at(first_row), staging, hints.row_loads, plan.loop_group);
-  if (plan.async_staging) xt.stage_async(k, buffer_bytes / dtype_bytes(spec.dtype));
-  if (plan.ring) xt.use_ring(k, *ring, ring_slots_elements(plan), plan.ring_rows);
+  RowTile xt(k, plan, layout, x_row_at(first_row), buffers, hints.row_loads);
   const std::uint32_t per_chunk = map.threads * map.vec;
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
@@ -77,12 +74,12 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const bool one_pass = ln && plan.one_pass_stats;
   const bool one_reduction = !ln || one_pass;
   const std::uint32_t scratch_floats = group_reduce_scratch_floats(plan.block(), one_pass ? 2 : 1);
+  const bool persistent = plan.grid == Grid::Persistent;
   SharedPtr<F32> scratch{};
   std::optional<Reg<U32>> scratch_offset;
   if (T > 32) {
-    scratch =
-        k.shared_array<F32>("red", (!one_reduction || plan.persistent ? 2 : 1) * scratch_floats);
-    if (one_reduction && plan.persistent) scratch_offset = k.mov<U32>(0u);
+    scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
+    if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
   }
   const auto reduce_all = [&](std::span<const Reg<F32>> values, std::int64_t buffer) {
     SharedPtr<F32> at_buffer = scratch;
@@ -106,7 +103,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   };
   const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
     const RowMasks masks(k, lanes, row_ok);
-    if (plan.persistent) xt.set_row(x_row_at(row));
+    if (persistent) xt.set_row(x_row_at(row));
     // Σx (layer norm) or Σx² (RMS) while the loads land; with one_pass_stats, Σ(x − x₀) and
     // Σ(x − x₀)², x₀ the row's first element (every thread reads it: one L1 line).
     std::optional<Reg<F32>> shift;
@@ -214,29 +211,36 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
   };
-  if (!plan.persistent) {
-    // One row group a CTA: the grid covers the batch.
-    normalize_row(first_row, groups.row_ok(first_row));
-  } else {
-    // Persistent CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
-    // groups, so the first is real) with the rows ahead in flight.
-    const Reg<U32> grid = k.nctaid_x();
-    RowsAhead ahead(plan, lanes, groups, grid, {&xt},
-                    [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
-    ahead.start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
-    k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
-      const Reg<U32> row = groups.row(g);
-      ahead.issue(k, g);
-      ahead.await_current(k);
-      normalize_row(row, groups.row_ok(row));
-      ahead.advance(k);
-    });
+  LaunchStep step;
+  switch (plan.grid) {
+    case Grid::RowGroupPerCta:
+      // The grid covers the batch.
+      normalize_row(first_row, groups.row_ok(first_row));
+      step.grid.kind = GridRule::Kind::RowsPerCta;
+      break;
+    case Grid::Persistent: {
+      // CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the groups, so
+      // the first is real) with the rows ahead in flight (a persistent forward loads some).
+      const Reg<U32> grid = k.nctaid_x();
+      const std::unique_ptr<RowsAhead> ahead =
+          RowsAhead::make(plan, lanes, groups, grid, {&xt},
+                          [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
+      if (!ahead) throw Error("a persistent forward loads rows ahead, but its plan has none");
+      ahead->start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
+      k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
+        const Reg<U32> row = groups.row(g);
+        ahead->issue(k, g);
+        ahead->await_current(k);
+        normalize_row(row, groups.row_ok(row));
+        ahead->advance(k);
+      });
+      step.grid.kind = GridRule::Kind::Persistent;
+      break;
+    }
   }
   k.finalize();
 
-  LaunchStep step;
   step.contract = k.contract();
-  step.grid.kind = plan.persistent ? GridRule::Kind::Persistent : GridRule::Kind::RowsPerCta;
   step.grid.rows_per_cta = plan.rows_per_cta;
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   return step;

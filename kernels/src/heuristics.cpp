@@ -135,9 +135,13 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   l.staging = {0, staging_buffers() * tensors * l.staged_tensor_bytes};
   l.accumulator_bytes = shared_accumulators * threads_per_row * vec * 4;
   l.accumulators = {l.staging.end(), nacc * l.accumulator_bytes};
-  const bool merges = backward && rows_per_cta > 1 && !single_launch;
+  l.staging_buffer_bytes = tensors * l.staged_tensor_bytes;
+  const bool merges = backward && rows_per_cta > 1 && weight_grads == WeightGrads::PartialRows;
   l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
-  l.ring = {l.merge.end(), ring ? ring_rows * register_chunks() * slots * s * tensors : 0};
+  const bool ringed = lookahead == Lookahead::Ring;
+  l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
+  l.ring_buffer_bytes = tensors * l.ring_tensor_bytes;
+  l.ring = {l.merge.end(), ringed ? ring_rows * l.ring_buffer_bytes : 0};
   l.bytes = l.ring.end();
   return l;
 }
@@ -177,7 +181,7 @@ class Planner {
  private:
   // T threads a row, R rows a CTA, V elements a vector.
   void map_threads() {
-    p_.single_launch = single_;
+    p_.weight_grads = single_ ? WeightGrads::SingleLaunch : WeightGrads::PartialRows;
     p_.width = spec_.width;
     p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
     p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
@@ -300,7 +304,7 @@ class Planner {
     backward_regs_ = std::min(p_.max_registers, round_up(backward_values + 40 + 3 * p_.vec, 8));
     const std::uint32_t backward_fit = ctas_by_registers(dev_, p_.block(), backward_regs_);
     Plan doubled = p_;
-    doubled.async_staging = true;
+    doubled.staging = Staging::Async;
     async_fits_ = p_.staged_chunks() > 0 && p_.vec * s_ >= 4 &&
                   doubled.dynamic_shared_bytes(spec_) <= shared_budget(dev_);
     bool prefetch_default = false;
@@ -319,7 +323,7 @@ class Planner {
     // The ring: every chunk in registers, vectors cp.async can copy, both buffers fit; the
     // backward's default for 16-bit rows with one CTA an SM.
     Plan ringed = p_;
-    ringed.ring = true;
+    ringed.lookahead = Lookahead::Ring;
     const bool ring_fits = data_regs_ == p_.chunks && p_.vec * s_ >= 4 &&
                            ringed.dynamic_shared_bytes(spec_) <= shared_budget(dev_);
     const bool ring_default =
@@ -327,11 +331,10 @@ class Planner {
     const std::uint32_t depth = kn_.prefetch_rows.value_or(ring_default       ? 2
                                                            : prefetch_default ? 1
                                                                               : 0);
-    p_.prefetch = depth >= 1;
-    p_.ring = depth >= 2;
+    p_.lookahead = depth >= 2 ? Lookahead::Ring : depth == 1 ? Lookahead::NextRow : Lookahead::None;
     p_.ring_rows = std::max(depth, 2u);
-    p_.persistent = backward_ || p_.prefetch;
-    p_.async_staging = p_.prefetch && !p_.ring && async_fits_;
+    p_.grid = backward_ || depth >= 1 ? Grid::Persistent : Grid::RowGroupPerCta;
+    if (p_.lookahead == Lookahead::NextRow && async_fits_) p_.staging = Staging::Async;
     p_.prefetch_fits = data_regs_ > 0 || async_fits_;
   }
 
@@ -343,12 +346,12 @@ class Planner {
     // spilled); at 64 registers, which keeps 4 CTAs of 256 an SM.
     const auto ws = static_cast<std::uint32_t>(dtype_bytes(spec_.weight_dtype));
     const std::uint32_t held_regs = p_.chunks * p_.vec * (s_ + 2 * ws) / 4;
-    const bool early_default = layer_fwd_ && !p_.prefetch && data_regs_ == p_.chunks &&
-                               p_.chunks * p_.vec >= 16 && held_regs <= 48 && p_.block() >= 256 &&
-                               p_.width % p_.vec == 0;
+    const bool early_default = layer_fwd_ && p_.lookahead == Lookahead::None &&
+                               data_regs_ == p_.chunks && p_.chunks * p_.vec >= 16 &&
+                               held_regs <= 48 && p_.block() >= 256 && p_.width % p_.vec == 0;
     p_.early_weights = kn_.early_weights.value_or(early_default);
     if (p_.early_weights && early_default && !kn_.max_registers) p_.max_registers = 64;
-    if (p_.prefetch && !p_.ring && data_regs_ > 0 && !kn_.max_registers) {
+    if (p_.lookahead == Lookahead::NextRow && data_regs_ > 0 && !kn_.max_registers) {
       // The current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows: 56),
       // and one a chunk beyond 8 (calibrated on ptxas 13.0, sm_80/sm_90).
       const std::uint32_t need = data_regs_ * p_.vec + prefetched_ +
@@ -362,7 +365,7 @@ class Planner {
       // A staged row holds few values in registers: cap them so that enough CTAs share an SM to
       // keep about 96 KB of row loads in flight (as many as shared memory allows when cp.async
       // copies the row in), at least 32 (48 beside f32 weights: sm_80 spills a word at 40).
-      const bool copied_in = p_.async_staging;
+      const bool copied_in = p_.staging == Staging::Async;
       const std::uint32_t floor = wide_weights_ ? 48 : 32;
       const std::uint32_t by_shared = ctas_by_shared(dev_, p_.dynamic_shared_bytes(spec_));
       const std::uint32_t in_flight =
@@ -385,11 +388,13 @@ class Planner {
     // Tickets balance SMs that move rows at uneven speeds, but dw/db then vary run to run: only
     // where the caller allows it and they measured faster (RMS, 16-bit rows copied in by cp.async).
     const bool tickets_pay = backward_ && !single_ && spec_.kind == NormKind::RmsNormBwd &&
-                             s_ == 2 && p_.async_staging && !kn_.deterministic.value_or(true);
+                             s_ == 2 && p_.staging == Staging::Async &&
+                             !kn_.deterministic.value_or(true);
     const RowOrder row_order =
         kn_.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
-    p_.ticketed_rows = p_.persistent && backward_ && !single_ && row_order == RowOrder::Tickets;
-    if (p_.persistent) {
+    const bool persistent = p_.grid == Grid::Persistent;
+    if (persistent && backward_ && !single_) p_.row_order = row_order;
+    if (persistent) {
       // As many CTAs as fit an SM by registers and shared memory (the backward's estimate of its
       // registers, the forward's ceiling).
       const std::uint32_t regs = backward_ ? backward_regs_ : p_.max_registers;
@@ -399,7 +404,7 @@ class Planner {
       p_.ctas_per_sm = kn_.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
       // A prefetching backward takes what those CTAs leave (ptxas, left at a one-CTA ceiling,
       // takes more than the grid counts on).
-      if (backward_ && p_.prefetch && !kn_.max_registers) {
+      if (backward_ && p_.lookahead != Lookahead::None && !kn_.max_registers) {
         p_.max_registers =
             std::min(p_.max_registers, max_registers(dev_, p_.block() * p_.ctas_per_sm));
       }

@@ -32,8 +32,40 @@ struct SharedLayout {
   Region accumulators;
   std::uint32_t accumulator_bytes = 0;
   Region merge;  // backward with several row slots: where they merge their partial sums
-  Region ring;   // prefetch_rows ≥ 2: per buffer x's row slots, then dy's
+  // prefetch_rows ≥ 2: ring_rows buffers, each x's row slots, then dy's (`ring_tensor_bytes`
+  // each).
+  Region ring;
+  std::uint32_t ring_tensor_bytes = 0;
   std::uint32_t bytes = 0;
+  // Between a staging buffer (or a ring buffer) and the next: every tensor's share of one.
+  std::uint32_t staging_buffer_bytes = 0;
+  std::uint32_t ring_buffer_bytes = 0;
+};
+
+// The strategies a plan combines, each one type: the builders pick the code that goes with each
+// (RowTile its row sources, RowsAhead its schedule, the backward its WeightGradSums), not a flag
+// at each use.
+//
+// The grid: a CTA for each row group, or persistent CTAs (SMs × ctas_per_sm; every backward, a
+// forward that loads rows ahead) walking the row groups.
+enum class Grid : std::uint8_t { RowGroupPerCta, Persistent };
+// Rows a persistent CTA loads ahead of the one it works on.
+enum class Lookahead : std::uint8_t {
+  None,     // each row loads in its own iteration
+  NextRow,  // the next row's register chunks (and, with Staging::Async, its staged ones)
+  Ring,     // the register chunks of the next ring_rows rows, by cp.async into a ring of buffers
+};
+// How the chunks placed in shared memory get there.
+enum class Staging : std::uint8_t {
+  Loads,  // loaded into registers and stored by the row's first pass
+  // Copied by cp.async a row ahead into the second of two buffers (Lookahead::NextRow, 16-bit
+  // vectors of 4 bytes or more, where both buffers fit the shared memory).
+  Async,
+};
+// The backward's dw (and db).
+enum class WeightGrads : std::uint8_t {
+  PartialRows,   // an f32 partial row a CTA, summed by the column-reduce launch
+  SingleLaunch,  // summed by columns after the rows, in the same launch
 };
 
 struct Plan {
@@ -44,31 +76,25 @@ struct Plan {
   std::uint32_t chunks = 1;  // vector slots per thread: ceil(ceil(width / vec) / threads_per_row)
   std::vector<Place> data;   // per chunk: x (and dy) placement
   std::vector<Place> accum;  // backward, per chunk: dw/db partial sums
-  // Persistent grid (every backward; a forward that prefetches rows): SMs × ctas_per_sm CTAs.
-  bool persistent = false;
-  bool prefetch = false;  // the next row's register chunks load during this row's work
-  // Prefetching plans with staged chunks: the next row's staged chunks copy into a second staging
-  // buffer by cp.async during this row's work (16-bit vectors of 4 bytes or more, where both
-  // buffers fit the shared memory).
-  bool async_staging = false;
-  // prefetch_rows 2 (to 4): the register chunks of the next two (to four) rows copy by cp.async
-  // into a ring of as many shared buffers, and a row moves from the ring into registers when the
-  // previous one is done: ring_rows rows in flight for the registers of one.
-  bool ring = false;
+  Grid grid = Grid::RowGroupPerCta;
+  Lookahead lookahead = Lookahead::None;
+  // Lookahead::Ring: 2 to 4 rows in flight for the registers of one (a row moves from the ring
+  // into registers when the previous one is done).
   std::uint32_t ring_rows = 2;
-  // Backward in one launch: dw (and db) summed by columns after the rows, no partial rows. A warp
-  // covers 32 / column_row_lanes lanes × column_vec columns of column_row_lanes rows a load.
-  bool single_launch = false;
+  Staging staging = Staging::Loads;
+  WeightGrads weight_grads = WeightGrads::PartialRows;
   bool l2_stream = false;      // L2 policies on the row loads and the weights
   bool l1_rereads = false;     // rows read again: L1 evict_last, then evict_first
   bool row_nc = true;          // x and dy (and mean, rstd) by ld.global.nc
   bool early_weights = false;  // forward: w, b of register chunks loaded with the row
-  // Backward with partial rows: CTAs take their row groups from a counter (row_order tickets).
-  bool ticketed_rows = false;
+  // Tickets: a persistent backward with partial rows takes its row groups from a counter.
+  RowOrder row_order = RowOrder::Fixed;
   // Backward in two launches: the row step lets the reduce launch once a CTA's rows are done (the
   // reduce waits by griddepcontrol.wait).
   bool overlap_reduce = false;
   bool one_pass_stats = false;  // layer norm forward: Σ(x − x₀) and Σ(x − x₀)² in the first pass
+  // WeightGrads::SingleLaunch: a warp covers 32 / column_row_lanes lanes × column_vec columns of
+  // column_row_lanes rows a load.
   std::uint32_t column_vec = 1;
   std::uint32_t column_row_lanes = 1;
   std::uint32_t column_tiles() const { return (width + column_width() - 1) / column_width(); }
@@ -92,7 +118,11 @@ struct Plan {
 
   std::uint32_t block() const { return threads_per_row * rows_per_cta; }
   std::uint32_t staged_chunks() const;  // chunks placed in Shared
-  std::uint32_t staging_buffers() const { return async_staging ? 2 : 1; }
+  std::uint32_t staging_buffers() const { return staging == Staging::Async ? 2 : 1; }
+  // Rows loading ahead of the current one: 0, 1 or ring_rows (the prefetch_rows knob).
+  std::uint32_t rows_in_flight() const {
+    return lookahead == Lookahead::Ring ? ring_rows : lookahead == Lookahead::NextRow ? 1 : 0;
+  }
   std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
   SharedLayout shared_layout(const NormSpec& spec) const;
   std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const {

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "row_tile.hpp"
+#include "row_map.hpp"
 
 // Per-thread pieces of the row statistics; the group reduction (ptxdsl::group_reduce) completes
 // them across the threads of a row.
