@@ -41,8 +41,8 @@ std::uint32_t partial_pitch(std::uint32_t width);
 // Columns of a partial row that the backward writes by whole warps: 0, or the complete chunks
 // where each lane holds 8 floats. In each block of 256 (a warp's 32 lanes × 8) the lane's first 4
 // sit at 4·lane and its last 4 at 128 + 4·lane, so that every store instruction covers 512
-// contiguous bytes; in lane order, each would write half of 32 sectors (2-3 µs of a 4096-row
-// backward's end, docs/performance.md).
+// contiguous bytes; in lane order, each would write half of 32 sectors (docs/performance.md has
+// what that cost).
 std::uint32_t warp_blocked_columns(const Plan& plan);
 // The column whose sums sit at `position` of a partial row, `blocked` = warp_blocked_columns.
 Reg<U32> partial_column(Kernel& k, Reg<U32> position, std::uint32_t blocked, std::uint32_t width);
