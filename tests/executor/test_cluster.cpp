@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../dsl/support.hpp"
 #include "support.hpp"
 
 using namespace ptxdsl;
@@ -19,18 +20,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 constexpr std::uint32_t kBlock = 64;
-
-// The message of the ptxdsl::Error `f` throws; empty, and a failed check, when it throws none.
-template <class F>
-std::string test_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  FAIL_CHECK("no ptxdsl::Error was thrown");
-  return {};
-}
 
 // Launches `build`'s kernel (one u32 output array `out` of `out_words`) over `clusters` clusters
 // of `ctas` CTAs; returns the error text, or "(no error)" with the output in `out`.
@@ -115,19 +104,19 @@ TEST_CASE("a launch's cluster shape is checked against the grid and the kernel",
   explicit_only.explicit_cluster();
   m.emit();
   CpuDevice dev;
-  CHECK_THAT(test_error([&] {
+  CHECK_THAT(test::error_of([&] {
                dev.launch(fixed, {3, 32}, {});
              }),
              Contains("grid (3, 1, 1) must be a whole number of clusters (2, 1, 1)"));
-  CHECK_THAT(test_error([&] { dev.launch(fixed, {.grid = 4, .block = 32, .cluster = 4}, {}); }),
+  CHECK_THAT(test::error_of([&] { dev.launch(fixed, {.grid = 4, .block = 32, .cluster = 4}, {}); }),
              Contains("cluster must be (2, 1, 1) as the kernel's .reqnctapercluster says"));
-  CHECK_THAT(test_error([&] {
+  CHECK_THAT(test::error_of([&] {
                dev.launch(explicit_only, {4, 32}, {});
              }),
              Contains("needs cluster dimensions (LaunchConfig::cluster)"));
-  CHECK_THAT(
-      test_error([&] { dev.launch(explicit_only, {.grid = 16, .block = 32, .cluster = 16}, {}); }),
-      Contains("cluster must have 1 to 8 CTAs"));
+  CHECK_THAT(test::error_of(
+                 [&] { dev.launch(explicit_only, {.grid = 16, .block = 32, .cluster = 16}, {}); }),
+             Contains("cluster must have 1 to 8 CTAs"));
   CHECK(dev.launch(fixed, {4, 32}, {}).ctas == 4u);
   CHECK(dev.launch(explicit_only, {.grid = 8, .block = 32, .cluster = 4}, {}).ctas == 8u);
 }

@@ -176,6 +176,14 @@ void check_sources(Ctx& c, const DInstr& in, std::uint32_t exec) {
   }
 }
 
+// Lanes `blocked` of the running group wait at this instruction; the rest go on.
+void wait_or_go_on(Warp& w, std::uint32_t blocked) {
+  each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
+  w.waiting |= blocked;
+  w.active &= ~blocked;
+  if (w.active != 0) advance(w, w.pc + 1);
+}
+
 void run_warp(Ctx& c, Warp& w) {
   c.w = &w;
   c.regs = w.regs.data();
@@ -264,15 +272,11 @@ void run_warp(Ctx& c, Warp& w) {
             done |= 1u << l;
           }
         });
-        const std::uint32_t blocked = exec & ~done;
-        each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
-        w.waiting |= blocked;
-        w.active &= ~blocked;
-        if (w.active != 0) advance(w, w.pc + 1);
+        wait_or_go_on(w, exec & ~done);
         break;
       }
       case Flow::MbarWait: {
-        // Lanes whose phase has completed go on; the others wait for it (release_barrier).
+        // Lanes whose phase has completed go on; the others wait for it (wake_cta).
         std::uint32_t done = 0;
         if (exec != 0 && check_regs) check_sources(c, in, exec);
         each_lane(exec, [&](std::uint32_t l) {
@@ -282,11 +286,7 @@ void run_warp(Ctx& c, Warp& w) {
           in.fn(c, in, done);
           w.init[in.dst[0]] |= done;
         }
-        const std::uint32_t blocked = exec & ~done;
-        each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
-        w.waiting |= blocked;
-        w.active &= ~blocked;
-        if (w.active != 0) advance(w, w.pc + 1);
+        wait_or_go_on(w, exec & ~done);
         break;
       }
     }
