@@ -96,6 +96,24 @@ std::string_view op_name(Op op) {
       return "fence.acq_rel.gpu";
     case Op::CpAsyncBulk:
       return "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes";
+    case Op::Mapa:
+      return "mapa";
+    case Op::BarClusterArrive:
+      return "barrier.cluster.arrive";
+    case Op::BarClusterWait:
+      return "barrier.cluster.wait";
+    case Op::FenceCluster:
+      return "fence.acq_rel.cluster";
+    case Op::FenceProxyAsync:
+      return "fence.proxy.async";
+    case Op::MbarrierExpectTx:
+      return "mbarrier.expect_tx";
+    case Op::MbarrierCompleteTx:
+      return "mbarrier.complete_tx";
+    case Op::StAsync:
+      return "st.async";
+    case Op::RedAsync:
+      return "red.async.relaxed.cluster";
     case Op::GridDepLaunch:
       return "griddepcontrol.launch_dependents";
     case Op::GridDepWait:
@@ -155,6 +173,8 @@ std::string_view space_name(Space s) {
       return ".shared";
     case Space::Param:
       return ".param";
+    case Space::SharedCluster:
+      return ".shared::cluster";
   }
   return "";
 }
@@ -183,6 +203,23 @@ std::string_view prefetch_level_name(PrefetchLevel level) {
   return kNames[static_cast<int>(level)];
 }
 
+std::string_view sem_name(MemSem m) {
+  static constexpr std::string_view kNames[] = {"", ".relaxed", ".release", ".acquire"};
+  return kNames[static_cast<int>(m)];
+}
+
+// `.sem.scope` of an mbarrier operation, when it has them.
+std::string mbarrier_order(const Instr& in) {
+  if (in.sem == MemSem::None) return {};
+  return std::string(sem_name(in.sem)) + (in.scope == Scope::Cluster ? ".cluster" : ".cta");
+}
+
+// The state space an mbarrier operation names: its own CTA's (`.shared::cta`) or a cluster
+// address (`.shared::cluster`).
+std::string_view mbarrier_space(const Instr& in) {
+  return in.space == Space::SharedCluster ? ".shared::cluster" : ".shared::cta";
+}
+
 std::string l2_hints(const Instr& in) {
   std::string s = in.l2_cache_hint ? ".L2::cache_hint" : "";
   if (in.l2_prefetch != 0) s += fmt::format(".L2::{}B", in.l2_prefetch);
@@ -195,10 +232,36 @@ std::string_view shfl_name(ShflMode m) {
 }
 
 std::string_view special_name(Special s) {
-  static constexpr std::string_view kNames[] = {"%tid.x",   "%tid.y",    "%tid.z",    "%ntid.x",
-                                                "%ntid.y",  "%ntid.z",   "%ctaid.x",  "%ctaid.y",
-                                                "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z",
-                                                "%laneid",  "%warpid",   "%nwarpid",  "%smid"};
+  static constexpr std::string_view kNames[] = {"%tid.x",
+                                                "%tid.y",
+                                                "%tid.z",
+                                                "%ntid.x",
+                                                "%ntid.y",
+                                                "%ntid.z",
+                                                "%ctaid.x",
+                                                "%ctaid.y",
+                                                "%ctaid.z",
+                                                "%nctaid.x",
+                                                "%nctaid.y",
+                                                "%nctaid.z",
+                                                "%laneid",
+                                                "%warpid",
+                                                "%nwarpid",
+                                                "%smid",
+                                                "%cluster_ctarank",
+                                                "%cluster_nctarank",
+                                                "%clusterid.x",
+                                                "%clusterid.y",
+                                                "%clusterid.z",
+                                                "%nclusterid.x",
+                                                "%nclusterid.y",
+                                                "%nclusterid.z",
+                                                "%cluster_ctaid.x",
+                                                "%cluster_ctaid.y",
+                                                "%cluster_ctaid.z",
+                                                "%cluster_nctaid.x",
+                                                "%cluster_nctaid.y",
+                                                "%cluster_nctaid.z"};
   return kNames[static_cast<int>(s)];
 }
 
@@ -294,9 +357,26 @@ std::string mnemonic(const Instr& in) {
     case Op::MbarrierInit:
       return s + ".shared.b64";
     case Op::MbarrierArrive:
-      return s + (in.ops.size() > 1 ? ".expect_tx" : "") + ".shared::cta.b64";
+      return s + (in.ops.size() > 1 ? ".expect_tx" : "") + mbarrier_order(in) +
+             std::string(mbarrier_space(in)) + ".b64";
     case Op::MbarrierWait:
-      return s + ".shared::cta.b64";
+      return s + mbarrier_order(in) + ".shared::cta.b64";
+    case Op::MbarrierExpectTx:
+    case Op::MbarrierCompleteTx:
+      return s + mbarrier_order(in) + std::string(mbarrier_space(in)) + ".b64";
+    case Op::Mapa:
+      return s + std::string(space_name(in.space)) + type(in.type);
+    case Op::BarClusterArrive:
+    case Op::BarClusterWait:
+      return s + std::string(sem_name(in.sem)) + (in.aligned ? ".aligned" : "");
+    case Op::FenceProxyAsync:
+      return s + ".shared::cta";
+    case Op::StAsync:
+      return s + ".shared::cluster.mbarrier::complete_tx::bytes" + type(in.type);
+    case Op::RedAsync:
+      return s + ".shared::cluster.mbarrier::complete_tx::bytes.add" + type(in.type);
+    case Op::FenceCluster:
+      return s;
     case Op::FenceMbarrierInit:
     case Op::FenceGpu:
     case Op::CpAsyncBulk:
@@ -416,6 +496,10 @@ std::string emit_kernel(const Kernel& k) {
         fmt::format("{} {}, 1, 1\n", c.block_required ? ".reqntid" : ".maxntid", c.block_threads);
   }
   if (k.max_registers() != 0) out += fmt::format(".maxnreg {}\n", k.max_registers());
+  if (c.cluster.count() != 0) {
+    out += fmt::format(".reqnctapercluster {}, {}, {}\n", c.cluster.x, c.cluster.y, c.cluster.z);
+  }
+  if (c.explicit_cluster) out += ".explicitcluster\n";
   out += "{\n";
   static constexpr std::string_view kDecl[] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
   for (int c2 = 0; c2 < kRegClassCount; ++c2) {

@@ -415,10 +415,12 @@ void Kernel::mbarrier_arrive_expect_tx(SharedPtr<B64> bar, Src<U32> bytes) {
   commit(std::move(in));
 }
 
-void Kernel::mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity) {
+void Kernel::mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity, Scope scope) {
   const Label again = label("mbarrier_wait");
   bind(again);
   Instr in = mbarrier_op(Op::MbarrierWait, bar);
+  in.scope = scope;
+  if (scope == Scope::Cluster) in.sem = MemSem::Acquire;
   const Pred done = reg<PredT>();
   in.ops.insert(in.ops.begin(), def(done));
   in.ops.push_back(use(parity));
@@ -428,6 +430,103 @@ void Kernel::mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity) {
   }
   commit(std::move(in));
   bra_if(done, again, /*negate=*/true);
+}
+
+void Kernel::mbarrier_tx_op(Op op, Space s, Operand bar, Operand bytes) {
+  Instr in = make(op, ScalarType::B64);
+  in.space = s;
+  in.sem = MemSem::Relaxed;
+  in.scope = Scope::Cluster;
+  in.ops = {std::move(bar), std::move(bytes)};
+  check_mbarrier_address(in, in.ops[0]);
+  const Operand& b = in.ops[1];
+  if (b.kind == Operand::Kind::Imm && b.imm_bits > kBulkCopyMaxBytes) {
+    fail(in, fmt::format("transaction bytes must be at most {}, got {}", kBulkCopyMaxBytes,
+                         b.imm_bits));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::mbarrier_expect_tx(SharedPtr<B64> bar, Src<U32> bytes) {
+  mbarrier_tx_op(Op::MbarrierExpectTx, Space::Shared, address(bar), use(bytes));
+}
+
+void Kernel::mbarrier_complete_tx(SharedPtr<B64> bar, Src<U32> bytes) {
+  mbarrier_tx_op(Op::MbarrierCompleteTx, Space::Shared, address(bar), use(bytes));
+}
+
+void Kernel::mbarrier_complete_tx(ClusterPtr<B64> bar, Src<U32> bytes) {
+  mbarrier_tx_op(Op::MbarrierCompleteTx, Space::SharedCluster, address(bar), use(bytes));
+}
+
+void Kernel::mbarrier_arrive(ClusterPtr<B64> bar) {
+  Instr in = make(Op::MbarrierArrive, ScalarType::B64);
+  in.space = Space::SharedCluster;
+  in.sem = MemSem::Release;
+  in.scope = Scope::Cluster;
+  in.ops = {address(bar)};
+  check_mbarrier_address(in, in.ops[0]);
+  commit(std::move(in));
+}
+
+void Kernel::mapa_op(Operand d, Operand a, Operand rank) {
+  Instr in = make(Op::Mapa, ScalarType::U32);
+  in.space = Space::SharedCluster;
+  in.ops = {std::move(d), std::move(a), std::move(rank)};
+  const Operand& r = in.ops[2];
+  if (r.kind == Operand::Kind::Imm && r.imm_bits >= kMaxClusterCtas) {
+    fail(in, fmt::format("CTA rank must be below the largest cluster ({} CTAs), got {}",
+                         kMaxClusterCtas, r.imm_bits));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::async_remote_op(Op op, ScalarType t, Operand addr, Operand v, Operand bar) {
+  Instr in = make(op, t);
+  in.space = Space::SharedCluster;
+  in.ops = {std::move(addr), std::move(v), std::move(bar)};
+  const auto bytes = size_bytes(t);
+  if (in.ops[0].offset % bytes != 0) {
+    fail(in, fmt::format("constant offset {} is not a multiple of the {}-byte access size",
+                         in.ops[0].offset, bytes));
+  }
+  check_mbarrier_address(in, in.ops[2]);
+  commit(std::move(in));
+}
+
+void Kernel::barrier_cluster_arrive(MemSem sem, bool aligned) {
+  Instr in = make(Op::BarClusterArrive, ScalarType::B32);
+  in.sem = sem;
+  in.aligned = aligned;
+  if (sem == MemSem::Acquire) {
+    fail(in, "an arrive releases (MemSem::Release, the default) or is relaxed (MemSem::Relaxed)");
+  }
+  commit(std::move(in));
+}
+
+void Kernel::barrier_cluster_wait(MemSem sem, bool aligned) {
+  Instr in = make(Op::BarClusterWait, ScalarType::B32);
+  in.sem = sem;
+  in.aligned = aligned;
+  if (sem != MemSem::None && sem != MemSem::Acquire) {
+    fail(in, "a wait acquires (MemSem::Acquire, the default) only");
+  }
+  commit(std::move(in));
+}
+
+void Kernel::cluster_sync() {
+  barrier_cluster_arrive();
+  barrier_cluster_wait();
+}
+
+void Kernel::fence_cluster() {
+  commit(make(Op::FenceCluster, ScalarType::B32));
+}
+
+void Kernel::fence_proxy_async() {
+  Instr in = make(Op::FenceProxyAsync, ScalarType::B32);
+  in.space = Space::Shared;
+  commit(std::move(in));
 }
 
 void Kernel::cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar) {
@@ -645,6 +744,30 @@ void Kernel::max_registers(std::uint32_t n) {
   max_registers_ = n;
 }
 
+void Kernel::cluster_attribute(const char* directive) {
+  if (finalized_) fail(directive, "called after finalize");
+  if (module_->arch() < Arch::Sm90) {
+    fail(directive,
+         fmt::format("needs sm_90 or newer; the module targets {}", arch_name(module_->arch())));
+  }
+}
+
+void Kernel::require_cluster(Dim3 dims) {
+  cluster_attribute(".reqnctapercluster");
+  if (dims.x == 0 || dims.y == 0 || dims.z == 0 || dims.count() > kMaxClusterCtas) {
+    fail(".reqnctapercluster",
+         fmt::format("a cluster must have 1 to {} CTAs (each dimension at least 1), got ({}, {}, "
+                     "{})",
+                     kMaxClusterCtas, dims.x, dims.y, dims.z));
+  }
+  cluster_ = dims;
+}
+
+void Kernel::explicit_cluster() {
+  cluster_attribute(".explicitcluster");
+  explicit_cluster_ = true;
+}
+
 void Kernel::finalize() {
   if (finalized_) return;
   if (guarded_) fail("finalize", "a predicated block is still open");
@@ -678,6 +801,8 @@ KernelContract Kernel::contract() const {
       c.static_shared_bytes += laid_out_bytes(d);
     }
   }
+  c.cluster = cluster_;
+  c.explicit_cluster = explicit_cluster_;
   c.waits_for_prior_grid = std::any_of(body_.begin(), body_.end(),
                                        [](const Instr& in) { return in.op == Op::GridDepWait; });
   return c;

@@ -21,6 +21,19 @@ void check_width(const Kernel& k, std::uint32_t width) {
   }
 }
 
+// One value at a time with `op`, as a Combine.
+Combine combine_each(Kernel& k, ReduceOp op) {
+  return [&k, op](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    std::vector<Reg<F32>> out;
+    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(combine(k, a[i], b[i], op));
+    return out;
+  };
+}
+
+float identity_of(ReduceOp op) {
+  return op == ReduceOp::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
+}
+
 }  // namespace
 
 Reg<F32> warp_reduce(Kernel& k, Reg<F32> v, ReduceOp op, std::uint32_t width) {
@@ -56,14 +69,54 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch) {
   // Each value on its own: one butterfly of a single register at a time.
-  const Combine each = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
-    std::vector<Reg<F32>> out;
-    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(combine(k, a[i], b[i], op));
-    return out;
-  };
-  const float id = op == ReduceOp::Sum ? 0.0f : -std::numeric_limits<float>::infinity();
-  const std::vector<float> identity(values.size(), id);
-  return group_reduce(k, values, each, identity, group_threads, block_threads, tid, scratch);
+  const std::vector<float> identity(values.size(), identity_of(op));
+  return group_reduce(k, values, combine_each(k, op), identity, group_threads, block_threads, tid,
+                      scratch);
+}
+
+std::uint32_t cluster_reduce_slot_floats(std::uint32_t cluster_ctas, std::uint32_t values) {
+  return cluster_ctas * values;
+}
+
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
+                                     std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots) {
+  const std::vector<float> identity(values.size(), identity_of(op));
+  return cluster_reduce(k, values, combine_each(k, op), identity, block_threads, tid, scratch,
+                        cluster_ctas, slots);
+}
+
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
+                                     const Combine& combine, std::span<const float> identity,
+                                     std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots) {
+  if (cluster_ctas == 0 || cluster_ctas > kMaxClusterCtas || cluster_ctas > block_threads) {
+    throw Error(fmt::format(
+        "kernel '{}', cluster_reduce: the cluster must have 1 to {} CTAs, and no more than the "
+        "block's {} threads, got {}",
+        k.name(), kMaxClusterCtas, block_threads, cluster_ctas));
+  }
+  std::vector<Reg<F32>> block =
+      group_reduce(k, tuple, combine, identity, block_threads, block_threads, tid, scratch);
+  if (cluster_ctas == 1 || block.empty()) return block;
+  const auto n = static_cast<std::uint32_t>(block.size());
+  const Reg<U32> rank = k.cluster_ctarank();
+  // Thread p writes this CTA's results into slot `rank` of CTA p.
+  k.if_(k.setp(Cmp::Lt, tid, cluster_ctas), [&] {
+    const ClusterPtr<F32> there = k.mapa(k.index(slots, n == 1 ? rank : k.mul(rank, n)), tid);
+    for (std::uint32_t i = 0; i < n; ++i) k.st(there + i, block[i]);
+  });
+  k.cluster_sync();
+  std::vector<Reg<F32>> out;
+  for (std::uint32_t i = 0; i < n; ++i) out.push_back(k.ld(slots + i));
+  for (std::uint32_t r = 1; r < cluster_ctas; ++r) {
+    std::vector<Reg<F32>> next;
+    for (std::uint32_t i = 0; i < n; ++i) next.push_back(k.ld(slots + (r * n + i)));
+    out = combine(out, next);
+  }
+  return out;
 }
 
 std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,

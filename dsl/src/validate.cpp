@@ -231,6 +231,41 @@ struct Requirement {
   PtxVersion version{7, 0};
 };
 
+// Clusters came with sm_90 and PTX 7.8; the memory-ordering qualifiers, the async proxy fence and
+// the transaction-count mbarrier operations with PTX 8.0; st.async and red.async with PTX 8.1.
+// sm_80 (the default Requirement) where the form is not a cluster one.
+Requirement cluster_requirement(const Instr& in) {
+  switch (in.op) {
+    case Op::Mov:
+      if (in.ops.size() == 2 && in.ops[1].kind == Operand::Kind::Special &&
+          is_cluster_special(in.ops[1].special)) {
+        return {Arch::Sm90, {7, 8}};
+      }
+      return {};
+    case Op::Ld:
+    case Op::St:
+      return in.space == Space::SharedCluster ? Requirement{Arch::Sm90, {7, 8}} : Requirement{};
+    case Op::Mapa:
+    case Op::FenceCluster:
+      return {Arch::Sm90, {7, 8}};
+    case Op::BarClusterArrive:
+    case Op::BarClusterWait:
+      return {Arch::Sm90, in.sem == MemSem::None ? PtxVersion{7, 8} : PtxVersion{8, 0}};
+    case Op::MbarrierArrive:
+    case Op::MbarrierWait:
+      return in.sem == MemSem::None ? Requirement{} : Requirement{Arch::Sm90, {8, 0}};
+    case Op::FenceProxyAsync:
+    case Op::MbarrierExpectTx:
+    case Op::MbarrierCompleteTx:
+      return {Arch::Sm90, {8, 0}};
+    case Op::StAsync:
+    case Op::RedAsync:
+      return {Arch::Sm90, {8, 1}};
+    default:
+      return {};
+  }
+}
+
 // The oldest target and PTX version an instruction form needs, where that is newer than sm_80 /
 // PTX 7.0 (the oldest pair a module may have).
 Requirement requirement(const Instr& in) {
@@ -247,6 +282,7 @@ Requirement requirement(const Instr& in) {
     return {Arch::Sm80, {7, 4}};
   }
   if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
+  if (Requirement r = cluster_requirement(in); r.arch != Arch::Sm80) return r;
   if (in.op == Op::GridDepLaunch || in.op == Op::GridDepWait) return {Arch::Sm90, {7, 8}};
   // mbarrier.init is sm_80's; arrive with the sink `_` and try_wait sm_90's (PTX 7.8); expect_tx,
   // the bulk copy and the init fence came with PTX 8.0.

@@ -588,3 +588,57 @@ TEST_CASE("mbarriers and bulk copies: sizes, alignments, targets and PTX version
   CHECK_MISUSE(k80.mbarrier_wait(b80, 0u), "k80", "instruction 'mbarrier.try_wait.parity",
                "needs sm_90 or newer");
 }
+
+TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checked",
+          "[dsl][misuse][cluster]") {
+  // sm_80 has no clusters: each form names itself and the target.
+  Module m80(Arch::Sm80);
+  Kernel& k80 = m80.kernel("k80");
+  const SharedPtr<F32> s80{k80.reg<U32>(), 0};
+  CHECK_MISUSE(k80.require_cluster({2, 1, 1}), "k80", ".reqnctapercluster",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.explicit_cluster(), "k80", ".explicitcluster", "needs sm_90 or newer");
+  CHECK_MISUSE(k80.mapa(s80, 1u), "k80", "instruction 'mapa.shared::cluster.u32'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.cluster_ctarank(), "k80", "instruction 'mov.u32'", "needs sm_90 or newer");
+  CHECK_MISUSE(k80.ld(ClusterPtr<F32>{k80.reg<U32>(), 0}), "k80",
+               "instruction 'ld.shared::cluster.f32'", "needs sm_90 or newer");
+  CHECK_MISUSE(k80.barrier_cluster_arrive(), "k80", "instruction 'barrier.cluster.arrive.aligned'",
+               "needs sm_90 or newer");
+  CHECK_MISUSE(k80.fence_cluster(), "k80", "instruction 'fence.acq_rel.cluster'",
+               "needs sm_90 or newer");
+  CHECK(k80.contract().cluster.count() == 0);
+
+  Module m(Arch::Sm90, {8, 1});
+  Kernel& k = m.kernel("k");
+  const SharedPtr<F32> s{k.reg<U32>(), 0};
+  const ClusterPtr<F32> c{k.reg<U32>(), 0};
+  const ClusterPtr<B64> bar{k.reg<U32>(), 0};
+  CHECK_MISUSE(k.require_cluster({3, 3, 1}), "k", ".reqnctapercluster",
+               "a cluster must have 1 to 8 CTAs (each dimension at least 1), got (3, 3, 1)");
+  CHECK_MISUSE(k.require_cluster({0, 1, 1}), "k", ".reqnctapercluster", "got (0, 1, 1)");
+  CHECK_MISUSE(k.mapa(s, 8u), "k", "instruction 'mapa.shared::cluster.u32'",
+               "CTA rank must be below the largest cluster (8 CTAs), got 8");
+  CHECK_MISUSE(k.st_async((c.as<U32>() + 1).as<U64>(), k.reg<U64>(), bar), "k",
+               "instruction 'st.async", "constant offset 4 is not a multiple of the 8-byte access");
+  CHECK_MISUSE(k.st_async(c, k.reg<F32>(), (bar.as<U32>() + 1).as<B64>()), "k",
+               "instruction 'st.async", "constant offset 4 of the mbarrier is not a multiple of 8");
+  CHECK_MISUSE(k.red_async_add(c.as<U32>(), 1u, (bar.as<U32>() + 1).as<B64>()), "k",
+               "instruction 'red.async", "of the mbarrier is not a multiple of 8");
+  CHECK_MISUSE(k.mbarrier_expect_tx((s + 1).as<B64>(), 16u), "k", "instruction 'mbarrier.expect_tx",
+               "constant offset 4 of the mbarrier");
+  CHECK_MISUSE(k.mbarrier_complete_tx(bar, 1u << 20), "k",
+               "instruction 'mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64'",
+               "transaction bytes must be at most 1048560, got 1048576");
+  CHECK_MISUSE(k.barrier_cluster_arrive(MemSem::Acquire), "k",
+               "instruction 'barrier.cluster.arrive.acquire.aligned'",
+               "an arrive releases (MemSem::Release, the default) or is relaxed");
+  CHECK_MISUSE(k.barrier_cluster_wait(MemSem::Release), "k",
+               "instruction 'barrier.cluster.wait.release.aligned'", "a wait acquires");
+  const Reg<U32> tid = k.tid_x();
+  const SharedPtr<F32> scratch = k.shared_array<F32>("scratch", 8);
+  CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 256, tid, scratch, 9, scratch), "k",
+               "cluster_reduce", "the cluster must have 1 to 8 CTAs");
+  CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 4, tid, scratch, 8, scratch), "k",
+               "cluster_reduce", "no more than the block's 4 threads, got 8");
+}

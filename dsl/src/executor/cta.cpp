@@ -151,6 +151,10 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
     c.reader.assign(launch.shared_bytes, 0);
     c.write_instr.assign(launch.shared_bytes, 0);
     c.read_instr.assign(launch.shared_bytes, 0);
+    c.write_cluster_epoch.assign(launch.shared_bytes, 0);
+    c.read_cluster_epoch.assign(launch.shared_bytes, 0);
+    c.write_rank.assign(launch.shared_bytes, 0);
+    c.read_rank.assign(launch.shared_bytes, 0);
   }
   c.shared_ranges = p.shared;
   if (p.has_dynamic_shared) {
@@ -170,6 +174,14 @@ void check_sources(Ctx& c, const DInstr& in, std::uint32_t exec) {
                         describe_slot(*c.prog, s)));
     }
   }
+}
+
+// Lanes `blocked` of the running group wait at this instruction; the rest go on.
+void wait_or_go_on(Warp& w, std::uint32_t blocked) {
+  each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
+  w.waiting |= blocked;
+  w.active &= ~blocked;
+  if (w.active != 0) advance(w, w.pc + 1);
 }
 
 void run_warp(Ctx& c, Warp& w) {
@@ -245,8 +257,26 @@ void run_warp(Ctx& c, Warp& w) {
         w.active &= ~exec;
         if (w.active != 0) advance(w, w.pc + 1);
         break;
+      case Flow::ClusterWait: {
+        // Lanes whose arrival's phase has completed go on; the others wait (release_cluster).
+        if (in.aligned) check_aligned(c, in, exec);
+        std::uint32_t done = 0;
+        each_lane(exec, [&](std::uint32_t l) {
+          if (w.cluster_arrival[l] == 0) {
+            fault(c, in, l,
+                  "waits at barrier.cluster.wait without a barrier.cluster.arrive since its last "
+                  "wait");
+          }
+          if (w.cluster_arrival[l] <= c.cluster->phase) {
+            w.cluster_arrival[l] = 0;
+            done |= 1u << l;
+          }
+        });
+        wait_or_go_on(w, exec & ~done);
+        break;
+      }
       case Flow::MbarWait: {
-        // Lanes whose phase has completed go on; the others wait for it (release_barrier).
+        // Lanes whose phase has completed go on; the others wait for it (wake_cta).
         std::uint32_t done = 0;
         if (exec != 0 && check_regs) check_sources(c, in, exec);
         each_lane(exec, [&](std::uint32_t l) {
@@ -256,11 +286,7 @@ void run_warp(Ctx& c, Warp& w) {
           in.fn(c, in, done);
           w.init[in.dst[0]] |= done;
         }
-        const std::uint32_t blocked = exec & ~done;
-        each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
-        w.waiting |= blocked;
-        w.active &= ~blocked;
-        if (w.active != 0) advance(w, w.pc + 1);
+        wait_or_go_on(w, exec & ~done);
         break;
       }
     }
@@ -271,8 +297,12 @@ void run_warp(Ctx& c, Warp& w) {
   }
 }
 
-// Every warp is blocked: release the barrier, finish the CTA, or explain why it cannot go on.
-bool release_barrier(Ctx& c) {
+enum class Wake { Done, Progress, Blocked };
+
+// Every warp of the CTA is blocked: wake the mbarrier waiters whose phase has completed, release
+// a bar.sync every thread has reached (failing when some exited instead, or wait at another
+// barrier), or say that the CTA is done or waits for something only its cluster can release.
+Wake wake_cta(Ctx& c) {
   const Program& p = *c.prog;
   std::uint64_t waiting = 0, exited = 0;
   const Warp* first_waiting = nullptr;
@@ -283,41 +313,33 @@ bool release_barrier(Ctx& c) {
     if (w.waiting && !first_waiting) first_waiting = &w;
     if (w.exited && !first_exited) first_exited = &w;
   }
-  if (waiting == 0) return false;  // every thread exited: the CTA is done
+  if (waiting == 0) return Wake::Done;  // every thread exited
   const auto lane0 = [](std::uint32_t m) {
     return static_cast<std::uint32_t>(std::countr_zero(m));
   };
   // Threads waiting on an mbarrier whose phase has completed run their try_wait again, now
-  // successfully; one whose phase cannot complete (every thread waits or has exited) deadlocks.
-  bool woke = false;
-  Warp* stuck = nullptr;
-  std::uint32_t stuck_lane = 0;
+  // successfully; others wait for an mbarrier or the cluster barrier, which a peer may release.
+  bool woke = false, blocked = false;
   for (Warp& w : c.warps) {
     c.w = &w;
     c.regs = w.regs.data();
     each_lane(w.waiting, [&](std::uint32_t l) {
       const DInstr& in = p.code[w.bar_pc[l]];
-      if (in.flow != Flow::MbarWait) return;
-      if (mbarrier_phase_done(c, in, l)) {
-        w.lane_pc[l] = w.bar_pc[l];
-        w.waiting &= ~(1u << l);
-        woke = true;
-      } else if (stuck == nullptr) {
-        stuck = &w;
-        stuck_lane = l;
+      if (in.flow == Flow::ClusterWait) {
+        blocked = true;
+      } else if (in.flow == Flow::MbarWait) {
+        if (mbarrier_phase_done(c, in, l)) {
+          w.lane_pc[l] = w.bar_pc[l];
+          w.waiting &= ~(1u << l);
+          woke = true;
+        } else {
+          blocked = true;
+        }
       }
     });
   }
-  if (woke) return true;
-  if (stuck != nullptr) {
-    const DInstr& in = p.code[stuck->bar_pc[stuck_lane]];
-    c.w = stuck;
-    c.regs = stuck->regs.data();
-    fault(c, in, stuck_lane,
-          describe_mbarrier_wait(c, in, stuck_lane) +
-              ", and no thread of the CTA can arrive or copy any more (each waits or has exited): "
-              "the CTA deadlocks");
-  }
+  if (woke) return Wake::Progress;
+  if (blocked) return Wake::Blocked;
   const std::uint32_t wl = lane0(first_waiting->waiting);
   const DInstr& bar = p.code[first_waiting->bar_pc[wl]];
   c.w = const_cast<Warp*>(first_waiting);
@@ -348,12 +370,89 @@ bool release_barrier(Ctx& c) {
     w.waiting = 0;
   }
   ++c.epoch;
+  return Wake::Progress;
+}
+
+// The first live thread of the cluster that has not arrived at the current cluster barrier
+// phase, as (CTA, warp, lane); {nullptr} when every one has.
+struct Straggler {
+  Ctx* c = nullptr;
+  Warp* w = nullptr;
+  std::uint32_t lane = 0;
+};
+Straggler first_not_arrived(Cluster& cl) {
+  for (Ctx* c : cl.ctas) {
+    for (Warp& w : c->warps) {
+      const std::uint32_t live = w.exists & ~w.exited;
+      for (std::uint32_t l = 0; l < kLanes; ++l) {
+        if (((live >> l) & 1u) != 0 && w.cluster_arrival[l] != cl.phase + 1) return {c, &w, l};
+      }
+    }
+  }
+  return {};
+}
+
+// Every CTA is blocked: completes the cluster barrier's phase when every live thread of the
+// cluster has arrived, and wakes its waiters.
+bool release_cluster(Cluster& cl) {
+  bool any = false;
+  for (Ctx* c : cl.ctas) {
+    for (Warp& w : c->warps) {
+      each_lane(w.waiting, [&](std::uint32_t l) {
+        any = any || c->prog->code[w.bar_pc[l]].flow == Flow::ClusterWait;
+      });
+    }
+  }
+  if (!any || first_not_arrived(cl).c != nullptr) return false;
+  ++cl.phase;
+  ++cl.epoch;
+  for (Ctx* c : cl.ctas) {
+    ++c->epoch;
+    for (Warp& w : c->warps) {
+      each_lane(w.waiting, [&](std::uint32_t l) {
+        if (c->prog->code[w.bar_pc[l]].flow != Flow::ClusterWait) return;
+        w.lane_pc[l] = w.bar_pc[l];
+        w.waiting &= ~(1u << l);
+      });
+    }
+  }
   return true;
 }
 
-}  // namespace
+// Nothing in the cluster can go on: name a thread that waits for what can never happen.
+[[noreturn]] void deadlock(Cluster& cl) {
+  const bool one = cl.ctas.size() == 1;
+  for (Ctx* c : cl.ctas) {
+    for (Warp& w : c->warps) {
+      c->w = &w;
+      c->regs = w.regs.data();
+      for (std::uint32_t l = 0; l < kLanes; ++l) {
+        if (((w.waiting >> l) & 1u) == 0) continue;
+        const DInstr& in = c->prog->code[w.bar_pc[l]];
+        if (in.flow == Flow::MbarWait) {
+          fault(*c, in, l,
+                describe_mbarrier_wait(*c, in, l) +
+                    fmt::format(", and no thread of the {} can arrive or copy any more (each "
+                                "waits or has exited): the {} deadlocks",
+                                one ? "CTA" : "cluster", one ? "CTA" : "cluster"));
+        }
+        if (in.flow == Flow::ClusterWait) {
+          const Straggler s = first_not_arrived(cl);
+          const Dim3 t = s.c->thread_of(s.w->index, s.lane);
+          const std::uint32_t at = s.c->prog->code[s.w->bar_pc[s.lane]].index;
+          fault(*c, in, l,
+                fmt::format("waits at barrier.cluster.wait, but thread ({}, {}, {}) of CTA ({}, "
+                            "{}, {}) has not arrived and waits at instruction #{}: the cluster "
+                            "deadlocks",
+                            t.x, t.y, t.z, s.c->cta.x, s.c->cta.y, s.c->cta.z, at));
+        }
+      }
+    }
+  }
+  throw Error("the CPU executor's cluster scheduler found no thread to blame for a deadlock");
+}
 
-void run_cta(Ctx& c, Dim3 cta) {
+void reset_cta(Ctx& c, Dim3 cta) {
   c.cta = cta;
   ++c.epoch;
   const Program& p = *c.prog;
@@ -371,6 +470,7 @@ void run_cta(Ctx& c, Dim3 cta) {
     w.lane_pc.fill(0);
     w.copies.clear();
     w.committed.fill(0);
+    w.cluster_arrival.fill(0);
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();
@@ -379,9 +479,36 @@ void run_cta(Ctx& c, Dim3 cta) {
     std::fill(c.shared_pending.begin(), c.shared_pending.end(), std::uint8_t{0});
     c.copies_in_flight = 0;
   }
-  do {
-    for (Warp& w : c.warps) run_warp(c, w);
-  } while (release_barrier(c));
+}
+
+}  // namespace
+
+void check_aligned(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint32_t live = c.w->exists & ~c.w->exited;
+  if (exec != live) {
+    fault(c, in, static_cast<std::uint32_t>(std::countr_zero(live & ~exec)),
+          "does not execute this .aligned instruction with the other threads of its warp (they "
+          "diverged, or a guard is false for some): use the unaligned form in divergent code");
+  }
+}
+
+void run_cluster(Cluster& cl, const std::vector<Dim3>& ctas) {
+  ++cl.epoch;
+  cl.phase = 0;
+  for (std::size_t r = 0; r < cl.ctas.size(); ++r) reset_cta(*cl.ctas[r], ctas[r]);
+  for (;;) {
+    for (Ctx* c : cl.ctas) {
+      for (Warp& w : c->warps) run_warp(*c, w);
+    }
+    bool progress = false, done = true;
+    for (Ctx* c : cl.ctas) {
+      const Wake wake = wake_cta(*c);
+      progress = progress || wake == Wake::Progress;
+      done = done && wake == Wake::Done;
+    }
+    if (done) return;
+    if (!progress && !release_cluster(cl)) deadlock(cl);
+  }
 }
 
 }  // namespace ptxdsl::detail

@@ -247,6 +247,7 @@ class Decoder {
     d.ftz = in.ftz;
     d.sat = in.sat;
     d.uniform = in.uniform;
+    d.aligned = in.aligned;
     d.index = index_;
     if (in.guarded) {
       if (in.guard.cls != RegClass::Pred) fail(in, "guard is not a predicate");
@@ -321,7 +322,34 @@ class Decoder {
         break;
       }
       case Op::FenceMbarrierInit:
+      case Op::BarClusterArrive:
+      case Op::FenceCluster:
+      case Op::FenceProxyAsync:
         break;
+      case Op::BarClusterWait:
+        d.flow = Flow::ClusterWait;
+        break;
+      case Op::MbarrierExpectTx:
+      case Op::MbarrierCompleteTx:
+        // src: mbarrier base, the transaction bytes.
+        if (in.ops.size() != 2) fail(in, "takes [bar], tx-count");
+        address(in, d, in.ops[0]);
+        add_src(d, source(in, in.ops[1]));
+        break;
+      case Op::StAsync:
+      case Op::RedAsync: {
+        // src: destination base, value, mbarrier base; offsets: offset (destination), offset2
+        // (mbarrier).
+        if (in.ops.size() != 3) fail(in, "takes [a], b, [bar]");
+        address(in, d, in.ops[0]);
+        const std::int64_t to = d.offset;
+        add_src(d, source(in, in.ops[1]));
+        address(in, d, in.ops[2]);
+        d.offset2 = d.offset;
+        d.offset = to;
+        d.elem_bytes = static_cast<std::uint8_t>(size_bytes(in.type));
+        break;
+      }
       case Op::CpAsyncCommit:
       case Op::GridDepLaunch:
       case Op::GridDepWait:
@@ -366,6 +394,7 @@ class Decoder {
         return select_convert(in);
       case Op::Ld:
       case Op::St:
+        return in.space == Space::SharedCluster ? select_cluster(in) : select_memory(in);
       case Op::Atom:
       case Op::Red:
       case Op::CpAsync:
@@ -376,9 +405,19 @@ class Decoder {
       case Op::MbarrierInit:
       case Op::MbarrierArrive:
       case Op::MbarrierWait:
+      case Op::MbarrierExpectTx:
+      case Op::MbarrierCompleteTx:
       case Op::FenceMbarrierInit:
       case Op::CpAsyncBulk:
         return select_mbarrier(in);
+      case Op::Mapa:
+      case Op::BarClusterArrive:
+      case Op::BarClusterWait:
+      case Op::FenceCluster:
+      case Op::FenceProxyAsync:
+      case Op::StAsync:
+      case Op::RedAsync:
+        return select_cluster(in);
       case Op::And:
       case Op::Or:
       case Op::Xor:

@@ -74,6 +74,13 @@ std::string describe_dim(Dim3 d) {
   return fmt::format("({}, {}, {})", d.x, d.y, d.z);
 }
 
+// The launch's cluster shape: the config's, else the kernel's, else one CTA.
+Dim3 cluster_of(const KernelContract& contract, const LaunchConfig& cfg) {
+  if (cfg.cluster.count() != 0) return cfg.cluster;
+  if (contract.cluster.count() != 0) return contract.cluster;
+  return Dim3{1, 1, 1};
+}
+
 void check_config(const Kernel& k, const KernelContract& contract, const LaunchConfig& cfg) {
   const auto bad = [&](const std::string& what) {
     throw Error(fmt::format("kernel '{}': launch {}", k.name(), what));
@@ -97,6 +104,24 @@ void check_config(const Kernel& k, const KernelContract& contract, const LaunchC
       bad(fmt::format("block must have at most {} threads (.maxntid), got {}",
                       contract.block_threads, b.count()));
     }
+  }
+  if (cfg.cluster.count() != 0) {
+    const Dim3 c = cfg.cluster;
+    if (c.x == 0 || c.y == 0 || c.z == 0 || c.count() > kMaxClusterCtas) {
+      bad(fmt::format("cluster must have 1 to {} CTAs (each dimension at least 1), got {}",
+                      kMaxClusterCtas, describe_dim(c)));
+    }
+    if (contract.cluster.count() != 0 && c != contract.cluster) {
+      bad(fmt::format("cluster must be {} as the kernel's .reqnctapercluster says, got {}",
+                      describe_dim(contract.cluster), describe_dim(c)));
+    }
+  } else if (contract.explicit_cluster && contract.cluster.count() == 0) {
+    bad("needs cluster dimensions (LaunchConfig::cluster): the kernel has .explicitcluster");
+  }
+  const Dim3 c = cluster_of(contract, cfg);
+  if (g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0) {
+    bad(fmt::format("grid {} must be a whole number of clusters {} in each dimension",
+                    describe_dim(g), describe_dim(c)));
   }
   if (cfg.dynamic_shared_bytes < contract.dynamic_shared_bytes) {
     bad(fmt::format(
@@ -258,15 +283,17 @@ LaunchStats CpuDevice::launch(const Kernel& kernel, const LaunchConfig& config,
                     kernel.name(), shared_end, kMaxShared));
   }
   state.shared_bytes = shared_end;
+  state.cluster = cluster_of(contract, config);
 
   LaunchStats stats;
-  const Dim3 grid = config.grid;
-  const std::uint64_t total = grid.count();
-  stats.ctas = total;
-  const auto cta_of = [&](std::uint64_t i) {
-    return Dim3{static_cast<std::uint32_t>(i % grid.x),
-                static_cast<std::uint32_t>(i / grid.x % grid.y),
-                static_cast<std::uint32_t>(i / (std::uint64_t{grid.x} * grid.y))};
+  const Dim3 cl = state.cluster;
+  const Dim3 clusters{config.grid.x / cl.x, config.grid.y / cl.y, config.grid.z / cl.z};
+  const std::uint64_t total = clusters.count();
+  stats.ctas = config.grid.count();
+  const auto coords = [](std::uint64_t i, Dim3 shape) {
+    return Dim3{static_cast<std::uint32_t>(i % shape.x),
+                static_cast<std::uint32_t>(i / shape.x % shape.y),
+                static_cast<std::uint32_t>(i / (std::uint64_t{shape.x} * shape.y))};
   };
   const unsigned nthreads = static_cast<unsigned>(
       std::max<std::uint64_t>(1, std::min<std::uint64_t>(options.threads, total)));
@@ -275,15 +302,30 @@ LaunchStats CpuDevice::launch(const Kernel& kernel, const LaunchConfig& config,
   std::mutex mutex;
   std::exception_ptr error;
   std::uint64_t error_cta = ~std::uint64_t{0};
+  const auto ranks = static_cast<std::uint32_t>(cl.count());
   const auto worker = [&] {
-    detail::Ctx c;
-    detail::prepare_ctx(c, program, state);
+    std::vector<detail::Ctx> ctxs(ranks);
+    detail::Cluster cluster;
+    cluster.dims = cl;
+    for (std::uint32_t r = 0; r < ranks; ++r) {
+      detail::prepare_ctx(ctxs[r], program, state);
+      ctxs[r].cluster = &cluster;
+      ctxs[r].rank = r;
+      cluster.ctas.push_back(&ctxs[r]);
+    }
+    std::vector<Dim3> ctas(ranks);
     std::uint64_t i = 0;
     try {
       while (!failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < total) {
-        const Dim3 cta = cta_of(i);
-        c.trace = options.trace && cta == options.trace_target.cta ? &stats.trace : nullptr;
-        detail::run_cta(c, cta);
+        cluster.id = coords(i, clusters);
+        for (std::uint32_t r = 0; r < ranks; ++r) {
+          const Dim3 in = coords(r, cl);
+          ctas[r] = Dim3{cluster.id.x * cl.x + in.x, cluster.id.y * cl.y + in.y,
+                         cluster.id.z * cl.z + in.z};
+          ctxs[r].trace =
+              options.trace && ctas[r] == options.trace_target.cta ? &stats.trace : nullptr;
+        }
+        detail::run_cluster(cluster, ctas);
       }
     } catch (...) {
       const std::lock_guard lock(mutex);
@@ -294,8 +336,10 @@ LaunchStats CpuDevice::launch(const Kernel& kernel, const LaunchConfig& config,
       failed = true;
     }
     const std::lock_guard lock(mutex);
-    stats.warp_instructions += c.warp_instructions;
-    stats.lane_instructions += c.lane_instructions;
+    for (const detail::Ctx& c : ctxs) {
+      stats.warp_instructions += c.warp_instructions;
+      stats.lane_instructions += c.lane_instructions;
+    }
   };
   if (nthreads == 1) {
     worker();

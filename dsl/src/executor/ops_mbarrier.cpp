@@ -19,23 +19,7 @@ std::uint32_t shared_address(Ctx& c, std::uint32_t base_slot, std::int64_t offse
 }
 
 Mbarrier& find_mbarrier(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint32_t address) {
-  shared_range(c, in, lane, address, 8, false);
-  const auto it = c.mbarriers.find(address);
-  if (it == c.mbarriers.end()) {
-    fault(c, in, lane,
-          fmt::format("uses the mbarrier at shared {:#x}, which no mbarrier.init of this CTA "
-                      "initialized",
-                      address));
-  }
-  return it->second;
-}
-
-// The phase completes when every arrival has come and every announced byte has landed.
-void complete_if_done(Mbarrier& m) {
-  if (m.pending == 0 && m.tx == 0) {
-    ++m.phase;
-    m.pending = m.count;
-  }
+  return find_mbarrier(c, c, in, lane, address);
 }
 
 void mbarrier_init(Ctx& c, const DInstr& in, std::uint32_t exec) {
@@ -72,20 +56,46 @@ void arrive(Ctx& c, const DInstr& in, std::uint32_t lane, Mbarrier& m, std::uint
   complete_if_done(m);
 }
 
+// Announced bytes (expect_tx) and landed ones (complete_tx), with no arrival.
+void add_tx(Ctx& c, const DInstr& in, std::uint32_t lane, Mbarrier& m, std::uint64_t bytes,
+            bool expect) {
+  if (bytes > kBulkCopyMaxBytes) {
+    fault(c, in, lane,
+          fmt::format("transaction bytes must be at most {}, got {}", kBulkCopyMaxBytes, bytes));
+  }
+  m.tx += expect ? static_cast<std::int64_t>(bytes) : -static_cast<std::int64_t>(bytes);
+  complete_if_done(m);
+}
+
+// The mbarrier an operation names: in this CTA, or through a `.shared::cluster` address in a
+// peer's.
+Mbarrier& named_mbarrier(Ctx& c, const DInstr& in, std::uint32_t lane) {
+  const auto address = shared_address(c, in.src[0], in.offset, lane);
+  if (in.space != Space::SharedCluster) return find_mbarrier(c, in, lane, address);
+  const ClusterAddress a = resolve_cluster(c, in, lane, address);
+  return find_mbarrier(c, *a.owner, in, lane, a.offset);
+}
+
+template <bool kExpect>
+void mbarrier_tx(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  const std::uint64_t* tx = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) {
+    add_tx(c, in, l, named_mbarrier(c, in, l), static_cast<std::uint32_t>(tx[l]), kExpect);
+  });
+}
+
+void mbarrier_arrive_remote(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  each_lane(exec, [&](std::uint32_t l) {
+    arrive(c, in, l, named_mbarrier(c, in, l), shared_address(c, in.src[0], in.offset, l));
+  });
+}
+
 void mbarrier_arrive(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const std::uint64_t* tx = in.nsrc > 1 ? c.row(in.src[1]) : nullptr;
   each_lane(exec, [&](std::uint32_t l) {
     const std::uint32_t address = shared_address(c, in.src[0], in.offset, l);
     Mbarrier& m = find_mbarrier(c, in, l, address);
-    if (tx != nullptr) {
-      const std::uint64_t bytes = static_cast<std::uint32_t>(tx[l]);
-      if (bytes > kBulkCopyMaxBytes) {
-        fault(
-            c, in, l,
-            fmt::format("transaction bytes must be at most {}, got {}", kBulkCopyMaxBytes, bytes));
-      }
-      m.tx += static_cast<std::int64_t>(bytes);
-    }
+    if (tx != nullptr) add_tx(c, in, l, m, static_cast<std::uint32_t>(tx[l]), true);
     arrive(c, in, l, m, address);
   });
 }
@@ -136,18 +146,44 @@ void mbarrier_wait(Ctx& c, const DInstr& in, std::uint32_t exec) {
     const auto landed = [&](const BulkCopy& b) {
       return b.bar == address && b.phase < m.phase && (b.phase & 1u) == parity;
     };
+    bool any = false;
     for (const BulkCopy& b : copies) {
       if (!landed(b)) continue;
       std::memset(c.shared_pending.data() + b.shared_address, 0, b.bytes);
       --c.copies_in_flight;
+      any = true;
     }
+    if (!any) return;
     copies.erase(std::remove_if(copies.begin(), copies.end(), landed), copies.end());
+    // Bytes that red.async of a later phase also update stay unreadable.
+    for (const BulkCopy& b : copies) {
+      std::memset(c.shared_pending.data() + b.shared_address, b.kind, b.bytes);
+    }
   });
 }
 
 void fence_mbarrier_init(Ctx&, const DInstr&, std::uint32_t) {}
 
 }  // namespace
+
+Mbarrier& find_mbarrier(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
+                        std::uint32_t address) {
+  shared_range(c, in, lane, address, 8, false);
+  const auto it = owner.mbarriers.find(address);
+  if (it == owner.mbarriers.end()) {
+    fault(c, in, lane,
+          fmt::format("uses the mbarrier at shared {:#x}, which no mbarrier.init of {} initialized",
+                      address, &owner == &c ? std::string("this CTA") : describe_rank(owner)));
+  }
+  return it->second;
+}
+
+void complete_if_done(Mbarrier& m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phase;
+    m.pending = m.count;
+  }
+}
 
 bool mbarrier_phase_done(Ctx& c, const DInstr& in, std::uint32_t lane) {
   const std::uint32_t address = shared_address(c, in.src[0], in.offset, lane);
@@ -172,7 +208,11 @@ Handler select_mbarrier(const Instr& in) {
     case Op::MbarrierInit:
       return &mbarrier_init;
     case Op::MbarrierArrive:
-      return &mbarrier_arrive;
+      return in.space == Space::SharedCluster ? &mbarrier_arrive_remote : &mbarrier_arrive;
+    case Op::MbarrierExpectTx:
+      return &mbarrier_tx<true>;
+    case Op::MbarrierCompleteTx:
+      return &mbarrier_tx<false>;
     case Op::MbarrierWait:
       return &mbarrier_wait;
     case Op::FenceMbarrierInit:

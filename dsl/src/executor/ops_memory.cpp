@@ -46,73 +46,119 @@ inline std::uint32_t access_bytes(const DInstr& in) {
   return std::uint32_t{in.elem_bytes} * in.vec;
 }
 
-// Accesses of one warp are ordered (its lanes run in program order); accesses of two warps are
-// ordered only by a barrier between them.
-void check_race(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
+// Accesses of one warp are ordered (its lanes run in program order); accesses of two warps of a
+// CTA only by a barrier between them (bar.sync or barrier.cluster); accesses of two CTAs of a
+// cluster only by a barrier.cluster. `owner` holds the bytes and their records; c accesses them.
+void check_race(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane, const SharedRange& range,
                 std::size_t offset, std::uint32_t bytes, bool write) {
   const auto me = static_cast<std::uint16_t>(c.w->index * kLanes + lane);
-  const std::uint32_t warp = c.w->index, epoch = c.epoch;
-  const auto other_warp = [&](std::uint16_t thread) {
-    return thread == kManyReaders || thread / kLanes != warp;
+  const std::uint32_t warp = c.w->index, epoch = c.epoch, cluster_epoch = c.cluster->epoch;
+  const auto rank = static_cast<std::uint8_t>(c.rank);
+  // Whether an access recorded at (epoch, cluster epoch, rank, thread) is unordered with this one.
+  const auto unordered = [&](std::uint32_t e, std::uint32_t ce, std::uint8_t r, std::uint16_t t) {
+    if (ce != cluster_epoch) return false;
+    if (r != rank) return true;
+    return e == epoch && (t == kManyReaders || t / kLanes != warp);
   };
   // The earlier access is named by its thread and its instruction; the fault names this one's.
-  const auto race = [&](std::size_t at, std::uint16_t thread, std::uint32_t instr,
-                        const char* what) {
+  const auto race = [&](std::size_t at, std::uint16_t thread, std::uint8_t by_rank,
+                        std::uint32_t instr, const char* what) {
+    const bool across = by_rank != rank || &owner != &c;
     const Dim3 t = c.thread_of(thread / kLanes, thread % kLanes);
+    const std::string of_cta =
+        across && by_rank != kManyRanks ? " of " + describe_rank(*c.cluster->ctas[by_rank]) : "";
+    const std::string who =
+        thread == kManyReaders
+            ? std::string(what) +
+                  (by_rank == kManyRanks ? " threads of several CTAs" : " threads of several warps")
+            : fmt::format("{} thread ({}, {}, {}) of warp {}{}", what, t.x, t.y, t.z,
+                          thread / kLanes, of_cta);
     fault(c, in, lane,
-          fmt::format("shared memory race at {:#x} ('{}' + {}): {} ({}) with no bar.sync in "
-                      "between (warps run in no fixed order on a GPU)",
+          fmt::format("shared memory race at {:#x} ('{}' + {}){}: {} ({}) with no {} in between "
+                      "({} run in no fixed order on a GPU)",
                       at, range.name, at - range.begin,
-                      thread == kManyReaders ? std::string(what) + " threads of several warps"
-                                             : fmt::format("{} thread ({}, {}, {}) of warp {}",
-                                                           what, t.x, t.y, t.z, thread / kLanes),
+                      &owner != &c ? " of " + describe_rank(owner) : std::string(), who,
                       thread == kManyReaders ? "the last at " + describe_instr(c, instr)
-                                             : "at " + describe_instr(c, instr)));
+                                             : "at " + describe_instr(c, instr),
+                      across ? "barrier.cluster" : "bar.sync",
+                      across ? "the CTAs of a cluster" : "warps"));
   };
   for (std::size_t i = offset; i < offset + bytes; ++i) {
-    if (c.write_epoch[i] == epoch && other_warp(c.writer[i])) {
-      race(i, c.writer[i], c.write_instr[i],
+    if (unordered(owner.write_epoch[i], owner.write_cluster_epoch[i], owner.write_rank[i],
+                  owner.writer[i])) {
+      race(i, owner.writer[i], owner.write_rank[i], owner.write_instr[i],
            write ? "this write follows a write by" : "this read follows a write by");
     }
     if (write) {
-      if (c.read_epoch[i] == epoch && other_warp(c.reader[i])) {
-        race(i, c.reader[i], c.read_instr[i], "this write follows a read by");
+      if (unordered(owner.read_epoch[i], owner.read_cluster_epoch[i], owner.read_rank[i],
+                    owner.reader[i])) {
+        race(i, owner.reader[i], owner.read_rank[i], owner.read_instr[i],
+             "this write follows a read by");
       }
-      c.write_epoch[i] = epoch;
-      c.writer[i] = me;
-      c.write_instr[i] = in.index;
-    } else if (c.read_epoch[i] != epoch) {
-      c.read_epoch[i] = epoch;
-      c.reader[i] = me;
-      c.read_instr[i] = in.index;
-    } else if (c.reader[i] != kManyReaders && c.reader[i] / kLanes != warp) {
-      c.reader[i] = kManyReaders;
-      c.read_instr[i] = in.index;
+      owner.write_epoch[i] = epoch;
+      owner.write_cluster_epoch[i] = cluster_epoch;
+      owner.write_rank[i] = rank;
+      owner.writer[i] = me;
+      owner.write_instr[i] = in.index;
+    } else if (owner.read_cluster_epoch[i] != cluster_epoch ||
+               (owner.read_rank[i] == rank && owner.read_epoch[i] != epoch)) {
+      owner.read_epoch[i] = epoch;
+      owner.read_cluster_epoch[i] = cluster_epoch;
+      owner.read_rank[i] = rank;
+      owner.reader[i] = me;
+      owner.read_instr[i] = in.index;
+    } else if (owner.read_rank[i] != rank) {
+      owner.read_rank[i] = kManyRanks;
+      owner.reader[i] = kManyReaders;
+      owner.read_instr[i] = in.index;
+    } else if (owner.reader[i] != kManyReaders && owner.reader[i] / kLanes != warp) {
+      owner.reader[i] = kManyReaders;
+      owner.read_instr[i] = in.index;
     }
   }
 }
 
-std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
-                        std::uint32_t bytes, bool write) {
+}  // namespace
+
+std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
+                        std::int64_t address, std::uint32_t bytes, bool write) {
   const SharedRange* range = &shared_range(c, in, lane, address, bytes, write);
   const auto offset = static_cast<std::size_t>(address);
-  if (c.copies_in_flight > 0) check_not_in_flight(c, in, lane, *range, offset, bytes, write);
-  if (c.launch->options.check_shared_races) check_race(c, in, lane, *range, offset, bytes, write);
-  std::uint8_t* init = c.shared_init.data() + offset;
+  if (owner.copies_in_flight > 0) {
+    check_not_in_flight(c, owner, in, lane, *range, offset, bytes, write);
+  }
+  if (c.launch->options.check_shared_races) {
+    check_race(c, owner, in, lane, *range, offset, bytes, write);
+  }
+  std::uint8_t* init = owner.shared_init.data() + offset;
   if (write) {
     std::memset(init, 0xFF, bytes);
   } else if (c.launch->options.check_uninitialized_shared) {
     for (std::uint32_t i = 0; i < bytes; ++i) {
-      if (init[i] != 0xFF) {
+      if (init[i] == 0xFF) continue;
+      if (&owner != &c) {
         fault(c, in, lane,
-              fmt::format("reads shared memory at {:#x} ('{}' + {}) that no thread of the CTA "
-                          "wrote yet: if another thread writes it, a bar.sync is missing between "
-                          "that write and this read",
-                          address + i, range->name, address + i - range->begin));
+              fmt::format("reads shared memory at {:#x} ('{}' + {}) of {} that no thread wrote "
+                          "yet: if a thread of the cluster writes it, a barrier.cluster is "
+                          "missing between that write and this read",
+                          address + i, range->name, address + i - range->begin,
+                          describe_rank(owner)));
       }
+      fault(c, in, lane,
+            fmt::format("reads shared memory at {:#x} ('{}' + {}) that no thread of the CTA "
+                        "wrote yet: if another thread writes it, a bar.sync is missing between "
+                        "that write and this read",
+                        address + i, range->name, address + i - range->begin));
     }
   }
-  return c.shared.data() + offset;
+  return owner.shared.data() + offset;
+}
+
+namespace {
+
+std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
+                        std::uint32_t bytes, bool write) {
+  return shared_bytes(c, c, in, lane, address, bytes, write);
 }
 
 inline std::uint64_t load_elem(const std::byte* p, std::uint32_t bytes) {
@@ -313,7 +359,7 @@ void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
     check_not_in_flight(c, in, l, range, offset, bytes, true);
     // The copy may land any time from now: a write, for the race check, from here as well as at
     // the wait that completes it.
-    if (c.launch->options.check_shared_races) check_race(c, in, l, range, offset, bytes, true);
+    if (c.launch->options.check_shared_races) check_race(c, c, in, l, range, offset, bytes, true);
     AsyncCopy copy;
     copy.lane = l;
     copy.group = c.w->committed[l];
@@ -393,16 +439,26 @@ const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, st
                     shared_map(c)));
 }
 
-void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
-                         std::size_t offset, std::uint32_t bytes, bool write) {
+void check_not_in_flight(Ctx& c, const Ctx& owner, const DInstr& in, std::uint32_t lane,
+                         const SharedRange& range, std::size_t offset, std::uint32_t bytes,
+                         bool write) {
   for (std::size_t i = offset; i < offset + bytes; ++i) {
-    if (c.shared_pending[i] == kPendingCpAsync) {
+    const std::uint8_t pending = owner.shared_pending[i];
+    if (pending == kPendingStAsync || pending == kPendingRedAsync) {
+      fault(c, in, lane,
+            fmt::format("{} shared memory at {:#x} ('{}' + {}){} that a {} in flight writes: wait "
+                        "for its mbarrier phase first (mbarrier.try_wait)",
+                        write ? "writes" : "reads", i, range.name, i - range.begin,
+                        &owner != &c ? " of " + describe_rank(owner) : std::string(),
+                        pending == kPendingStAsync ? "st.async" : "red.async"));
+    }
+    if (pending == kPendingCpAsync) {
       fault(c, in, lane,
             fmt::format("{} shared memory at {:#x} ('{}' + {}) that a cp.async in flight will "
                         "write: wait for its group first (cp.async.wait_group)",
                         write ? "writes" : "reads", i, range.name, i - range.begin));
     }
-    if (c.shared_pending[i] == kPendingBulk) {
+    if (pending == kPendingBulk) {
       fault(c, in, lane,
             fmt::format("{} shared memory at {:#x} ('{}' + {}) that a bulk copy in flight "
                         "writes: wait for its mbarrier phase first (mbarrier.try_wait)",

@@ -38,6 +38,7 @@ void mov_special(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const LaunchConfig& cfg = c.launch->config;
   const std::uint32_t warp = c.w->index;
   const auto nwarps = static_cast<std::uint32_t>(c.warps.size());
+  const Dim3 cl = c.cluster->dims, id = c.cluster->id;
   each_lane(exec, [&](std::uint32_t l) {
     const Dim3 t = c.thread_of(warp, l);
     std::uint32_t v = 0;
@@ -89,6 +90,48 @@ void mov_special(Ctx& c, const DInstr& in, std::uint32_t exec) {
         break;
       case Special::SmId:
         v = 0;
+        break;
+      case Special::ClusterCtarank:
+        v = c.rank;
+        break;
+      case Special::ClusterNctarank:
+        v = static_cast<std::uint32_t>(cl.count());
+        break;
+      case Special::ClusteridX:
+        v = id.x;
+        break;
+      case Special::ClusteridY:
+        v = id.y;
+        break;
+      case Special::ClusteridZ:
+        v = id.z;
+        break;
+      case Special::NclusteridX:
+        v = cfg.grid.x / cl.x;
+        break;
+      case Special::NclusteridY:
+        v = cfg.grid.y / cl.y;
+        break;
+      case Special::NclusteridZ:
+        v = cfg.grid.z / cl.z;
+        break;
+      case Special::ClusterCtaidX:
+        v = c.cta.x % cl.x;
+        break;
+      case Special::ClusterCtaidY:
+        v = c.cta.y % cl.y;
+        break;
+      case Special::ClusterCtaidZ:
+        v = c.cta.z % cl.z;
+        break;
+      case Special::ClusterNctaidX:
+        v = cl.x;
+        break;
+      case Special::ClusterNctaidY:
+        v = cl.y;
+        break;
+      case Special::ClusterNctaidZ:
+        v = cl.z;
         break;
     }
     d[l] = v;

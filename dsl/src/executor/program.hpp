@@ -21,6 +21,11 @@ inline constexpr std::uint32_t kFullMask = 0xFFFFFFFFu;
 inline constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
 inline constexpr std::uint32_t kNoPc = 0xFFFFFFFFu;
 inline constexpr std::uint16_t kManyReaders = 0xFFFFu;
+inline constexpr std::uint8_t kManyRanks = 0xFFu;
+// A `.shared::cluster` address is (rank + 1) << kClusterRankShift plus the offset in that CTA's
+// shared memory; one below 2^kClusterRankShift is the accessing CTA's own (a `.shared::cta`
+// address names the same byte in both windows).
+inline constexpr std::uint32_t kClusterRankShift = 24;
 
 struct Ctx;
 struct DInstr;
@@ -29,7 +34,8 @@ using Handler = void (*)(Ctx&, const DInstr&, std::uint32_t exec);
 
 // MbarWait: mbarrier.try_wait.parity, which the executor lets block (as a try_wait may, until its
 // time limit) until the phase completes, so that a thread never spins on another warp.
-enum class Flow : std::uint8_t { Normal, Bra, Bar, MbarWait, Ret };
+// ClusterWait: barrier.cluster.wait, blocking until every thread of the cluster has arrived.
+enum class Flow : std::uint8_t { Normal, Bra, Bar, MbarWait, ClusterWait, Ret };
 
 // One instruction, decoded once: every register operand and immediate is a slot of the warp's
 // register file (immediates live in constant slots, filled for all lanes at launch).
@@ -50,6 +56,7 @@ struct DInstr {
   bool sat = false;
   bool uniform = false;
   bool guard_negated = false;
+  bool aligned = false;  // barrier.cluster .aligned
   std::uint8_t vec = 1;
   std::uint8_t elem_bytes = 0;  // memory element size
   std::uint8_t ndst = 0;
@@ -134,6 +141,7 @@ struct BulkCopy {
   std::uint32_t phase = 0;
   std::uint32_t shared_address = 0;
   std::uint32_t bytes = 0;
+  std::uint8_t kind = 2;  // kPendingBulk, kPendingStAsync or kPendingRedAsync (its bytes' mark)
 };
 
 struct Warp {
@@ -151,6 +159,21 @@ struct Warp {
   std::array<std::uint32_t, kLanes> exit_pc{};    // the ret an exited lane ran
   std::vector<AsyncCopy> copies;                  // cp.async in flight, in issue order
   std::array<std::uint32_t, kLanes> committed{};  // cp.async.commit_group count per lane
+  // Per lane: 1 + the cluster barrier phase it arrived at and has not waited for yet; 0: none.
+  std::array<std::uint32_t, kLanes> cluster_arrival{};
+};
+
+struct Ctx;
+
+// The CTAs of one cluster, run together by one host thread: each warp of each CTA runs until it
+// blocks, then the barriers that can release do (bar.sync per CTA, mbarriers, barrier.cluster).
+struct Cluster {
+  std::vector<Ctx*> ctas;  // by %cluster_ctarank
+  Dim3 dims{1, 1, 1};
+  Dim3 id{0, 0, 0};         // %clusterid
+  std::uint32_t phase = 0;  // barrier.cluster phases completed
+  // The race check's clock between CTAs: grows at every cluster barrier and every cluster.
+  std::uint32_t epoch = 1;
 };
 
 struct LaunchState;
@@ -174,7 +197,14 @@ struct Ctx {
   std::vector<std::uint32_t> write_epoch, read_epoch;
   std::vector<std::uint16_t> writer, reader;
   std::vector<std::uint32_t> write_instr, read_instr;
+  // ... and, for accesses from several CTAs of a cluster, the cluster's epoch and the accessing
+  // CTA's rank (kManyRanks: CTAs of several ranks read it). `epoch` above is then the accessing
+  // CTA's.
+  std::vector<std::uint32_t> write_cluster_epoch, read_cluster_epoch;
+  std::vector<std::uint8_t> write_rank, read_rank;
   std::uint32_t epoch = 1;  // grows at every barrier release and every CTA, never reused
+  Cluster* cluster = nullptr;
+  std::uint32_t rank = 0;  // %cluster_ctarank
   std::vector<SharedRange> shared_ranges;
   std::vector<Warp> warps;
   Warp* w = nullptr;
@@ -195,6 +225,7 @@ struct LaunchState {
   std::vector<std::byte> params;
   const std::vector<Allocation*>* allocations = nullptr;  // sorted by base
   std::uint32_t shared_bytes = 0;
+  Dim3 cluster{1, 1, 1};  // the CTAs of one cluster
 };
 
 // The one place memory faults and other run-time errors are worded: kernel, instruction, thread.
@@ -217,14 +248,46 @@ std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64
 
 inline constexpr std::uint8_t kPendingCpAsync = 1;
 inline constexpr std::uint8_t kPendingBulk = 2;
+// A peer's st.async / red.async whose bytes wait for their mbarrier phase (red.async may add to
+// bytes another red.async in flight updates).
+inline constexpr std::uint8_t kPendingStAsync = 3;
+inline constexpr std::uint8_t kPendingRedAsync = 4;
 
 // Shared memory: the declared array holding [address, address + bytes), which must be aligned to
 // `align` (default: bytes); faults otherwise.
 const SharedRange& shared_range(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
                                 std::uint32_t bytes, bool write, std::uint32_t align = 0);
-// A thread may touch bytes a copy in flight will write only after waiting for it.
-void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane, const SharedRange& range,
-                         std::size_t offset, std::uint32_t bytes, bool write);
+// A thread may touch bytes a copy in flight will write only after waiting for it; `owner` holds
+// them (c itself, or a peer of its cluster).
+void check_not_in_flight(Ctx& c, const Ctx& owner, const DInstr& in, std::uint32_t lane,
+                         const SharedRange& range, std::size_t offset, std::uint32_t bytes,
+                         bool write);
+inline void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane,
+                                const SharedRange& range, std::size_t offset, std::uint32_t bytes,
+                                bool write) {
+  check_not_in_flight(c, c, in, lane, range, offset, bytes, write);
+}
+// The bytes [address, +bytes) of `owner`'s shared memory (c's own, or a peer's) as thread `lane`
+// of c reads or writes them: bounds, alignment, copies in flight, the race check, and for reads
+// that some thread wrote them.
+std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
+                        std::int64_t address, std::uint32_t bytes, bool write);
+
+// A `.shared::cluster` address resolved: the CTA whose shared memory it is, and the offset there.
+struct ClusterAddress {
+  Ctx* owner = nullptr;
+  std::uint32_t offset = 0;
+};
+// Faults on an address naming no CTA of the cluster, or a CTA whose threads have all exited.
+ClusterAddress resolve_cluster(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint32_t address);
+// "CTA rank 2 (CTA (5, 0, 0))", for messages about a peer's shared memory.
+std::string describe_rank(const Ctx& c);
+
+// The mbarrier at `address` of `owner`'s shared memory; faults when none was initialized there.
+Mbarrier& find_mbarrier(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
+                        std::uint32_t address);
+// Completes the phase when every arrival has come and every announced byte has landed.
+void complete_if_done(Mbarrier& m);
 
 // mbarrier.try_wait.parity of `lane`: has the phase it names completed? Faults on a barrier never
 // initialized or a parity other than 0 and 1.
@@ -232,8 +295,11 @@ bool mbarrier_phase_done(Ctx& c, const DInstr& in, std::uint32_t lane);
 // The mbarrier a waiting lane waits on, in words, for a deadlock's message.
 std::string describe_mbarrier_wait(Ctx& c, const DInstr& in, std::uint32_t lane);
 
-// Runs CTA `cta` to completion on `c`.
-void run_cta(Ctx& c, Dim3 cta);
+// An `.aligned` instruction: every live thread of the warp must execute it together.
+void check_aligned(Ctx& c, const DInstr& in, std::uint32_t exec);
+
+// Runs the CTAs of `cluster` (cluster.ctas[r] is CTA ctas[r]) to completion, together.
+void run_cluster(Cluster& cluster, const std::vector<Dim3>& ctas);
 void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch);
 
 template <class F>
@@ -256,5 +322,6 @@ Handler select_convert(const Instr& in);   // ops_convert.cpp: cvt, cvt pack
 Handler select_memory(const Instr& in);    // ops_memory.cpp
 Handler select_misc(const Instr& in);      // ops_misc.cpp: mov, setp, selp, shfl, cvta
 Handler select_mbarrier(const Instr& in);  // ops_mbarrier.cpp: mbarriers and bulk copies
+Handler select_cluster(const Instr& in);   // ops_cluster.cpp: DSMEM, barrier.cluster, st.async
 
 }  // namespace ptxdsl::detail

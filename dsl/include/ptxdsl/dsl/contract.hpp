@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ptxdsl/dsl/dim3.hpp"
 #include "ptxdsl/dsl/types.hpp"
 
 namespace ptxdsl {
@@ -30,6 +31,12 @@ struct KernelContract {
   // Has griddepcontrol.wait: it may be launched before the grid ahead of it in its stream has
   // finished (programmatic dependent launch), and waits for that grid's results itself.
   bool waits_for_prior_grid = false;
+  // Thread-block clusters (sm_90): the CTAs of one cluster, as `.reqnctapercluster` fixes them
+  // ({0, 0, 0}: not fixed), and `.explicitcluster`, the kernel must be launched with cluster
+  // dimensions. The grid must be a whole number of clusters in each dimension.
+  Dim3 cluster{0, 0, 0};
+  bool explicit_cluster = false;
+  bool has_cluster() const { return cluster.count() != 0 || explicit_cluster; }
 };
 
 }  // namespace ptxdsl

@@ -86,6 +86,9 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   std::uint32_t dynamic_shared_bytes = 0;
+  // CTAs per thread-block cluster; {0, 0, 0}: the kernel's .reqnctapercluster, or no clusters
+  // (each CTA its own cluster of one).
+  Dim3 cluster{0, 0, 0};
 };
 
 // Which thread to trace: its CTA and its thread index within the CTA.

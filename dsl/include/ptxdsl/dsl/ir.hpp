@@ -54,8 +54,18 @@ enum class Op : std::uint8_t {
   MbarrierWait,       // mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity
   FenceMbarrierInit,  // fence.mbarrier_init.release.cluster
   FenceGpu,           // fence.acq_rel.gpu
-  CpAsyncBulk,    // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [d], [s], n,
-                  // [bar]
+  CpAsyncBulk,  // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [d], [s], n,
+                // [bar]
+  // Thread-block clusters (sm_90): distributed shared memory and the cluster barrier.
+  Mapa,                // mapa.shared::cluster.u32 d, a, rank
+  BarClusterArrive,    // barrier.cluster.arrive{.release, .relaxed}{.aligned}
+  BarClusterWait,      // barrier.cluster.wait{.acquire}{.aligned}
+  FenceCluster,        // fence.acq_rel.cluster
+  FenceProxyAsync,     // fence.proxy.async.shared::cta
+  MbarrierExpectTx,    // mbarrier.expect_tx.relaxed.cluster.shared::cta.b64 [bar], tx
+  MbarrierCompleteTx,  // mbarrier.complete_tx.relaxed.cluster.{shared::cta, shared::cluster}.b64
+  StAsync,             // st.async.shared::cluster.mbarrier::complete_tx::bytes.T [a], v, [bar]
+  RedAsync,       // red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.T
   GridDepLaunch,  // griddepcontrol.launch_dependents
   GridDepWait,    // griddepcontrol.wait
   Shfl,
@@ -116,7 +126,14 @@ enum class Cmp : std::uint8_t {
   Nan
 };
 enum class MulMode : std::uint8_t { None, Lo, Hi, Wide };
-enum class Space : std::uint8_t { None, Global, Shared, Param };
+// SharedCluster: `.shared::cluster`, the shared memory of any CTA of the cluster (mapa's result).
+enum class Space : std::uint8_t { None, Global, Shared, Param, SharedCluster };
+// The memory-ordering qualifier of barrier.cluster and mbarrier operations; None prints nothing
+// (the instruction's default: arrive releases, wait acquires).
+enum class MemSem : std::uint8_t { None, Relaxed, Release, Acquire };
+// The scope of an mbarrier wait: its CTA (the default) or the whole cluster, whose st.async and
+// remote arrivals it then acquires.
+enum class Scope : std::uint8_t { Cta, Cluster };
 enum class CacheOp : std::uint8_t { None, Ca, Cg, Cs, Lu, Cv, Wb, Wt };
 enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFirst };
 // L2 eviction priorities of a cache policy (createpolicy).
@@ -143,7 +160,31 @@ enum class Special : std::uint8_t {
   WarpId,
   NwarpId,
   SmId,
+  // Clusters (sm_90): the CTA's rank in its cluster and the cluster's size, the cluster's index in
+  // the grid and the grid's size in clusters, the CTA's index in its cluster and the cluster's
+  // shape.
+  ClusterCtarank,
+  ClusterNctarank,
+  ClusteridX,
+  ClusteridY,
+  ClusteridZ,
+  NclusteridX,
+  NclusteridY,
+  NclusteridZ,
+  ClusterCtaidX,
+  ClusterCtaidY,
+  ClusterCtaidZ,
+  ClusterNctaidX,
+  ClusterNctaidY,
+  ClusterNctaidZ,
 };
+
+constexpr bool is_cluster_special(Special s) {
+  return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank);
+}
+
+// The CTAs a cluster may hold: 8 is the portable maximum every sm_90 launch accepts.
+inline constexpr std::uint32_t kMaxClusterCtas = 8;
 
 // Precision choice for rcp/sqrt/div: exact IEEE forms take a rounding mode; approximate ones do
 // not.
@@ -190,8 +231,11 @@ struct Instr {
   int vec = 1;                                 // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
-  bool uniform = false;      // bra.uni
-  std::vector<Operand> ops;  // destinations first, then sources, as PTX writes them
+  bool uniform = false;       // bra.uni
+  MemSem sem = MemSem::None;  // barrier.cluster, mbarrier waits
+  Scope scope = Scope::Cta;   // mbarrier waits
+  bool aligned = false;       // barrier.cluster .aligned
+  std::vector<Operand> ops;   // destinations first, then sources, as PTX writes them
   // Guard predicate: `@%p1` / `@!%p1`.
   bool guarded = false;
   bool guard_negated = false;

@@ -87,6 +87,10 @@ class Kernel {
   Reg<U32> nctaid_x() { return special(Special::NctaidX); }
   Reg<U32> laneid() { return special(Special::LaneId); }
   Reg<U32> warpid() { return special(Special::WarpId); }
+  // `%cluster_ctarank` (this CTA's rank in its cluster, 0 to nctarank - 1) and
+  // `%cluster_nctarank` (the CTAs of the cluster); the other cluster registers through special().
+  Reg<U32> cluster_ctarank() { return special(Special::ClusterCtarank); }
+  Reg<U32> cluster_nctarank() { return special(Special::ClusterNctarank); }
 
   // ---- moves ----
   template <TypeTag T>
@@ -456,10 +460,63 @@ class Kernel {
   void fence_mbarrier_init();
   void mbarrier_arrive(SharedPtr<B64> bar);
   void mbarrier_arrive_expect_tx(SharedPtr<B64> bar, Src<U32> bytes);
-  void mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity);
+  //   With Scope::Cluster the wait is `.acquire.cluster` (PTX 8.0): what peers' st.async and
+  //   remote arrivals released on this barrier is then visible.
+  void mbarrier_wait(SharedPtr<B64> bar, Src<U32> parity, Scope scope = Scope::Cta);
+  //   `mbarrier_expect_tx`: announces `bytes` more transaction bytes for the current phase with
+  //     no arrival (`mbarrier.expect_tx.relaxed.cluster.shared::cta.b64`, sm_90, PTX 8.0).
+  //   `mbarrier_complete_tx`: `bytes` of the current phase's transaction count have landed, on a
+  //     barrier of this CTA or, through a cluster address, of a peer's (PTX 8.0).
+  //   `mbarrier_arrive` on a cluster address: one arrival on a peer's barrier
+  //     (`mbarrier.arrive.release.cluster.shared::cluster.b64 _, [bar]`, PTX 8.0).
+  void mbarrier_expect_tx(SharedPtr<B64> bar, Src<U32> bytes);
+  void mbarrier_complete_tx(SharedPtr<B64> bar, Src<U32> bytes);
+  void mbarrier_complete_tx(ClusterPtr<B64> bar, Src<U32> bytes);
+  void mbarrier_arrive(ClusterPtr<B64> bar);
   template <MemTag T>
   void cp_async_bulk(SharedPtr<T> dst, GlobalPtr<T> src, Src<U32> bytes, SharedPtr<B64> bar) {
     cp_async_bulk_op(address(dst), address(src), use(bytes), address(bar));
+  }
+
+  // ---- thread-block clusters (sm_90, PTX 7.8 unless said) ----
+  // The CTAs of a cluster run together on one GPC and can read and write each other's shared
+  // memory (distributed shared memory, DSMEM) through `.shared::cluster` addresses.
+  //   `mapa`: the address of the same byte of `p`'s array in the CTA of rank `rank` (its own
+  //     rank included) (`mapa.shared::cluster.u32`). `p`'s constant offset rides along.
+  //   ld/st/ld_v/st_v take a ClusterPtr like any other address (`ld.shared::cluster.f32`).
+  //   `barrier_cluster_arrive` / `barrier_cluster_wait`: the cluster barrier. Every thread that
+  //     has not exited arrives once, then waits; the wait returns when every non-exited thread of
+  //     the cluster has arrived. Arrive releases and wait acquires by default; MemSem::Relaxed
+  //     arrives without ordering, explicit Release / Acquire print the qualifier (PTX 8.0).
+  //     `aligned`: every thread of the warp executes it together (`.aligned`).
+  //   `cluster_sync`: arrive then wait, aligned: what a peer wrote before it is visible after.
+  //   `fence_cluster`: `fence.acq_rel.cluster`. `fence_proxy_async`:
+  //   `fence.proxy.async.shared::cta`,
+  //     orders this thread's generic-proxy shared accesses with later async-proxy ones (PTX 8.0).
+  //   `st_async`: stores 4 or 8 bytes into a peer's shared memory and completes that many
+  //     transaction bytes on `bar`, an mbarrier of the same CTA as `addr` (PTX 8.1).
+  //   `red_async_add`: the same for an atomic add of a u32 or s32 (PTX 8.1).
+  template <MemTag T>
+  ClusterPtr<T> mapa(SharedPtr<T> p, Src<U32> rank) {
+    Reg<U32> d = reg<U32>();
+    mapa_op(use(d), use(p.base), use(rank));
+    return {d, p.offset};
+  }
+  void barrier_cluster_arrive(MemSem sem = MemSem::None, bool aligned = true);
+  void barrier_cluster_wait(MemSem sem = MemSem::None, bool aligned = true);
+  void cluster_sync();
+  void fence_cluster();
+  void fence_proxy_async();
+  template <MemTag T>
+  requires(T::kBytes == 4 || T::kBytes == 8) void st_async(ClusterPtr<T> addr, SrcOf<T> v,
+                                                           ClusterPtr<B64> bar) {
+    async_remote_op(Op::StAsync, storage_type(T::kType), address(addr), use(v), address(bar));
+  }
+  template <TypeTag T>
+  requires(T::kType == ScalarType::U32 ||
+           T::kType == ScalarType::S32) void red_async_add(ClusterPtr<T> addr, SrcOf<T> v,
+                                                           ClusterPtr<B64> bar) {
+    async_remote_op(Op::RedAsync, T::kType, address(addr), use(v), address(bar));
   }
 
   // ---- prefetches ----
@@ -487,9 +544,10 @@ class Kernel {
   template <Space S, MemTag T, TypeTag I>
   requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32) Ptr<S, T> index(Ptr<S, T> p,
                                                                                        Reg<I> i) {
+    constexpr bool k32 = S == Space::Shared || S == Space::SharedCluster;
     typename Ptr<S, T>::Base base = reg<typename Ptr<S, T>::Base::Type>();
-    Instr in = make(Op::Mad, S == Space::Shared ? ScalarType::U32 : I::kType);
-    in.mul = S == Space::Shared ? MulMode::Lo : MulMode::Wide;
+    Instr in = make(Op::Mad, k32 ? ScalarType::U32 : I::kType);
+    in.mul = k32 ? MulMode::Lo : MulMode::Wide;
     in.ops = {def(base), use(i), use(Src<U32>(T::kBytes)), use(p.base)};
     commit(std::move(in));
     return {base, p.offset};
@@ -605,6 +663,11 @@ class Kernel {
   // registers says how many it may.
   void max_registers(std::uint32_t n);
   std::uint32_t max_registers() const { return max_registers_; }  // 0: unset
+  // .reqnctapercluster x, y, z: the kernel runs in clusters of this shape (at most
+  // kMaxClusterCtas CTAs), recorded in the contract (sm_90).
+  void require_cluster(Dim3 dims);
+  // .explicitcluster: the kernel must be launched as clusters (sm_90).
+  void explicit_cluster();
   // Everything is checked; afterwards the kernel accepts no more instructions.
   void finalize();
   bool finalized() const { return finalized_; }
@@ -721,6 +784,10 @@ class Kernel {
                  int width);
   void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
+  void mapa_op(Operand d, Operand a, Operand rank);
+  void async_remote_op(Op op, ScalarType t, Operand addr, Operand v, Operand bar);
+  void mbarrier_tx_op(Op op, Space s, Operand bar, Operand bytes);
+  void cluster_attribute(const char* directive);
   Instr mbarrier_op(Op op, SharedPtr<B64> bar);
   void check_mbarrier_address(const Instr& in, const Operand& bar) const;
   void cp_async_op(Operand dst, Operand src, std::uint32_t bytes, std::optional<Operand> src_bytes,
@@ -751,6 +818,8 @@ class Kernel {
   std::uint32_t block_threads_ = 0;
   bool block_required_ = false;
   std::uint32_t max_registers_ = 0;
+  Dim3 cluster_{0, 0, 0};
+  bool explicit_cluster_ = false;
   bool finalized_ = false;
   bool guarded_ = false;
   bool guard_negated_ = false;

@@ -10,12 +10,12 @@
 namespace ptxdsl {
 
 // An address in a state space: a base register plus a constant byte offset that folds into
-// `[%rd1+16]`. Global addresses are 64-bit; shared ones 32-bit. `p + 4` moves by 4 elements of T
-// at build time and emits nothing.
+// `[%rd1+16]`. Global addresses are 64-bit; shared ones (of the CTA or of the cluster) 32-bit. `p +
+// 4` moves by 4 elements of T at build time and emits nothing.
 template <Space S, MemTag T>
 struct Ptr {
   using Type = T;
-  using Base = Reg<std::conditional_t<S == Space::Shared, U32, U64>>;
+  using Base = Reg<std::conditional_t<S == Space::Shared || S == Space::SharedCluster, U32, U64>>;
   static constexpr Space kSpace = S;
 
   Base base{};
@@ -33,6 +33,9 @@ template <MemTag T>
 using GlobalPtr = Ptr<Space::Global, T>;
 template <MemTag T>
 using SharedPtr = Ptr<Space::Shared, T>;
+// Distributed shared memory: an address in some CTA of the cluster (`Kernel::mapa`), sm_90.
+template <MemTag T>
+using ClusterPtr = Ptr<Space::SharedCluster, T>;
 
 // Cache hints of ld/st, named as PTX names them.
 struct MemHints {

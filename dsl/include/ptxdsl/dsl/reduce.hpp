@@ -47,6 +47,32 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch);
 
+// Reduces over every thread of every CTA of a cluster of `cluster_ctas` CTAs (sm_90; 1 is the
+// block reduce alone): the CTA's result (group_reduce over the CTA, through `scratch`), written by
+// threads 0 to cluster_ctas - 1 into slot %cluster_ctarank of `slots` in every CTA of the cluster
+// (distributed shared memory), a cluster barrier, then every thread combines the slots of its own
+// CTA in rank order: every thread of the cluster gets the same bits. Every thread of the cluster
+// must reach it (bar.sync and barrier.cluster); `slots` (at least cluster_reduce_slot_floats
+// floats, at the same offset in every CTA: a static array) may be written again only after
+// another cluster barrier.
+std::uint32_t cluster_reduce_slot_floats(std::uint32_t cluster_ctas, std::uint32_t values);
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
+                                     std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots);
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
+                                     const Combine& combine, std::span<const float> identity,
+                                     std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots);
+inline Reg<F32> cluster_reduce_sum(Kernel& k, Reg<F32> v, std::uint32_t block_threads, Reg<U32> tid,
+                                   SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                   SharedPtr<F32> slots) {
+  const Reg<F32> values[] = {v};
+  return cluster_reduce(k, values, ReduceOp::Sum, block_threads, tid, scratch, cluster_ctas,
+                        slots)[0];
+}
+
 // The whole CTA as one group.
 inline Reg<F32> block_reduce_sum(Kernel& k, Reg<F32> v, std::uint32_t block_threads, Reg<U32> tid,
                                  SharedPtr<F32> scratch) {

@@ -1,0 +1,425 @@
+// Thread-block clusters on the CPU executor: the CTAs of a cluster run together, their shared
+// memory is addressable across them (mapa), the cluster barrier and transaction mbarriers behave
+// as PTX says, and memcheck names the DSMEM bugs: a peer's bytes read before the barrier that
+// orders them, races across CTAs, ranks and offsets out of range, a peer that has exited, async
+// bytes read before their mbarrier phase. Each bug kernel also runs fixed, and then passes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../dsl/support.hpp"
+#include "support.hpp"
+
+using namespace ptxdsl;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr std::uint32_t kBlock = 64;
+
+// Launches `build`'s kernel (one u32 output array `out` of `out_words`) over `clusters` clusters
+// of `ctas` CTAs; returns the error text, or "(no error)" with the output in `out`.
+std::string run(const std::function<void(Kernel&, GlobalPtr<U32>)>& build, std::uint32_t ctas,
+                std::vector<std::uint32_t>* out = nullptr, std::uint32_t clusters = 1,
+                std::uint32_t out_words = 1024) {
+  Module m(Arch::Sm90, {8, 1});
+  Kernel& k = m.kernel("cl");
+  k.require_threads(kBlock);
+  k.require_cluster({ctas, 1, 1});
+  build(k, k.param_ptr<U32>("out"));
+  k.finalize();
+  CpuDevice dev;
+  std::vector<std::uint32_t> host(out_words, 0xFFFFFFFFu);
+  try {
+    dev.launch(k, {clusters * ctas, kBlock}, {dev.map<std::uint32_t>(host, "out")});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  if (out) *out = host;
+  return "(no error)";
+}
+
+// Thread 0 of each CTA writes (rank + 1) * 10 into its own `slot`; then, after `between`, thread
+// 0 of each CTA reads the slot of CTA `peer(rank)` and stores it at out[rank].
+void exchange(Kernel& k, GlobalPtr<U32> out, const std::function<Reg<U32>(Reg<U32>)>& peer,
+              const std::function<void()>& between) {
+  const SharedPtr<U32> slot = k.shared_array<U32>("slot", 1);
+  const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+  const Pred first = tid == 0u;
+  k.if_(first, [&] { k.st(slot, k.mul(k.add(rank, 1u), 10u)); });
+  between();
+  k.if_(first, [&] { k.st(k.index(out, rank), k.ld(k.mapa(slot, peer(rank)))); });
+}
+
+}  // namespace
+
+TEST_CASE("cluster special registers follow the launch's cluster shape", "[executor][cluster]") {
+  Module m(Arch::Sm90);
+  Kernel& k = m.kernel("ids");
+  const GlobalPtr<U32> out = k.param_ptr<U32>("out");
+  const Special regs[] = {Special::ClusterCtarank, Special::ClusterNctarank,
+                          Special::ClusteridX,     Special::ClusteridY,
+                          Special::NclusteridX,    Special::NclusteridY,
+                          Special::ClusterCtaidX,  Special::ClusterCtaidY,
+                          Special::ClusterNctaidX, Special::ClusterNctaidY};
+  constexpr std::uint32_t kRegs = 10;
+  const Reg<U32> cta = k.mad(k.special(Special::CtaidY), k.special(Special::NctaidX), k.ctaid_x());
+  const GlobalPtr<U32> row = k.index(out, k.mul(cta, kRegs));
+  k.if_(k.tid_x() == 0u, [&] {
+    for (std::uint32_t i = 0; i < kRegs; ++i) k.st(row + i, k.special(regs[i]));
+  });
+  k.finalize();
+  const Dim3 grid{4, 6, 1}, cluster{2, 3, 1};
+  std::vector<std::uint32_t> host(grid.count() * kRegs, 0xFFFFFFFFu);
+  CpuDevice dev;
+  dev.launch(k, {.grid = grid, .block = 32, .cluster = cluster}, {dev.map<std::uint32_t>(host)});
+  for (std::uint32_t y = 0; y < grid.y; ++y) {
+    for (std::uint32_t x = 0; x < grid.x; ++x) {
+      const std::uint32_t* r = host.data() + (y * grid.x + x) * kRegs;
+      INFO("CTA (" << x << ", " << y << ")");
+      CHECK(r[0] == x % 2 + (y % 3) * 2);
+      CHECK(r[1] == 6u);
+      CHECK(r[2] == x / 2);
+      CHECK(r[3] == y / 3);
+      CHECK(r[4] == 2u);
+      CHECK(r[5] == 2u);
+      CHECK(r[6] == x % 2);
+      CHECK(r[7] == y % 3);
+      CHECK(r[8] == 2u);
+      CHECK(r[9] == 3u);
+    }
+  }
+}
+
+TEST_CASE("a launch's cluster shape is checked against the grid and the kernel",
+          "[executor][cluster]") {
+  Module m(Arch::Sm90);
+  Kernel& fixed = m.kernel("fixed");
+  fixed.require_cluster({2, 1, 1});
+  Kernel& explicit_only = m.kernel("explicit_only");
+  explicit_only.explicit_cluster();
+  m.emit();
+  CpuDevice dev;
+  CHECK_THAT(test::error_of([&] {
+               dev.launch(fixed, {3, 32}, {});
+             }),
+             Contains("grid (3, 1, 1) must be a whole number of clusters (2, 1, 1)"));
+  CHECK_THAT(test::error_of([&] { dev.launch(fixed, {.grid = 4, .block = 32, .cluster = 4}, {}); }),
+             Contains("cluster must be (2, 1, 1) as the kernel's .reqnctapercluster says"));
+  CHECK_THAT(test::error_of([&] {
+               dev.launch(explicit_only, {4, 32}, {});
+             }),
+             Contains("needs cluster dimensions (LaunchConfig::cluster)"));
+  CHECK_THAT(test::error_of(
+                 [&] { dev.launch(explicit_only, {.grid = 16, .block = 32, .cluster = 16}, {}); }),
+             Contains("cluster must have 1 to 8 CTAs"));
+  CHECK(dev.launch(fixed, {4, 32}, {}).ctas == 4u);
+  CHECK(dev.launch(explicit_only, {.grid = 8, .block = 32, .cluster = 4}, {}).ctas == 8u);
+}
+
+// The kernel the norms will split rows with: each CTA of a cluster sums its slice of a row, and
+// cluster_reduce gives every thread of every CTA the row's total.
+TEST_CASE("cluster reduce: every thread of every CTA gets its row's sum, at odd sizes",
+          "[executor][cluster][reduce]") {
+  constexpr std::uint32_t kRows = 3, kThreads = 96;
+  for (const std::uint32_t ctas : {1u, 2u, 4u, 8u}) {
+    for (const std::uint32_t width : {1u, 7u, 1000u, 4097u}) {
+      Module m(Arch::Sm90);
+      Kernel& k = m.kernel("row_sum");
+      k.require_threads(kThreads);
+      k.require_cluster({ctas, 1, 1});
+      const GlobalPtr<F32> x = k.param_ptr<F32>("x"), y = k.param_ptr<F32>("y");
+      const SharedPtr<F32> scratch =
+          k.shared_array<F32>("scratch", group_reduce_scratch_floats(kThreads, 1));
+      const SharedPtr<F32> slots =
+          k.shared_array<F32>("slots", cluster_reduce_slot_floats(ctas, 1));
+      const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+      const Reg<U32> row_index = k.special(Special::ClusteridX);
+      const GlobalPtr<F32> row = k.row(x, row_index, width);
+      const std::uint32_t slice = (width + ctas - 1) / ctas;
+      const Reg<U32> begin = k.mul(rank, slice);
+      const Reg<U32> end = k.min(k.add(begin, slice), width);
+      const Reg<F32> sum = k.mov<F32>(0.0f);
+      k.for_range(k.add(begin, tid), end, kThreads,
+                  [&](Reg<U32> i) { k.add(sum, sum, k.ld(k.index(row, i))); });
+      const Reg<F32> total = cluster_reduce_sum(k, sum, kThreads, tid, scratch, ctas, slots);
+      const Reg<U32> thread = k.mad(k.mad(row_index, ctas, rank), kThreads, tid);
+      k.st(k.index(y, thread), total);
+      m.emit();
+
+      std::vector<float> xs(kRows * width), ys(kRows * ctas * kThreads, -1.0f);
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        xs[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f - 0.25f;
+      }
+      CpuDevice dev;
+      dev.launch(k, {kRows * ctas, kThreads}, {dev.upload<float>(xs, "x"), dev.map<float>(ys)});
+      for (std::uint32_t r = 0; r < kRows; ++r) {
+        double ref = 0, scale = 0;
+        for (std::uint32_t i = 0; i < width; ++i) {
+          ref += xs[r * width + i];
+          scale += std::fabs(xs[r * width + i]);
+        }
+        INFO("cluster of " << ctas << ", width " << width << ", row " << r);
+        const float first = ys[r * ctas * kThreads];
+        CHECK(std::fabs(first - ref) <= 1e-6 * scale + 1e-30);
+        // Every thread of every CTA of the cluster holds the same bits.
+        for (std::uint32_t t = 0; t < ctas * kThreads; ++t) {
+          if (ys[r * ctas * kThreads + t] != first) FAIL("thread " << t << " differs");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("st.async and red.async land in peers on their mbarrier phase",
+          "[executor][cluster][mbarrier]") {
+  constexpr std::uint32_t kCtas = 4;
+  std::vector<std::uint32_t> out;
+  const std::string error = run(
+      [](Kernel& k, GlobalPtr<U32> out) {
+        const SharedPtr<U32> slots = k.shared_array<U32>("slots", kCtas);
+        const SharedPtr<U32> counter = k.shared_array<U32>("counter", 1);
+        const SharedPtr<B64> bar = k.shared_array<B64>("bar", 1, 8);
+        const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+        k.if_(tid == 0u, [&] {
+          k.mbarrier_init(bar, 1u);
+          k.st(counter, 0u);
+          k.fence_mbarrier_init();
+        });
+        k.cluster_sync();  // every barrier is initialized before a peer completes bytes on it
+        // Every CTA's own mbarrier expects a u32 from each CTA, and rank 0's a u32 add from each.
+        k.if_(tid == 0u, [&] {
+          k.mbarrier_arrive_expect_tx(bar, k.selp<U32>(8 * kCtas, 4 * kCtas, rank == 0u));
+        });
+        k.if_(tid < kCtas, [&] {
+          const ClusterPtr<U32> there = k.mapa(k.index(slots, rank), tid);
+          k.st_async(there, k.add(k.mul(rank, 100u), tid), k.mapa(bar, tid));
+        });
+        k.if_(tid == 0u,
+              [&] { k.red_async_add(k.mapa(counter, 0u), k.add(rank, 1u), k.mapa(bar, 0u)); });
+        k.mbarrier_wait(bar, 0u, Scope::Cluster);
+        k.if_(tid < kCtas,
+              [&] { k.st(k.index(out, k.mad(rank, kCtas + 1, tid)), k.ld(k.index(slots, tid))); });
+        k.if_(k.and_(tid == 0u, rank == 0u), [&] { k.st(out + kCtas, k.ld(counter)); });
+      },
+      kCtas, &out);
+  REQUIRE(error == "(no error)");
+  for (std::uint32_t r = 0; r < kCtas; ++r) {
+    for (std::uint32_t p = 0; p < kCtas; ++p) {
+      INFO("CTA " << r << ", slot " << p);
+      CHECK(out[r * (kCtas + 1) + p] == p * 100 + r);
+    }
+  }
+  CHECK(out[kCtas] == kCtas * (kCtas + 1) / 2);
+}
+
+TEST_CASE("transaction bytes: a phase waits for every announced byte", "[executor][cluster]") {
+  // Each CTA announces one byte more than its peer sends: the phase never completes.
+  const std::string error = run(
+      [](Kernel& k, GlobalPtr<U32>) {
+        const SharedPtr<U32> slot = k.shared_array<U32>("slot", 1);
+        const SharedPtr<B64> bar = k.shared_array<B64>("bar", 1, 8);
+        const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+        k.if_(tid == 0u, [&] { k.mbarrier_init(bar, 1u); });
+        k.cluster_sync();
+        k.if_(tid == 0u, [&] {
+          k.mbarrier_expect_tx(bar, 8u);
+          k.mbarrier_arrive(bar);
+          const Reg<U32> peer = k.xor_(rank, 1u);
+          k.st_async(k.mapa(slot, peer), rank, k.mapa(bar, peer));
+        });
+        k.mbarrier_wait(bar, 0u);
+      },
+      2);
+  CHECK_THAT(error, Contains("waits for phase parity 0 of the mbarrier") &&
+                        Contains("0 of its 1 arrivals and 4 transaction bytes") &&
+                        Contains("the cluster deadlocks"));
+}
+
+TEST_CASE("memcheck: a peer's shared memory read before the cluster barrier that orders it",
+          "[executor][cluster][memcheck]") {
+  const auto next = [](Kernel& k) {
+    return [&k](Reg<U32> rank) { return k.rem(k.add(rank, 1u), k.cluster_nctarank()); };
+  };
+  // Rank 1 reads rank 0's slot, which CTA 0 (run first) already wrote: an unordered write.
+  const std::string late = run(
+      [&](Kernel& k, GlobalPtr<U32> out) {
+        const SharedPtr<U32> slot = k.shared_array<U32>("slot", 1);
+        const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+        k.if_(k.and_(tid == 0u, rank == 0u), [&] { k.st(slot, 10u); });
+        k.if_(k.and_(tid == 0u, rank == 1u), [&] { k.st(out, k.ld(k.mapa(slot, 0u))); });
+        k.cluster_sync();
+      },
+      2);
+  CHECK_THAT(late, Contains("CTA (1, 0, 0)") && Contains("shared memory race") &&
+                       Contains("of CTA rank 0 (CTA (0, 0, 0))") &&
+                       Contains("this read follows a write by thread (0, 0, 0) of warp 0 of CTA "
+                                "rank 0") &&
+                       Contains("with no barrier.cluster in between"));
+  // Rank 0 reads rank 1's slot before CTA 1 has run at all.
+  const std::string early =
+      run([&](Kernel& k, GlobalPtr<U32> out) { exchange(k, out, next(k), [] {}); }, 4);
+  CHECK_THAT(early, Contains("CTA (0, 0, 0)") && Contains("ld.shared::cluster.u32") &&
+                        Contains("of CTA rank 1 (CTA (1, 0, 0)) that no thread wrote yet") &&
+                        Contains("a barrier.cluster is missing"));
+  // Fixed: a cluster barrier between the writes and the reads, and one before any CTA exits.
+  std::vector<std::uint32_t> out;
+  REQUIRE(run(
+              [&](Kernel& k, GlobalPtr<U32> o) {
+                exchange(k, o, next(k), [&] { k.cluster_sync(); });
+                k.cluster_sync();
+              },
+              4, &out) == "(no error)");
+  for (std::uint32_t r = 0; r < 4; ++r) CHECK(out[r] == ((r + 1) % 4 + 1) * 10);
+}
+
+TEST_CASE("memcheck: CTAs of a cluster writing the same peer bytes race",
+          "[executor][cluster][memcheck]") {
+  // Every CTA reports into rank 0's table, but at index 0 instead of at its rank.
+  const auto report = [](bool fixed) {
+    return [fixed](Kernel& k, GlobalPtr<U32> out) {
+      const SharedPtr<U32> table = k.shared_array<U32>("table", 8);
+      const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+      k.if_(tid == 0u, [&] {
+        const SharedPtr<U32> mine = fixed ? k.index(table, rank) : table;
+        k.st(k.mapa(mine, 0u), k.add(rank, 7u));
+      });
+      k.cluster_sync();
+      k.if_(k.and_(tid < k.cluster_nctarank(), rank == 0u),
+            [&] { k.st(k.index(out, tid), k.ld(k.index(table, tid))); });
+    };
+  };
+  CHECK_THAT(
+      run(report(false), 2),
+      Contains("CTA (1, 0, 0)") && Contains("st.shared::cluster.u32") &&
+          Contains("shared memory race at 0x0 ('cl_table' + 0) of CTA rank 0") &&
+          Contains("this write follows a write by thread (0, 0, 0) of warp 0 of CTA rank 0") &&
+          Contains("no barrier.cluster in between"));
+  std::vector<std::uint32_t> out;
+  REQUIRE(run(report(true), 2, &out) == "(no error)");
+  CHECK(out[0] == 7u);
+  CHECK(out[1] == 8u);
+}
+
+TEST_CASE("memcheck: mapa to a rank outside the cluster, offsets outside the peer's arrays",
+          "[executor][cluster][memcheck]") {
+  const auto neighbour = [](bool wrap) {
+    return [wrap](Kernel& k, GlobalPtr<U32> out) {
+      exchange(
+          k, out,
+          [&](Reg<U32> r) {
+            const Reg<U32> n = k.add(r, 1u);
+            return wrap ? k.rem(n, k.cluster_nctarank()) : n;
+          },
+          [&] { k.cluster_sync(); });
+      k.cluster_sync();
+    };
+  };
+  CHECK_THAT(run(neighbour(false), 2),
+             Contains("CTA (1, 0, 0)") && Contains("mapa.shared::cluster.u32") &&
+                 Contains("maps to CTA rank 2, outside the cluster of 2 CTAs"));
+  REQUIRE(run(neighbour(true), 2) == "(no error)");
+
+  // One element past the peer's array.
+  const std::string past = run(
+      [](Kernel& k, GlobalPtr<U32>) {
+        const SharedPtr<U32> a = k.shared_array<U32>("a", 4);
+        k.if_(k.tid_x() < 4u, [&] { k.st(k.index(a, k.tid_x()), 1u); });
+        k.cluster_sync();
+        k.if_(k.tid_x() == 0u, [&] { k.ld(k.mapa(a + 4, 1u)); });
+        k.cluster_sync();
+      },
+      2);
+  CHECK_THAT(past, Contains("ld.shared::cluster.u32") &&
+                       Contains("out-of-bounds shared::cluster read of 4 bytes at offset 0x10 of "
+                                "CTA rank 1 (CTA (1, 0, 0))") &&
+                       Contains("'cl_a' [0x0, 0x10)"));
+}
+
+TEST_CASE("memcheck: a peer's shared memory after the peer has exited",
+          "[executor][cluster][memcheck]") {
+  // Rank 1 reads rank 0's slot after the barrier, but rank 0 exits without waiting for it.
+  const auto late_read = [](bool fixed) {
+    return [fixed](Kernel& k, GlobalPtr<U32> out) {
+      exchange(
+          k, out, [&](Reg<U32> r) { return k.xor_(r, 1u); }, [&] { k.cluster_sync(); });
+      if (fixed) k.cluster_sync();
+    };
+  };
+  CHECK_THAT(run(late_read(false), 2),
+             Contains("CTA (1, 0, 0)") &&
+                 Contains("accesses the shared memory of CTA rank 0 (CTA (0, 0, 0)), whose "
+                          "threads have all exited"));
+  std::vector<std::uint32_t> out;
+  REQUIRE(run(late_read(true), 2, &out) == "(no error)");
+  CHECK(out[0] == 20u);
+  CHECK(out[1] == 10u);
+}
+
+TEST_CASE("memcheck: st.async bytes read before their mbarrier phase",
+          "[executor][cluster][memcheck]") {
+  const auto consume = [](bool wait) {
+    return [wait](Kernel& k, GlobalPtr<U32> out) {
+      const SharedPtr<U32> slot = k.shared_array<U32>("slot", 1);
+      const SharedPtr<B64> bar = k.shared_array<B64>("bar", 1, 8);
+      const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+      k.if_(tid == 0u, [&] {
+        k.mbarrier_init(bar, 1u);
+        k.fence_mbarrier_init();
+      });
+      k.cluster_sync();
+      k.if_(tid == 0u, [&] {
+        k.mbarrier_arrive_expect_tx(bar, 4u);
+        const Reg<U32> peer = k.xor_(rank, 1u);
+        k.st_async(k.mapa(slot, peer), k.add(rank, 5u), k.mapa(bar, peer));
+      });
+      if (wait) k.mbarrier_wait(bar, 0u, Scope::Cluster);
+      // Unfixed, only rank 1 reads: CTA 0 runs first, so its read would find bytes no peer wrote
+      // yet, where rank 1's finds the peer's st.async in flight.
+      const Pred reader = wait ? tid == 0u : k.and_(tid == 0u, rank == 1u);
+      k.if_(reader, [&] { k.st(k.index(out, rank), k.ld(slot)); });
+      k.cluster_sync();
+    };
+  };
+  CHECK_THAT(run(consume(false), 2),
+             Contains("CTA (1, 0, 0)") && Contains("ld.shared.u32") &&
+                 Contains("reads shared memory at 0x0 ('cl_slot' + 0) that a st.async in flight "
+                          "writes: wait for its mbarrier phase first"));
+  std::vector<std::uint32_t> out;
+  REQUIRE(run(consume(true), 2, &out) == "(no error)");
+  CHECK(out[0] == 6u);
+  CHECK(out[1] == 5u);
+}
+
+TEST_CASE("memcheck: barrier.cluster misuse", "[executor][cluster][memcheck]") {
+  // .aligned in divergent code.
+  CHECK_THAT(run(
+                 [](Kernel& k, GlobalPtr<U32>) {
+                   k.if_(k.tid_x() < 16u, [&] { k.barrier_cluster_arrive(); });
+                   k.barrier_cluster_wait(MemSem::None, false);
+                 },
+                 2),
+             Contains("barrier.cluster.arrive.aligned") &&
+                 Contains("does not execute this .aligned instruction with the other threads"));
+  // The unaligned form is fine there; a wait without an arrive is not.
+  REQUIRE(run(
+              [](Kernel& k, GlobalPtr<U32>) {
+                k.if_(k.tid_x() < 16u, [&] { k.barrier_cluster_arrive(MemSem::None, false); });
+                k.if_(k.tid_x() >= 16u, [&] { k.barrier_cluster_arrive(MemSem::None, false); });
+                k.barrier_cluster_wait();
+              },
+              2) == "(no error)");
+  CHECK_THAT(run([](Kernel& k, GlobalPtr<U32>) { k.barrier_cluster_wait(); }, 2),
+             Contains("waits at barrier.cluster.wait without a barrier.cluster.arrive"));
+  CHECK_THAT(run(
+                 [](Kernel& k, GlobalPtr<U32>) {
+                   k.barrier_cluster_arrive();
+                   k.barrier_cluster_arrive();
+                 },
+                 2),
+             Contains("arrives at barrier.cluster again before its barrier.cluster.wait"));
+}
