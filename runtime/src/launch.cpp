@@ -76,24 +76,45 @@ void check_shape(const Function& f, Dim3 block, std::uint32_t shared_bytes) {
   }
 }
 
-}  // namespace
+std::string shape(Dim3 d) {
+  return fmt::format("({}, {}, {})", d.x, d.y, d.z);
+}
 
-void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
-                StreamRef stream, void** params) {
-  const detail::DriverApi& d = detail::driver();
-  detail::make_current(f.context());
-  if (shared_bytes + f.contract().static_shared_bytes > kDefaultSharedLimit) {
-    f.reserve_dynamic_shared(shared_bytes);
+// The cluster a launch runs in ({0, 0, 0}: none), after the checks the contract allows without
+// the driver.
+Dim3 check_cluster(const Function& f, Dim3 grid, Dim3 cluster) {
+  const KernelContract& c = f.contract();
+  const bool fixed = c.cluster.count() != 0;
+  if (cluster.count() == 0) {
+    if (c.explicit_cluster && !fixed) [[unlikely]] {
+      throw Error(
+          fmt::format("launch of '{}': the kernel is .explicitcluster: launch it with "
+                      "cluster dimensions (launch_clustered)",
+                      f.name()));
+    }
+    cluster = fixed ? c.cluster : detail::kNoCluster;
+  } else if (fixed && !(cluster == c.cluster)) [[unlikely]] {
+    throw Error(
+        fmt::format("launch of '{}': the cluster must be {} CTAs, as .reqnctapercluster "
+                    "fixes it, got {}",
+                    f.name(), shape(c.cluster), shape(cluster)));
   }
-  CUresult r;
-  const char* call = "cuLaunchKernel";
-  if (f.contract().waits_for_prior_grid) {
-    // The kernel waits for the grid before it (griddepcontrol.wait): let it launch while that
-    // grid finishes (programmatic dependent launch), hiding the gap between the two.
-    CUlaunchAttribute early{};
-    early.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    early.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig config{};
+  if (cluster.count() != 0 && (grid.x % cluster.x != 0 || grid.y % cluster.y != 0 ||
+                               grid.z % cluster.z != 0)) [[unlikely]] {
+    throw Error(
+        fmt::format("launch of '{}': the grid {} must be a whole number of clusters {} in "
+                    "each dimension",
+                    f.name(), shape(grid), shape(cluster)));
+  }
+  return cluster;
+}
+
+// cuLaunchKernelEx's configuration: the shape, and the attributes a launch needs (at most two).
+struct ExConfig {
+  CUlaunchConfig config{};
+  CUlaunchAttribute attrs[2]{};
+  ExConfig(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block, std::uint32_t shared_bytes,
+           StreamRef stream) {
     config.gridDimX = grid.x;
     config.gridDimY = grid.y;
     config.gridDimZ = grid.z;
@@ -102,26 +123,92 @@ void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_b
     config.blockDimZ = block.z;
     config.sharedMemBytes = shared_bytes;
     config.hStream = stream.handle();
-    config.attrs = &early;
-    config.numAttrs = 1;
+    config.attrs = attrs;
+    if (f.contract().waits_for_prior_grid) {
+      // The kernel waits for the grid before it (griddepcontrol.wait): let it launch while that
+      // grid finishes (programmatic dependent launch), hiding the gap between the two.
+      CUlaunchAttribute& early = attrs[config.numAttrs++];
+      early.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      early.value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster.count() != 0) {
+      CUlaunchAttribute& dims = attrs[config.numAttrs++];
+      dims.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      dims.value.clusterDim.x = cluster.x;
+      dims.value.clusterDim.y = cluster.y;
+      dims.value.clusterDim.z = cluster.z;
+    }
+  }
+};
+
+constexpr std::uint64_t kPortableClusterSize = 8;
+
+}  // namespace
+
+void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
+                StreamRef stream, void** params) {
+  launch_raw(f, grid, detail::kNoCluster, block, shared_bytes, stream, params);
+}
+
+void launch_raw(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block, std::uint32_t shared_bytes,
+                StreamRef stream, void** params) {
+  const detail::DriverApi& d = detail::driver();
+  detail::make_current(f.context());
+  if (shared_bytes + f.contract().static_shared_bytes > kDefaultSharedLimit) {
+    f.reserve_dynamic_shared(shared_bytes);
+  }
+  if (cluster.count() > kPortableClusterSize) f.allow_non_portable_clusters();
+  CUresult r;
+  const char* call = "cuLaunchKernel";
+  // A cluster the contract fixes (.reqnctapercluster) needs no attribute: the plain launch runs it.
+  const bool attribute_cluster = cluster.count() != 0 && !(cluster == f.contract().cluster);
+  if (f.contract().waits_for_prior_grid || attribute_cluster) {
+    ExConfig ex(f, grid, attribute_cluster ? cluster : detail::kNoCluster, block, shared_bytes,
+                stream);
     call = "cuLaunchKernelEx";
-    r = d.cuLaunchKernelEx(&config, f.handle(), params, nullptr);
+    r = d.cuLaunchKernelEx(&ex.config, f.handle(), params, nullptr);
   } else {
     r = d.cuLaunchKernel(f.handle(), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                          shared_bytes, stream.handle(), params, nullptr);
   }
   detail::check(r, call, [&] {
     return fmt::format(
-        "launching '{}' with grid ({}, {}, {}), block ({}, {}, {}), {} bytes of "
-        "dynamic shared memory",
-        f.name(), grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes);
+        "launching '{}' with grid {}{}, block {}, {} bytes of dynamic shared memory", f.name(),
+        shape(grid), cluster.count() != 0 ? fmt::format(" in clusters of {}", shape(cluster)) : "",
+        shape(block), shared_bytes);
   });
+}
+
+std::uint32_t max_active_clusters(const Function& f, Dim3 cluster, Dim3 block,
+                                  std::uint32_t shared_bytes) {
+  if (cluster.count() == 0) [[unlikely]] {
+    throw Error(
+        fmt::format("max_active_clusters of '{}': the cluster must hold at least one CTA, "
+                    "got {}",
+                    f.name(), shape(cluster)));
+  }
+  detail::make_current(f.context());
+  if (shared_bytes + f.contract().static_shared_bytes > kDefaultSharedLimit) {
+    f.reserve_dynamic_shared(shared_bytes);
+  }
+  if (cluster.count() > kPortableClusterSize) f.allow_non_portable_clusters();
+  // The grid only has to be a whole number of clusters; the occupancy does not depend on it.
+  ExConfig ex(f, cluster, cluster, block, shared_bytes, StreamRef{});
+  int count = 0;
+  PTXDSL_CU_CHECK(
+      [&] {
+        return fmt::format("asking how many clusters of {} CTAs of {} threads of '{}' fit",
+                           shape(cluster), shape(block), f.name());
+      },
+      cuOccupancyMaxActiveClusters, &count, f.handle(), &ex.config);
+  return static_cast<std::uint32_t>(count);
 }
 
 namespace detail {
 
-void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
-                    StreamRef stream, const ArgRef* args, std::size_t count) {
+void launch_checked(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block,
+                    std::uint32_t shared_bytes, StreamRef stream, const ArgRef* args,
+                    std::size_t count) {
   if (!f.has_contract()) [[unlikely]] {
     throw Error(fmt::format(
         "launch of '{}': the function has no contract to check arguments against; build it from "
@@ -134,6 +221,7 @@ void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shar
                             slots.size(), count));
   }
   check_shape(f, block, shared_bytes);
+  cluster = check_cluster(f, grid, cluster);
   void* params[kMaxParams];
   for (std::size_t i = 0; i < count; ++i) {
     if (!accepts(slots[i], args[i])) [[unlikely]] {
@@ -141,7 +229,7 @@ void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shar
     }
     params[i] = const_cast<void*>(args[i].value);
   }
-  launch_raw(f, grid, block, shared_bytes, stream, params);
+  launch_raw(f, grid, cluster, block, shared_bytes, stream, params);
 }
 
 }  // namespace detail

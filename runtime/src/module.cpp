@@ -144,7 +144,8 @@ Function::Function(std::shared_ptr<const LoadedModule> module, KernelContract co
     : module_(std::move(module)),
       contract_(std::move(contract)),
       has_contract_(true),
-      shared_opted_in_(std::make_shared<std::atomic<std::uint32_t>>(0)) {
+      shared_opted_in_(std::make_shared<std::atomic<std::uint32_t>>(0)),
+      non_portable_clusters_(std::make_shared<std::atomic<bool>>(false)) {
   if (!module_) throw Error("Function needs a module, got none");
   if (contract_.params.size() > kMaxParams) {
     throw Error(fmt::format("kernel '{}' has {} parameters; launch takes at most {}",
@@ -158,7 +159,8 @@ Function::Function(std::shared_ptr<const LoadedModule> module, KernelContract co
 
 Function::Function(std::shared_ptr<const LoadedModule> module, std::string_view entry)
     : module_(std::move(module)),
-      shared_opted_in_(std::make_shared<std::atomic<std::uint32_t>>(0)) {
+      shared_opted_in_(std::make_shared<std::atomic<std::uint32_t>>(0)),
+      non_portable_clusters_(std::make_shared<std::atomic<bool>>(false)) {
   if (!module_) throw Error("Function needs a module, got none");
   contract_.entry = std::string(entry);
   handle_ = find_entry(*module_, contract_.entry);
@@ -192,6 +194,18 @@ void Function::reserve_dynamic_shared(std::uint32_t bytes) const {
   std::uint32_t seen = shared_opted_in_->load();
   while (seen < bytes && !shared_opted_in_->compare_exchange_weak(seen, bytes)) {
   }
+}
+
+void Function::allow_non_portable_clusters() const {
+  if (!non_portable_clusters_ || non_portable_clusters_->load(std::memory_order_relaxed)) return;
+  detail::make_current(ctx_);
+  PTXDSL_CU_CHECK(
+      [&] {
+        return fmt::format("allowing kernel '{}' clusters of more than 8 CTAs (non-portable)",
+                           name());
+      },
+      cuFuncSetAttribute, handle_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  non_portable_clusters_->store(true);
 }
 
 ModuleCache& ModuleCache::global() {

@@ -41,9 +41,12 @@ requires(std::is_arithmetic_v<T> && !std::is_same_v<T, std::uint64_t> &&
 }
 
 // Checks `count` arguments against the function's contract, then launches. Allocates nothing and
-// formats nothing unless a check fails.
-void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
-                    StreamRef stream, const ArgRef* args, std::size_t count);
+// formats nothing unless a check fails. `cluster` {0, 0, 0}: the contract's own, if any.
+void launch_checked(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block,
+                    std::uint32_t shared_bytes, StreamRef stream, const ArgRef* args,
+                    std::size_t count);
+
+inline constexpr Dim3 kNoCluster{0, 0, 0};
 
 }  // namespace detail
 
@@ -52,14 +55,34 @@ void launch_checked(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shar
 // element's), floats of the parameter's size for f32/f64, integers of the parameter's size for
 // integer and bit types (std::uint16_t bits for f16/bf16). The block must match .reqntid; dynamic
 // shared memory above 48 KB is opted into on first use.
+// A kernel whose contract fixes its cluster (.reqnctapercluster) launches in clusters of that
+// shape; the grid must be a whole number of them.
 template <class... Args>
 void launch(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes, StreamRef stream,
             const Args&... args) {
   if constexpr (sizeof...(Args) == 0) {
-    detail::launch_checked(f, grid, block, shared_bytes, stream, nullptr, 0);
+    detail::launch_checked(f, grid, detail::kNoCluster, block, shared_bytes, stream, nullptr, 0);
   } else {
     const detail::ArgRef refs[] = {detail::arg_ref(args)...};
-    detail::launch_checked(f, grid, block, shared_bytes, stream, refs, sizeof...(Args));
+    detail::launch_checked(f, grid, detail::kNoCluster, block, shared_bytes, stream, refs,
+                           sizeof...(Args));
+  }
+}
+
+// `launch` in thread-block clusters of `cluster` CTAs (sm_90 and later), as cuLaunchKernelEx's
+// cluster attribute gives them. Refused before the driver sees it: a grid that is not a whole
+// number of clusters, and a shape other than the one the contract fixes (.reqnctapercluster). An
+// .explicitcluster kernel without a fixed shape launches only here (`launch` refuses it).
+// Clusters of more than 8 CTAs opt into the non-portable size on first use (16 on Hopper); the
+// driver refuses what the device cannot hold, and the error names the shape.
+template <class... Args>
+void launch_clustered(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block,
+                      std::uint32_t shared_bytes, StreamRef stream, const Args&... args) {
+  if constexpr (sizeof...(Args) == 0) {
+    detail::launch_checked(f, grid, cluster, block, shared_bytes, stream, nullptr, 0);
+  } else {
+    const detail::ArgRef refs[] = {detail::arg_ref(args)...};
+    detail::launch_checked(f, grid, cluster, block, shared_bytes, stream, refs, sizeof...(Args));
   }
 }
 
@@ -67,5 +90,14 @@ void launch(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes
 // driver's; the context is made current and large shared memory opted into as `launch` does.
 void launch_raw(const Function& f, Dim3 grid, Dim3 block, std::uint32_t shared_bytes,
                 StreamRef stream, void** params);
+// The same in clusters of `cluster` CTAs (cuLaunchKernelEx), {0, 0, 0} for none.
+void launch_raw(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block, std::uint32_t shared_bytes,
+                StreamRef stream, void** params);
+
+// How many clusters of `cluster` CTAs of `block` threads with `shared_bytes` of dynamic shared
+// memory the device holds at once (cuOccupancyMaxActiveClusters): what a persistent grid of
+// clusters is sized by. 0 when such a cluster does not fit.
+std::uint32_t max_active_clusters(const Function& f, Dim3 cluster, Dim3 block,
+                                  std::uint32_t shared_bytes);
 
 }  // namespace ptxdsl::runtime

@@ -79,6 +79,9 @@ class Function {
   // Opts the kernel into `bytes` of dynamic shared memory when that is above the default 48 KB
   // (cuFuncSetAttribute); a no-op when already done. Thread-safe.
   void reserve_dynamic_shared(std::uint32_t bytes) const;
+  // Allows clusters of more than 8 CTAs (the non-portable size) on first use; a no-op after.
+  // Thread-safe.
+  void allow_non_portable_clusters() const;
 
  private:
   std::shared_ptr<const LoadedModule> module_;
@@ -88,6 +91,7 @@ class Function {
   bool has_contract_ = false;
   std::vector<detail::ParamSlot> slots_;
   std::shared_ptr<std::atomic<std::uint32_t>> shared_opted_in_;  // bytes allowed; shared by copies
+  std::shared_ptr<std::atomic<bool>> non_portable_clusters_;     // shared by copies
 };
 
 // LoadedModules keyed by (PTX hash, device): a program pays the JIT once per PTX text and device.
