@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../dsl/support.hpp"
+#include "cluster_row_sum.hpp"
 #include "support.hpp"
 
 using namespace ptxdsl;
@@ -130,47 +131,14 @@ TEST_CASE("cluster reduce: every thread of every CTA gets its row's sum, at odd 
     for (const std::uint32_t width : {1u, 7u, 1000u, 4097u}) {
       Module m(Arch::Sm90);
       Kernel& k = m.kernel("row_sum");
-      k.require_threads(kThreads);
       k.require_cluster({ctas, 1, 1});
-      const GlobalPtr<F32> x = k.param_ptr<F32>("x"), y = k.param_ptr<F32>("y");
-      const SharedPtr<F32> scratch =
-          k.shared_array<F32>("scratch", group_reduce_scratch_floats(kThreads, 1));
-      const SharedPtr<F32> slots =
-          k.shared_array<F32>("slots", cluster_reduce_slot_floats(ctas, 1));
-      const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
-      const Reg<U32> row_index = k.special(Special::ClusteridX);
-      const GlobalPtr<F32> row = k.row(x, row_index, width);
-      const std::uint32_t slice = (width + ctas - 1) / ctas;
-      const Reg<U32> begin = k.mul(rank, slice);
-      const Reg<U32> end = k.min(k.add(begin, slice), width);
-      const Reg<F32> sum = k.mov<F32>(0.0f);
-      k.for_range(k.add(begin, tid), end, kThreads,
-                  [&](Reg<U32> i) { k.add(sum, sum, k.ld(k.index(row, i))); });
-      const Reg<F32> total = cluster_reduce_sum(k, sum, kThreads, tid, scratch, ctas, slots);
-      const Reg<U32> thread = k.mad(k.mad(row_index, ctas, rank), kThreads, tid);
-      k.st(k.index(y, thread), total);
+      test::build_cluster_row_sum(k, ctas, width, kThreads);
       m.emit();
-
-      std::vector<float> xs(kRows * width), ys(kRows * ctas * kThreads, -1.0f);
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        xs[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f - 0.25f;
-      }
+      const std::vector<float> xs = test::cluster_row_sum_inputs(kRows, width);
+      std::vector<float> ys(kRows * ctas * kThreads, -1.0f);
       CpuDevice dev;
       dev.launch(k, {kRows * ctas, kThreads}, {dev.upload<float>(xs, "x"), dev.map<float>(ys)});
-      for (std::uint32_t r = 0; r < kRows; ++r) {
-        double ref = 0, scale = 0;
-        for (std::uint32_t i = 0; i < width; ++i) {
-          ref += xs[r * width + i];
-          scale += std::fabs(xs[r * width + i]);
-        }
-        INFO("cluster of " << ctas << ", width " << width << ", row " << r);
-        const float first = ys[r * ctas * kThreads];
-        CHECK(std::fabs(first - ref) <= 1e-6 * scale + 1e-30);
-        // Every thread of every CTA of the cluster holds the same bits.
-        for (std::uint32_t t = 0; t < ctas * kThreads; ++t) {
-          if (ys[r * ctas * kThreads + t] != first) FAIL("thread " << t << " differs");
-        }
-      }
+      test::check_cluster_row_sums(xs, ys, kRows, width, ctas, kThreads);
     }
   }
 }

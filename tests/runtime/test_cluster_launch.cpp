@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster_row_sum.hpp"
 #include "gpu_support.hpp"
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/runtime.hpp"
@@ -25,55 +26,22 @@ struct Built {
   KernelContract contract;
 };
 
-// y[thread of the cluster] = the sum of x's row (one row a cluster of `ctas` CTAs). `fixed`:
+// The cluster row sum (tests/support/cluster_row_sum.hpp) with `ctas` CTAs a cluster. `fixed`:
 // .reqnctapercluster; otherwise .explicitcluster.
 Built row_sum(std::uint32_t ctas, std::uint32_t width, bool fixed) {
   Module m(Arch::Sm90);
   Kernel& k = m.kernel("row_sum");
-  k.require_threads(kThreads);
   if (fixed) {
     k.require_cluster({ctas, 1, 1});
   } else {
     k.explicit_cluster();
   }
-  const GlobalPtr<F32> x = k.param_ptr<F32>("x"), y = k.param_ptr<F32>("y");
-  const SharedPtr<F32> scratch =
-      k.shared_array<F32>("scratch", group_reduce_scratch_floats(kThreads, 1));
-  const SharedPtr<F32> slots = k.shared_array<F32>("slots", cluster_reduce_slot_floats(ctas, 1));
-  const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
-  const Reg<U32> row_index = k.special(Special::ClusteridX);
-  const GlobalPtr<F32> row = k.row(x, row_index, width);
-  const std::uint32_t slice = (width + ctas - 1) / ctas;
-  const Reg<U32> begin = k.mul(rank, slice);
-  const Reg<U32> end = k.min(k.add(begin, slice), width);
-  const Reg<F32> sum = k.mov<F32>(0.0f);
-  k.for_range(k.add(begin, tid), end, kThreads,
-              [&](Reg<U32> i) { k.add(sum, sum, k.ld(k.index(row, i))); });
-  const Reg<F32> total = cluster_reduce_sum(k, sum, kThreads, tid, scratch, ctas, slots);
-  k.st(k.index(y, k.mad(k.mad(row_index, ctas, rank), kThreads, tid)), total);
+  test::build_cluster_row_sum(k, ctas, width, kThreads);
   return {m.emit(), k.contract()};
 }
 
 Function load(const Context& ctx, const Built& b) {
   return Function(ModuleCache::global().get(ctx, b.ptx, b.contract.entry), b.contract);
-}
-
-// Every thread of every CTA of row r's cluster holds that row's sum.
-void check_sums(const std::vector<float>& xs, const std::vector<float>& ys, std::uint32_t rows,
-                std::uint32_t width, std::uint32_t ctas) {
-  for (std::uint32_t r = 0; r < rows; ++r) {
-    double ref = 0, scale = 0;
-    for (std::uint32_t i = 0; i < width; ++i) {
-      ref += xs[r * width + i];
-      scale += std::fabs(xs[r * width + i]);
-    }
-    INFO("cluster of " << ctas << ", width " << width << ", row " << r);
-    const float first = ys[r * ctas * kThreads];
-    CHECK(std::fabs(first - ref) <= 1e-6 * scale + 1e-30);
-    for (std::uint32_t t = 0; t < ctas * kThreads; ++t) {
-      if (ys[r * ctas * kThreads + t] != first) FAIL("thread " << t << " differs");
-    }
-  }
 }
 
 }  // namespace
@@ -86,10 +54,7 @@ TEST_CASE("kernels launch in clusters, fixed by the contract or given at launch"
   Stream s(ctx);
   for (const std::uint32_t ctas : {1u, 2u, 4u, 8u}) {
     for (const std::uint32_t width : {1u, 1000u, 4097u}) {
-      std::vector<float> xs(kRows * width);
-      for (std::size_t i = 0; i < xs.size(); ++i) {
-        xs[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f - 0.25f;
-      }
+      const std::vector<float> xs = test::cluster_row_sum_inputs(kRows, width);
       DeviceBuffer<float> x(ctx, std::span<const float>(xs));
       DeviceBuffer<float> y(ctx, kRows * ctas * kThreads);
       for (const bool fixed : {true, false}) {
@@ -102,7 +67,7 @@ TEST_CASE("kernels launch in clusters, fixed by the contract or given at launch"
           launch_clustered(f, kRows * ctas, {ctas, 1, 1}, kThreads, 0, s, x, y);
         }
         s.synchronize();
-        check_sums(xs, y.to_host(), kRows, width, ctas);
+        test::check_cluster_row_sums(xs, y.to_host(), kRows, width, ctas, kThreads);
       }
     }
   }
