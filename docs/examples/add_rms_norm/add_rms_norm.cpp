@@ -1,5 +1,5 @@
 // Fused residual add + RMS norm forward, in f32, f16 or bf16: a kernel tool built by
-// ptxdsl_add_kernel_tool (docs/dsl.md, "Write your own kernel"). One CTA a row:
+// ptxdsl_add_kernel_tool (docs/dsl.md, "Write your own kernel"). One CTA a row (RowPerCta):
 //   h = x + residual (stored), rstd = 1 / sqrt(mean(h^2) + eps), y = h * rstd * w
 // h stays in f32 registers between the add and the normalization; only its store is rounded.
 #include <cmath>
@@ -14,7 +14,6 @@ constexpr double kEps = 1e-5;
 
 tool::Launch build_add_rms_norm(Module& m, const tool::Params& p) {
   const ScalarType t = p.dtype("dtype");
-  const RowMap map = RowMap::fit(p.u32("width"), t);
   Kernel& k = m.kernel(std::string("add_rms_fwd_") + std::string(ptx_name(t)));
   const GlobalDPtr x = param_dptr(k, "x", t);
   const GlobalDPtr residual = param_dptr(k, "residual", t);
@@ -22,46 +21,29 @@ tool::Launch build_add_rms_norm(Module& m, const tool::Params& p) {
   const GlobalDPtr h = param_dptr(k, "h", t);
   const GlobalDPtr y = param_dptr(k, "y", t);
   const Reg<F32> eps = k.param<F32>("eps");
-  k.require_threads(map.threads);
-  const Reg<U32> tid = k.tid_x();
-  const Reg<U32> row = k.ctaid_x();
-  const RowLanes lanes(k, map, tid);
-  const RowMasks masks(k, lanes, std::nullopt);
-  Reducer block = Reducer::block(k, map.threads, tid);
+  RowPerCta row(k, RowMap::fit(p.u32("width"), t));
 
-  // This thread's first element of the row in each tensor, and of w (every row's).
-  const auto mine = [&](GlobalDPtr tensor) {
-    return at(k, row_of(k, tensor, row, map.width), lanes.first_element());
-  };
-  const GlobalDPtr x_row = mine(x), r_row = mine(residual), h_row = mine(h), y_row = mine(y);
-  const GlobalDPtr w_cols = at(k, w, lanes.first_element());
-
-  // h = x + residual, stored; sum(h^2) while it is in registers (zeros past the width).
-  std::vector<Values> hv;
-  Values partial;
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
-    const Values xv = load_chunk(k, masks, x_row, j, kNc);
-    const Values rv = load_chunk(k, masks, r_row, j, kNc);
-    Values sum, squares;
-    for (std::size_t e = 0; e < xv.size(); ++e) {
-      sum.push_back(k.add(xv[e], rv[e]));
-      squares.push_back(k.mul(sum.back(), sum.back()));
+  // h = x + residual, stored; rstd from the sum of h^2 (zeros past the width add nothing).
+  std::vector<Values> hv = row.load(k, x);
+  const std::vector<Values> rv = row.load(k, residual);
+  std::vector<Values> squares = hv;
+  for (std::size_t j = 0; j < hv.size(); ++j) {
+    for (std::size_t e = 0; e < hv[j].size(); ++e) {
+      hv[j][e] = k.add(hv[j][e], rv[j][e]);
+      squares[j][e] = k.mul(hv[j][e], hv[j][e]);
     }
-    store_chunk(k, masks, h_row, j, sum);
-    hv.push_back(sum);
-    partial.push_back(tree_reduce(k, squares, Reduction::sum()));
   }
-  const Reg<F32> total =
-      block.reduce(k, tree_reduce(k, partial, Reduction::sum()), Reduction::sum());
-  const Reg<F32> rstd = rsqrt_rn(k, k.fma(total, 1.0f / static_cast<float>(map.width), eps));
+  row.store(k, h, hv);
+  const Reg<F32> total = row.reduce(k, squares, Reduction::sum());
+  const Reg<F32> rstd = rsqrt_rn(k, k.fma(total, 1.0f / static_cast<float>(row.map().width), eps));
 
-  // y = h * rstd * w.
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
-    const Values wv = load_chunk(k, masks, w_cols, j, kNc);
-    Values out;
-    for (std::size_t e = 0; e < wv.size(); ++e) out.push_back(k.mul(k.mul(hv[j][e], rstd), wv[e]));
-    store_chunk(k, masks, y_row, j, out);
+  // y = h * rstd * w; w is every row's, so its chunks are the thread's columns of row 0.
+  const GlobalDPtr w_cols = at(k, w, row.lanes().first_element());
+  for (std::uint32_t j = 0; j < row.map().chunks; ++j) {
+    const Values wv = load_chunk(k, row.masks(), w_cols, j, kNc);
+    for (std::size_t e = 0; e < wv.size(); ++e) hv[j][e] = k.mul(k.mul(hv[j][e], rstd), wv[e]);
   }
+  row.store(k, y, hv);
   return {.grid = p.u32("batch"), .block = {}, .entry = {}};
 }
 

@@ -1,10 +1,9 @@
 // Row softmax, forward and backward, in f32, f16 or bf16: a kernel tool built by
-// ptxdsl_add_kernel_tool (docs/dsl.md, "Write your own kernel"). One CTA a row; each thread holds
-// its slice of the row in registers as f32, the block reduces across threads.
+// ptxdsl_add_kernel_tool (docs/dsl.md, "Write your own kernel"). One CTA a row (RowPerCta); each
+// thread holds its slice of the row in registers as f32, the block reduces across threads.
 //   forward:  y = exp(x - max x) / sum(exp(x - max x))
 //   backward: dx = y * (dy - sum(dy * y))
 #include <cmath>
-#include <limits>
 #include <ptxdsl/tool.hpp>
 #include <string>
 
@@ -12,89 +11,48 @@ namespace {
 
 using namespace ptxdsl;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-// The thread's slice of row `row` of `p`: every chunk, masked past the width (zeros there).
-std::vector<Values> load_row(Kernel& k, const RowMasks& masks, GlobalDPtr p, Reg<U32> row) {
-  const RowMap& map = masks.lanes().map();
-  const GlobalDPtr mine = at(k, row_of(k, p, row, map.width), masks.lanes().first_element());
-  std::vector<Values> chunks;
-  for (std::uint32_t j = 0; j < map.chunks; ++j)
-    chunks.push_back(load_chunk(k, masks, mine, j, kNc));
-  return chunks;
-}
-
-void store_row(Kernel& k, const RowMasks& masks, GlobalDPtr p, Reg<U32> row,
-               const std::vector<Values>& chunks) {
-  const RowMap& map = masks.lanes().map();
-  const GlobalDPtr mine = at(k, row_of(k, p, row, map.width), masks.lanes().first_element());
-  for (std::uint32_t j = 0; j < map.chunks; ++j) store_chunk(k, masks, mine, j, chunks[j]);
-}
-
 tool::Launch build_forward(Module& m, const tool::Params& p) {
   const ScalarType t = p.dtype("dtype");
-  const RowMap map = RowMap::fit(p.u32("width"), t);
   Kernel& k = m.kernel(std::string("softmax_fwd_") + std::string(ptx_name(t)));
   const GlobalDPtr x = param_dptr(k, "x", t);
   const GlobalDPtr y = param_dptr(k, "y", t);
-  k.require_threads(map.threads);
-  const Reg<U32> tid = k.tid_x();
-  const Reg<U32> row = k.ctaid_x();
-  const RowLanes lanes(k, map, tid);
-  const RowMasks masks(k, lanes, std::nullopt);
-  Reducer block = Reducer::block(k, map.threads, tid);
+  RowPerCta row(k, RowMap::fit(p.u32("width"), t));
 
-  // max x: each chunk's elements past the width count as -inf.
-  std::vector<Values> v = load_row(k, masks, x, row);
-  Values partial;
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
-    partial.push_back(tree_reduce(k, mask_past_width(k, lanes, j, v[j], -kInf), Reduction::max()));
+  // max x, then e = exp(x - max) and its sum (elements past the width count as each one's
+  // identity: -inf for the max, 0 for the sum).
+  std::vector<Values> v = row.load(k, x);
+  const Reg<F32> max = row.reduce(k, v, Reduction::max());
+  for (Values& chunk : v) {
+    for (Reg<F32>& e : chunk) e = exp_approx(k, k.sub(e, max));
   }
-  const Reg<F32> max = block.reduce(k, tree_reduce(k, partial, Reduction::max()), Reduction::max());
-  // e = exp(x - max), 0 past the width; then its sum.
-  partial.clear();
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
-    for (Reg<F32>& e : v[j]) e = exp_approx(k, k.sub(e, max));
-    v[j] = mask_past_width(k, lanes, j, v[j], 0.0f);
-    partial.push_back(tree_reduce(k, v[j], Reduction::sum()));
-  }
-  const Reg<F32> sum = block.reduce(k, tree_reduce(k, partial, Reduction::sum()), Reduction::sum());
-  const Reg<F32> inv = k.rcp(sum);
+  const Reg<F32> inv = k.rcp(row.reduce(k, v, Reduction::sum()));
   for (Values& chunk : v) {
     for (Reg<F32>& e : chunk) e = k.mul(e, inv);
   }
-  store_row(k, masks, y, row, v);
+  row.store(k, y, v);
   return {.grid = p.u32("batch"), .block = {}, .entry = {}};
 }
 
 tool::Launch build_backward(Module& m, const tool::Params& p) {
   const ScalarType t = p.dtype("dtype");
-  const RowMap map = RowMap::fit(p.u32("width"), t);
   Kernel& k = m.kernel(std::string("softmax_bwd_") + std::string(ptx_name(t)));
   const GlobalDPtr y = param_dptr(k, "y", t);
   const GlobalDPtr dy = param_dptr(k, "dy", t);
   const GlobalDPtr dx = param_dptr(k, "dx", t);
-  k.require_threads(map.threads);
-  const Reg<U32> tid = k.tid_x();
-  const Reg<U32> row = k.ctaid_x();
-  const RowLanes lanes(k, map, tid);
-  const RowMasks masks(k, lanes, std::nullopt);
-  Reducer block = Reducer::block(k, map.threads, tid);
+  RowPerCta row(k, RowMap::fit(p.u32("width"), t));
 
-  // sum(dy * y): zeros past the width add nothing.
-  const std::vector<Values> yv = load_row(k, masks, y, row);
-  std::vector<Values> g = load_row(k, masks, dy, row);
-  Values partial;
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
-    Values products;
-    for (std::size_t e = 0; e < g[j].size(); ++e) products.push_back(k.mul(g[j][e], yv[j][e]));
-    partial.push_back(tree_reduce(k, products, Reduction::sum()));
+  // dot = sum(dy * y), then dx = y * (dy - dot).
+  const std::vector<Values> yv = row.load(k, y);
+  std::vector<Values> g = row.load(k, dy);
+  std::vector<Values> products = g;
+  for (std::size_t j = 0; j < g.size(); ++j) {
+    for (std::size_t e = 0; e < g[j].size(); ++e) products[j][e] = k.mul(g[j][e], yv[j][e]);
   }
-  const Reg<F32> dot = block.reduce(k, tree_reduce(k, partial, Reduction::sum()), Reduction::sum());
-  for (std::uint32_t j = 0; j < map.chunks; ++j) {
+  const Reg<F32> dot = row.reduce(k, products, Reduction::sum());
+  for (std::size_t j = 0; j < g.size(); ++j) {
     for (std::size_t e = 0; e < g[j].size(); ++e) g[j][e] = k.mul(yv[j][e], k.sub(g[j][e], dot));
   }
-  store_row(k, masks, dx, row, g);
+  row.store(k, dx, g);
   return {.grid = p.u32("batch"), .block = {}, .entry = {}};
 }
 
