@@ -211,7 +211,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
     // The next ticket reaches the CTA through the group reduce's barrier (or one of its own).
     if (tickets) tickets->post(k);
-    const auto total = group_reduce(k, sums, ReduceOp::Sum, T, plan.block(), cta.tid, cur);
+    const auto total = group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
     if (tickets && T <= 32) k.bar_sync(0);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
     std::optional<Reg<F32>> c2;

@@ -87,7 +87,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       at_buffer = scratch_offset ? k.index(scratch, *scratch_offset)
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
-    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, at_buffer);
+    return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);
   };
   const auto reduce = [&](Reg<F32> v, std::int64_t buffer) {
     const Reg<F32> values[] = {v};

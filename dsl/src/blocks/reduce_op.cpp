@@ -45,6 +45,31 @@ Reg<F32> tree_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reductio
   return v[0];
 }
 
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                   std::span<const Reduction> ops, std::uint32_t group_threads,
+                                   std::uint32_t block_threads, Reg<U32> tid,
+                                   SharedPtr<F32> scratch) {
+  if (ops.size() != values.size()) {
+    throw Error(fmt::format("kernel '{}', group_reduce: {} operations for {} values", k.name(),
+                            ops.size(), values.size()));
+  }
+  std::vector<float> identity;
+  for (const Reduction& op : ops) identity.push_back(op.identity());
+  const Combine each = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+    std::vector<Reg<F32>> out;
+    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(ops[i](k, a[i], b[i]));
+    return out;
+  };
+  return group_reduce(k, values, each, identity, group_threads, block_threads, tid, scratch);
+}
+
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reduction& op,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch) {
+  const std::vector<Reduction> ops(values.size(), op);
+  return group_reduce(k, values, ops, group_threads, block_threads, tid, scratch);
+}
+
 Reducer::Reducer(Kernel& k, std::uint32_t group_threads, std::uint32_t block_threads, Reg<U32> tid,
                  std::uint32_t max_values, std::string_view scratch_name)
     : group_threads_(group_threads),
@@ -91,26 +116,15 @@ std::vector<Reg<F32>> Reducer::reduce(Kernel& k, std::initializer_list<Reg<F32>>
 
 std::vector<Reg<F32>> Reducer::reduce(Kernel& k, std::span<const Reg<F32>> values,
                                       std::span<const Reduction> ops) {
-  if (ops.size() != values.size()) {
-    throw Error(fmt::format("kernel '{}', Reducer::reduce: {} operations for {} values", k.name(),
-                            ops.size(), values.size()));
-  }
   if (values.size() > max_values_) {
     throw Error(
         fmt::format("kernel '{}', Reducer::reduce: {} values, but the reducer was made "
                     "for at most {}",
                     k.name(), values.size(), max_values_));
   }
-  std::vector<float> identity;
-  for (const Reduction& op : ops) identity.push_back(op.identity());
-  const Combine each = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
-    std::vector<Reg<F32>> out;
-    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(ops[i](k, a[i], b[i]));
-    return out;
-  };
   const SharedPtr<F32> buffer =
       scratch_ + static_cast<std::int64_t>((calls_++ % 2) * buffer_floats_);
-  return group_reduce(k, values, each, identity, group_threads_, block_threads_, tid_, buffer);
+  return group_reduce(k, values, ops, group_threads_, block_threads_, tid_, buffer);
 }
 
 }  // namespace ptxdsl

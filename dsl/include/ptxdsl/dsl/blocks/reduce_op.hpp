@@ -46,6 +46,18 @@ inline Reg<F32> tree_reduce(Kernel& k, std::initializer_list<Reg<F32>> values,
   return tree_reduce(k, std::span<const Reg<F32>>(values.begin(), values.size()), op);
 }
 
+// `values` reduced over groups of `group_threads` threads, each value by its own operation (or all
+// by `op`), as <ptxdsl/dsl/reduce.hpp>'s group_reduce does, through a caller's `scratch` (at least
+// group_reduce_scratch_floats floats, written again only after another barrier): for kernels that
+// lay out their shared memory themselves. Reducer below owns its scratch.
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                   std::span<const Reduction> ops, std::uint32_t group_threads,
+                                   std::uint32_t block_threads, Reg<U32> tid,
+                                   SharedPtr<F32> scratch);
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reduction& op,
+                                   std::uint32_t group_threads, std::uint32_t block_threads,
+                                   Reg<U32> tid, SharedPtr<F32> scratch);
+
 // The threads that reduce together: consecutive groups of `group_threads` threads of a CTA of
 // `block_threads`. A group of at most 32 (a power of two) reduces by shuffles alone; a larger one
 // (a multiple of 32 dividing the block) then goes through shared memory and a `bar.sync` that
