@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# GPU check: from an existing build folder, run the [gpu] tests, the host examples, and
-# compute-sanitizer memcheck and racecheck over the examples and over `ptxdsl run` of the kernels
-# that copy by cp.async or run in one launch. Logs go under $OUT when it is set,
+# GPU check: from an existing build folder, run the [gpu] tests, the host examples, the kernel-tool
+# examples, and compute-sanitizer memcheck and racecheck over the examples and over `ptxdsl run`
+# of the kernels that copy by cp.async or run in one launch. Logs go under $OUT when it is set,
 # else under <build>/gpu-check. Exits non-zero if any step failed.
 #
 #   tools/gpu-check.sh [build-folder]        (default: build)
@@ -76,6 +76,19 @@ for e in layer_norm_example rms_norm_example; do
 done
 grep -h "max error" "$logs/examples.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 
+# 2b. The kernel-tool examples (docs/examples: softmax, add_rms_norm) on the GPU: their CTest tests
+# of label gpu. There a skip means no usable driver, so it fails.
+examples_on_gpu() {
+  local out rc
+  out=$(ctest --test-dir "$build" -L gpu -R '^example_.*_gpu$' --output-on-failure \
+    --no-tests=error 2>&1)
+  rc=$?
+  echo "$out"
+  [[ $rc -eq 0 && $out != *"Skipped"* ]]
+}
+step "kernel-tool examples on the GPU (ctest -L gpu -R ^example_)" "$logs/examples.log" \
+  examples_on_gpu
+
 # 3. compute-sanitizer over the examples.
 sanitizer=${SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 if [[ ! -x "$sanitizer" ]]; then
@@ -119,6 +132,23 @@ else
   else
     note "SKIP  sanitizer over ptxdsl run: $cli not built"
   fi
+  # The kernel-tool examples: block reductions back to back (the reducer's alternating scratch),
+  # masked tails, each dtype.
+  for run in "softmax softmax_fwd --dtype bf16 --width 4097 --batch 67" \
+    "softmax softmax_bwd --dtype f16 --width 1000 --batch 67" \
+    "add_rms_norm add_rms_fwd --dtype f32 --width 4097 --batch 67"; do
+    read -r -a rargs <<<"$run"
+    bin="$build/docs/examples/${rargs[0]}"
+    if [[ ! -x "$bin" ]]; then
+      note "FAIL  ${rargs[0]}: not built (is docs/examples part of the build?)"
+      failed=1
+      continue
+    fi
+    for tool in memcheck racecheck; do
+      step "$tool $run" "$logs/$tool.log" \
+        "$sanitizer" --tool "$tool" --error-exitcode 3 "$bin" run "${rargs[@]:1}"
+    done
+  done
   grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs"/memcheck.log "$logs"/racecheck.log \
     2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 fi

@@ -47,7 +47,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<U32> stride = k.param<U32>("stride");
 
   const CtaLayout cta = cta_layout(k, plan);
-  const RowMap map = RowMap::of(plan);
+  const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
   const std::uint32_t R = plan.rows_per_cta;
   const RowLanes lanes(k, map, cta.lane);
@@ -65,7 +65,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   TileBuffers x_buffers, dy_buffers;
   if (layout.staging.bytes > 0) {
     x_buffers.staging =
-        staging_for(k, {*dynamic, spec.dtype}, plan, cta.slot, lanes.first_element());
+        staging_for(k, {*dynamic, element_type(spec.dtype)}, plan, cta.slot, lanes.first_element());
     dy_buffers.staging = *x_buffers.staging + layout.staged_tensor_bytes / s;
   }
 
@@ -113,8 +113,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const GlobalDPtr x_first = thread_row(x, first_row);
   const GlobalDPtr dy_first = thread_row(dy, first_row);
   if (layout.ring.bytes > 0) {
-    x_buffers.ring = ring_for(k, {region(layout.ring.offset).as<B32>(), spec.dtype}, plan, cta.slot,
-                              lanes.first_element());
+    x_buffers.ring = ring_for(k, {region(layout.ring.offset).as<B32>(), element_type(spec.dtype)},
+                              plan, cta.slot, lanes.first_element());
     dy_buffers.ring = *x_buffers.ring + layout.ring_tensor_bytes / s;
   }
   RowTile xt(k, plan, layout, x_first, x_buffers, hints.row_loads);
@@ -211,7 +211,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
     // The next ticket reaches the CTA through the group reduce's barrier (or one of its own).
     if (tickets) tickets->post(k);
-    const auto total = group_reduce(k, sums, ReduceOp::Sum, T, plan.block(), cta.tid, cur);
+    const auto total = group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
     if (tickets && T <= 32) k.bar_sync(0);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
     std::optional<Reg<F32>> c2;

@@ -77,7 +77,7 @@ void validate(const NormSpec& spec) {
   }
   const NormKnobs& kn = spec.knobs;
   // The vector's bound is the dtype's (16 bytes), tighter than the table's for f32.
-  const std::uint32_t max_vec = 16 / static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  const std::uint32_t max_vec = max_vector_elems(detail::element_type(spec.dtype));
   if (kn.vector_elems && (*kn.vector_elems > max_vec || !std::has_single_bit(*kn.vector_elems))) {
     throw Error(fmt::format("vector_elems must be a power of two in [1, {}] for {}, got {}",
                             max_vec, dtype_name(spec.dtype), *kn.vector_elems));
@@ -175,12 +175,12 @@ void check_stride(std::uint32_t width, std::uint32_t stride) {
 
 std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
                                std::uint64_t row_address_bits, std::uint64_t weight_address_bits) {
-  const auto s = static_cast<std::uint64_t>(dtype_bytes(dtype));
-  const auto ws = static_cast<std::uint64_t>(dtype_bytes(weight_dtype));
-  for (std::uint32_t v = static_cast<std::uint32_t>(16 / s); v > 1; v /= 2) {
-    const bool rows = stride % v == 0 && row_address_bits % (v * s) == 0;
-    const bool weights = weight_address_bits % std::min<std::uint64_t>(16, v * ws) == 0;
-    if (rows && weights) return v;
+  const ScalarType rows = detail::element_type(dtype);
+  // The weights have no stride: only their addresses bound the vector.
+  const std::uint32_t v = ptxdsl::vector_elems_for(rows, stride, row_address_bits);
+  const ScalarType weights = detail::element_type(weight_dtype);
+  for (std::uint32_t w = v; w > 1; w /= 2) {
+    if (vector_aligned(weights, w, weight_address_bits)) return w;
   }
   return 1;
 }

@@ -38,7 +38,8 @@ void store_slice_sums(Kernel& k, const SliceSums& s, const std::vector<GlobalDPt
         }
         totals.push_back(total);
       }
-      store_raw(k, at(k, outs[a], column), encode(k, totals, dtype), std::nullopt, kNoHints);
+      store_raw(k, at(k, outs[a], column), encode(k, totals, element_type(dtype)), std::nullopt,
+                kNoHints);
     }
   });
 }

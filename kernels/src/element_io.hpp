@@ -1,65 +1,16 @@
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <span>
 #include <string_view>
-#include <vector>
 
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 
-// Elements of a build-time dtype (f32, f16, bf16) in memory, moved with 16-byte (or narrower)
-// vector accesses and converted to and from f32 registers. Written once for every norm kernel.
+// The norms' dtypes on the DSL's element I/O (<ptxdsl/dsl/blocks/element_io.hpp>), which every
+// norm kernel moves its rows with.
 namespace ptxdsl::kernels::detail {
 
-// An address of elements of `dtype` in state space S. The register base is viewed as b32 words;
-// `+ n` moves by n elements of the dtype at build time.
-template <Space S>
-struct DPtr {
-  Ptr<S, B32> p;
-  DType dtype = DType::F32;
-  DPtr operator+(std::int64_t elements) const {
-    return {Ptr<S, B32>{p.base, p.offset + elements * dtype_bytes(dtype)}, dtype};
-  }
-};
-using GlobalDPtr = DPtr<Space::Global>;
-using SharedDPtr = DPtr<Space::Shared>;
-
-// `.param .u64 name`, recorded in the contract as a pointer to f32, f16 or bf16.
+ScalarType element_type(DType d);
+// `.param .u64 name`, a pointer to elements of a norm dtype.
 GlobalDPtr param_dptr(Kernel& k, std::string_view name, DType d);
-// p + row * stride elements (64-bit product).
-GlobalDPtr row_of(Kernel& k, GlobalDPtr p, Reg<U32> row, Src<U32> stride);
-// p + index elements.
-GlobalDPtr at(Kernel& k, GlobalDPtr p, Reg<U32> index);
-SharedDPtr at(Kernel& k, SharedDPtr p, Reg<U32> index);
-
-// Elements as they sit in memory, in registers: f32 values, pairs of 16-bit values in b32 words
-// (lower address in the low half), or one lone 16-bit value.
-struct Raw {
-  DType dtype = DType::F32;
-  std::vector<Reg<F32>> f32;
-  std::vector<Reg<B32>> pairs;
-  std::vector<Reg<B16>> halves;
-};
-
-// Loads `n` consecutive elements (n a power of two, the address aligned to n elements, or to
-// 16 bytes when larger) with vector accesses of at most 16 bytes. With `pred`, a load happens only
-// where it holds and yields zeros elsewhere.
-template <Space S>
-Raw load_raw(Kernel& k, DPtr<S> p, std::uint32_t n, std::optional<Pred> pred, MemHints h);
-// Stores what `load_raw` or `encode` produced, at p, where `pred` holds.
-template <Space S>
-void store_raw(Kernel& k, DPtr<S> p, const Raw& r, std::optional<Pred> pred, MemHints h);
-
-// Overwrites `to`'s registers with `from`'s (same dtype and shape): a loop-carried copy.
-void assign(Kernel& k, const Raw& to, const Raw& from);
-// n zero elements of d.
-Raw zero_raw(Kernel& k, DType d, std::uint32_t n);
-// To f32: f16 by cvt.f32.f16; bf16 by moving the bits into the high half (exact, and on sm_80,
-// where cvt.f32.bf16 does not exist).
-std::vector<Reg<F32>> decode(Kernel& k, const Raw& r);
-// From f32, rounding to nearest even (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 for pairs).
-Raw encode(Kernel& k, std::span<const Reg<F32>> values, DType d);
 
 }  // namespace ptxdsl::kernels::detail

@@ -34,7 +34,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const Reg<F32> eps = k.param<F32>("eps");
 
   const CtaLayout cta = cta_layout(k, plan);
-  const RowMap map = RowMap::of(plan);
+  const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
@@ -48,7 +48,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   TileBuffers buffers;
   const SharedLayout layout = plan.shared_layout(spec);
   if (layout.bytes > 0) {
-    const SharedDPtr base{k.shared_dynamic<B32>("stage", layout.bytes), spec.dtype};
+    const SharedDPtr base{k.shared_dynamic<B32>("stage", layout.bytes), element_type(spec.dtype)};
     if (layout.staging.bytes > 0) {
       buffers.staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
     }
@@ -87,7 +87,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       at_buffer = scratch_offset ? k.index(scratch, *scratch_offset)
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
-    return group_reduce(k, values, ReduceOp::Sum, T, plan.block(), cta.tid, at_buffer);
+    return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);
   };
   const auto reduce = [&](Reg<F32> v, std::int64_t buffer) {
     const Reg<F32> values[] = {v};

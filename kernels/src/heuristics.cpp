@@ -1,5 +1,6 @@
 #include "heuristics.hpp"
 
+#include "element_io.hpp"
 #include "ptxdsl/kernels/tuning.hpp"
 
 #include <algorithm>
@@ -106,7 +107,7 @@ std::uint32_t backward_threads(const DeviceModel& d, std::uint32_t vectors, std:
 }  // namespace
 
 std::uint32_t default_vector_elems(DType d) {
-  return 16 / static_cast<std::uint32_t>(dtype_bytes(d));
+  return max_vector_elems(element_type(d));
 }
 
 std::uint32_t shared_budget(const DeviceModel& d) {

@@ -96,7 +96,7 @@ class Accumulator {
   std::uint32_t per_chunk() const { return plan_.threads_per_row * plan_.vec; }
   SharedDPtr shared_chunk(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
     const SharedDPtr base =
-        shifted(k, SharedDPtr{shared_->as<B32>(), DType::F32}, shift, per_chunk());
+        shifted(k, SharedDPtr{shared_->as<B32>(), ScalarType::F32}, shift, per_chunk());
     return base + static_cast<std::int64_t>(shared_index_[j]) * per_chunk();
   }
   Values get(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift = std::nullopt) {
@@ -147,7 +147,7 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
           k,
           SharedDPtr{
               (mine + static_cast<std::int64_t>(a * R * span) + map.chunk_offset(j)).as<B32>(),
-              DType::F32},
+              ScalarType::F32},
           r, std::nullopt, kNoHints);
     }
   }

@@ -1,91 +1,14 @@
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <vector>
-
 #include "element_io.hpp"
 #include "heuristics.hpp"
 
-// How the threads of a row group cover a row: the chunks a thread owns, their masks, and the
-// masked loads and stores of one chunk (RowTile holds a thread's slice of a row between passes).
-//
-// Thread `lane` of a group of T threads owns, in chunk j, the vector slot j*T + lane: elements
-// [(j*T + lane)*V, +V). Only the last chunk can run past the width; there the vector is masked and
-// the slot holding the width's end loads its first width % V elements one by one.
+// The plan's row tile as the DSL's row map (<ptxdsl/dsl/blocks/row_map.hpp>): its width, vector,
+// threads per row and chunks.
 namespace ptxdsl::kernels::detail {
 
-using Values = std::vector<Reg<F32>>;
-
-// Build-time facts of the mapping.
-struct RowMap {
-  std::uint32_t width = 0;
-  std::uint32_t vec = 1;
-  std::uint32_t threads = 1;  // per row
-  std::uint32_t chunks = 1;
-
-  static RowMap of(const Plan& p) { return {p.width, p.vec, p.threads_per_row, p.chunks}; }
-  std::int64_t chunk_offset(std::uint32_t j) const {
-    return static_cast<std::int64_t>(j) * threads * vec;
-  }
-  bool complete(std::uint32_t j) const { return (j + 1ull) * threads * vec <= width; }
-  // In the last chunk: lanes below this load a whole vector.
-  std::uint32_t full_lanes(std::uint32_t j) const { return width / vec - j * threads; }
-  std::uint32_t tail() const { return width % vec; }
-};
-
-// Per-thread predicates of the last chunk, made once per kernel.
-class RowLanes {
- public:
-  RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane);
-  const RowMap& map() const { return map_; }
-  Reg<U32> lane() const { return lane_; }
-  Reg<U32> first_element() const { return first_; }  // lane * V
-  // Element e of chunk j is inside the row (nullopt: always).
-  std::optional<Pred> element_valid(std::uint32_t j, std::uint32_t e) const;
-
- private:
-  friend class RowMasks;
-  RowMap map_;
-  Reg<U32> lane_;
-  Reg<U32> first_;
-  std::optional<Pred> last_full_;  // lane < full_lanes(last)
-  std::optional<Pred> last_tail_;  // lane == full_lanes(last), when width % V != 0
-  std::optional<Pred> last_any_;   // lane <= full_lanes(last), when width % V != 0
-};
-
-// The masks of every chunk for one row, combined with the row's own predicate (rows past the batch
-// in the last CTA: masked, not returned, so barriers and shuffles still see every thread).
-class RowMasks {
- public:
-  RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok);
-  const RowLanes& lanes() const { return *lanes_; }
-  std::optional<Pred> row_ok() const { return row_ok_; }
-  // Whole-vector access of chunk j: nullopt = unconditional; `never` = no lane loads a vector.
-  std::optional<Pred> vector(std::uint32_t j) const;
-  bool never(std::uint32_t j) const;
-  std::optional<Pred> tail(std::uint32_t j) const;  // the lone elements; only in the last chunk
-
- private:
-  const RowLanes* lanes_;
-  std::optional<Pred> row_ok_;
-  std::optional<Pred> last_vector_;
-  std::optional<Pred> last_tail_;
-};
-
-// Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
-struct ChunkLoad {
-  std::optional<Raw> vector;
-  std::vector<Raw> tail;
-};
-ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
-                      MemHints h);
-Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLoad& c);
-// The line holding chunk j's first element into `level`, for lanes that hold any of its elements.
-void prefetch_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
-                    PrefetchLevel level);
-// Stores in thread_row's dtype, rounding to nearest even.
-void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
-                 const Values& v, MemHints h);
+inline RowMap row_map(const Plan& p) {
+  return {p.width, p.vec, p.threads_per_row, p.chunks};
+}
 
 }  // namespace ptxdsl::kernels::detail

@@ -3,14 +3,8 @@
 namespace ptxdsl::kernels::detail {
 namespace {
 
-Reg<F32> pairwise(Kernel& k, Values v) {
-  while (v.size() > 1) {
-    Values next;
-    for (std::size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(k.add(v[i], v[i + 1]));
-    if (v.size() % 2) next.push_back(v.back());
-    v = std::move(next);
-  }
-  return v.at(0);
+Reg<F32> pairwise(Kernel& k, const Values& v) {
+  return tree_reduce(k, v, Reduction::sum());
 }
 
 // Element e of chunk j less c, 0 past the width.
@@ -54,7 +48,7 @@ ShiftedSums shifted_sums(Kernel& k, const RowLanes& lanes, std::uint32_t j, cons
 }
 
 Reg<F32> reciprocal_std(Kernel& k, Reg<F32> mean_square, Reg<F32> eps) {
-  return k.rcp(k.sqrt(k.add(mean_square, eps)));
+  return rsqrt_rn(k, k.add(mean_square, eps));
 }
 
 }  // namespace ptxdsl::kernels::detail

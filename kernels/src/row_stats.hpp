@@ -33,8 +33,7 @@ class RunningSum {
   Reg<F32> sum_;
 };
 
-// 1 / sqrt(mean_square + eps) from sqrt.rn and rcp.rn: each step correctly rounded, so the result
-// is within about one ulp (rsqrt.approx alone is not, for f32 outputs held to 1e-5).
+// 1 / sqrt(mean_square + eps), by rsqrt_rn (<ptxdsl/dsl/blocks/math.hpp>).
 Reg<F32> reciprocal_std(Kernel& k, Reg<F32> mean_square, Reg<F32> eps);
 
 }  // namespace ptxdsl::kernels::detail

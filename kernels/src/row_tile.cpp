@@ -5,8 +5,9 @@ namespace {
 
 // The source for the chunks at `chunks.place()`, by the plan's strategy for that place.
 std::unique_ptr<RowSource> source_for(Kernel& k, const Plan& plan, const SharedLayout& layout,
-                                      ChunkSet chunks, const TileBuffers& buffers, DType dtype) {
-  const int s = dtype_bytes(dtype);
+                                      ChunkSet chunks, const TileBuffers& buffers,
+                                      ScalarType dtype) {
+  const int s = size_bytes(dtype);
   switch (chunks.place()) {
     case Place::Registers:
       switch (plan.lookahead) {
@@ -39,7 +40,7 @@ std::unique_ptr<RowSource> source_for(Kernel& k, const Plan& plan, const SharedL
 RowTile::RowTile(Kernel& k, const Plan& plan, const SharedLayout& layout, GlobalDPtr thread_row,
                  const TileBuffers& buffers, MemHints hints)
     : row_(thread_row), loop_group_(plan.loop_group), holder_(plan.chunks, nullptr) {
-  const RowMap map = RowMap::of(plan);
+  const RowMap map = row_map(plan);
   for (Place place : {Place::Registers, Place::Shared, Place::Global}) {
     ChunkSet chunks(map, plan.data, place, hints, plan.loop_group);
     if (chunks.held().empty()) continue;

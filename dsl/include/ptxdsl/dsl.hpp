@@ -1,7 +1,14 @@
 #pragma once
 
-// Everything a kernel author needs: `#include <ptxdsl/dsl.hpp>`.
+// Everything a kernel author needs: `#include <ptxdsl/dsl.hpp>`. The building blocks (element
+// I/O, vector widths, the row map, one row a CTA, reductions, math) come with it.
 #include "ptxdsl/dsl/arch.hpp"
+#include "ptxdsl/dsl/blocks/element_io.hpp"
+#include "ptxdsl/dsl/blocks/math.hpp"
+#include "ptxdsl/dsl/blocks/reduce_op.hpp"
+#include "ptxdsl/dsl/blocks/row_map.hpp"
+#include "ptxdsl/dsl/blocks/row_per_cta.hpp"
+#include "ptxdsl/dsl/blocks/vector.hpp"
 #include "ptxdsl/dsl/contract.hpp"
 #include "ptxdsl/dsl/device_model.hpp"
 #include "ptxdsl/dsl/emit.hpp"

@@ -8,7 +8,7 @@ void copy_chunks(Kernel& k, const ChunkSet& chunks, const RowMasks& m, GlobalDPt
                  SharedDPtr buffer) {
   const RowMap& map = chunks.map();
   const std::uint32_t per_chunk = chunks.per_chunk();
-  const auto s = static_cast<std::uint32_t>(dtype_bytes(row.dtype));
+  const auto s = static_cast<std::uint32_t>(size_bytes(row.dtype));
   const std::uint32_t bytes = map.vec * s;
   for_each_chunk(k, chunks.keys(), chunks.loop_group(),
                  [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
@@ -34,7 +34,7 @@ void copy_chunks(Kernel& k, const ChunkSet& chunks, const RowMasks& m, GlobalDPt
 
 std::pair<SharedDPtr, SharedDPtr> two_buffers(Kernel& k, SharedDPtr p, std::int64_t elements) {
   const SharedDPtr first{{k.mov<U32>(p.p.base), p.p.offset}, p.dtype};
-  const auto bytes = static_cast<std::uint32_t>(elements * dtype_bytes(p.dtype));
+  const auto bytes = static_cast<std::uint32_t>(elements * size_bytes(p.dtype));
   return {first, SharedDPtr{{k.add(first.p.base, bytes), p.p.offset}, p.dtype}};
 }
 

@@ -21,7 +21,7 @@ class RegistersFromRing final : public InRegisters {
       flip_ = k.xor_(first.p.base, second.p.base);
       return;
     }
-    step_ = static_cast<std::uint32_t>(buffer_elements * dtype_bytes(ring.dtype));
+    step_ = static_cast<std::uint32_t>(buffer_elements * size_bytes(ring.dtype));
     first_ = k.mov<U32>(first.p.base);
     end_ = k.add(first.p.base, rows * step_);
   }

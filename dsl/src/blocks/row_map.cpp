@@ -1,6 +1,11 @@
-#include "row_map.hpp"
+#include "ptxdsl/dsl/blocks/row_map.hpp"
 
-namespace ptxdsl::kernels::detail {
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace ptxdsl {
 namespace {
 
 std::optional<Pred> both(Kernel& k, std::optional<Pred> a, std::optional<Pred> b) {
@@ -10,6 +15,30 @@ std::optional<Pred> both(Kernel& k, std::optional<Pred> a, std::optional<Pred> b
 }
 
 }  // namespace
+
+RowMap RowMap::make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads) {
+  if (width == 0) throw Error("row width must be at least 1, got 0");
+  if (vec == 0 || vec > 8 || !std::has_single_bit(vec)) {
+    throw Error(fmt::format("row vector width must be 1, 2, 4 or 8 elements, got {}", vec));
+  }
+  if (threads == 0 || threads > 1024) {
+    throw Error(fmt::format("threads per row must be in [1, 1024], got {}", threads));
+  }
+  const std::uint64_t per_chunk = std::uint64_t{threads} * vec;
+  const auto chunks = static_cast<std::uint32_t>((width + per_chunk - 1) / per_chunk);
+  return {width, vec, threads, chunks};
+}
+
+RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads) {
+  check_element_type(dtype, "a row's element type");
+  if (max_threads < 32 || max_threads > 1024 || !std::has_single_bit(max_threads)) {
+    throw Error(
+        fmt::format("max_threads must be a power of two in [32, 1024], got {}", max_threads));
+  }
+  const std::uint32_t vec = vector_elems_for(dtype, width);
+  const std::uint32_t vectors = (width + vec - 1) / vec;
+  return make(width, vec, std::clamp(std::bit_ceil(vectors), 32u, max_threads));
+}
 
 RowLanes::RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane) : map_(m), lane_(lane) {
   first_ = m.vec == 1 ? lane : k.mul(lane, m.vec);
@@ -45,6 +74,13 @@ bool RowMasks::never(std::uint32_t j) const {
 
 std::optional<Pred> RowMasks::tail(std::uint32_t j) const {
   return lanes_->map().complete(j) ? std::nullopt : last_tail_;
+}
+
+Values mask_past_width(Kernel& k, const RowLanes& lanes, std::uint32_t j, Values v, float fill) {
+  for (std::uint32_t e = 0; e < v.size(); ++e) {
+    if (const auto ok = lanes.element_valid(j, e)) v[e] = k.selp<F32>(v[e], fill, *ok);
+  }
+  return v;
 }
 
 ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
@@ -95,10 +131,15 @@ Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLo
   return v;
 }
 
+Values load_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                  MemHints h) {
+  return decode_chunk(k, m, j, issue_chunk(k, m, thread_row, j, h));
+}
+
 void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
                  const Values& v, MemHints h) {
   const RowMap& map = m.lanes().map();
-  const DType d = thread_row.dtype;
+  const ScalarType d = thread_row.dtype;
   const GlobalDPtr q = thread_row + map.chunk_offset(j);
   if (!m.never(j)) store_raw(k, q, encode(k, v, d), m.vector(j), h);
   if (const auto t = m.tail(j)) {
@@ -108,4 +149,4 @@ void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint3
   }
 }
 
-}  // namespace ptxdsl::kernels::detail
+}  // namespace ptxdsl

@@ -1,0 +1,104 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ptxdsl/dsl/blocks/element_io.hpp"
+#include "ptxdsl/dsl/blocks/vector.hpp"
+
+// The row tile: how the T threads of a row group cover a row of `width` elements with vectors of
+// V elements (docs/dsl.md, "Building blocks"): the chunks a thread owns, their masks, and the
+// masked loads and stores of one chunk.
+//
+// Thread `lane` of a group of T threads owns, in chunk j, the vector slot j*T + lane: elements
+// [(j*T + lane)*V, +V). Only the last chunk can run past the width; there the vector is masked and
+// the slot holding the width's end loads its first width % V elements one by one.
+namespace ptxdsl {
+
+// Build-time facts of the mapping.
+struct RowMap {
+  std::uint32_t width = 0;
+  std::uint32_t vec = 1;
+  std::uint32_t threads = 1;  // per row
+  std::uint32_t chunks = 1;
+
+  // The fewest chunks that cover `width` with `vec`-element vectors (1, 2, 4 or 8) and `threads`
+  // threads (1 to 1024). Throws ptxdsl::Error naming the bad value.
+  static RowMap make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads);
+  // The row tile for rows of `width` elements of `dtype`, each row `width` elements after the
+  // last: the widest vector whose accesses stay aligned on every row (vector_elems_for), and a
+  // power of two of threads from 32 to `max_threads` (at most 1024), the fewest that cover the
+  // row in one chunk where that many suffice.
+  static RowMap fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads = 256);
+  std::int64_t chunk_offset(std::uint32_t j) const {
+    return static_cast<std::int64_t>(j) * threads * vec;
+  }
+  bool complete(std::uint32_t j) const { return (j + 1ull) * threads * vec <= width; }
+  // In the last chunk: lanes below this load a whole vector.
+  std::uint32_t full_lanes(std::uint32_t j) const { return width / vec - j * threads; }
+  std::uint32_t tail() const { return width % vec; }
+};
+
+// Per-thread predicates of the last chunk, made once per kernel.
+class RowLanes {
+ public:
+  RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane);
+  const RowMap& map() const { return map_; }
+  Reg<U32> lane() const { return lane_; }
+  Reg<U32> first_element() const { return first_; }  // lane * V
+  // Element e of chunk j is inside the row (nullopt: always).
+  std::optional<Pred> element_valid(std::uint32_t j, std::uint32_t e) const;
+
+ private:
+  friend class RowMasks;
+  RowMap map_;
+  Reg<U32> lane_;
+  Reg<U32> first_;
+  std::optional<Pred> last_full_;  // lane < full_lanes(last)
+  std::optional<Pred> last_tail_;  // lane == full_lanes(last), when width % V != 0
+  std::optional<Pred> last_any_;   // lane <= full_lanes(last), when width % V != 0
+};
+
+// The masks of every chunk for one row, combined with the row's own predicate (rows past the batch
+// in the last CTA: masked, not returned, so barriers and shuffles still see every thread).
+class RowMasks {
+ public:
+  RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok);
+  const RowLanes& lanes() const { return *lanes_; }
+  std::optional<Pred> row_ok() const { return row_ok_; }
+  // Whole-vector access of chunk j: nullopt = unconditional; `never` = no lane loads a vector.
+  std::optional<Pred> vector(std::uint32_t j) const;
+  bool never(std::uint32_t j) const;
+  std::optional<Pred> tail(std::uint32_t j) const;  // the lone elements; only in the last chunk
+
+ private:
+  const RowLanes* lanes_;
+  std::optional<Pred> row_ok_;
+  std::optional<Pred> last_vector_;
+  std::optional<Pred> last_tail_;
+};
+
+// `v` (chunk j's values) with the elements past the width set to `fill`: the identity of a
+// reduction other than a sum (masked loads yield zeros there).
+Values mask_past_width(Kernel& k, const RowLanes& lanes, std::uint32_t j, Values v, float fill);
+
+// Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
+struct ChunkLoad {
+  std::optional<Raw> vector;
+  std::vector<Raw> tail;
+};
+ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                      MemHints h);
+Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLoad& c);
+// issue_chunk then decode_chunk: zeros past the width.
+Values load_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                  MemHints h = kNoHints);
+// The line holding chunk j's first element into `level`, for lanes that hold any of its elements.
+void prefetch_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                    PrefetchLevel level);
+// Stores in thread_row's dtype, rounding to nearest even.
+void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
+                 const Values& v, MemHints h = kNoHints);
+
+}  // namespace ptxdsl

@@ -1,0 +1,189 @@
+// The building blocks (<ptxdsl/dsl/blocks/...>): vector widths and row tiles as values, their
+// errors, the math helpers' instructions, and a row's element I/O and reductions run on the CPU
+// executor for each element type at widths with masked tails.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <ptxdsl/dsl/executor.hpp>
+
+#include "support.hpp"
+
+using namespace ptxdsl;
+using Catch::Matchers::Contains;
+
+TEST_CASE("vector widths are values: 16 bytes at most, aligned on every row", "[dsl][blocks]") {
+  CHECK(max_vector_elems(ScalarType::F32) == 4);
+  CHECK(max_vector_elems(ScalarType::BF16) == 8);
+  CHECK(vector_elems_for(ScalarType::F16, 1000) == 8);
+  CHECK(vector_elems_for(ScalarType::F16, 1002) == 2);
+  CHECK(vector_elems_for(ScalarType::F32, 33) == 1);
+  CHECK(vector_elems_for(ScalarType::BF16, 4096, 0x1008) == 4);  // rows 8 bytes off 16
+  CHECK(vector_aligned(ScalarType::F32, 4, 0x10));
+  CHECK_FALSE(vector_aligned(ScalarType::F32, 4, 0x08));
+  check_vector_elems(ScalarType::F16, 8);
+  CHECK_THAT(
+      test::error_of([] { check_vector_elems(ScalarType::F32, 8); }),
+      Contains("vector of f32 must have 1, 2, 4 or 8 elements, at most 4 (16 bytes), got 8"));
+  CHECK_THAT(test::error_of([] { check_vector_elems(ScalarType::F16, 3); }), Contains("got 3"));
+}
+
+TEST_CASE("RowMap: width to vector, threads and chunks", "[dsl][blocks]") {
+  const RowMap odd = RowMap::fit(4097, ScalarType::F32);
+  CHECK((odd.vec == 1 && odd.threads == 256 && odd.chunks == 17));
+  CHECK(odd.tail() == 0);
+  const RowMap halves = RowMap::fit(1000, ScalarType::F16);
+  CHECK((halves.vec == 8 && halves.threads == 128 && halves.chunks == 1));
+  CHECK_FALSE(halves.complete(0));
+  CHECK(halves.full_lanes(0) == 125);
+  const RowMap one = RowMap::fit(1, ScalarType::BF16, 64);
+  CHECK((one.vec == 1 && one.threads == 32 && one.chunks == 1));
+  const RowMap tailed = RowMap::make(1001, 4, 64);
+  CHECK((tailed.chunks == 4 && tailed.tail() == 1 && tailed.full_lanes(3) == 58));
+  CHECK_THAT(test::error_of([] { RowMap::make(0, 1, 32); }),
+             Contains("row width must be at least 1"));
+  CHECK_THAT(test::error_of([] { RowMap::make(10, 3, 32); }),
+             Contains("row vector width must be 1, 2, 4 or 8 elements, got 3"));
+  CHECK_THAT(test::error_of([] { RowMap::fit(10, ScalarType::F32, 48); }),
+             Contains("max_threads must be a power of two in [32, 1024], got 48"));
+  CHECK_THAT(test::error_of([] { RowMap::fit(10, ScalarType::F64); }),
+             Contains("a row's element type must be f32, f16 or bf16, got f64"));
+}
+
+TEST_CASE("math helpers: their instructions, approx and ftz spelled out", "[dsl][blocks]") {
+  Module m;
+  Kernel& k = m.kernel("math");
+  const Reg<F32> x = k.param<F32>("x");
+  exp_approx(k, x);
+  exp_approx(k, x, /*ftz=*/true);
+  log_approx(k, x);
+  rsqrt_rn(k, x);
+  const std::string body = test::body_text(k);
+  INFO(body);
+  CHECK_THAT(body, Contains("mul.f32 %f2, %f1, 0f3FB8AA3B;\nex2.approx.f32 %f3, %f2;"));
+  CHECK_THAT(body, Contains("mul.ftz.f32 %f4, %f1, 0f3FB8AA3B;\nex2.approx.ftz.f32 %f5, %f4;"));
+  CHECK_THAT(body, Contains("lg2.approx.f32 %f6, %f1;\nmul.f32 %f7, %f6, 0f3F317218;"));
+  CHECK_THAT(body, Contains("sqrt.rn.f32 %f8, %f1;\nrcp.rn.f32 %f9, %f8;"));
+}
+
+TEST_CASE("element I/O and reducer misuse is refused by name", "[dsl][blocks]") {
+  Module m;
+  Kernel& k = m.kernel("misuse");
+  CHECK_THAT(test::error_of([&] { param_dptr(k, "x", ScalarType::F64); }),
+             Contains("kernel 'misuse', parameter 'x' must be f32, f16 or bf16, got f64"));
+  const Reg<U32> tid = k.tid_x();
+  CHECK_THAT(test::error_of([&] { Reducer(k, 48, 96, tid); }), Contains("group size"));
+  Reducer warp = Reducer::warp(k);
+  const Reg<F32> v = k.mov<F32>(1.0f);
+  CHECK_THAT(test::error_of([&] {
+               warp.reduce(k, {v, v, v, v, v}, Reduction::sum());
+             }),
+             Contains("5 values, but the reducer was made for at most 4"));
+  CHECK_THAT(test::error_of([&] {
+               warp.reduce(k, {v, v}, {Reduction::max()});
+             }),
+             Contains("1 operations for 2 values"));
+  CHECK_THAT(test::error_of([&] { tree_reduce(k, std::span<const Reg<F32>>{}, Reduction::min()); }),
+             Contains("tree_reduce (min): no values"));
+  CHECK_THAT(test::error_of([] { Reduction::of("none", {}, 0.0f); }),
+             Contains("reduction 'none' has no combine function"));
+}
+
+namespace {
+
+// One CTA a row: copies the row through RowPerCta's load and store, and reduces it by max, min,
+// sum and a user's absolute maximum at once, lane 0 writing the four results and one more.
+void build_row_kernel(Module& m, ScalarType t, const RowMap& map) {
+  Kernel& k = m.kernel("row");
+  const GlobalDPtr x = param_dptr(k, "x", t);
+  const GlobalDPtr y = param_dptr(k, "y", t);
+  const GlobalPtr<F32> stats = k.param_ptr<F32>("stats");
+  RowPerCta row(k, map);
+  const Reduction absmax = Reduction::of(
+      "absmax", [](Kernel& kk, Reg<F32> a, Reg<F32> b) { return kk.max(kk.abs(a), kk.abs(b)); },
+      0.0f);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const std::vector<Values> v = row.load(k, x);
+  row.store(k, y, v);
+  Values hi, lo, sum, mag;
+  for (std::uint32_t j = 0; j < map.chunks; ++j) {
+    hi.push_back(tree_reduce(k, mask_past_width(k, row.lanes(), j, v[j], -kInf), Reduction::max()));
+    lo.push_back(tree_reduce(k, mask_past_width(k, row.lanes(), j, v[j], kInf), Reduction::min()));
+    sum.push_back(tree_reduce(k, v[j], Reduction::sum()));
+    mag.push_back(tree_reduce(k, v[j], absmax));
+  }
+  const std::vector<Reg<F32>> r = row.reducer().reduce(
+      k,
+      {tree_reduce(k, hi, Reduction::max()), tree_reduce(k, lo, Reduction::min()),
+       tree_reduce(k, sum, Reduction::sum()), tree_reduce(k, mag, absmax)},
+      {Reduction::max(), Reduction::min(), Reduction::sum(), absmax});
+  // Straight after: the reducer's other buffer, no barrier between (the executor would see a race).
+  const Reg<F32> again = row.reduce(k, v, Reduction::sum());
+  k.predicated(k.setp(Cmp::Eq, row.tid(), 0u), [&] {
+    const GlobalPtr<F32> out = k.index(stats, k.mul(row.row(), 5u));
+    for (int i = 0; i < 4; ++i) k.st(out + i, r[i]);
+    k.st(out + 4, again);
+  });
+  k.finalize();
+}
+
+std::uint16_t to_bits(ScalarType t, float v) {
+  return t == ScalarType::F16 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+}
+
+float from_bits(ScalarType t, std::uint16_t b) {
+  return t == ScalarType::F16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
+}
+
+}  // namespace
+
+TEST_CASE("a row's element I/O and reductions, every element type, masked tails",
+          "[dsl][blocks][executor]") {
+  const ScalarType types[] = {ScalarType::F32, ScalarType::F16, ScalarType::BF16};
+  for (ScalarType t : types) {
+    for (std::uint32_t width : {1u, 37u, 1000u, 1001u}) {
+      const RowMap map = RowMap::fit(width, t, 128);
+      INFO(ptx_name(t) << " width " << width << ": vec " << map.vec << ", threads " << map.threads
+                       << ", chunks " << map.chunks);
+      Module m;
+      build_row_kernel(m, t, map);
+      const std::uint32_t rows = 2;
+      std::vector<float> x(width * rows);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<float>((i * 37) % 101) / 8.0f - 6.0f;  // exact in bf16
+      }
+      CpuDevice dev;
+      std::vector<float> stats(rows * 5, -1.0f);
+      std::vector<float> y(x.size());
+      if (t == ScalarType::F32) {
+        dev.launch(*m.kernels()[0], {.grid = rows, .block = map.threads},
+                   {dev.upload<float>(x, "x"), dev.map<float>(y, "y"), dev.map<float>(stats, "s")});
+      } else {
+        std::vector<std::uint16_t> xb(x.size()), yb(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) xb[i] = to_bits(t, x[i]);
+        dev.launch(*m.kernels()[0], {.grid = rows, .block = map.threads},
+                   {dev.upload<std::uint16_t>(xb, "x"), dev.map<std::uint16_t>(yb, "y"),
+                    dev.map<float>(stats, "s")});
+        for (std::size_t i = 0; i < x.size(); ++i) y[i] = from_bits(t, yb[i]);
+      }
+      CHECK(y == x);
+      for (std::uint32_t r = 0; r < rows; ++r) {
+        const auto first = x.begin() + r * width, last = first + width;
+        double sum = 0, mag = 0;
+        for (auto i = first; i != last; ++i) {
+          sum += *i;
+          mag = std::max(mag, std::fabs(static_cast<double>(*i)));
+        }
+        CHECK(stats[r * 5 + 0] == *std::max_element(first, last));
+        CHECK(stats[r * 5 + 1] == *std::min_element(first, last));
+        CHECK(stats[r * 5 + 2] == Approx(sum).margin(1e-3));
+        CHECK(stats[r * 5 + 3] == static_cast<float>(mag));
+        CHECK(stats[r * 5 + 4] == stats[r * 5 + 2]);  // exact sums: any order agrees
+      }
+    }
+  }
+}
