@@ -21,6 +21,79 @@ namespace ptxdsl::runtime {
 
 using kernels::NormKind;
 
+namespace {
+
+bool given(const DeviceView& v) {
+  return v.address != 0;
+}
+
+// A call's variant from the views it gave, each combination that none has refused by name.
+NormVariant forward_variant(const DeviceView& w, const DeviceView* b, const DeviceView& residual,
+                            const DeviceView& h, bool residual_in_f32) {
+  NormVariant v;
+  if (!given(w)) {
+    if (b != nullptr && given(*b)) {
+      throw Error("b is given without w: a bias alone is not a variant (give w too, or neither)");
+    }
+    v.affine = kernels::Affine::None;
+  } else if (b != nullptr && !given(*b)) {
+    v.affine = kernels::Affine::Weight;
+  }
+  if (given(residual) != given(h)) {
+    throw Error(
+        fmt::format("{} is given without {}: the residual add reads residual and writes "
+                    "h = x + residual (give both, or neither)",
+                    given(h) ? "h" : "residual", given(h) ? "residual" : "h"));
+  }
+  if (given(residual)) {
+    v.residual = residual_in_f32 ? kernels::Residual::AddF32 : kernels::Residual::Add;
+  } else if (residual_in_f32) {
+    throw Error("residual_in_f32 is set without a residual (give residual and h)");
+  }
+  return v;
+}
+
+NormVariant backward_variant(const DeviceView& w, const DeviceView& dw, const DeviceView* db,
+                             const DeviceView& dh) {
+  NormVariant v;
+  if (given(dh)) v.residual = kernels::Residual::Add;
+  const bool has_db = db != nullptr && given(*db);
+  if (!given(w)) {
+    if (given(dw) || has_db) {
+      throw Error(
+          fmt::format("{} is given without w: a norm without weights has no weight "
+                      "gradients (leave dw and db empty, or give w)",
+                      given(dw) ? "dw" : "db"));
+    }
+    v.affine = kernels::Affine::None;
+    return v;
+  }
+  if (!given(dw) && has_db) {
+    throw Error("db is given without dw: the backward writes dx, dx and dw, or dx, dw and db");
+  }
+  if (!given(dw)) {
+    v.outputs = kernels::Outputs::Dx;
+  } else if (db != nullptr && !has_db) {
+    v.affine = kernels::Affine::Weight;
+  }
+  return v;
+}
+
+}  // namespace
+
+NormVariant variant_of(const LayerNormForwardArgs& a) {
+  return forward_variant(a.w, &a.b, a.residual, a.h, a.residual_in_f32);
+}
+NormVariant variant_of(const LayerNormBackwardArgs& a) {
+  return backward_variant(a.w, a.dw, &a.db, a.dh);
+}
+NormVariant variant_of(const RmsNormForwardArgs& a) {
+  return forward_variant(a.w, nullptr, a.residual, a.h, a.residual_in_f32);
+}
+NormVariant variant_of(const RmsNormBackwardArgs& a) {
+  return backward_variant(a.w, a.dw, nullptr, a.dh);
+}
+
 namespace detail {
 namespace {
 
@@ -105,10 +178,6 @@ struct PointerArgs {
   }
   std::span<const PointerArg> view() const { return {args.data(), count}; }
 };
-
-bool given(const DeviceView& v) {
-  return v.address != 0;
-}
 
 }  // namespace
 
@@ -288,53 +357,14 @@ class NormPair {
     return built_variant({backward, alternate_pays(backward, vec, batch, variant), vec, variant});
   }
 
-  // A call's variant from the views it gave, each combination that none has refused by name.
-  NormVariant forward_variant(const DeviceView& w, const DeviceView* b, const DeviceView& residual,
-                              const DeviceView& h, bool residual_in_f32) const {
-    NormVariant v;
-    if (!given(w)) {
-      if (b != nullptr && given(*b)) {
-        fail(false, "b is given without w: a bias alone is not a variant (give w too, or neither)");
-      }
-      v.affine = kernels::Affine::None;
-    } else if (b != nullptr && !given(*b)) {
-      v.affine = kernels::Affine::Weight;
+  // The variant of a call's views (variant_of), refused with this object's name.
+  template <class Args>
+  NormVariant variant_for(bool backward, const Args& a) const {
+    try {
+      return variant_of(a);
+    } catch (const Error& e) {
+      fail(backward, e.what());
     }
-    if (given(residual) != given(h)) {
-      fail(false, fmt::format("{} is given without {}: the residual add reads residual and writes "
-                              "h = x + residual (give both, or neither)",
-                              given(h) ? "h" : "residual", given(h) ? "residual" : "h"));
-    }
-    if (given(residual)) {
-      v.residual = residual_in_f32 ? kernels::Residual::AddF32 : kernels::Residual::Add;
-    } else if (residual_in_f32) {
-      fail(false, "residual_in_f32 is set without a residual (give residual and h)");
-    }
-    return v;
-  }
-  NormVariant backward_variant(const DeviceView& w, const DeviceView& dw, const DeviceView* db,
-                               const DeviceView& dh) const {
-    NormVariant v;
-    if (given(dh)) v.residual = kernels::Residual::Add;
-    if (!given(w)) {
-      if (given(dw) || (db != nullptr && given(*db))) {
-        fail(true, fmt::format("{} is given without w: a norm without weights has no weight "
-                               "gradients (leave dw and db empty, or give w)",
-                               given(dw) ? "dw" : "db"));
-      }
-      v.affine = kernels::Affine::None;
-      return v;
-    }
-    const bool has_db = db != nullptr && given(*db);
-    if (!given(dw) && has_db) {
-      fail(true, "db is given without dw: the backward writes dx, dx and dw, or dx, dw and db");
-    }
-    if (!given(dw)) {
-      v.outputs = kernels::Outputs::Dx;
-    } else if (db != nullptr && !has_db) {
-      v.affine = kernels::Affine::Weight;
-    }
-    return v;
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -627,7 +657,7 @@ LayerNorm::~LayerNorm() = default;
 
 void LayerNorm::forward(const LayerNormForwardArgs& a) {
   if (a.batch == 0) return;
-  const NormVariant variant = impl_->forward_variant(a.w, &a.b, a.residual, a.h, a.residual_in_f32);
+  const NormVariant variant = impl_->variant_for(false, a);
   detail::PointerArgs ptrs;
   ptrs.add({"x", Bind::X, Role::Rows, &a.x});
   ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
@@ -646,7 +676,7 @@ void LayerNorm::forward(const LayerNormForwardArgs& a) {
 
 void LayerNorm::backward(const LayerNormBackwardArgs& a) {
   if (a.batch == 0) return;
-  const NormVariant variant = impl_->backward_variant(a.w, a.dw, &a.db, a.dh);
+  const NormVariant variant = impl_->variant_for(true, a);
   detail::PointerArgs ptrs;
   ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
   ptrs.add({"x", Bind::X, Role::Rows, &a.x});
@@ -693,8 +723,7 @@ RmsNorm::~RmsNorm() = default;
 
 void RmsNorm::forward(const RmsNormForwardArgs& a) {
   if (a.batch == 0) return;
-  const NormVariant variant =
-      impl_->forward_variant(a.w, nullptr, a.residual, a.h, a.residual_in_f32);
+  const NormVariant variant = impl_->variant_for(false, a);
   detail::PointerArgs ptrs;
   ptrs.add({"x", Bind::X, Role::Rows, &a.x});
   ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
@@ -711,7 +740,7 @@ void RmsNorm::forward(const RmsNormForwardArgs& a) {
 
 void RmsNorm::backward(const RmsNormBackwardArgs& a) {
   if (a.batch == 0) return;
-  const NormVariant variant = impl_->backward_variant(a.w, a.dw, nullptr, a.dh);
+  const NormVariant variant = impl_->variant_for(true, a);
   detail::PointerArgs ptrs;
   ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
   ptrs.add({"x", Bind::X, Role::Rows, &a.x});

@@ -131,6 +131,13 @@ struct NormVariant {
   kernels::Outputs outputs = kernels::Outputs::All;  // the backward's
 };
 
+// The variant a call's views ask for (the calls take it so); throws ptxdsl::Error naming the view
+// that fits none (b without w, residual without h, db without dw, ...). Needs no device.
+NormVariant variant_of(const LayerNormForwardArgs& args);
+NormVariant variant_of(const LayerNormBackwardArgs& args);
+NormVariant variant_of(const RmsNormForwardArgs& args);
+NormVariant variant_of(const RmsNormBackwardArgs& args);
+
 namespace detail {
 class NormPair;
 }
