@@ -13,6 +13,22 @@
 #include "weight_grads.hpp"
 
 namespace ptxdsl::kernels::detail {
+namespace {
+
+// A backward of dx alone: nothing to declare, add or write.
+class NoWeightGrads final : public WeightGradSums {
+ public:
+  std::string_view entry_step() const override { return ""; }
+  void declare(Kernel&) override {}
+  void start(Kernel&, const BackwardRows&) override {}
+  std::vector<int> pass_keys(std::vector<int> keys) const override { return keys; }
+  void add(Kernel&, std::uint32_t, const Values&, const Values&, std::optional<Reg<U32>>) override {
+  }
+  void finish(Kernel&, const RowInputs&, ChunkFence) override {}
+  void size_grid(GridRule&) const override {}
+};
+
+}  // namespace
 
 std::unique_ptr<WeightGradSums> WeightGradSums::make(const NormSpec& spec, const Plan& plan) {
   switch (plan.weight_grads) {
@@ -20,6 +36,8 @@ std::unique_ptr<WeightGradSums> WeightGradSums::make(const NormSpec& spec, const
       return partial_row_sums(spec, plan);
     case WeightGrads::SingleLaunch:
       return column_sums(spec, plan);
+    case WeightGrads::None:
+      return std::make_unique<NoWeightGrads>();
   }
   throw Error("the backward's dw/db sums: an unknown strategy");
 }
@@ -34,11 +52,15 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
-  const GlobalDPtr w = param_dptr(k, "w", spec.weight_dtype);
+  std::optional<GlobalDPtr> w;
+  if (has_weight(spec)) w = param_dptr(k, "w", spec.weight_dtype);
   std::optional<GlobalDPtr> mean_in;
   if (ln) mean_in = param_dptr(k, "mean", DType::F32);
   const GlobalDPtr rstd_in = param_dptr(k, "rstd", DType::F32);
   const GlobalDPtr dy = param_dptr(k, "dy", spec.dtype);
+  // The residual add's h gradient from h's other uses: dx is h's whole gradient.
+  std::optional<GlobalDPtr> dh;
+  if (has_residual(spec)) dh = param_dptr(k, "dh", residual_dtype(spec));
   const GlobalDPtr dx = param_dptr(k, "dx", spec.dtype);
   grad_sums->declare(k);
   std::optional<GlobalPtr<U32>> row_counter;
@@ -71,7 +93,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   const Reg<U32> cta_id = k.ctaid_x();
   grad_sums->start(k, {cta, lanes, columns, cta_id, dynamic, layout});
-  const GlobalDPtr w_col = at(k, w, lanes.first_element());
+  std::optional<GlobalDPtr> w_col;
+  if (w) w_col = at(k, *w, lanes.first_element());
 
   // Reduction scratch, double-buffered across iterations so no barrier is needed between them.
   const std::uint32_t reduced = ln ? 2 : 1;
@@ -174,7 +197,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     xt.load(k, masks, {}, fence);
     dyt.load(k, masks, {}, fence);
 
-    // x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy, for chunk j; masked elements give g = 0.
+    // x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy (dy without w), for chunk j; masked elements
+    // give g = 0.
     struct Terms {
       Values xhat, g, dy;
     };
@@ -183,12 +207,14 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       Terms t;
       const Values xv = xt.get(k, masks, j, shift);
       t.dy = dyt.get(k, masks, j, shift);
-      const GlobalDPtr wj = shifted(k, w_col, shift, per_chunk);
-      const Values wv =
-          decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads));
+      Values wv;
+      if (w_col) {
+        const GlobalDPtr wj = shifted(k, *w_col, shift, per_chunk);
+        wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads));
+      }
       for (std::uint32_t e = 0; e < plan.vec; ++e) {
         t.xhat.push_back(ln ? k.mul(k.sub(xv[e], *mean), rstd) : k.mul(xv[e], rstd));
-        t.g.push_back(k.mul(wv[e], t.dy[e]));
+        t.g.push_back(w_col ? k.mul(wv[e], t.dy[e]) : t.dy[e]);
       }
       return t;
     };
@@ -218,15 +244,25 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (ln) c2 = k.mul(total[1], inv_width);
 
     // Pass 2: dx = (g − (x̂·c1 + c2))·rstd.
+    // With the residual add, dx += dh.
     const GlobalDPtr dx_row = thread_row(dx, row);
+    std::optional<GlobalDPtr> dh_row;
+    if (dh) dh_row = thread_row(*dh, row);
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
           const Terms t = terms(j, shift);
+          Values dhv;
+          if (dh_row) {
+            dhv = decode_chunk(
+                k, masks, j,
+                issue_chunk(k, masks, shifted(k, *dh_row, shift, per_chunk), j, hints.row_loads));
+          }
           Values out;
           for (std::uint32_t e = 0; e < plan.vec; ++e) {
             const Reg<F32> fit = ln ? k.fma(t.xhat[e], c1, *c2) : k.mul(t.xhat[e], c1);
-            out.push_back(k.mul(k.sub(t.g[e], fit), rstd));
+            const Reg<F32> d = k.mul(k.sub(t.g[e], fit), rstd);
+            out.push_back(dh_row ? k.add(d, dhv[e]) : d);
           }
           store_chunk(k, masks, shifted(k, dx_row, shift, per_chunk), j, out, hints.row_stores);
         },

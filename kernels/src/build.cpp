@@ -16,8 +16,9 @@ std::string entry_name(const NormSpec& spec, std::string_view step) {
   const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
   const std::string variant =
       vec == default_vector_elems(spec.dtype) ? "" : fmt::format("_v{}", vec);
-  return fmt::format("{}{}{}_{}_w{}_n{}{}", kind_name(spec.kind), step.empty() ? "" : "_", step,
-                     dtype_name(spec.dtype), dtype_name(spec.weight_dtype), spec.width, variant);
+  return fmt::format("{}{}{}_{}_w{}_n{}{}{}", kind_name(spec.kind), step.empty() ? "" : "_", step,
+                     dtype_name(spec.dtype), dtype_name(spec.weight_dtype), spec.width, variant,
+                     variant_suffix(spec));
 }
 
 }  // namespace detail
@@ -45,6 +46,37 @@ void check_knob_target(const NormSpec& spec, const KnobInfo& info, T v) {
                           spec.ptx_version.minor));
 }
 
+// The variant fields: values of their enums, and combinations the kernels have.
+void check_variant(const NormSpec& spec) {
+  if (affine_name(spec.affine) == "?") {
+    throw Error(fmt::format("affine must be one of full, weight, none, got enum value {}",
+                            static_cast<int>(spec.affine)));
+  }
+  if (residual_name(spec.residual) == "?") {
+    throw Error(fmt::format("residual must be one of none, add, add_f32, got enum value {}",
+                            static_cast<int>(spec.residual)));
+  }
+  if (outputs_name(spec.outputs) == "?") {
+    throw Error(fmt::format("outputs must be one of all, dx, got enum value {}",
+                            static_cast<int>(spec.outputs)));
+  }
+  if (spec.affine == Affine::Weight && !is_layer_norm(spec.kind)) {
+    throw Error(fmt::format(
+        "affine weight is layer norm's w without b; {} has no bias (its full affine is w alone)",
+        kind_name(spec.kind)));
+  }
+  if (spec.outputs != Outputs::All && !is_backward(spec.kind)) {
+    throw Error(fmt::format("outputs {} chooses a backward's gradients; {} is a forward",
+                            outputs_name(spec.outputs), kind_name(spec.kind)));
+  }
+  if (spec.residual == Residual::AddF32 && is_backward(spec.kind)) {
+    throw Error(
+        fmt::format("residual add_f32 is a forward's (h in f32); {} takes residual add, "
+                    "with h and dh in the dtype",
+                    kind_name(spec.kind)));
+  }
+}
+
 }  // namespace
 
 void validate(const NormSpec& spec) {
@@ -56,6 +88,7 @@ void validate(const NormSpec& spec) {
   }
   check_dtype(spec.dtype, "dtype");
   check_dtype(spec.weight_dtype, "weight dtype");
+  check_variant(spec);
   if (spec.weight_dtype != spec.dtype && spec.weight_dtype != DType::F32) {
     if (spec.dtype == DType::F32) {
       throw Error(fmt::format("weight dtype must be f32 for f32 inputs, got {}",
@@ -174,13 +207,18 @@ void check_stride(std::uint32_t width, std::uint32_t stride) {
 }
 
 std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
-                               std::uint64_t row_address_bits, std::uint64_t weight_address_bits) {
-  const ScalarType rows = detail::element_type(dtype);
-  // The weights have no stride: only their addresses bound the vector.
-  const std::uint32_t v = ptxdsl::vector_elems_for(rows, stride, row_address_bits);
+                               std::uint64_t row_address_bits, std::uint64_t weight_address_bits,
+                               DType residual_dtype, std::uint64_t residual_address_bits) {
+  const std::uint32_t v =
+      ptxdsl::vector_elems_for(detail::element_type(dtype), stride, row_address_bits);
+  // The weights have no stride, and the residual's rows share x's: only their addresses bound it.
   const ScalarType weights = detail::element_type(weight_dtype);
+  const ScalarType residuals = detail::element_type(residual_dtype);
   for (std::uint32_t w = v; w > 1; w /= 2) {
-    if (vector_aligned(weights, w, weight_address_bits)) return w;
+    if (vector_aligned(weights, w, weight_address_bits) &&
+        vector_aligned(residuals, w, residual_address_bits)) {
+      return w;
+    }
   }
   return 1;
 }
@@ -232,7 +270,8 @@ std::uint64_t BuiltNorm::partial_db_offset(std::uint32_t batch) const {
 }
 
 std::uint64_t BuiltNorm::workspace_bytes(std::uint32_t batch) const {
-  const std::uint64_t tensors = spec.kind == NormKind::LayerNormBwd ? 2 : 1;
+  if (!has_weight_grads(spec)) return 0;
+  const std::uint64_t tensors = has_bias(spec) ? 2 : 1;
   return partial_dw_offset() + (partial_db_offset(batch) - partial_dw_offset()) * tensors;
 }
 
@@ -244,7 +283,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.spec = spec;
   if (is_backward(spec.kind)) {
     out.steps.push_back(detail::build_backward(*module, spec, plan));
-    const bool single = plan.weight_grads == detail::WeightGrads::SingleLaunch;
+    const bool single = plan.weight_grads != detail::WeightGrads::PartialRows;
     if (!single) {
       out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
       out.partial_pitch = detail::partial_pitch(spec.width);

@@ -21,7 +21,7 @@ double output_ulp(DType d) {
 // Per element, the magnitude of what computing it in f32 rounds and cancels: the operands of
 // x − mean (amplified by rstd), the terms of dx's difference, each row's terms of dw and db.
 struct Scales {
-  std::vector<double> y, mean, rstd, dx, dw, db;
+  std::vector<double> y, mean, rstd, h, dx, dw, db;
 };
 
 Scales term_scales(const NormProblem& p, std::span<const double> y_want,
@@ -37,6 +37,7 @@ Scales term_scales(const NormProblem& p, std::span<const double> y_want,
   }
   out.mean.assign(p.batch, 0);
   out.rstd.assign(p.batch, 0);
+  out.h.assign(std::size_t{p.batch} * n, 0);
   std::vector<double> xhat(n), err(n), g(n);
   for (std::uint32_t row = 0; row < p.batch; ++row) {
     const float* x = p.x.data() + std::size_t{row} * s;
@@ -68,11 +69,13 @@ Scales term_scales(const NormProblem& p, std::span<const double> y_want,
     }
     for (std::uint32_t i = 0; i < n; ++i) {
       const std::size_t at = std::size_t{row} * n + i;
+      out.h[at] = std::abs(x[i]);  // x + residual: one rounding of h
       if (!out.y.empty()) out.y[at] = std::abs(p.w[i]) * err[i] + std::abs(y_want[at]);
       if (!out.dx.empty()) {
         out.dx[at] = r * (std::abs(g[i]) + std::abs(xhat[i] * c1) + std::abs(c2)) +
                      r * std::abs(c1) * err[i] + r * std::abs(xhat[i]) * mean_g_err +
                      std::abs(dx_want[at]);
+        if (!p.dh.empty()) out.dx[at] += std::abs(p.dh[std::size_t{row} * s + i]);
       }
     }
   }
@@ -93,11 +96,12 @@ const std::vector<double>& scale_of(const Scales& s, std::string_view name) {
   if (name == "y") return s.y;
   if (name == "mean") return s.mean;
   if (name == "rstd") return s.rstd;
+  if (name == "h") return s.h;
   if (name == "dx") return s.dx;
   if (name == "dw") return s.dw;
   if (name == "db") return s.db;
   throw Error(
-      fmt::format("check_outputs: no rule for output '{}' (y, mean, rstd, dx, dw, db)", name));
+      fmt::format("check_outputs: no rule for output '{}' (y, mean, rstd, h, dx, dw, db)", name));
 }
 
 OutputVerdict judge(const NormOutput& o, const std::vector<double>& scale) {
@@ -112,7 +116,7 @@ OutputVerdict judge(const NormOutput& o, const std::vector<double>& scale) {
   v.dtype = o.dtype;
   double largest = 0;
   for (double w : o.want) largest = std::max(largest, std::abs(w));
-  const bool rows = o.name == "y" || o.name == "dx";
+  const bool rows = o.name == "y" || o.name == "h" || o.name == "dx";
   double worst_ratio = -1;
   for (std::size_t i = 0; i < o.got.size(); ++i) {
     double bound;
@@ -148,6 +152,24 @@ OutputVerdict judge(const NormOutput& o, const std::vector<double>& scale) {
 
 bool Verdict::pass() const {
   return std::all_of(outputs.begin(), outputs.end(), [](const OutputVerdict& o) { return o.pass; });
+}
+
+NormProblem norm_problem(const NormSpec& spec, const NormInputs& in, const NormReference& ref,
+                         double eps) {
+  NormProblem p;
+  p.layer = is_layer_norm(spec.kind);
+  p.batch = in.batch;
+  p.width = in.width;
+  p.stride = in.stride;
+  p.eps = eps;
+  p.x = ref.rows;
+  p.w = ref.w;
+  p.b = ref.b;
+  if (is_backward(spec.kind)) {
+    p.dy = in.dy.values;
+    if (has_residual(spec)) p.dh = in.dh.values;
+  }
+  return p;
 }
 
 Verdict check_outputs(const NormProblem& problem, std::span<const NormOutput> outputs) {

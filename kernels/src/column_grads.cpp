@@ -93,8 +93,7 @@ class ColumnSums final : public WeightGradSums {
   std::string_view entry_step() const override { return "single"; }
   void declare(Kernel& k) override {
     grads_.push_back(param_dptr(k, "dw", spec_.weight_dtype));
-    if (spec_.kind == NormKind::LayerNormBwd)
-      grads_.push_back(param_dptr(k, "db", spec_.weight_dtype));
+    if (has_bias(spec_)) grads_.push_back(param_dptr(k, "db", spec_.weight_dtype));
   }
   void start(Kernel&, const BackwardRows&) override {}
   std::vector<int> pass_keys(std::vector<int> keys) const override { return keys; }

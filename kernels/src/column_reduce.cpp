@@ -45,7 +45,7 @@ void store_slice_sums(Kernel& k, const SliceSums& s, const std::vector<GlobalDPt
 }
 
 LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan) {
-  const bool ln = spec.kind == NormKind::LayerNormBwd;
+  const bool ln = has_bias(spec);  // db beside dw
   Kernel& k = m.kernel(entry_name(spec, ln ? "dwdb" : "dw"));
   const std::uint32_t C = plan.reduce_columns;
   const std::uint32_t S = plan.reduce_slices;

@@ -22,10 +22,13 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   // Parameters, in the contract's order.
   const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
-  const GlobalDPtr w = param_dptr(k, "w", spec.weight_dtype);
-  std::optional<GlobalDPtr> b;
-  if (ln) b = param_dptr(k, "b", spec.weight_dtype);
+  std::optional<GlobalDPtr> residual, h;
+  if (has_residual(spec)) residual = param_dptr(k, "residual", residual_dtype(spec));
+  std::optional<GlobalDPtr> w, b;
+  if (has_weight(spec)) w = param_dptr(k, "w", spec.weight_dtype);
+  if (has_bias(spec)) b = param_dptr(k, "b", spec.weight_dtype);
   const GlobalDPtr y = param_dptr(k, "y", spec.dtype);
+  if (residual) h = param_dptr(k, "h", residual_dtype(spec));
   std::optional<GlobalDPtr> mean_out;
   if (ln) mean_out = param_dptr(k, "mean", DType::F32);
   const GlobalDPtr rstd_out = param_dptr(k, "rstd", DType::F32);
@@ -96,19 +99,38 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   // This thread's first column of w and b (every row's).
   const auto weight_columns = [&] {
-    std::pair<GlobalDPtr, std::optional<GlobalDPtr>> columns_at{at(k, w, lanes.first_element()),
-                                                                std::nullopt};
+    std::pair<std::optional<GlobalDPtr>, std::optional<GlobalDPtr>> columns_at;
+    if (w) columns_at.first = at(k, *w, lanes.first_element());
     if (b) columns_at.second = at(k, *b, lanes.first_element());
     return columns_at;
   };
   const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
     const RowMasks masks(k, lanes, row_ok);
     if (persistent) xt.set_row(x_row_at(row));
+    // The residual add: the row normalized is h = x + residual, the residual's chunks read from
+    // memory by every pass (held nowhere, so the plans of x fit unchanged) and h stored by the
+    // first.
+    std::optional<GlobalDPtr> residual_row;
+    if (residual) residual_row = at(k, row_of(k, *residual, row, stride), lanes.first_element());
+    bool residual_reread = false;
+    const auto row_values = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+      Values v = xt.get(k, masks, j, shift);
+      if (!residual_row) return v;
+      const GlobalDPtr at_chunk = shifted(k, *residual_row, shift, per_chunk);
+      const MemHints rh = residual_reread ? hints.row_rereads : hints.row_loads;
+      const Values r = decode_chunk(k, masks, j, issue_chunk(k, masks, at_chunk, j, rh));
+      for (std::size_t e = 0; e < v.size(); ++e) v[e] = k.add(v[e], r[e]);
+      return v;
+    };
     // Σx (layer norm) or Σx² (RMS) while the loads land; with one_pass_stats, Σ(x − x₀) and
     // Σ(x − x₀)², x₀ the row's first element (every thread reads it: one L1 line).
     std::optional<Reg<F32>> shift;
     if (one_pass) {
       shift = decode(k, load_raw(k, row_of(k, x, row, stride), 1, row_ok, kNc))[0];
+      if (residual) {
+        const Raw r0 = load_raw(k, row_of(k, *residual, row, stride), 1, row_ok, kNc);
+        shift = k.add(*shift, decode(k, r0)[0]);
+      }
     }
     RunningSum first(k);
     std::optional<RunningSum> second;
@@ -122,18 +144,34 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       }
       first.add(k, ln ? tree_sum(k, v) : tree_sum_squares(k, v));
     };
-    xt.load(k, masks, sum, fence);
+    if (residual) {
+      // h's chunks, stored and summed once x's loads are all issued.
+      xt.load(k, masks, {}, fence);
+      const GlobalDPtr h_row = at(k, row_of(k, *h, row, stride), lanes.first_element());
+      for_each_chunk(
+          k, fence_all(xt.loop_keys()), plan.loop_group,
+          [&](std::uint32_t j, std::optional<Reg<U32>> chunk_shift) {
+            const Values hv = row_values(j, chunk_shift);
+            store_chunk(k, masks, shifted(k, h_row, chunk_shift, per_chunk), j, hv,
+                        hints.row_stores);
+            sum(j, hv);
+          },
+          fence);
+      residual_reread = true;
+    } else {
+      xt.load(k, masks, sum, fence);
+    }
     // early_weights: w and b of the chunks in registers, issued with the row and held to the
     // normalizing pass. Plain loads, which ptxas keeps before the reductions' barriers (.nc ones
     // it may sink past them).
     std::map<std::uint32_t, std::pair<ChunkLoad, std::optional<ChunkLoad>>> early;
-    if (plan.early_weights) {
+    if (plan.early_weights && w) {
       MemHints plain = hints.weight_loads;
       plain.nc = false;
       const auto [w_col, b_col] = weight_columns();
       for (std::uint32_t j = 0; j < plan.data.size(); ++j) {
         if (plan.data[j] != Place::Registers) continue;
-        ChunkLoad wj = issue_chunk(k, columns, w_col, j, plain);
+        ChunkLoad wj = issue_chunk(k, columns, *w_col, j, plain);
         std::optional<ChunkLoad> bj;
         if (b_col) bj = issue_chunk(k, columns, *b_col, j, plain);
         early.emplace(j, std::pair{std::move(wj), std::move(bj)});
@@ -158,7 +196,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       for_each_chunk(
           k, xt.loop_keys(), plan.loop_group,
           [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-            squares.add(k, centered_squares(k, lanes, j, xt.get(k, masks, j, shift), *mean));
+            squares.add(k, centered_squares(k, lanes, j, row_values(j, shift), *mean));
           },
           fence);
       mean_square = k.mul(reduce(squares.value(), 1), inv_width);
@@ -176,7 +214,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       k.st(at(k, rstd_out, row).p.as<F32>(), rstd);
     });
 
-    // y = (x − mean)·rstd·w + b, or x·rstd·w; w and b come from L1 (read by every row).
+    // y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them); w
+    // and b come from L1 (read by every row).
     xt.reread_with(hints.row_rereads);
     const auto [w_col, b_col] = weight_columns();
     const auto weights = [&](const GlobalDPtr& col, std::uint32_t j,
@@ -190,21 +229,26 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
           const auto held = shift ? early.end() : early.find(j);
           const bool is_held = held != early.end();
-          const Values wv =
-              is_held ? decode_chunk(k, columns, j, held->second.first) : weights(w_col, j, shift);
+          Values wv;
+          if (w_col) {
+            wv = is_held ? decode_chunk(k, columns, j, held->second.first)
+                         : weights(*w_col, j, shift);
+          }
           Values bv;
           if (b_col) {
             bv = is_held ? decode_chunk(k, columns, j, *held->second.second)
                          : weights(*b_col, j, shift);
           }
-          const Values xv = xt.get(k, masks, j, shift);
+          const Values xv = row_values(j, shift);
           Values out;
           for (std::size_t e = 0; e < xv.size(); ++e) {
-            if (ln) {
-              const Reg<F32> xhat = k.mul(k.sub(xv[e], *mean), rstd);
+            const Reg<F32> xhat = ln ? k.mul(k.sub(xv[e], *mean), rstd) : k.mul(xv[e], rstd);
+            if (b_col) {
               out.push_back(k.fma(xhat, wv[e], bv[e]));
+            } else if (w_col) {
+              out.push_back(k.mul(xhat, wv[e]));
             } else {
-              out.push_back(k.mul(k.mul(xv[e], rstd), wv[e]));
+              out.push_back(xhat);
             }
           }
           store_chunk(k, masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);

@@ -17,8 +17,9 @@ std::uint32_t round_up(std::uint32_t a, std::uint32_t b) {
   return ceil_div(a, b) * b;
 }
 
-std::uint32_t accumulators(NormKind k) {
-  return k == NormKind::LayerNormBwd ? 2 : 1;
+// dw and db, or dw; a backward without them shapes its threads as RMS norm's does.
+std::uint32_t accumulators(const NormSpec& spec) {
+  return has_bias(spec) && is_backward(spec.kind) ? 2 : 1;
 }
 
 // Registers a thread may use so that one CTA of `block` threads fits on an SM.
@@ -127,7 +128,7 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   const bool backward = is_backward(spec.kind);
   const std::uint32_t tensors = backward ? 2 : 1;
-  const std::uint32_t nacc = backward ? accumulators(spec.kind) : 0;
+  const std::uint32_t nacc = backward ? accumulators(spec) : 0;
   const std::uint32_t slots = threads_per_row * vec * rows_per_cta;  // elements a chunk, all rows
   const auto shared_accumulators =
       static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Shared));
@@ -161,11 +162,11 @@ class Planner {
         dev_(spec.device),
         backward_(is_backward(spec.kind)),
         layer_fwd_(spec.kind == NormKind::LayerNormFwd),
-        nacc_(accumulators(spec.kind)),
+        nacc_(accumulators(spec)),
         s_(static_cast<std::uint32_t>(dtype_bytes(spec.dtype))),
         narrow_(s_ < 4),
         wide_weights_(spec.weight_dtype == DType::F32 && spec.dtype != DType::F32),
-        single_(backward_ && kn_.single_launch.value_or(false)),
+        single_(backward_ && (kn_.single_launch.value_or(false) || !has_weight_grads(spec))),
         tensors_(backward_ ? 2 : 1) {}
 
   Plan plan() {
@@ -182,7 +183,9 @@ class Planner {
  private:
   // T threads a row, R rows a CTA, V elements a vector.
   void map_threads() {
-    p_.weight_grads = single_ ? WeightGrads::SingleLaunch : WeightGrads::PartialRows;
+    p_.weight_grads = !backward_ || has_weight_grads(spec_)
+                          ? (single_ ? WeightGrads::SingleLaunch : WeightGrads::PartialRows)
+                          : WeightGrads::None;
     p_.width = spec_.width;
     p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
     p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
@@ -244,6 +247,8 @@ class Planner {
     room_ = value_room(p_.max_registers, p_.vec, spec_.kind);
     // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
     if (wide_weights_) room_ -= std::min(room_, p_.vec);
+    // The residual add's chunk at hand: the residual's values and h (forward), or dh (backward).
+    if (has_residual(spec_)) room_ -= std::min(room_, (backward_ ? 1 : 2) * p_.vec);
     // RMS rows read again: two chunks' loads in flight a loop iteration (layer norm's spill).
     const bool rms_reread = reread_ && spec_.kind == NormKind::RmsNormFwd;
     p_.loop_group = kn_.loop_group.value_or(p_.max_registers >= 128 ? (backward_ ? 2 : 4)

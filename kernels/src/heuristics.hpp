@@ -66,6 +66,7 @@ enum class Staging : std::uint8_t {
 enum class WeightGrads : std::uint8_t {
   PartialRows,   // an f32 partial row a CTA, summed by the column-reduce launch
   SingleLaunch,  // summed by columns after the rows, in the same launch
+  None,          // no dw or db (Outputs::Dx, Affine::None): one launch of dx alone
 };
 
 struct Plan {

@@ -126,7 +126,8 @@ std::vector<float> dense_rows(std::span<const float> strided, std::uint32_t batc
 }
 
 NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint32_t batch,
-                       std::uint32_t width, std::uint32_t stride, std::uint64_t seed) {
+                       std::uint32_t width, std::uint32_t stride, std::uint64_t seed,
+                       Residual residual) {
   check_batch(batch);
   if (width < 1 || width > kMaxWidth) {
     throw Error(fmt::format("width must be in [1, {}], got {}", kMaxWidth, width));
@@ -151,6 +152,13 @@ NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint
     in.b = make_tensor(b, weight_dtype);
   } else {
     in.b.dtype = weight_dtype;
+  }
+  const DType rd = residual == Residual::AddF32 ? DType::F32 : dtype;
+  in.residual.dtype = rd;
+  in.dh.dtype = rd;
+  if (residual != Residual::None) {
+    in.residual = make_tensor(rows(stream(seed, 4), batch, width, stride, 0.0, 0.5), rd);
+    in.dh = make_tensor(rows(stream(seed, 5), batch, width, stride, 0.0, 0.1), rd);
   }
   return in;
 }

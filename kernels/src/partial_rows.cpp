@@ -180,8 +180,7 @@ class PartialRowSums final : public WeightGradSums {
   std::string_view entry_step() const override { return ""; }
   void declare(Kernel& k) override {
     partials_.push_back(param_dptr(k, "partial_dw", DType::F32));
-    if (spec_.kind == NormKind::LayerNormBwd)
-      partials_.push_back(param_dptr(k, "partial_db", DType::F32));
+    if (has_bias(spec_)) partials_.push_back(param_dptr(k, "partial_db", DType::F32));
   }
   // Accumulators start at zero wherever they live.
   void start(Kernel& k, const BackwardRows& rows) override {

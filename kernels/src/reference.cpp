@@ -142,6 +142,72 @@ RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> 
   return r;
 }
 
+NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double eps,
+                             std::uint32_t first_row, std::uint32_t rows) {
+  const bool ln = is_layer_norm(spec.kind);
+  const std::uint32_t width = in.width, stride = in.stride;
+  if (first_row >= in.batch || rows > in.batch - first_row) {
+    throw Error(
+        fmt::format("norm_reference: rows [{}, +{}) of a batch of {}", first_row, rows, in.batch));
+  }
+  const std::uint32_t batch = rows == 0 ? in.batch - first_row : rows;
+  // The rows' elements of a strided tensor (the last row without its padding).
+  const auto part = [&](const HostTensor& t, const char* what) {
+    const std::size_t begin = std::size_t{first_row} * stride;
+    const std::size_t count = (std::size_t{batch} - 1) * stride + width;
+    if (t.values.size() < begin + count) {
+      throw Error(fmt::format("norm_reference: {} has {} elements, rows [{}, +{}) need {}", what,
+                              t.values.size(), first_row, batch, begin + count));
+    }
+    return std::vector<float>(t.values.begin() + static_cast<std::ptrdiff_t>(begin),
+                              t.values.begin() + static_cast<std::ptrdiff_t>(begin + count));
+  };
+  NormReference r;
+  r.rows = part(in.x, "x");
+  const bool adds = has_residual(spec) && !is_backward(spec.kind);
+  if (adds) {
+    const std::vector<float> residual = part(in.residual, "residual");
+    for (std::size_t i = 0; i < r.rows.size(); ++i) r.rows[i] += residual[i];
+  }
+  r.w = has_weight(spec) ? in.w.values : std::vector<float>(width, 1.0f);
+  r.b = has_bias(spec) ? in.b.values : std::vector<float>(width, 0.0f);
+  // The forward's statistics of the rows (the backward's mean and rstd inputs too).
+  if (ln) {
+    LayerNormFwdRef f = layer_norm_fwd_ref(r.rows, r.w, r.b, batch, width, stride, eps);
+    r.y = std::move(f.y);
+    r.mean = std::move(f.mean);
+    r.rstd = std::move(f.rstd);
+  } else {
+    RmsNormFwdRef f = rms_norm_fwd_ref(r.rows, r.w, batch, width, stride, eps);
+    r.y = std::move(f.y);
+    r.rstd = std::move(f.rstd);
+  }
+  if (adds) {
+    const std::vector<float> h = dense_rows(r.rows, batch, width, stride);
+    r.h.assign(h.begin(), h.end());
+  }
+  if (!is_backward(spec.kind)) return r;
+  r.y.clear();
+  const std::vector<float> dy = part(in.dy, "dy");
+  if (ln) {
+    LayerNormBwdRef b = layer_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps);
+    r.dx = std::move(b.dx);
+    r.dw = std::move(b.dw);
+    r.db = std::move(b.db);
+  } else {
+    RmsNormBwdRef b = rms_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps);
+    r.dx = std::move(b.dx);
+    r.dw = std::move(b.dw);
+  }
+  if (has_residual(spec)) {
+    const std::vector<float> dh = dense_rows(part(in.dh, "dh"), batch, width, stride);
+    for (std::size_t i = 0; i < r.dx.size(); ++i) r.dx[i] += dh[i];
+  }
+  if (!has_weight_grads(spec)) r.dw.clear();
+  if (!has_weight_grads(spec) || !has_bias(spec)) r.db.clear();
+  return r;
+}
+
 Deviation deviation(std::span<const float> got, std::span<const double> want) {
   if (got.size() != want.size()) {
     throw Error(

@@ -10,7 +10,8 @@
 #include "cta_layout.hpp"
 #include "row_map.hpp"
 
-// How the backward sums dw (and db) over the rows, one type a Plan::weight_grads: partial rows
+// How the backward sums dw (and db) over the rows, one type a Plan::weight_grads (none where the
+// backward writes dx alone): partial rows
 // (partial_rows.cpp) add each row's terms into accumulators that a CTA writes out as one f32
 // partial row, summed by the column-reduce launch; the one launch (column_grads.cpp) adds nothing
 // by rows and sums by columns after them. build_backward calls them in the order declared here.
@@ -55,7 +56,7 @@ class WeightGradSums {
   virtual void size_grid(GridRule& grid) const = 0;
 };
 
-// The two types, for WeightGradSums::make.
+// The types, for WeightGradSums::make.
 std::unique_ptr<WeightGradSums> partial_row_sums(const NormSpec& spec, const Plan& plan);
 std::unique_ptr<WeightGradSums> column_sums(const NormSpec& spec, const Plan& plan);
 

@@ -44,18 +44,7 @@ struct Output {
 };
 
 // Judged by the one accuracy rule (check_outputs); `got` dense, the problem's rows strided.
-void check(const NormSpec& spec, const NormInputs& in, const Output& o,
-           std::span<const float> got) {
-  const NormProblem problem{.layer = is_layer_norm(spec.kind),
-                            .batch = in.batch,
-                            .width = in.width,
-                            .stride = in.stride,
-                            .eps = kEps,
-                            .x = in.x.values,
-                            .w = in.w.values,
-                            .b = in.b.values,
-                            .dy = is_backward(spec.kind) ? std::span<const float>(in.dy.values)
-                                                         : std::span<const float>()};
+void check(const NormProblem& problem, const Output& o, std::span<const float> got) {
   const NormOutput out[] = {{o.name, o.dtype, got, o.want}};
   const OutputVerdict v = check_outputs(problem, out).outputs[0];
   INFO("output " << o.name << " (" << dtype_name(o.dtype) << "): " << v.failures
@@ -71,40 +60,26 @@ std::uint64_t seed_for(NormKind kind, DType dtype, std::uint32_t width, std::uin
           std::uint64_t{width} * 31 + batch);
 }
 
-// The float64 reference's outputs for `spec` (and, for the backward, its mean/rstd inputs
-// uploaded).
-std::vector<Output> expected_outputs(const NormSpec& spec, const NormInputs& in, std::size_t rows,
-                                     CpuDevice& dev, std::map<std::string, ExecutorAddress>& ptrs) {
-  const std::uint32_t batch = in.batch, width = in.width, stride = in.stride;
-  if (spec.kind == NormKind::LayerNormFwd) {
-    LayerNormFwdRef r =
-        layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, batch, width, stride, kEps);
-    return {{"y", spec.dtype, rows, std::move(r.y)},
-            {"mean", DType::F32, batch, std::move(r.mean)},
-            {"rstd", DType::F32, batch, std::move(r.rstd)}};
+// The float64 reference's outputs for `spec`, each that its variant writes (and, for the
+// backward, its mean/rstd inputs uploaded).
+std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& ref,
+                                     std::size_t rows, CpuDevice& dev,
+                                     std::map<std::string, ExecutorAddress>& ptrs) {
+  const std::size_t batch = ref.rstd.size(), width = spec.width;
+  std::vector<Output> outs;
+  if (!is_backward(spec.kind)) {
+    outs.push_back({"y", spec.dtype, rows, ref.y});
+    if (!ref.mean.empty()) outs.push_back({"mean", DType::F32, batch, ref.mean});
+    outs.push_back({"rstd", DType::F32, batch, ref.rstd});
+    if (!ref.h.empty()) outs.push_back({"h", residual_dtype(spec), rows, ref.h});
+    return outs;
   }
-  if (spec.kind == NormKind::RmsNormFwd) {
-    RmsNormFwdRef r = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
-    return {{"y", spec.dtype, rows, std::move(r.y)},
-            {"rstd", DType::F32, batch, std::move(r.rstd)}};
-  }
-  if (spec.kind == NormKind::LayerNormBwd) {
-    const LayerNormFwdRef f =
-        layer_norm_fwd_ref(in.x.values, in.w.values, in.b.values, batch, width, stride, kEps);
-    LayerNormBwdRef r =
-        layer_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
-    ptrs["mean"] = dev.upload<float>(to_f32(f.mean), "mean");
-    ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
-    return {{"dx", spec.dtype, rows, std::move(r.dx)},
-            {"dw", spec.weight_dtype, width, std::move(r.dw)},
-            {"db", spec.weight_dtype, width, std::move(r.db)}};
-  }
-  const RmsNormFwdRef f = rms_norm_fwd_ref(in.x.values, in.w.values, batch, width, stride, kEps);
-  RmsNormBwdRef r =
-      rms_norm_bwd_ref(in.x.values, in.w.values, in.dy.values, batch, width, stride, kEps);
-  ptrs["rstd"] = dev.upload<float>(to_f32(f.rstd), "rstd");
-  return {{"dx", spec.dtype, rows, std::move(r.dx)},
-          {"dw", spec.weight_dtype, width, std::move(r.dw)}};
+  if (!ref.mean.empty()) ptrs["mean"] = dev.upload<float>(to_f32(ref.mean), "mean");
+  ptrs["rstd"] = dev.upload<float>(to_f32(ref.rstd), "rstd");
+  outs.push_back({"dx", spec.dtype, rows, ref.dx});
+  if (!ref.dw.empty()) outs.push_back({"dw", spec.weight_dtype, width, ref.dw});
+  if (!ref.db.empty()) outs.push_back({"db", spec.weight_dtype, width, ref.db});
+  return outs;
 }
 
 // Runs every step of `built` for one batch and checks every output.
@@ -118,7 +93,10 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
   INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " weights "
-                            << dtype_name(spec.weight_dtype) << " width " << width << " batch "
+                            << dtype_name(spec.weight_dtype) << " affine "
+                            << affine_name(spec.affine) << " residual "
+                            << residual_name(spec.residual) << " outputs "
+                            << outputs_name(spec.outputs) << " width " << width << " batch "
                             << batch << " stride " << stride << " seed " << seed << " x offset "
                             << x_offset);
   NormInputs in = make_inputs(spec, batch, stride, seed);
@@ -136,8 +114,12 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   upload("w", in.w);
   upload("b", in.b);
   upload("dy", in.dy);
+  upload("residual", in.residual);
+  upload("dh", in.dh);
   const std::size_t rows = static_cast<std::size_t>(batch) * stride;
-  const std::vector<Output> outs = expected_outputs(spec, in, rows, dev, ptrs);
+  const NormReference ref = norm_reference(spec, in, kEps);
+  const NormProblem problem = norm_problem(spec, in, ref, kEps);
+  const std::vector<Output> outs = expected_outputs(spec, ref, rows, dev, ptrs);
   if (built.ticketed_rows) {
     // The host's part: a workspace whose row counter is zero (the partial rows poisoned).
     const ExecutorAddress ws = dev.alloc(built.workspace_bytes(batch), "workspace", 0xFF);
@@ -166,7 +148,7 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
           ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
       std::vector<float> got = to_floats(bytes, o.dtype, o.count);
       if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
-      check(spec, in, o, got);
+      check(problem, o, got);
     }
     if (built.ticketed_rows) {
       const auto counter = dev.download<std::uint32_t>(ptrs.at("row_counter"), 4);
@@ -246,6 +228,24 @@ TEST_CASE("RMS norm backward on the executor matches the float64 reference, f16"
 TEST_CASE("RMS norm backward on the executor matches the float64 reference, bf16",
           "[executor][norm]") {
   run_kind(NormKind::RmsNormBwd, DType::BF16);
+}
+
+TEST_CASE("every variant (affine, residual add, backward outputs) matches the float64 reference",
+          "[executor][norm]") {
+  // Odd widths (masked tails; the 4097 rows' chunks loop), f32 and bf16 (f32 residual beside
+  // 16-bit rows), rows with padding between them.
+  for (NormKind kind : kKinds) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      for (std::uint32_t width : {7u, 1151u, 4097u}) {
+        const std::uint32_t stride = width + 9;
+        for (NormSpec spec : variants_of(spec_of(kind, dtype, width))) {
+          spec.knobs.vector_elems = vector_elems_for(dtype, dtype, stride, 0, 0);
+          const BuiltNorm built = build_norm(spec);
+          for (std::uint32_t batch : {3u, 17u}) run_batch(built, batch, stride);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",

@@ -66,7 +66,8 @@ Case layer_norm_case(std::uint32_t batch, std::uint32_t width, float x_offset = 
                .x = c.in.x.values,
                .w = c.in.w.values,
                .b = c.in.b.values,
-               .dy = {}};
+               .dy = {},
+               .dh = {}};
   return c;
 }
 

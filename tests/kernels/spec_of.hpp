@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <vector>
 
 #include "ptxdsl/kernels/norm.hpp"
 
@@ -28,4 +29,29 @@ inline ptxdsl::kernels::NormSpec spec_for_device(ptxdsl::kernels::NormKind kind,
   s.arch = device.arch();
   s.ptx_version = std::max(s.ptx_version, ptxdsl::min_ptx_version(s.arch));
   return s;
+}
+
+// Every variant of `base`'s kind (affine, residual add, backward outputs) other than the default,
+// on `base`'s other fields: what the variant tests cover at each of their shapes.
+inline std::vector<ptxdsl::kernels::NormSpec> variants_of(const ptxdsl::kernels::NormSpec& base) {
+  using namespace ptxdsl::kernels;
+  const bool backward = is_backward(base.kind);
+  std::vector<NormSpec> out;
+  for (Residual r : {Residual::None, Residual::Add, Residual::AddF32}) {
+    if (backward && r == Residual::AddF32) continue;
+    for (Affine a : {Affine::Full, Affine::Weight, Affine::None}) {
+      if (a == Affine::Weight && !is_layer_norm(base.kind)) continue;
+      for (Outputs o : {Outputs::All, Outputs::Dx}) {
+        // Without weights there is no dw to leave out.
+        if (o == Outputs::Dx && (!backward || a == Affine::None)) continue;
+        if (r == Residual::None && a == Affine::Full && o == Outputs::All) continue;
+        NormSpec s = base;
+        s.residual = r;
+        s.affine = a;
+        s.outputs = o;
+        out.push_back(s);
+      }
+    }
+  }
+  return out;
 }

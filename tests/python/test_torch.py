@@ -101,6 +101,47 @@ class NormsTest(unittest.TestCase):
         close(self, pt.layer_norm(xt, (10,)), F.layer_norm(xt.double(), (10,)), torch.float32,
               "a transposed input")
 
+    def test_fused_residual_add(self):
+        # (y, h) with h = x + residual, as flash-attention's layer_norm_fn(residual=...) returns
+        # them; gradients through y and h to x, residual, w (and b), against float64.
+        for layer in (True, False):
+            for dtype in (torch.float32, torch.bfloat16):
+                for shape in ((3, 7), (17, 4097)):
+                    x, w, b, dy = inputs(shape, dtype, dtype, 40 + shape[-1])
+                    r, _, _, dh = inputs(shape, dtype, dtype, 41 + shape[-1])
+                    n = shape[-1]
+                    ts = [t.clone().requires_grad_() for t in (x, r, w, b)]
+                    refs = [t.double().requires_grad_() for t in (x, r, w, b)]
+                    if layer:
+                        y, h = pt.layer_norm(ts[0], (n,), ts[2], ts[3], 1e-5, residual=ts[1])
+                    else:
+                        y, h = pt.rms_norm(ts[0], (n,), ts[2], 1e-5, residual=ts[1])
+                    hd = refs[0] + refs[1]
+                    yd = (F.layer_norm(hd, (n,), refs[2], refs[3], 1e-5) if layer else
+                          F.rms_norm(hd, (n,), refs[2], 1e-5))
+                    (y.float() * dy.float()).sum().add((h.float() * dh.float()).sum()).backward()
+                    (yd * dy.double()).sum().add((hd * dh.double()).sum()).backward()
+                    name = f"{'layer' if layer else 'rms'}_norm residual {shape} {dtype}"
+                    close(self, y, yd.detach(), dtype, f"{name} y")
+                    close(self, h, hd.detach(), dtype, f"{name} h")
+                    for what, g, ref in zip(("dx", "dresidual", "dw", "db"), ts, refs):
+                        if ref.grad is None:
+                            continue
+                        close(self, g.grad, ref.grad, dtype, f"{name} {what}")
+
+    def test_gradients_only_where_asked(self):
+        # The kernels' dx-only variant where no weight needs a gradient; no affine at all.
+        x, w, b, dy = inputs((9, 1000), torch.float16, torch.float16, 60)
+        xg = x.clone().requires_grad_()
+        pt.layer_norm(xg, (1000,), w, b).backward(dy)
+        want = reference(True, x, w, b, dy, 1e-5)
+        close(self, xg.grad, want[1], torch.float16, "dx with frozen w and b")
+        xg = x.clone().requires_grad_()
+        pt.rms_norm(xg, (1000,), None, 1e-5).backward(dy)
+        xd = x.double().requires_grad_()
+        F.rms_norm(xd, (1000,), None, 1e-5).backward(dy.double())
+        close(self, xg.grad, xd.grad, torch.float16, "dx of an RMS norm without weight")
+
     def test_modules_are_drop_ins(self):
         for ours, theirs in ((pt.LayerNorm, torch.nn.LayerNorm), (pt.RMSNorm, torch.nn.RMSNorm)):
             ref = theirs(768, device="cuda")
@@ -134,13 +175,15 @@ class NormsTest(unittest.TestCase):
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):  # warm up: kernels built, allocator pools primed
             for _ in range(2):
-                y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, 1e-5)
-                grads = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd)
+                y, mean, rstd, _ = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, None, 1e-5)
+                grads = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd, True,
+                                                             True)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, 1e-5)
-            dx, dw, db = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd)
+            y, mean, rstd, _ = torch.ops.ptxdsl.layer_norm_forward(static_x, w, b, None, 1e-5)
+            dx, dw, db = torch.ops.ptxdsl.layer_norm_backward(dy, static_x, w, mean, rstd, True,
+                                                              True)
         for seed in (10, 11):
             new_x, _, _, _ = inputs((300, 4096), torch.float16, torch.float32, seed)
             static_x.copy_(new_x)
@@ -159,9 +202,9 @@ class NormsTest(unittest.TestCase):
             torch.cuda.synchronize()
             for i, ((x, w, b, dy), s) in enumerate(zip(cases, streams)):
                 with torch.cuda.stream(s):
-                    y, mean, rstd = torch.ops.ptxdsl.layer_norm_forward(x, w, b, 1e-5)
+                    y, mean, rstd, _ = torch.ops.ptxdsl.layer_norm_forward(x, w, b, None, 1e-5)
                     results[i] = (y,) + tuple(
-                        torch.ops.ptxdsl.layer_norm_backward(dy, x, w, mean, rstd))
+                        torch.ops.ptxdsl.layer_norm_backward(dy, x, w, mean, rstd, True, True))
             torch.cuda.synchronize()
             for (x, w, b, dy), got in zip(cases, results):
                 want = reference(True, x, w, b, dy, 1e-5)

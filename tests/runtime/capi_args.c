@@ -75,26 +75,30 @@ int main(void) {
       ln_forward(-1, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
       PTXDSL_ERROR_INVALID_ARGUMENT, "device must be in [0, 2147483647], got -1");
 
-  /* Null pointers: refused, or, for weights and biases, not supported yet. */
+  /* Null pointers: refused, or, for weights, biases, the residual add and the weights'
+   * gradients, a variant; the pointers that fit no variant are refused by name. */
   EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, NULL, FAKE(2), FAKE(3), NULL, FAKE(4)),
          PTXDSL_ERROR_INVALID_ARGUMENT, "ptxdsl_layer_norm_forward: x is NULL");
   EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "y is NULL");
   EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(3), NULL, FAKE(4)),
-         PTXDSL_ERROR_UNSUPPORTED,
-         "w is NULL: norms without weights (pass ones) are not supported");
-  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL, NULL, FAKE(4)),
-         PTXDSL_ERROR_UNSUPPORTED, "b is NULL: layer norms without a bias");
+         PTXDSL_ERROR_INVALID_ARGUMENT, "b is given without w");
   EXPECT(
       ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), FAKE(7), FAKE(4)),
-      PTXDSL_ERROR_UNSUPPORTED, "residual is not NULL: the fused residual add is not supported");
+      PTXDSL_ERROR_INVALID_ARGUMENT, "residual is given without h");
+  EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_BF16, PTXDSL_BF16, 8, 256, 0, FAKE(1), FAKE(2), NULL,
+                                 FAKE(3), FAKE(4), (float*)FAKE(5), 1e-5f, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "h is given without residual");
   EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_BF16, PTXDSL_F32, 8, 256, 0, FAKE(1), FAKE(2), NULL,
                                  NULL, FAKE(4), NULL, 1e-5f, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "ptxdsl_rms_norm_forward: rstd is NULL");
   EXPECT(ptxdsl_layer_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
-                                    (float*)FAKE(4), (float*)FAKE(5), FAKE(6), FAKE(7), NULL, NULL,
+                                    (float*)FAKE(4), (float*)FAKE(5), FAKE(6), NULL, FAKE(7), NULL,
                                     0, NULL),
-         PTXDSL_ERROR_UNSUPPORTED, "db is NULL");
+         PTXDSL_ERROR_INVALID_ARGUMENT, "db is given without dw");
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL,
+                                  (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 0, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "dw is given without w");
   EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
                                   (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 64, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "workspace is NULL but workspace_bytes is 64");

@@ -67,7 +67,8 @@ struct HostCase {
             .x = in.x.values,
             .w = in.w.values,
             .b = in.b.values,
-            .dy = in.dy.values};
+            .dy = in.dy.values,
+            .dh = {}};
   }
 };
 

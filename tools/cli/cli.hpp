@@ -23,6 +23,10 @@ struct SpecOptions {
   std::string weight_dtype;
   std::string arch;  // empty: the device's
   std::string ptx_version;
+  // The variant (kernels::Affine, Residual, Outputs by name; empty: the default).
+  std::string affine;
+  std::string residual;
+  std::string outputs;
   // A device preset to plan for (empty: h200); `run` on a GPU takes its ordinal here instead.
   std::string device;
   // The knobs' text, one per entry of kernels::knob_table(), in its order (empty: not given).

@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "ptxdsl/cli/app.hpp"
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/kernels/check_outputs.hpp"
 #include "ptxdsl/kernels/cpu_run.hpp"
@@ -55,64 +56,34 @@ void parallel_chunks(const std::vector<std::pair<std::uint32_t, std::uint32_t>>&
   }
 }
 
-void copy_into(std::vector<double>& dst, std::size_t offset, const std::vector<double>& src) {
-  std::copy(src.begin(), src.end(), dst.begin() + static_cast<std::ptrdiff_t>(offset));
+void append(std::vector<double>& dst, const std::vector<double>& src) {
+  dst.insert(dst.end(), src.begin(), src.end());
 }
 
-void forward_reference(NormData& d) {
-  const std::uint32_t width = d.spec.width, stride = width, batch = d.batch;
-  const bool ln = is_layer_norm(d.spec.kind);
-  d.y.assign(std::size_t{batch} * width, 0);
-  if (ln) d.mean.assign(batch, 0);
-  d.rstd.assign(batch, 0);
-  const std::span<const float> x = d.in.x.values, w = d.in.w.values, b = d.in.b.values;
-  parallel_chunks(row_chunks(batch, width), [&](std::size_t, std::uint32_t r0, std::uint32_t rows) {
-    const auto xs = x.subspan(std::size_t{r0} * stride, std::size_t{rows} * stride);
-    if (ln) {
-      const kernels::LayerNormFwdRef r =
-          kernels::layer_norm_fwd_ref(xs, w, b, rows, width, stride, kEps);
-      copy_into(d.y, std::size_t{r0} * width, r.y);
-      copy_into(d.mean, r0, r.mean);
-      copy_into(d.rstd, r0, r.rstd);
-    } else {
-      const kernels::RmsNormFwdRef r = kernels::rms_norm_fwd_ref(xs, w, rows, width, stride, kEps);
-      copy_into(d.y, std::size_t{r0} * width, r.y);
-      copy_into(d.rstd, r0, r.rstd);
-    }
-  });
-}
-
-void backward_reference(NormData& d) {
-  const std::uint32_t width = d.spec.width, stride = width, batch = d.batch;
-  const bool ln = is_layer_norm(d.spec.kind);
-  const auto chunks = row_chunks(batch, width);
-  d.dx.assign(std::size_t{batch} * width, 0);
-  std::vector<std::vector<double>> dw(chunks.size()), db(chunks.size());
-  const std::span<const float> x = d.in.x.values, w = d.in.w.values, dy = d.in.dy.values;
+// kernels::norm_reference over row chunks on every core: the chunks' rows in order, dw and db
+// summed in chunk order (the same numbers however many cores ran them). Rows are `width` apart.
+kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::NormInputs& in) {
+  const auto chunks = row_chunks(in.batch, in.width);
+  std::vector<kernels::NormReference> parts(chunks.size());
   parallel_chunks(chunks, [&](std::size_t i, std::uint32_t r0, std::uint32_t rows) {
-    const auto xs = x.subspan(std::size_t{r0} * stride, std::size_t{rows} * stride);
-    const auto dys = dy.subspan(std::size_t{r0} * stride, std::size_t{rows} * stride);
-    if (ln) {
-      kernels::LayerNormBwdRef r =
-          kernels::layer_norm_bwd_ref(xs, w, dys, rows, width, stride, kEps);
-      copy_into(d.dx, std::size_t{r0} * width, r.dx);
-      dw[i] = std::move(r.dw);
-      db[i] = std::move(r.db);
-    } else {
-      kernels::RmsNormBwdRef r = kernels::rms_norm_bwd_ref(xs, w, dys, rows, width, stride, kEps);
-      copy_into(d.dx, std::size_t{r0} * width, r.dx);
-      dw[i] = std::move(r.dw);
-    }
+    parts[i] = kernels::norm_reference(spec, in, kEps, r0, rows);
   });
-  // Column sums over the chunks, in chunk order: the same numbers however many cores ran them.
-  d.dw.assign(width, 0);
-  if (ln) d.db.assign(width, 0);
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    for (std::uint32_t c = 0; c < width; ++c) {
-      d.dw[c] += dw[i][c];
-      if (ln) d.db[c] += db[i][c];
-    }
+  kernels::NormReference r;
+  r.w = parts[0].w;
+  r.b = parts[0].b;
+  r.dw.assign(parts[0].dw.size(), 0);
+  r.db.assign(parts[0].db.size(), 0);
+  for (const kernels::NormReference& p : parts) {
+    r.rows.insert(r.rows.end(), p.rows.begin(), p.rows.end());
+    append(r.y, p.y);
+    append(r.mean, p.mean);
+    append(r.rstd, p.rstd);
+    append(r.h, p.h);
+    append(r.dx, p.dx);
+    for (std::size_t c = 0; c < r.dw.size(); ++c) r.dw[c] += p.dw[c];
+    for (std::size_t c = 0; c < r.db.size(); ++c) r.db[c] += p.db[c];
   }
+  return r;
 }
 
 kernels::HostTensor f32_tensor(const std::vector<double>& values) {
@@ -120,7 +91,7 @@ kernels::HostTensor f32_tensor(const std::vector<double>& values) {
   return kernels::make_tensor(f, DType::F32);
 }
 
-// Output names, dtypes and element counts of a kernel.
+// Output names, dtypes and element counts of a kernel, as its variant writes them.
 struct OutputShape {
   const char* name;
   DType dtype;
@@ -128,27 +99,30 @@ struct OutputShape {
 };
 std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t batch) {
   const std::size_t rows = std::size_t{batch} * s.width;
-  switch (s.kind) {
-    case NormKind::LayerNormFwd:
-      return {{"y", s.dtype, rows}, {"mean", DType::F32, batch}, {"rstd", DType::F32, batch}};
-    case NormKind::RmsNormFwd:
-      return {{"y", s.dtype, rows}, {"rstd", DType::F32, batch}};
-    case NormKind::LayerNormBwd:
-      return {
-          {"dx", s.dtype, rows}, {"dw", s.weight_dtype, s.width}, {"db", s.weight_dtype, s.width}};
-    case NormKind::RmsNormBwd:
-      return {{"dx", s.dtype, rows}, {"dw", s.weight_dtype, s.width}};
+  std::vector<OutputShape> out;
+  if (!is_backward(s.kind)) {
+    out.push_back({"y", s.dtype, rows});
+    if (is_layer_norm(s.kind)) out.push_back({"mean", DType::F32, batch});
+    out.push_back({"rstd", DType::F32, batch});
+    if (kernels::has_residual(s)) out.push_back({"h", kernels::residual_dtype(s), rows});
+    return out;
   }
-  return {};
+  out.push_back({"dx", s.dtype, rows});
+  if (kernels::has_weight_grads(s)) {
+    out.push_back({"dw", s.weight_dtype, s.width});
+    if (kernels::has_bias(s)) out.push_back({"db", s.weight_dtype, s.width});
+  }
+  return out;
 }
 
 const std::vector<double>& reference_of(const NormData& d, const std::string& name) {
-  if (name == "y") return d.y;
-  if (name == "mean") return d.mean;
-  if (name == "rstd") return d.rstd;
-  if (name == "dx") return d.dx;
-  if (name == "dw") return d.dw;
-  if (name == "db") return d.db;
+  if (name == "y") return d.forward.y;
+  if (name == "mean") return d.forward.mean;
+  if (name == "rstd") return d.forward.rstd;
+  if (name == "h") return d.forward.h;
+  if (name == "dx") return d.backward.dx;
+  if (name == "dw") return d.backward.dw;
+  if (name == "db") return d.backward.db;
   throw std::runtime_error(fmt::format("no reference for output '{}'", name));
 }
 
@@ -159,12 +133,29 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
   NormData d;
   d.spec = spec;
   d.batch = batch;
+  const NormKind forward = is_layer_norm(spec.kind) ? NormKind::LayerNormFwd : NormKind::RmsNormFwd;
+  const NormKind backward =
+      is_layer_norm(spec.kind) ? NormKind::LayerNormBwd : NormKind::RmsNormBwd;
+  const bool backward_too = with_backward || is_backward(spec.kind);
+  // The backward's spec first: it refuses what it cannot take before the references run.
+  const kernels::NormSpec backward_spec = backward_too ? direction_spec(spec, backward) : spec;
   d.in = kernels::make_inputs(spec, batch, spec.width, seed);
-  forward_reference(d);
-  if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.mean);
-  d.rstd_in = f32_tensor(d.rstd);
-  if (with_backward || is_backward(spec.kind)) backward_reference(d);
+  d.forward = reference(direction_spec(spec, forward), d.in);
+  if (!backward_too) return d;
+  d.backward = reference(backward_spec, d.in);
+  if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.backward.mean);
+  d.rstd_in = f32_tensor(d.backward.rstd);
   return d;
+}
+
+kernels::NormSpec direction_spec(kernels::NormSpec spec, NormKind kind) {
+  spec.kind = kind;
+  if (!is_backward(kind)) spec.outputs = kernels::Outputs::All;
+  if (is_backward(kind) && spec.residual == kernels::Residual::AddF32) {
+    throw UsageError(
+        "--residual add_f32 is a forward's: the backward takes h in the dtype (--residual add)");
+  }
+  return spec;
 }
 
 const kernels::OutputVerdict& CaseCheck::worst() const {
@@ -192,8 +183,7 @@ std::string CaseCheck::summary() const {
 }
 
 CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>& got) {
-  kernels::NormSpec spec = data.spec;
-  spec.kind = kind;
+  const kernels::NormSpec spec = direction_spec(data.spec, kind);
   std::vector<kernels::NormOutput> outputs;
   for (const OutputShape& shape : output_shapes(spec, data.batch)) {
     const auto it =
@@ -201,25 +191,15 @@ CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>
     if (it == got.end()) throw std::runtime_error(fmt::format("output '{}' missing", shape.name));
     outputs.push_back({shape.name, shape.dtype, it->values, reference_of(data, shape.name)});
   }
-  const kernels::NormProblem problem{.layer = is_layer_norm(kind),
-                                     .batch = data.batch,
-                                     .width = spec.width,
-                                     .stride = spec.width,
-                                     .eps = kEps,
-                                     .x = data.in.x.values,
-                                     .w = data.in.w.values,
-                                     .b = data.in.b.values,
-                                     .dy = is_backward(kind)
-                                               ? std::span<const float>(data.in.dy.values)
-                                               : std::span<const float>()};
-  return {kernels::check_outputs(problem, outputs)};
+  const kernels::NormReference& ref = is_backward(kind) ? data.backward : data.forward;
+  return {kernels::check_outputs(kernels::norm_problem(spec, data.in, ref, kEps), outputs)};
 }
 
 // ---- GPU ----
 
 struct GpuNorm::Buffers {
-  runtime::DeviceBuffer<std::byte> x, w, b, dy, mean_in, rstd_in;
-  std::map<std::string, runtime::DeviceBuffer<std::byte>> out;  // y, mean, rstd, dx, dw, db
+  runtime::DeviceBuffer<std::byte> x, w, b, dy, mean_in, rstd_in, residual, dh;
+  std::map<std::string, runtime::DeviceBuffer<std::byte>> out;  // y, mean, rstd, h, dx, dw, db
 };
 
 namespace {
@@ -248,12 +228,15 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
   b_->dy = upload(ctx, data.in.dy);
   b_->mean_in = upload(ctx, data.mean_in);
   b_->rstd_in = upload(ctx, data.rstd_in);
-  // Outputs of both directions: `bench` times the forward and the backward with one object.
+  b_->residual = upload(ctx, data.in.residual);
+  b_->dh = upload(ctx, data.in.dh);
+  // Outputs of both directions: `bench` times the forward and the backward with one object (the
+  // backward where its direction has a spec).
   const bool ln = is_layer_norm(spec_.kind);
   for (NormKind k : ln ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
-    kernels::NormSpec s = spec_;
-    s.kind = k;
+    if (is_backward(k) && spec_.residual == kernels::Residual::AddF32) continue;
+    const kernels::NormSpec s = direction_spec(spec_, k);
     for (const OutputShape& o : output_shapes(s, batch_)) {
       b_->out.emplace(o.name,
                       runtime::DeviceBuffer<std::byte>(
@@ -270,8 +253,7 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
 GpuNorm::~GpuNorm() = default;
 
 void GpuNorm::poison(NormKind kind) {
-  kernels::NormSpec s = spec_;
-  s.kind = kind;
+  const kernels::NormSpec s = direction_spec(spec_, kind);
   for (const OutputShape& o : output_shapes(s, batch_)) {
     const auto& buf = b_->out.at(o.name);
     runtime::fill_u8(ctx_, buf.address(), 0xFF, buf.bytes());
@@ -279,16 +261,32 @@ void GpuNorm::poison(NormKind kind) {
 }
 
 void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
-  const DType d = spec_.dtype, wd = spec_.weight_dtype, f32 = DType::F32;
+  const kernels::NormSpec s = direction_spec(spec_, kind);
+  const DType d = s.dtype, wd = s.weight_dtype, rd = kernels::residual_dtype(s), f32 = DType::F32;
+  // The variant's tensors; the others stay empty views.
   const auto& o = b_->out;
+  const auto out = [&](const char* name, DType dtype) {
+    const auto it = o.find(name);
+    return it == o.end() ? runtime::DeviceView{} : view(it->second, dtype);
+  };
+  const auto in_if = [&](bool has, const runtime::DeviceBuffer<std::byte>& buf, DType dtype) {
+    return has ? view(buf, dtype) : runtime::DeviceView{};
+  };
+  const runtime::DeviceView w = in_if(kernels::has_weight(s), b_->w, wd);
+  const runtime::DeviceView b = in_if(kernels::has_bias(s), b_->b, wd);
+  const bool residual = kernels::has_residual(s);
+  const bool f32_residual = s.residual == kernels::Residual::AddF32;
   switch (kind) {
     case NormKind::LayerNormFwd:
       ln_->forward({.x = view(b_->x, d),
-                    .w = view(b_->w, wd),
-                    .b = view(b_->b, wd),
-                    .y = view(o.at("y"), d),
-                    .mean = view(o.at("mean"), f32),
-                    .rstd = view(o.at("rstd"), f32),
+                    .w = w,
+                    .b = b,
+                    .y = out("y", d),
+                    .mean = out("mean", f32),
+                    .rstd = out("rstd", f32),
+                    .residual = in_if(residual, b_->residual, rd),
+                    .h = out("h", rd),
+                    .residual_in_f32 = f32_residual,
                     .batch = batch_,
                     .eps = static_cast<float>(kEps),
                     .stream = stream});
@@ -296,20 +294,24 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
     case NormKind::LayerNormBwd:
       ln_->backward({.dy = view(b_->dy, d),
                      .x = view(b_->x, d),
-                     .w = view(b_->w, wd),
+                     .w = w,
                      .mean = view(b_->mean_in, f32),
                      .rstd = view(b_->rstd_in, f32),
-                     .dx = view(o.at("dx"), d),
-                     .dw = view(o.at("dw"), wd),
-                     .db = view(o.at("db"), wd),
+                     .dx = out("dx", d),
+                     .dw = out("dw", wd),
+                     .db = out("db", wd),
+                     .dh = in_if(residual, b_->dh, rd),
                      .batch = batch_,
                      .stream = stream});
       break;
     case NormKind::RmsNormFwd:
       rms_->forward({.x = view(b_->x, d),
-                     .w = view(b_->w, wd),
-                     .y = view(o.at("y"), d),
-                     .rstd = view(o.at("rstd"), f32),
+                     .w = w,
+                     .y = out("y", d),
+                     .rstd = out("rstd", f32),
+                     .residual = in_if(residual, b_->residual, rd),
+                     .h = out("h", rd),
+                     .residual_in_f32 = f32_residual,
                      .batch = batch_,
                      .eps = static_cast<float>(kEps),
                      .stream = stream});
@@ -317,10 +319,11 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
     case NormKind::RmsNormBwd:
       rms_->backward({.dy = view(b_->dy, d),
                       .x = view(b_->x, d),
-                      .w = view(b_->w, wd),
+                      .w = w,
                       .rstd = view(b_->rstd_in, f32),
-                      .dx = view(o.at("dx"), d),
-                      .dw = view(o.at("dw"), wd),
+                      .dx = out("dx", d),
+                      .dw = out("dw", wd),
+                      .dh = in_if(residual, b_->dh, rd),
                       .batch = batch_,
                       .stream = stream});
       break;
@@ -328,8 +331,7 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
 }
 
 std::vector<Output> GpuNorm::download(NormKind kind) const {
-  kernels::NormSpec s = spec_;
-  s.kind = kind;
+  const kernels::NormSpec s = direction_spec(spec_, kind);
   std::vector<Output> outs;
   for (const OutputShape& o : output_shapes(s, batch_)) {
     const std::vector<std::byte> bytes = b_->out.at(o.name).to_host();
@@ -370,6 +372,8 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   put("w", data.in.w);
   put("b", data.in.b);
   put("dy", data.in.dy);
+  put("residual", data.in.residual);
+  put("dh", data.in.dh);
   if (is_backward(spec.kind)) {
     put("mean", data.mean_in);
     put("rstd", data.rstd_in);

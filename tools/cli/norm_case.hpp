@@ -22,16 +22,20 @@ inline constexpr double kEps = 1e-5;
 using kernels::is_backward;
 using kernels::is_layer_norm;
 
-// Inputs of one (norm, dtype, batch, width) and the references every kernel of that norm is
-// checked against. The backward's mean and rstd inputs are the forward reference's, in f32.
+// Inputs of one (norm, variant, dtype, batch, width) and the references every kernel of that
+// norm is checked against. The backward's mean and rstd inputs are the statistics of its x, in
+// f32.
 struct NormData {
   kernels::NormSpec spec;  // kind: the norm and direction asked for
   std::uint32_t batch = 0;
   kernels::NormInputs in;
   kernels::HostTensor mean_in, rstd_in;  // f32, one per row
-  std::vector<double> y, mean, rstd;     // forward reference
-  std::vector<double> dx, dw, db;        // backward reference (when asked for)
+  kernels::NormReference forward;        // y, mean, rstd (and h)
+  kernels::NormReference backward;       // dx, dw, db (when asked for)
 };
+// `spec` as the kernel of direction `kind` has it (a forward has every output; the backward of an
+// f32 residual add is refused: its h would be f32).
+kernels::NormSpec direction_spec(kernels::NormSpec spec, kernels::NormKind kind);
 // `with_backward`: also the backward reference (always when spec.kind is a backward).
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
                         bool with_backward = false);

@@ -26,6 +26,13 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
                                device_preset_names(), default_device().name));
   }
   app.add_option("--ptx-version", ptx_version, "7.0 to 9.0 (default 7.8, or the arch's least)");
+  app.add_option("--affine", affine,
+                 "full (default: layer norm's w and b, RMS norm's w), weight (layer norm's w "
+                 "alone) or none");
+  app.add_option("--residual", residual,
+                 "none (default), add (h = x + residual, normalized and stored; the backward adds "
+                 "dh into dx) or add_f32 (forward: residual and h in f32)");
+  app.add_option("--outputs", outputs, "backward: all (default: dx, dw, db) or dx");
   add_knobs_to(app);
 }
 
@@ -81,6 +88,9 @@ kernels::NormSpec SpecOptions::spec() const {
     throw UsageError(fmt::format("--ptx-version must be at least {}.{} for {}, got '{}'",
                                  least.major, least.minor, arch_name(s.arch), ptx_version));
   }
+  if (!affine.empty()) s.affine = usage([&] { return kernels::parse_affine(affine); });
+  if (!residual.empty()) s.residual = usage([&] { return kernels::parse_residual(residual); });
+  if (!outputs.empty()) s.outputs = usage([&] { return kernels::parse_outputs(outputs); });
   std::size_t i = 0;
   kernels::for_each_knob(s.knobs, [&](const kernels::KnobInfo& info, auto& field) {
     const std::string& text = knobs[i++];

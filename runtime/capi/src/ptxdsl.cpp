@@ -89,24 +89,18 @@ DeviceView pointer_arg(const char* name, const void* p) {
   }
   return DeviceView(reinterpret_cast<std::uint64_t>(p));
 }
-// `without`: what a NULL would ask for, which the kernels do not do yet.
-DeviceView affine_arg(const char* name, const void* p, const char* without) {
-  if (p == nullptr) {
-    throw CallError(PTXDSL_ERROR_UNSUPPORTED,
-                    fmt::format("{} is NULL: {} are not supported yet", name, without));
-  }
+// A pointer whose NULL picks a variant (no weights, no residual add, no dw): an empty view.
+DeviceView optional_arg(const void* p) {
   return DeviceView(reinterpret_cast<std::uint64_t>(p));
 }
-constexpr const char* kNoWeights = "norms without weights (pass ones)";
-constexpr const char* kNoBias = "layer norms without a bias (pass zeros)";
-constexpr const char* kNoWeightGrads = "backwards that skip the weights' gradients";
-constexpr const char* kNoBiasGrads = "backwards that skip the bias's gradient";
 
-void no_residual(const void* residual, const void* residual_out) {
-  if (residual != nullptr || residual_out != nullptr) {
-    throw CallError(PTXDSL_ERROR_UNSUPPORTED,
-                    fmt::format("{} is not NULL: the fused residual add is not supported yet",
-                                residual != nullptr ? "residual" : "residual_out"));
+// The variant the pointers ask for, checked before any driver loads (runtime::variant_of).
+template <class Args>
+void check_variant(const Args& a) {
+  try {
+    ptxdsl::runtime::variant_of(a);
+  } catch (const ptxdsl::Error& e) {
+    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, e.what());
   }
 }
 
@@ -176,18 +170,20 @@ int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_
                                   ptxdsl_stream stream) {
   return guarded(__func__, [&] {
     const Shape s = shape_arg(true, device, dtype, weight_dtype, batch, width, stride);
-    no_residual(residual, residual_out);
-    if (s.batch == 0) return;
-    ptxdsl::runtime::LayerNormForwardArgs a{.x = pointer_arg("x", x),
-                                            .w = affine_arg("w", w, kNoWeights),
-                                            .b = affine_arg("b", b, kNoBias),
-                                            .y = pointer_arg("y", y),
-                                            .mean = pointer_arg("mean", mean),
-                                            .rstd = pointer_arg("rstd", rstd),
+    ptxdsl::runtime::LayerNormForwardArgs a{.w = optional_arg(w),
+                                            .b = optional_arg(b),
+                                            .residual = optional_arg(residual),
+                                            .h = optional_arg(residual_out),
                                             .batch = s.batch,
                                             .stride = s.stride,
                                             .eps = eps,
                                             .stream = stream};
+    check_variant(a);
+    if (s.batch == 0) return;
+    a.x = pointer_arg("x", x);
+    a.y = pointer_arg("y", y);
+    a.mean = pointer_arg("mean", mean);
+    a.rstd = pointer_arg("rstd", rstd);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.layer->forward(a);
@@ -205,16 +201,17 @@ int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight
     ptxdsl::runtime::LayerNormBackwardArgs a{
         .dy = pointer_arg("dy", dy),
         .x = pointer_arg("x", x),
-        .w = affine_arg("w", w, kNoWeights),
+        .w = optional_arg(w),
         .mean = pointer_arg("mean", mean),
         .rstd = pointer_arg("rstd", rstd),
         .dx = pointer_arg("dx", dx),
-        .dw = affine_arg("dw", dw, kNoWeightGrads),
-        .db = affine_arg("db", db, kNoBiasGrads),
+        .dw = optional_arg(dw),
+        .db = optional_arg(db),
         .batch = s.batch,
         .stride = s.stride,
         .stream = stream,
         .workspace = workspace_arg(workspace, workspace_bytes)};
+    check_variant(a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.layer->backward(a);
@@ -227,16 +224,18 @@ int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dt
                                 float eps, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
     const Shape s = shape_arg(false, device, dtype, weight_dtype, batch, width, stride);
-    no_residual(residual, residual_out);
-    if (s.batch == 0) return;
-    ptxdsl::runtime::RmsNormForwardArgs a{.x = pointer_arg("x", x),
-                                          .w = affine_arg("w", w, kNoWeights),
-                                          .y = pointer_arg("y", y),
-                                          .rstd = pointer_arg("rstd", rstd),
+    ptxdsl::runtime::RmsNormForwardArgs a{.w = optional_arg(w),
+                                          .residual = optional_arg(residual),
+                                          .h = optional_arg(residual_out),
                                           .batch = s.batch,
                                           .stride = s.stride,
                                           .eps = eps,
                                           .stream = stream};
+    check_variant(a);
+    if (s.batch == 0) return;
+    a.x = pointer_arg("x", x);
+    a.y = pointer_arg("y", y);
+    a.rstd = pointer_arg("rstd", rstd);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.rms->forward(a);
@@ -252,14 +251,15 @@ int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_d
     if (s.batch == 0) return;
     ptxdsl::runtime::RmsNormBackwardArgs a{.dy = pointer_arg("dy", dy),
                                            .x = pointer_arg("x", x),
-                                           .w = affine_arg("w", w, kNoWeights),
+                                           .w = optional_arg(w),
                                            .rstd = pointer_arg("rstd", rstd),
                                            .dx = pointer_arg("dx", dx),
-                                           .dw = affine_arg("dw", dw, kNoWeightGrads),
+                                           .dw = optional_arg(dw),
                                            .batch = s.batch,
                                            .stride = s.stride,
                                            .stream = stream,
                                            .workspace = workspace_arg(workspace, workspace_bytes)};
+    check_variant(a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.rms->backward(a);

@@ -4,9 +4,12 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -17,6 +20,79 @@
 namespace ptxdsl::runtime {
 
 using kernels::NormKind;
+
+namespace {
+
+bool given(const DeviceView& v) {
+  return v.address != 0;
+}
+
+// A call's variant from the views it gave, each combination that none has refused by name.
+NormVariant forward_variant(const DeviceView& w, const DeviceView* b, const DeviceView& residual,
+                            const DeviceView& h, bool residual_in_f32) {
+  NormVariant v;
+  if (!given(w)) {
+    if (b != nullptr && given(*b)) {
+      throw Error("b is given without w: a bias alone is not a variant (give w too, or neither)");
+    }
+    v.affine = kernels::Affine::None;
+  } else if (b != nullptr && !given(*b)) {
+    v.affine = kernels::Affine::Weight;
+  }
+  if (given(residual) != given(h)) {
+    throw Error(
+        fmt::format("{} is given without {}: the residual add reads residual and writes "
+                    "h = x + residual (give both, or neither)",
+                    given(h) ? "h" : "residual", given(h) ? "residual" : "h"));
+  }
+  if (given(residual)) {
+    v.residual = residual_in_f32 ? kernels::Residual::AddF32 : kernels::Residual::Add;
+  } else if (residual_in_f32) {
+    throw Error("residual_in_f32 is set without a residual (give residual and h)");
+  }
+  return v;
+}
+
+NormVariant backward_variant(const DeviceView& w, const DeviceView& dw, const DeviceView* db,
+                             const DeviceView& dh) {
+  NormVariant v;
+  if (given(dh)) v.residual = kernels::Residual::Add;
+  const bool has_db = db != nullptr && given(*db);
+  if (!given(w)) {
+    if (given(dw) || has_db) {
+      throw Error(
+          fmt::format("{} is given without w: a norm without weights has no weight "
+                      "gradients (leave dw and db empty, or give w)",
+                      given(dw) ? "dw" : "db"));
+    }
+    v.affine = kernels::Affine::None;
+    return v;
+  }
+  if (!given(dw) && has_db) {
+    throw Error("db is given without dw: the backward writes dx, dx and dw, or dx, dw and db");
+  }
+  if (!given(dw)) {
+    v.outputs = kernels::Outputs::Dx;
+  } else if (db != nullptr && !has_db) {
+    v.affine = kernels::Affine::Weight;
+  }
+  return v;
+}
+
+}  // namespace
+
+NormVariant variant_of(const LayerNormForwardArgs& a) {
+  return forward_variant(a.w, &a.b, a.residual, a.h, a.residual_in_f32);
+}
+NormVariant variant_of(const LayerNormBackwardArgs& a) {
+  return backward_variant(a.w, a.dw, &a.db, a.dh);
+}
+NormVariant variant_of(const RmsNormForwardArgs& a) {
+  return forward_variant(a.w, nullptr, a.residual, a.h, a.residual_in_f32);
+}
+NormVariant variant_of(const RmsNormBackwardArgs& a) {
+  return backward_variant(a.w, a.dw, nullptr, a.dh);
+}
 
 namespace detail {
 namespace {
@@ -33,6 +109,9 @@ enum class Bind : std::uint8_t {
   Dx,
   Dw,
   Db,
+  Residual,
+  H,
+  Dh,
   PartialDw,
   PartialDb,
   RowCounter,  // pointers
@@ -41,7 +120,7 @@ enum class Bind : std::uint8_t {
   PartialRows,
   Eps,
 };
-constexpr int kPointerBinds = 13;
+constexpr int kPointerBinds = 16;
 
 struct BindName {
   std::string_view name;
@@ -58,6 +137,9 @@ constexpr BindName kBindNames[] = {
     {"dx", Bind::Dx},
     {"dw", Bind::Dw},
     {"db", Bind::Db},
+    {"residual", Bind::Residual},
+    {"h", Bind::H},
+    {"dh", Bind::Dh},
     {"partial_dw", Bind::PartialDw},
     {"partials", Bind::PartialDw},
     {"partial_db", Bind::PartialDb},
@@ -68,8 +150,9 @@ constexpr BindName kBindNames[] = {
     {"eps", Bind::Eps},
 };
 
-// How a pointer argument is shaped: rows of the input dtype, a row of weights, or one f32 per row.
-enum class Role : std::uint8_t { Rows, Weights, PerRow };
+// How a pointer argument is shaped: rows of the input dtype, rows of the residual add's dtype, a
+// row of weights, or one f32 per row.
+enum class Role : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
 
 struct PointerArg {
   const char* name;
@@ -78,15 +161,23 @@ struct PointerArg {
   const DeviceView* view;
 };
 
-// What a call writes: the forward's y, mean and rstd; the backward's dx, dw and db.
+// What a call writes: the forward's y, mean, rstd and h; the backward's dx, dw and db.
 bool written(Bind b, bool backward) {
   if (backward) return b == Bind::Dx || b == Bind::Dw || b == Bind::Db;
-  return b == Bind::Y || b == Bind::Mean || b == Bind::Rstd;
+  return b == Bind::Y || b == Bind::Mean || b == Bind::Rstd || b == Bind::H;
 }
 
-int log2_index(std::uint32_t v) {
-  return std::countr_zero(v);
-}
+// A call's pointer arguments: every one its kernels always take (a null one is refused), and the
+// optional ones it was given (an empty view is a tensor the variant lacks).
+struct PointerArgs {
+  std::array<PointerArg, 10> args{};
+  std::size_t count = 0;
+  void add(const PointerArg& a) { args[count++] = a; }
+  void add_if_given(const PointerArg& a) {
+    if (a.view->address != 0) add(a);
+  }
+  std::span<const PointerArg> view() const { return {args.data(), count}; }
+};
 
 }  // namespace
 
@@ -108,6 +199,19 @@ struct PreparedStep {
 struct Variant {
   kernels::BuiltNorm built;
   std::vector<PreparedStep> steps;
+};
+
+// Which built variant a call takes: direction, the small-batch alternate, vector width, and the
+// spec's variant fields.
+struct VariantKey {
+  bool backward = false;
+  bool alternate = false;
+  std::uint32_t vec = 8;
+  NormVariant variant;
+  auto tie() const {
+    return std::tuple(backward, alternate, vec, variant.affine, variant.residual, variant.outputs);
+  }
+  bool operator<(const VariantKey& o) const { return tie() < o.tie(); }
 };
 
 constexpr std::uint64_t kMaxSpanElements = std::uint64_t{1} << 48;
@@ -154,11 +258,14 @@ class NormPair {
   }
 
   NormKind forward_kind() const { return layer_ ? NormKind::LayerNormFwd : NormKind::RmsNormFwd; }
-  // The spec of one direction, with its knobs.
-  kernels::NormSpec spec_for(bool backward) const {
+  // The spec of one direction, with its knobs, as `variant` has it.
+  kernels::NormSpec spec_for(bool backward, const NormVariant& variant = {}) const {
     kernels::NormSpec s = spec_;
     s.kind = backward ? backward_kind() : forward_kind();
     s.knobs = knobs_[backward ? 1 : 0];
+    s.affine = variant.affine;
+    s.residual = variant.residual;
+    if (backward) s.outputs = variant.outputs;
     return s;
   }
   NormKind backward_kind() const { return layer_ ? NormKind::LayerNormBwd : NormKind::RmsNormBwd; }
@@ -179,7 +286,8 @@ class NormPair {
   // variant to launch. Formats nothing unless a check fails.
   const Variant& check_and_bind(bool backward, std::span<const PointerArg> args,
                                 std::uint32_t batch, std::uint32_t stride,
-                                std::uint32_t width_check) {
+                                std::uint32_t width_check, const NormVariant& variant = {}) {
+    residual_elem_ = variant.residual == kernels::Residual::AddF32 ? 4 : elem();
     if (width_check != 0 && width_check != spec_.width) [[unlikely]] {
       fail(backward, fmt::format("called with width {}; this object was built for width {} "
                                  "(make one object per width)",
@@ -201,7 +309,7 @@ class NormPair {
                                  "addresses (2^48)",
                                  batch, stride, span));
     }
-    std::uint64_t row_bits = 0, weight_bits = 0;
+    std::uint64_t row_bits = 0, weight_bits = 0, residual_bits = 0;
     for (const PointerArg& a : args) {
       const std::uint32_t e = expected_elem(a.role);
       const DeviceView& v = *a.view;
@@ -218,6 +326,7 @@ class NormPair {
       values_.pointers[static_cast<int>(a.bind)] = v.address;
       if (a.role == Role::Rows) row_bits |= v.address;
       if (a.role == Role::Weights) weight_bits |= v.address;
+      if (a.role == Role::ResidualRows) residual_bits |= v.address;
     }
     // A buffer written that overlaps another argument would be read after it is written, or
     // written twice: in-place calls (y = x, dx = dy) are refused, not computed wrongly.
@@ -237,13 +346,25 @@ class NormPair {
         }
       }
     }
-    const std::uint32_t vec = std::min(
-        max_vec_[backward ? 1 : 0],
-        kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, stride, row_bits, weight_bits));
+    const DType residual_dtype = residual_elem_ == 4 ? DType::F32 : spec_.dtype;
+    const std::uint32_t vec =
+        std::min(max_vec_[backward ? 1 : 0],
+                 kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, stride, row_bits,
+                                           weight_bits, residual_dtype, residual_bits));
     last_vec_ = vec;
     values_.batch = batch;
     values_.stride = stride;
-    return variant(backward, vec, alternate_pays(backward, vec, batch));
+    return built_variant({backward, alternate_pays(backward, vec, batch, variant), vec, variant});
+  }
+
+  // The variant of a call's views (variant_of), refused with this object's name.
+  template <class Args>
+  NormVariant variant_for(bool backward, const Args& a) const {
+    try {
+      return variant_of(a);
+    } catch (const Error& e) {
+      fail(backward, e.what());
+    }
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -310,10 +431,10 @@ class NormPair {
   }
 
   std::uint64_t workspace_bytes(std::uint32_t batch) {
-    return variant(true, max_vec_[1]).built.workspace_bytes(batch);
+    return built_variant({true, false, max_vec_[1], {}}).built.workspace_bytes(batch);
   }
 
-  void prepare(std::uint32_t vector_elems) {
+  void prepare(std::uint32_t vector_elems, const NormVariant& variant) {
     for (const bool backward : {false, true}) {
       const std::uint32_t most = max_vec_[backward ? 1 : 0];
       if (vector_elems > most || (vector_elems != 0 && !std::has_single_bit(vector_elems))) {
@@ -325,8 +446,12 @@ class NormPair {
     // The alternates (prefetching forward, one-launch backward) only where some batch takes them.
     for (const bool backward : {false, true}) {
       const std::uint32_t vec = vector_elems != 0 ? vector_elems : max_vec_[backward ? 1 : 0];
-      variant(backward, vec, false);
-      if (alternate_pays(backward, vec, 1)) variant(backward, vec, true);
+      // The backward of an f32 residual add takes its h in the dtype (Residual::Add).
+      NormVariant v = variant;
+      if (backward && v.residual == kernels::Residual::AddF32) v.residual = kernels::Residual::Add;
+      if (!backward) v.outputs = kernels::Outputs::All;
+      built_variant({backward, false, vec, v});
+      if (alternate_pays(backward, vec, 1, v)) built_variant({backward, true, vec, v});
     }
   }
 
@@ -335,6 +460,8 @@ class NormPair {
     switch (r) {
       case Role::Rows:
         return static_cast<std::uint32_t>(elem());
+      case Role::ResidualRows:
+        return static_cast<std::uint32_t>(residual_elem_);
       case Role::Weights:
         return static_cast<std::uint32_t>(weight_elem());
       case Role::PerRow:
@@ -348,6 +475,9 @@ class NormPair {
       case Role::Rows:
         return (std::uint64_t{batch - 1} * stride + spec_.width) *
                static_cast<std::uint64_t>(elem());
+      case Role::ResidualRows:
+        return (std::uint64_t{batch - 1} * stride + spec_.width) *
+               static_cast<std::uint64_t>(residual_elem_);
       case Role::Weights:
         return std::uint64_t{spec_.width} * static_cast<std::uint64_t>(weight_elem());
       case Role::PerRow:
@@ -376,10 +506,12 @@ class NormPair {
                                  std::uint32_t stride) const {
     const DeviceView& v = *a.view;
     const std::uint32_t e = expected_elem(a.role);
-    const std::string_view type = a.role == Role::Rows ? kernels::dtype_name(spec_.dtype)
-                                  : a.role == Role::Weights
-                                      ? kernels::dtype_name(spec_.weight_dtype)
-                                      : "f32";
+    const std::string_view type =
+        a.role == Role::Rows ? kernels::dtype_name(spec_.dtype)
+        : a.role == Role::ResidualRows
+            ? kernels::dtype_name(residual_elem_ == 4 ? DType::F32 : spec_.dtype)
+        : a.role == Role::Weights ? kernels::dtype_name(spec_.weight_dtype)
+                                  : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", a.name));
     if (v.element_bytes != 0 && v.element_bytes != e) {
       fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)", a.name,
@@ -389,10 +521,11 @@ class NormPair {
       fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements", a.name,
                                  v.address, e, type));
     }
-    const std::string shape = a.role == Role::Rows ? fmt::format("batch {} × stride {} (width {})",
-                                                                 batch, stride, spec_.width)
-                              : a.role == Role::Weights ? fmt::format("width {}", spec_.width)
-                                                        : fmt::format("batch {}", batch);
+    const bool rows = a.role == Role::Rows || a.role == Role::ResidualRows;
+    const std::string shape =
+        rows ? fmt::format("batch {} × stride {} (width {})", batch, stride, spec_.width)
+        : a.role == Role::Weights ? fmt::format("width {}", spec_.width)
+                                  : fmt::format("batch {}", batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes, shape,
                                needed_bytes(a.role, batch, stride), type));
   }
@@ -401,27 +534,33 @@ class NormPair {
   // forward with one CTA a row group or persistent CTAs that prefetch rows
   // (kernels::forward_prefetch_batch_limit), the backward with partial rows and a reduce launch
   // or in one launch (kernels::backward_single_launch_batch_limit).
-  bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch) {
-    std::uint32_t& limit = alternate_limit_[backward ? 1 : 0][log2_index(vec)];
-    if (limit == kUnknown) [[unlikely]] {
-      kernels::NormSpec spec = spec_for(backward);
+  bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch,
+                      const NormVariant& variant) {
+    const VariantKey key{backward, false, vec, variant};
+    auto it = alternate_limit_.find(key);
+    if (it == alternate_limit_.end()) [[unlikely]] {
+      kernels::NormSpec spec = spec_for(backward, variant);
       spec.knobs.vector_elems = vec;
-      limit = kernels::small_batch_limit(spec);  // 0 where the options fix the knob
+      // 0 where the options fix the knob, or the variant has no alternate (a backward of dx alone
+      // is one launch already).
+      const bool one_launch = backward && !kernels::has_weight_grads(spec);
+      it = alternate_limit_.emplace(key, one_launch ? 0 : kernels::small_batch_limit(spec)).first;
     }
-    return batch <= limit;
+    return batch <= it->second;
   }
 
-  const Variant& variant(bool backward, std::uint32_t vec, bool alternate = false) {
-    std::unique_ptr<Variant>& slot =
-        variants_[backward ? 1 : 0][alternate ? 1 : 0][log2_index(vec)];
+  const Variant& built_variant(const VariantKey& key) {
+    std::unique_ptr<Variant>& slot = variants_[key];
     if (!slot) [[unlikely]] {
-      slot = build(backward, vec, alternate);
+      slot = build(key);
     }
     return *slot;
   }
 
-  std::unique_ptr<Variant> build(bool backward, std::uint32_t vec, bool alternate) {
-    kernels::NormSpec spec = spec_for(backward);
+  std::unique_ptr<Variant> build(const VariantKey& key) {
+    const bool backward = key.backward, alternate = key.alternate;
+    const std::uint32_t vec = key.vec;
+    kernels::NormSpec spec = spec_for(backward, key.variant);
     spec.knobs.vector_elems = vec;
     if (alternate && backward) spec.knobs.single_launch = 1;
     if (alternate && !backward) spec.knobs.prefetch_rows = 1;
@@ -493,11 +632,9 @@ class NormPair {
   std::array<Allocation, 16> known_{};  // known_allocation's memory, replaced oldest first
   std::size_t next_known_ = 0;
   ModuleCache* cache_ = nullptr;
-  // [backward][alternate][log2 of the vector width]
-  std::array<std::unique_ptr<Variant>, 4> variants_[2][2];
-  static constexpr std::uint32_t kUnknown = 0xFFFFFFFFu;
-  std::array<std::uint32_t, 4> alternate_limit_[2] = {{kUnknown, kUnknown, kUnknown, kUnknown},
-                                                      {kUnknown, kUnknown, kUnknown, kUnknown}};
+  std::map<VariantKey, std::unique_ptr<Variant>> variants_;
+  std::map<VariantKey, std::uint32_t> alternate_limit_;  // keyed with alternate false
+  int residual_elem_ = 2;  // bytes of the residual add's elements in the call being checked
   std::optional<MemoryPool> pool_;  // the backward's workspace when the caller gives none
   std::string pool_error_;          // why there is no pool
   CallValues values_;
@@ -520,35 +657,44 @@ LayerNorm::~LayerNorm() = default;
 
 void LayerNorm::forward(const LayerNormForwardArgs& a) {
   if (a.batch == 0) return;
-  const PointerArg ptrs[] = {
-      {"x", Bind::X, Role::Rows, &a.x},
-      {"w", Bind::W, Role::Weights, &a.w},
-      {"b", Bind::B, Role::Weights, &a.b},
-      {"y", Bind::Y, Role::Rows, &a.y},
-      {"mean", Bind::Mean, Role::PerRow, &a.mean},
-      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
-  };
+  const NormVariant variant = impl_->variant_for(false, a);
+  detail::PointerArgs ptrs;
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
+  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
+  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
+  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
+  ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v = impl_->check_and_bind(false, ptrs, a.batch, stride, a.width);
+  const detail::Variant& v =
+      impl_->check_and_bind(false, ptrs.view(), a.batch, stride, a.width, variant);
   impl_->set_eps(a.eps);
   impl_->launch_steps(v, a.batch, a.stream);
 }
 
 void LayerNorm::backward(const LayerNormBackwardArgs& a) {
   if (a.batch == 0) return;
-  const PointerArg ptrs[] = {
-      {"dy", Bind::Dy, Role::Rows, &a.dy},         {"x", Bind::X, Role::Rows, &a.x},
-      {"w", Bind::W, Role::Weights, &a.w},         {"mean", Bind::Mean, Role::PerRow, &a.mean},
-      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd}, {"dx", Bind::Dx, Role::Rows, &a.dx},
-      {"dw", Bind::Dw, Role::Weights, &a.dw},      {"db", Bind::Db, Role::Weights, &a.db},
-  };
+  const NormVariant variant = impl_->variant_for(true, a);
+  detail::PointerArgs ptrs;
+  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
+  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
+  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
+  ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
+  const detail::Variant& v =
+      impl_->check_and_bind(true, ptrs.view(), a.batch, stride, a.width, variant);
   impl_->launch_backward(v, a.batch, a.workspace, a.stream);
 }
 
-void LayerNorm::prepare(std::uint32_t vector_elems) {
-  impl_->prepare(vector_elems);
+void LayerNorm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
+  impl_->prepare(vector_elems, variant);
 }
 std::uint64_t LayerNorm::workspace_bytes(std::uint32_t batch) {
   return impl_->workspace_bytes(batch);
@@ -577,32 +723,40 @@ RmsNorm::~RmsNorm() = default;
 
 void RmsNorm::forward(const RmsNormForwardArgs& a) {
   if (a.batch == 0) return;
-  const PointerArg ptrs[] = {
-      {"x", Bind::X, Role::Rows, &a.x},
-      {"w", Bind::W, Role::Weights, &a.w},
-      {"y", Bind::Y, Role::Rows, &a.y},
-      {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
-  };
+  const NormVariant variant = impl_->variant_for(false, a);
+  detail::PointerArgs ptrs;
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
+  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
+  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v = impl_->check_and_bind(false, ptrs, a.batch, stride, a.width);
+  const detail::Variant& v =
+      impl_->check_and_bind(false, ptrs.view(), a.batch, stride, a.width, variant);
   impl_->set_eps(a.eps);
   impl_->launch_steps(v, a.batch, a.stream);
 }
 
 void RmsNorm::backward(const RmsNormBackwardArgs& a) {
   if (a.batch == 0) return;
-  const PointerArg ptrs[] = {
-      {"dy", Bind::Dy, Role::Rows, &a.dy}, {"x", Bind::X, Role::Rows, &a.x},
-      {"w", Bind::W, Role::Weights, &a.w}, {"rstd", Bind::Rstd, Role::PerRow, &a.rstd},
-      {"dx", Bind::Dx, Role::Rows, &a.dx}, {"dw", Bind::Dw, Role::Weights, &a.dw},
-  };
+  const NormVariant variant = impl_->variant_for(true, a);
+  detail::PointerArgs ptrs;
+  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
+  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
+  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
   const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v = impl_->check_and_bind(true, ptrs, a.batch, stride, a.width);
+  const detail::Variant& v =
+      impl_->check_and_bind(true, ptrs.view(), a.batch, stride, a.width, variant);
   impl_->launch_backward(v, a.batch, a.workspace, a.stream);
 }
 
-void RmsNorm::prepare(std::uint32_t vector_elems) {
-  impl_->prepare(vector_elems);
+void RmsNorm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
+  impl_->prepare(vector_elems, variant);
 }
 std::uint64_t RmsNorm::workspace_bytes(std::uint32_t batch) {
   return impl_->workspace_bytes(batch);

@@ -8,6 +8,7 @@ on that stream (legal inside a graph capture), for that call alone.
 Rows are every leading dimension; the normalized dimensions are flattened into one row."""
 
 import math
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -26,108 +27,149 @@ def _stream(t):
 
 
 # ---- the operators, on (rows, width) tensors whose rows are contiguous ----
+# An absent weight, bias or residual is None (the kernels' variant without it); an output the
+# variant does not write (h without a residual, dw or db not asked for) is an empty tensor.
+
+
+def _ptr(t):
+    return t.data_ptr() if t is not None else None
+
+
+def _weight_code(x, weight):
+    return _code(weight.dtype if weight is not None else x.dtype)
+
+
+def _none(x):
+    return x.new_empty(0)
 
 
 @torch.library.custom_op("ptxdsl::layer_norm_forward", mutates_args=(), device_types="cuda")
-def _layer_norm_forward(x: Tensor, weight: Tensor, bias: Tensor,
-                        eps: float) -> tuple[Tensor, Tensor, Tensor]:
+def _layer_norm_forward(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                        residual: Optional[Tensor],
+                        eps: float) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     rows, width = x.shape
     y = torch.empty_like(x)
     mean = x.new_empty(rows, dtype=torch.float32)
     rstd = x.new_empty(rows, dtype=torch.float32)
-    _lib.call("ptxdsl_layer_norm_forward", x.device.index, _code(x.dtype), _code(weight.dtype),
-              rows, width, 0, x.data_ptr(), weight.data_ptr(), bias.data_ptr(), None, None,
-              y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), eps, _stream(x))
-    return y, mean, rstd
+    h = torch.empty_like(x) if residual is not None else _none(x)
+    _lib.call("ptxdsl_layer_norm_forward", x.device.index, _code(x.dtype), _weight_code(x, weight),
+              rows, width, 0, x.data_ptr(), _ptr(weight), _ptr(bias), _ptr(residual),
+              h.data_ptr() if residual is not None else None, y.data_ptr(), mean.data_ptr(),
+              rstd.data_ptr(), eps, _stream(x))
+    return y, mean, rstd, h
 
 
 @_layer_norm_forward.register_fake
-def _(x, weight, bias, eps):
+def _(x, weight, bias, residual, eps):
     rows = x.shape[0]
     return (torch.empty_like(x), x.new_empty(rows, dtype=torch.float32),
-            x.new_empty(rows, dtype=torch.float32))
+            x.new_empty(rows, dtype=torch.float32),
+            torch.empty_like(x) if residual is not None else _none(x))
 
 
 @torch.library.custom_op("ptxdsl::layer_norm_backward", mutates_args=(), device_types="cuda")
-def _layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, mean: Tensor,
-                         rstd: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _layer_norm_backward(dy: Tensor, x: Tensor, weight: Optional[Tensor], mean: Tensor,
+                         rstd: Tensor, weight_grad: bool,
+                         bias_grad: bool) -> tuple[Tensor, Tensor, Tensor]:
     rows, width = x.shape
     dx = torch.empty_like(x)
-    dw = torch.empty_like(weight)
-    db = torch.empty_like(weight)
-    _lib.call("ptxdsl_layer_norm_backward", x.device.index, _code(x.dtype), _code(weight.dtype),
-              rows, width, 0, dy.data_ptr(), x.data_ptr(), weight.data_ptr(), mean.data_ptr(),
-              rstd.data_ptr(), dx.data_ptr(), dw.data_ptr(), db.data_ptr(),
+    dw = torch.empty_like(weight) if weight_grad else _none(x)
+    db = torch.empty_like(weight) if bias_grad else _none(x)
+    _lib.call("ptxdsl_layer_norm_backward", x.device.index, _code(x.dtype),
+              _weight_code(x, weight), rows, width, 0, dy.data_ptr(), x.data_ptr(), _ptr(weight),
+              mean.data_ptr(), rstd.data_ptr(), dx.data_ptr(),
+              dw.data_ptr() if weight_grad else None, db.data_ptr() if bias_grad else None,
               None, 0, _stream(x))
     return dx, dw, db
 
 
 @_layer_norm_backward.register_fake
-def _(dy, x, weight, mean, rstd):
-    return torch.empty_like(x), torch.empty_like(weight), torch.empty_like(weight)
+def _(dy, x, weight, mean, rstd, weight_grad, bias_grad):
+    return (torch.empty_like(x), torch.empty_like(weight) if weight_grad else _none(x),
+            torch.empty_like(weight) if bias_grad else _none(x))
 
 
 def _layer_norm_setup(ctx, inputs, output):
-    x, weight, _, _ = inputs
-    _, mean, rstd = output
-    ctx.save_for_backward(x, weight, mean, rstd)
+    x, weight, bias, residual, _ = inputs
+    _, mean, rstd, h = output
+    # The backward normalizes what the forward did: h with the residual add.
+    ctx.save_for_backward(h if residual is not None else x, weight, mean, rstd)
+    ctx.has_bias = bias is not None
+    ctx.has_residual = residual is not None
     ctx.mark_non_differentiable(mean, rstd)
 
 
-def _layer_norm_grad(ctx, dy, _dmean, _drstd):
+def _layer_norm_grad(ctx, dy, _dmean, _drstd, dh):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = _layer_norm_backward(dy.contiguous(), x, weight, mean, rstd)
-    return dx, dw, db, None
+    # dw and db only where autograd asks for either (the kernels' dx-only variant otherwise): the
+    # kernels write db beside dw for a norm with a bias.
+    weight_grad = weight is not None and (ctx.needs_input_grad[1] or
+                                          (ctx.has_bias and ctx.needs_input_grad[2]))
+    bias_grad = weight_grad and ctx.has_bias
+    dx, dw, db = _layer_norm_backward(dy.contiguous(), x, weight, mean, rstd, weight_grad,
+                                      bias_grad)
+    # h's gradient from its other uses: x's and the residual's gradient are dx + dh.
+    if ctx.has_residual and dh is not None and dh.numel() != 0:
+        dx = dx + dh
+    return (dx, dw if weight_grad else None, db if bias_grad else None,
+            dx if ctx.has_residual else None, None)
 
 
 _layer_norm_forward.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
 
 
 @torch.library.custom_op("ptxdsl::rms_norm_forward", mutates_args=(), device_types="cuda")
-def _rms_norm_forward(x: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+def _rms_norm_forward(x: Tensor, weight: Optional[Tensor], residual: Optional[Tensor],
+                      eps: float) -> tuple[Tensor, Tensor, Tensor]:
     rows, width = x.shape
     y = torch.empty_like(x)
     rstd = x.new_empty(rows, dtype=torch.float32)
-    _lib.call("ptxdsl_rms_norm_forward", x.device.index, _code(x.dtype), _code(weight.dtype), rows,
-              width, 0, x.data_ptr(), weight.data_ptr(), None, None, y.data_ptr(),
-              rstd.data_ptr(), eps, _stream(x))
-    return y, rstd
+    h = torch.empty_like(x) if residual is not None else _none(x)
+    _lib.call("ptxdsl_rms_norm_forward", x.device.index, _code(x.dtype), _weight_code(x, weight),
+              rows, width, 0, x.data_ptr(), _ptr(weight), _ptr(residual),
+              h.data_ptr() if residual is not None else None, y.data_ptr(), rstd.data_ptr(), eps,
+              _stream(x))
+    return y, rstd, h
 
 
 @_rms_norm_forward.register_fake
-def _(x, weight, eps):
-    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+def _(x, weight, residual, eps):
+    return (torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32),
+            torch.empty_like(x) if residual is not None else _none(x))
 
 
 @torch.library.custom_op("ptxdsl::rms_norm_backward", mutates_args=(), device_types="cuda")
-def _rms_norm_backward(dy: Tensor, x: Tensor, weight: Tensor,
-                       rstd: Tensor) -> tuple[Tensor, Tensor]:
+def _rms_norm_backward(dy: Tensor, x: Tensor, weight: Optional[Tensor], rstd: Tensor,
+                       weight_grad: bool) -> tuple[Tensor, Tensor]:
     rows, width = x.shape
     dx = torch.empty_like(x)
-    dw = torch.empty_like(weight)
-    _lib.call("ptxdsl_rms_norm_backward", x.device.index, _code(x.dtype), _code(weight.dtype),
-              rows, width, 0, dy.data_ptr(), x.data_ptr(), weight.data_ptr(), rstd.data_ptr(),
-              dx.data_ptr(), dw.data_ptr(),
-              None, 0, _stream(x))
+    dw = torch.empty_like(weight) if weight_grad else _none(x)
+    _lib.call("ptxdsl_rms_norm_backward", x.device.index, _code(x.dtype), _weight_code(x, weight),
+              rows, width, 0, dy.data_ptr(), x.data_ptr(), _ptr(weight), rstd.data_ptr(),
+              dx.data_ptr(), dw.data_ptr() if weight_grad else None, None, 0, _stream(x))
     return dx, dw
 
 
 @_rms_norm_backward.register_fake
-def _(dy, x, weight, rstd):
-    return torch.empty_like(x), torch.empty_like(weight)
+def _(dy, x, weight, rstd, weight_grad):
+    return torch.empty_like(x), torch.empty_like(weight) if weight_grad else _none(x)
 
 
 def _rms_norm_setup(ctx, inputs, output):
-    x, weight, _ = inputs
-    _, rstd = output
-    ctx.save_for_backward(x, weight, rstd)
+    x, weight, residual, _ = inputs
+    _, rstd, h = output
+    ctx.save_for_backward(h if residual is not None else x, weight, rstd)
+    ctx.has_residual = residual is not None
     ctx.mark_non_differentiable(rstd)
 
 
-def _rms_norm_grad(ctx, dy, _drstd):
+def _rms_norm_grad(ctx, dy, _drstd, dh):
     x, weight, rstd = ctx.saved_tensors
-    dx, dw = _rms_norm_backward(dy.contiguous(), x, weight, rstd)
-    return dx, dw, None
+    weight_grad = weight is not None and ctx.needs_input_grad[1]
+    dx, dw = _rms_norm_backward(dy.contiguous(), x, weight, rstd, weight_grad)
+    if ctx.has_residual and dh is not None and dh.numel() != 0:
+        dx = dx + dh
+    return dx, dw if weight_grad else None, dx if ctx.has_residual else None, None
 
 
 _rms_norm_forward.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
@@ -153,10 +195,10 @@ def _rows(x, width, name="input"):
     return x.reshape(-1, width).contiguous()
 
 
-def _param(p, x, width, name, fill, dtype):
-    """A weight or bias as one contiguous row; an absent one is `fill` in `dtype`."""
+def _param(p, x, width, name, dtype):
+    """A weight or bias as one contiguous row; an absent one stays None."""
     if p is None:
-        return torch.full((width,), fill, dtype=dtype, device=x.device)
+        return None
     if not isinstance(p, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor or None, got {type(p).__name__}")
     if p.device != x.device:
@@ -181,28 +223,52 @@ def _weight_dtype(x, *params):
     return dtype
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _residual(residual, input, width):
+    """The residual add's other summand: the input's shape and dtype, or None."""
+    if residual is None:
+        return None
+    r = _rows(residual, width, "residual")
+    if residual.shape != input.shape or residual.dtype != input.dtype:
+        raise ValueError(f"residual must have the input's shape {list(input.shape)} and dtype "
+                         f"{input.dtype}, got {list(residual.shape)} and {residual.dtype}")
+    return r
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None):
     """torch.nn.functional.layer_norm on ptxdsl's kernels (CUDA tensors of float32, float16 or
-    bfloat16; weight and bias in the input's dtype or float32)."""
+    bfloat16; weight and bias in the input's dtype or float32, or None: no affine, or no bias).
+
+    With `residual` (the input's shape and dtype), the fused residual add of flash-attention's
+    layer_norm_fn(residual=...): h = input + residual is normalized, and (y, h) is returned; h is
+    the next layer's residual. Gradients flow to input and residual through both outputs."""
     width = _normalized_width(input, normalized_shape)
     x = _rows(input, width)
     dtype = _weight_dtype(x, weight, bias)
-    w = _param(weight, x, width, "weight", 1.0, dtype)
-    b = _param(bias, x, width, "bias", 0.0, dtype)
-    y, _, _ = _layer_norm_forward(x, w, b, float(eps))
-    return y.view(input.shape)
+    w = _param(weight, x, width, "weight", dtype)
+    b = _param(bias, x, width, "bias", dtype)
+    if w is None and b is not None:
+        raise ValueError("bias without weight is not supported: pass a weight of ones")
+    r = _residual(residual, input, width)
+    y, _, _, h = _layer_norm_forward(x, w, b, r, float(eps))
+    if r is None:
+        return y.view(input.shape)
+    return y.view(input.shape), h.view(input.shape)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None):
     """torch.nn.functional.rms_norm on ptxdsl's kernels; eps None is the input dtype's epsilon,
-    as torch takes it."""
+    as torch takes it. `residual` as for layer_norm (Liger's and vLLM's fused add + RMS norm):
+    returns (y, h), h = input + residual."""
     width = _normalized_width(input, normalized_shape)
     x = _rows(input, width)
-    w = _param(weight, x, width, "weight", 1.0, _weight_dtype(x, weight))
+    w = _param(weight, x, width, "weight", _weight_dtype(x, weight))
     if eps is None:
         eps = torch.finfo(x.dtype).eps
-    y, _ = _rms_norm_forward(x, w, float(eps))
-    return y.view(input.shape)
+    r = _residual(residual, input, width)
+    y, _, h = _rms_norm_forward(x, w, r, float(eps))
+    if r is None:
+        return y.view(input.shape)
+    return y.view(input.shape), h.view(input.shape)
 
 
 class LayerNorm(torch.nn.LayerNorm):

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ptxdsl/kernels/norm.hpp"
+#include "ptxdsl/kernels/reference.hpp"
 
 // The one accuracy rule for the norm kernels (docs/kernels.md, "Accuracy"): every consumer (the
 // executor and GPU tests, `ptxdsl run`, `ptxdsl bench`) judges outputs with check_outputs.
@@ -21,12 +22,17 @@ struct NormProblem {
   std::uint32_t batch = 0, width = 0, stride = 0;
   double eps = 1e-5;
   std::span<const float> x, w, b, dy;
+  std::span<const float> dh;  // a backward's residual gradient, added into dx (may be empty)
 };
+// The problem of a spec's variant: x as the reference normalized it (h with the residual add),
+// its weights (ones where it has none), and dy, dh of the inputs. Views into `in` and `ref`.
+NormProblem norm_problem(const NormSpec& spec, const NormInputs& in, const NormReference& ref,
+                         double eps);
 
 // One output of a kernel and its float64 reference, dense: y and dx `batch` × `width`, mean and
 // rstd one per row, dw and db one per column. The name picks the output's rule.
 struct NormOutput {
-  std::string_view name;  // y, mean, rstd, dx, dw or db
+  std::string_view name;  // y, mean, rstd, h, dx, dw or db
   DType dtype;            // as stored by the kernel
   std::span<const float> got;
   std::span<const double> want;

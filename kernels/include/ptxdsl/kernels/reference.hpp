@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "ptxdsl/kernels/inputs.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 
 // The norms in float64 on the CPU: what every kernel is checked against (by check_outputs, in
@@ -43,6 +44,21 @@ RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> 
 RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
                                std::span<const float> dy, std::uint32_t batch, std::uint32_t width,
                                std::uint32_t stride, double eps);
+
+// The answers for a spec's variant from its inputs (make_inputs): the norm above on the rows it
+// normalizes (x, or h = x + residual added in f32 as the kernel adds them), with w = 1 and b = 0
+// where the variant has none. A backward's x is the forward's stored h where it has the residual
+// add; its dx has dh added, and mean and rstd are the statistics of x (the backward's inputs).
+// `first_row` and `rows` (0: to the last) take a part of the batch: every output is of those rows
+// alone (dw, db summed over them), so that parts can run on several threads.
+struct NormReference {
+  std::vector<float> rows;  // what is normalized: the rows asked for, `stride` apart, as x
+  std::vector<float> w, b;  // the weights applied (ones and zeros where the variant has none)
+  std::vector<double> y, mean, rstd, h;  // forward (h with the residual add); backward: mean, rstd
+  std::vector<double> dx, dw, db;        // backward (dw and db where it writes them)
+};
+NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double eps,
+                             std::uint32_t first_row = 0, std::uint32_t rows = 0);
 
 // How far outputs are from the reference, for reports (whether they pass is check_outputs'
 // verdict): the largest absolute error, it relative to the largest |reference|, and where it is.

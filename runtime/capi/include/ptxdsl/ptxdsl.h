@@ -34,7 +34,7 @@ extern "C" {
 typedef enum ptxdsl_status {
   PTXDSL_SUCCESS = 0,
   PTXDSL_ERROR_INVALID_ARGUMENT = 1, /* a null, misaligned, short or host pointer, a bad enum... */
-  PTXDSL_ERROR_UNSUPPORTED = 2,      /* valid, but not supported yet (no weight, a residual) */
+  PTXDSL_ERROR_UNSUPPORTED = 2,      /* valid, but not supported yet */
   PTXDSL_ERROR_NO_DRIVER = 3,        /* libcuda.so.1 did not load, or cuInit failed */
   PTXDSL_ERROR_DRIVER = 4,           /* a CUDA driver call failed (the message has its CUresult) */
   PTXDSL_ERROR_OUT_OF_MEMORY = 5,    /* device or host memory ran out */
@@ -83,9 +83,11 @@ PTXDSL_C_API int32_t ptxdsl_device_count(int32_t* count);
  * thread are safe, and calls for one such object are serialized while they enqueue. */
 
 /* y = (x - mean) * rstd * w + b per row; writes mean and rstd.
- * residual, residual_out: the fused residual add (x + residual, written to residual_out, is
- * normalized), not supported yet: both must be NULL. w and b must not be NULL (no-affine norms
- * are not supported yet). */
+ * w NULL: no affine (y is the normalized row; b must be NULL too); b NULL with a w: w alone.
+ * residual, residual_out: the fused residual add, both or neither (NULL): h = x + residual, in
+ * the dtype, is written to residual_out and normalized (in f32, before h is rounded); the
+ * backward then takes residual_out as its x, and its dx is the residual's gradient too (add the
+ * gradient residual_out has from its other uses). residual_out may not overlap residual or x. */
 PTXDSL_C_API int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                                int64_t batch, int64_t width, int64_t stride,
                                                const void* x, const void* w, const void* b,
@@ -94,6 +96,8 @@ PTXDSL_C_API int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, in
                                                ptxdsl_stream stream);
 
 /* dx, and dw, db summed over the batch, from dy, x, w and the forward's mean and rstd.
+ * w NULL (a forward without w): dw and db must be NULL. dw and db NULL: dx alone; db NULL with a
+ * dw: dx and dw (a forward without b).
  * workspace: NULL, or device memory of at least workspace_bytes (ptxdsl_norm_workspace_bytes),
  * 16-byte aligned, used only by this call's launches (the caller orders reuse). NULL takes it
  * from the library's stream-ordered pool on the call's stream, for this call alone. */
@@ -111,7 +115,8 @@ PTXDSL_C_API int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int3
                                              void* residual_out, void* y, float* rstd, float eps,
                                              ptxdsl_stream stream);
 
-/* dx, and dw summed over the batch, from dy, x, w and the forward's rstd. */
+/* dx, and dw summed over the batch, from dy, x, w and the forward's rstd. w NULL: dw must be
+ * NULL; dw NULL: dx alone. */
 PTXDSL_C_API int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                               int64_t batch, int64_t width, int64_t stride,
                                               const void* dy, const void* x, const void* w,

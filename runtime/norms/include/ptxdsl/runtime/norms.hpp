@@ -70,10 +70,25 @@ struct NormOptions {
   ModuleCache* cache = nullptr;  // default: ModuleCache::global()
 };
 
-// Rows are `width` elements `stride` elements apart (0: stride = width); x, y, dy, dx use it.
-// mean and rstd are f32, one per row. `width`, when set, must equal the object's.
+// Rows are `width` elements `stride` elements apart (0: stride = width); x, y, dy, dx (and the
+// residual add's residual, h, dh) use it. mean and rstd are f32, one per row. `width`, when set,
+// must equal the object's.
+//
+// The variant a call launches follows from the views it leaves empty (each variant is its own
+// kernel, built at its first call and kept):
+// - w and b: empty w takes no affine (y is the normalized row; its backward takes no w and writes
+//   no dw, db); layer norm's empty b with a w takes w alone.
+// - residual and h (forward): the fused residual add. h = x + residual is written to h and
+//   normalized (in f32, before h is rounded); both given, or neither. residual_in_f32: residual
+//   and h hold f32 (else the dtype). The backward then takes the forward's h as x, and dh (h's
+//   gradient from its other uses, the dtype) is added into dx, which is the residual's gradient
+//   too; dh may be empty.
+// - dw and db (backward): both empty writes dx alone; layer norm's dw without db fits a forward
+//   without b.
 struct LayerNormForwardArgs {
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
+  DeviceView residual{}, h{};
+  bool residual_in_f32 = false;
   std::uint32_t batch = 0;
   std::uint32_t stride = 0;
   float eps = 1e-5f;
@@ -82,6 +97,7 @@ struct LayerNormForwardArgs {
 };
 struct LayerNormBackwardArgs {
   DeviceView dy{}, x{}, w{}, mean{}, rstd{}, dx{}, dw{}, db{};
+  DeviceView dh{};
   std::uint32_t batch = 0;
   std::uint32_t stride = 0;
   StreamRef stream{};
@@ -90,6 +106,8 @@ struct LayerNormBackwardArgs {
 };
 struct RmsNormForwardArgs {
   DeviceView x{}, w{}, y{}, rstd{};
+  DeviceView residual{}, h{};
+  bool residual_in_f32 = false;
   std::uint32_t batch = 0;
   std::uint32_t stride = 0;
   float eps = 1e-5f;
@@ -98,12 +116,27 @@ struct RmsNormForwardArgs {
 };
 struct RmsNormBackwardArgs {
   DeviceView dy{}, x{}, w{}, rstd{}, dx{}, dw{};
+  DeviceView dh{};
   std::uint32_t batch = 0;
   std::uint32_t stride = 0;
   StreamRef stream{};
   Workspace workspace{};
   std::uint32_t width = 0;
 };
+
+// A call's variant as a kernel spec names it (what prepare builds ahead).
+struct NormVariant {
+  kernels::Affine affine = kernels::Affine::Full;
+  kernels::Residual residual = kernels::Residual::None;
+  kernels::Outputs outputs = kernels::Outputs::All;  // the backward's
+};
+
+// The variant a call's views ask for (the calls take it so); throws ptxdsl::Error naming the view
+// that fits none (b without w, residual without h, db without dw, ...). Needs no device.
+NormVariant variant_of(const LayerNormForwardArgs& args);
+NormVariant variant_of(const LayerNormBackwardArgs& args);
+NormVariant variant_of(const RmsNormForwardArgs& args);
+NormVariant variant_of(const RmsNormBackwardArgs& args);
 
 namespace detail {
 class NormPair;
@@ -117,7 +150,7 @@ class LayerNorm {
   LayerNorm& operator=(LayerNorm&&) noexcept;
   ~LayerNorm();
 
-  // y = (x − mean)·rstd·w + b per row; writes mean and rstd.
+  // y = (x − mean)·rstd·w + b per row (x + residual with the residual add); writes mean and rstd.
   void forward(const LayerNormForwardArgs& args);
   // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
   // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
@@ -125,8 +158,9 @@ class LayerNorm {
 
   // Builds and JITs the forward (both variants, where the prefetching one can be chosen) and the
   // backward now (for `vector_elems`; 0: the aligned variant), so the first call pays no JIT.
-  // Objects on different threads may prepare at once.
-  void prepare(std::uint32_t vector_elems = 0);
+  // `variant` names the affine, residual and outputs fields of the calls to come (the default:
+  // full affine, no residual add, every output). Objects on different threads may prepare at once.
+  void prepare(std::uint32_t vector_elems = 0, const NormVariant& variant = {});
   // Bytes of workspace a backward of `batch` rows needs with 16-byte-aligned pointers.
   std::uint64_t workspace_bytes(std::uint32_t batch);
   std::uint32_t width() const;
@@ -147,13 +181,13 @@ class RmsNorm {
   RmsNorm& operator=(RmsNorm&&) noexcept;
   ~RmsNorm();
 
-  // y = x·rstd·w per row; writes rstd.
+  // y = x·rstd·w per row (x + residual with the residual add); writes rstd.
   void forward(const RmsNormForwardArgs& args);
   // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
   // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const RmsNormBackwardArgs& args);
 
-  void prepare(std::uint32_t vector_elems = 0);
+  void prepare(std::uint32_t vector_elems = 0, const NormVariant& variant = {});
   std::uint64_t workspace_bytes(std::uint32_t batch);
   std::uint32_t width() const;
   DType dtype() const;

@@ -1,0 +1,82 @@
+// A norm's variant fields (affine, residual, outputs): their names, and the tensors they give a
+// kernel.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/kernels/norm.hpp"
+
+namespace ptxdsl::kernels {
+namespace {
+
+// The name of `v` in `names` (an enum's values in order), or the parse of one with `what` and the
+// allowed names in its error.
+template <class E, std::size_t N>
+E parse_name(std::string_view name, const std::string_view (&names)[N], std::string_view what) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  throw Error(fmt::format("{} must be one of {}, got '{}'", what, fmt::join(names, ", "), name));
+}
+template <class E, std::size_t N>
+std::string_view name_of(E v, const std::string_view (&names)[N]) {
+  const auto i = static_cast<std::size_t>(v);
+  return i < N ? names[i] : "?";
+}
+
+constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
+constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
+constexpr std::string_view kOutputsNames[] = {"all", "dx"};
+
+}  // namespace
+
+std::string_view affine_name(Affine a) {
+  return name_of(a, kAffineNames);
+}
+Affine parse_affine(std::string_view name) {
+  return parse_name<Affine>(name, kAffineNames, "affine");
+}
+std::string_view residual_name(Residual r) {
+  return name_of(r, kResidualNames);
+}
+Residual parse_residual(std::string_view name) {
+  return parse_name<Residual>(name, kResidualNames, "residual");
+}
+std::string_view outputs_name(Outputs o) {
+  return name_of(o, kOutputsNames);
+}
+Outputs parse_outputs(std::string_view name) {
+  return parse_name<Outputs>(name, kOutputsNames, "outputs");
+}
+
+bool has_weight(const NormSpec& spec) {
+  return spec.affine != Affine::None;
+}
+
+bool has_bias(const NormSpec& spec) {
+  return is_layer_norm(spec.kind) && spec.affine == Affine::Full;
+}
+
+bool has_weight_grads(const NormSpec& spec) {
+  return is_backward(spec.kind) && has_weight(spec) && spec.outputs == Outputs::All;
+}
+
+bool has_residual(const NormSpec& spec) {
+  return spec.residual != Residual::None;
+}
+
+DType residual_dtype(const NormSpec& spec) {
+  return spec.residual == Residual::AddF32 ? DType::F32 : spec.dtype;
+}
+
+std::string variant_suffix(const NormSpec& spec) {
+  std::string s;
+  if (spec.residual == Residual::Add) s += "_res";
+  if (spec.residual == Residual::AddF32) s += "_resf32";
+  if (spec.affine == Affine::Weight) s += "_wonly";
+  if (spec.affine == Affine::None) s += "_noaffine";
+  if (spec.outputs == Outputs::Dx) s += "_dx";
+  return s;
+}
+
+}  // namespace ptxdsl::kernels
