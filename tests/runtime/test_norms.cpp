@@ -344,9 +344,9 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
   }
   SECTION("null, mistyped, misaligned, short and mismatched arguments") {
     auto a = args;
-    a.b = DeviceView{};
+    a.y = DeviceView{};  // an output; b alone may be empty (the weight-only variant)
     CHECK_THROWS_WITH(ln.forward(a),
-                      "LayerNorm(f16, weights f16, width 4096).forward: b is a "
+                      "LayerNorm(f16, weights f16, width 4096).forward: y is a "
                       "null pointer");
     a = args;
     a.width = 8192;
