@@ -17,9 +17,10 @@ std::uint32_t round_up(std::uint32_t a, std::uint32_t b) {
   return ceil_div(a, b) * b;
 }
 
-// dw and db, or dw; a backward without them shapes its threads as RMS norm's does.
+// dw and db, or dw. Layer norm's variants without db (or dw) plan as if they had both: its dx
+// keeps more values than RMS norm's, and those plans fit the registers.
 std::uint32_t accumulators(const NormSpec& spec) {
-  return has_bias(spec) && is_backward(spec.kind) ? 2 : 1;
+  return spec.kind == NormKind::LayerNormBwd ? 2 : 1;
 }
 
 // Registers a thread may use so that one CTA of `block` threads fits on an SM.
@@ -191,6 +192,8 @@ class Planner {
     p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
     const std::uint32_t vectors = ceil_div(p_.width, p_.vec);
     fwd_ = forward_shape(vectors, p_.vec, narrow_, layer_fwd_);
+    // The residual add's chunk at hand does not fit the 64 registers of 1024 threads.
+    if (!backward_ && has_residual(spec_)) fwd_.threads = std::min(fwd_.threads, 512u);
     p_.threads_per_row = kn_.threads_per_row.value_or(
         backward_ ? backward_threads(dev_, vectors, p_.vec, nacc_) : fwd_.threads);
     // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows).
@@ -247,8 +250,10 @@ class Planner {
     room_ = value_room(p_.max_registers, p_.vec, spec_.kind);
     // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
     if (wide_weights_) room_ -= std::min(room_, p_.vec);
-    // The residual add's chunk at hand: the residual's values and h (forward), or dh (backward).
-    if (has_residual(spec_)) room_ -= std::min(room_, (backward_ ? 1 : 2) * p_.vec);
+    // The residual add's chunk at hand: the residual's values and h (forward), or dh (backward),
+    // raw and decoded (f32 residuals beside 16-bit rows: twice the raw registers).
+    const bool wide_residual = residual_dtype(spec_) != spec_.dtype;
+    if (has_residual(spec_)) room_ -= std::min(room_, (wide_residual ? 4 : 3) * p_.vec);
     // RMS rows read again: two chunks' loads in flight a loop iteration (layer norm's spill).
     const bool rms_reread = reread_ && spec_.kind == NormKind::RmsNormFwd;
     p_.loop_group = kn_.loop_group.value_or(p_.max_registers >= 128 ? (backward_ ? 2 : 4)
@@ -262,10 +267,11 @@ class Planner {
     const std::uint32_t held_acc = single_ ? 0 : nacc_;
     // A backward thread with a few chunks keeps everything in registers when it fits with room
     // for the rest; ptxas handles short unrolled passes well.
-    const bool all_in_registers =
-        backward_ && p_.chunks <= 4 &&
-        (2 + held_acc) * p_.chunks * p_.vec + 48 + (wide_weights_ ? 2 * p_.vec : 0) <=
-            p_.max_registers;
+    const bool all_in_registers = backward_ && p_.chunks <= 4 &&
+                                  (2 + held_acc) * p_.chunks * p_.vec + 48 +
+                                          (wide_weights_ ? 2 * p_.vec : 0) +
+                                          (has_residual(spec_) ? 3 * p_.vec : 0) <=
+                                      p_.max_registers;
     if (all_in_registers) room_ = (2 + held_acc) * p_.chunks * p_.vec;
     if (backward_ && !single_) {
       acc_regs_ =
@@ -323,7 +329,7 @@ class Planner {
       const std::uint32_t mixed = single_ && data_regs_ < p_.chunks ? 16 : 0;
       const std::uint32_t need = backward_values + prefetched_ + 24 + 2 * p_.vec +
                                  (wide_weights_ ? 2 * p_.vec : 0) + 2 * tensors_ * tail_regs_ +
-                                 mixed;
+                                 mixed + (has_residual(spec_) ? 2 * p_.vec : 0);
       prefetch_default = need <= std::min(p_.max_registers, ceiling);
     }
     // The ring: every chunk in registers, vectors cp.async can copy, both buffers fit; the
@@ -354,7 +360,8 @@ class Planner {
     const std::uint32_t held_regs = p_.chunks * p_.vec * (s_ + 2 * ws) / 4;
     const bool early_default = layer_fwd_ && p_.lookahead == Lookahead::None &&
                                data_regs_ == p_.chunks && p_.chunks * p_.vec >= 16 &&
-                               held_regs <= 48 && p_.block() >= 256 && p_.width % p_.vec == 0;
+                               held_regs <= 48 && p_.block() >= 256 && p_.width % p_.vec == 0 &&
+                               !has_residual(spec_);
     p_.early_weights = kn_.early_weights.value_or(early_default);
     if (p_.early_weights && early_default && !kn_.max_registers) p_.max_registers = 64;
     if (p_.lookahead == Lookahead::NextRow && data_regs_ > 0 && !kn_.max_registers) {
@@ -386,6 +393,13 @@ class Planner {
       if (copied_in || cap < 40) {
         p_.max_registers = std::clamp<std::uint32_t>(cap, floor, p_.max_registers);
       }
+    }
+    // The residual add holds a chunk of x, the residual's and h at once, beside what the caps
+    // above count.
+    if (has_residual(spec_) && !kn_.max_registers) {
+      const bool wide_residual = residual_dtype(spec_) != spec_.dtype;
+      p_.max_registers =
+          std::min(max_registers(dev_, p_.block()), p_.max_registers + (wide_residual ? 40 : 24));
     }
   }
 

@@ -68,6 +68,30 @@ TEST_CASE("every plan fits every device preset", "[kernels]") {
   }
 }
 
+TEST_CASE("every variant's plans fit every device preset", "[kernels]") {
+  // The residual add moves more per row (residual in, h out); a variant without weights or dw
+  // loads or keeps less: each at the widths where the plans change shape.
+  for (const DeviceModel& device : device_presets()) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                          NormKind::RmsNormBwd}) {
+      for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (std::uint32_t width : {1u, 7u, 1151u, 4096u, 4097u, 8192u, 20000u, 65536u}) {
+          const NormSpec base = spec_for_device(kind, dtype, dtype, width, device);
+          for (const NormSpec& spec : variants_of(base)) {
+            const std::string label =
+                fmt::format("{} {} {} affine {} residual {} outputs {} on {}", kind_name(kind),
+                            dtype_name(dtype), width, affine_name(spec.affine),
+                            residual_name(spec.residual), outputs_name(spec.outputs), device.name);
+            check_fits(build_norm(spec), device, label);
+            check_fits(build_norm(spec_for_batch(spec, 1)), device,
+                       label + " (small-batch variant)");
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the same kernel plans for the device it is given", "[kernels]") {
   // A 16-bit backward stages 208 KB of rows in the H200's 227 KB a block; an RTX 4090 has 99 KB,
   // so its plan stages less, and each fits its own device.

@@ -259,6 +259,53 @@ TEST_CASE("layer norm statistics in one pass (one_pass_stats) assemble without s
   assemble_all(std::move(groups));
 }
 
+namespace {
+
+// Every variant of `kind` (affine, residual add, outputs) at the widths where plans change shape,
+// for sm_80 and sm_90, in the runtime's default and small-batch kernels.
+void assemble_variants(NormKind kind) {
+  std::vector<Group> groups;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+      for (const NormSpec& variant : variants_of(spec_of(kind, dtype, 1))) {
+        // The small-batch kernels in a group of their own (a forward's keep its entry names).
+        for (const bool small : {false, true}) {
+          Group g;
+          g.label = fmt::format("{} {} {} affine {} residual {} outputs {}{}", kind_name(kind),
+                                dtype_name(dtype), arch_name(arch), affine_name(variant.affine),
+                                residual_name(variant.residual), outputs_name(variant.outputs),
+                                small ? " (small-batch)" : "");
+          std::set<std::string> seen;
+          for (std::uint32_t width : {1u, 7u, 1151u, 4096u, 4097u, 8192u, 16384u, 65536u}) {
+            NormSpec spec = variant;
+            spec.width = width;
+            spec.arch = arch;
+            BuiltNorm built = build_norm(small ? spec_for_batch(spec, 1) : spec);
+            if (seen.insert(built.ptx).second) g.built.push_back(std::move(built));
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
+}  // namespace
+
+TEST_CASE("every variant assembles without spills: layer norm forward", "[ptxas]") {
+  assemble_variants(NormKind::LayerNormFwd);
+}
+TEST_CASE("every variant assembles without spills: layer norm backward", "[ptxas]") {
+  assemble_variants(NormKind::LayerNormBwd);
+}
+TEST_CASE("every variant assembles without spills: RMS norm forward", "[ptxas]") {
+  assemble_variants(NormKind::RmsNormFwd);
+}
+TEST_CASE("every variant assembles without spills: RMS norm backward", "[ptxas]") {
+  assemble_variants(NormKind::RmsNormBwd);
+}
+
 TEST_CASE("RMS forwards read again assemble without spills in loop groups of 2", "[ptxas]") {
   // The rows ≥ 4096 wide that the RMS forward reads again by default (32 registers), with two
   // chunks' loads issued together. (Groups of 4 spill a word for f16 16384 on ptxas 13.0.)
