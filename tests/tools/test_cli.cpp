@@ -333,6 +333,39 @@ TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
 }
 #endif
 
+#if __has_include("ptxdsl/dsl/executor.hpp")
+TEST_CASE("the variant options pick the kernels and their parameters", "[tools]") {
+  // The residual add, no affine and the backward's outputs: entry names, parameters, and a run
+  // on the executor judged against the variant's reference (h as an output of its own).
+  const Result fwd = run_cli("emit --json ln_fwd --width 1000 --dtype bf16 --residual add_f32");
+  REQUIRE(fwd.status == 0);
+  CHECK(fwd.out.find("\"ln_fwd_bf16_wbf16_n1000_resf32\"") != std::string::npos);
+  CHECK(fwd.out.find("\"residual\"") != std::string::npos);
+  CHECK(fwd.out.find("\"h\"") != std::string::npos);
+  const Result bwd = run_cli("emit --json rms_bwd --width 1000 --dtype f16 --affine none");
+  REQUIRE(bwd.status == 0);
+  CHECK(bwd.out.find("\"w\"") == std::string::npos);
+  CHECK(bwd.out.find("\"dw\"") == std::string::npos);
+  for (const char* args : {"run ln_fwd --batch 5 --width 1151 --dtype bf16 --residual add --cpu",
+                           "run rms_bwd --batch 5 --width 1151 --dtype bf16 --residual add --cpu",
+                           "run ln_bwd --batch 3 --width 100 --dtype f32 --affine weight --cpu",
+                           "run ln_bwd --batch 3 --width 100 --dtype f16 --outputs dx --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("PASS") != std::string::npos);
+  }
+  const Result h = run_cli("run rms_fwd --batch 2 --width 64 --dtype f16 --residual add --cpu");
+  CHECK(h.out.find("  h ") != std::string::npos);
+  const Result bad = run_cli("emit ln_fwd --width 64 --dtype f16 --residual yes");
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("residual must be one of none, add, add_f32, got 'yes'") != std::string::npos);
+  const Result rms_weight = run_cli("emit rms_fwd --width 64 --dtype f16 --affine weight");
+  CHECK(rms_weight.status != 0);
+  CHECK(rms_weight.err.find("rms_fwd has no bias") != std::string::npos);
+}
+#endif
+
 TEST_CASE("every knob refuses an empty value", "[tools]") {
   for (const ptxdsl::kernels::KnobInfo& info : ptxdsl::kernels::knob_table()) {
     const std::string knob = info.flag();
