@@ -94,6 +94,8 @@ _library = None
 def library():
     """The loaded library, its functions declared; loaded on first use."""
     global _library
+    if _library is not None:  # every call asks: no lock once loaded
+        return _library
     with _lock:
         if _library is not None:
             return _library
