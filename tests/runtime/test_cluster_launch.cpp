@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
