@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "param_alignment.hpp"
 #include "ptxdsl/dsl/emit.hpp"
 #include "ptxdsl/dsl/module.hpp"
 #include "validate.hpp"
@@ -203,7 +204,12 @@ std::string Kernel::declare_param(std::string_view name, ScalarType type, bool p
     // A parameter would hide the module-level array inside the entry.
     if (d.name == name) fail("parameter", fmt::format("'{}' is a shared array's symbol", name));
   }
-  params_.push_back(ParamSpec{std::string(name), type, pointer, element});
+  ParamSpec spec;
+  spec.name = std::string(name);
+  spec.type = type;
+  spec.pointer = pointer;
+  spec.element = element;
+  params_.push_back(std::move(spec));
   return std::string(name);
 }
 
@@ -792,6 +798,7 @@ KernelContract Kernel::contract() const {
   KernelContract c;
   c.entry = name_;
   c.params = params_;
+  detail::derive_param_alignment(body_, c.params);
   c.block_threads = block_threads_;
   c.block_required = block_required_;
   for (const SharedDecl& d : shared_) {

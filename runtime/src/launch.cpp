@@ -57,6 +57,43 @@ bool accepts(const detail::ParamSlot& s, const detail::ArgRef& a) {
   return false;
 }
 
+std::uint64_t integer_value(const detail::ArgRef& a) {
+  switch (a.size) {
+    case 1:
+      return *static_cast<const std::uint8_t*>(a.value);
+    case 2:
+      return *static_cast<const std::uint16_t*>(a.value);
+    case 4:
+      return *static_cast<const std::uint32_t*>(a.value);
+    default:
+      return *static_cast<const std::uint64_t*>(a.value);
+  }
+}
+
+// The contract's alignment facts, which the kernel's vector accesses need: a misaligned address
+// would fault inside the kernel and leave the context unusable.
+void check_alignment(const Function& f, std::size_t i, const detail::ParamSlot& s,
+                     const detail::ArgRef& a) {
+  const ParamSpec& p = f.contract().params[i];
+  if (s.kind == detail::ParamSlot::Kind::Pointer && s.align > 1) {
+    const std::uint64_t address = *static_cast<const std::uint64_t*>(a.value);
+    if (address % s.align != 0) [[unlikely]] {
+      throw Error(fmt::format(
+          "launch of '{}': argument {} ('{}') must be {}-byte aligned (the kernel's widest "
+          "access through it), got 0x{:x}, {} bytes past a {}-byte boundary",
+          f.name(), i, p.name, s.align, address, address % s.align, s.align));
+    }
+  } else if (s.kind == detail::ParamSlot::Kind::Int && s.multiple > 1) {
+    const std::uint64_t v = integer_value(a);
+    if (v % s.multiple != 0) [[unlikely]] {
+      throw Error(fmt::format(
+          "launch of '{}': argument {} ('{}') must be a multiple of {} (so that every row of "
+          "the pointers it steps stays aligned), got {}",
+          f.name(), i, p.name, s.multiple, v));
+    }
+  }
+}
+
 void check_shape(const Function& f, Dim3 block, std::uint32_t shared_bytes) {
   const KernelContract& c = f.contract();
   if (c.block_threads != 0) {
@@ -227,6 +264,7 @@ void launch_checked(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block,
     if (!accepts(slots[i], args[i])) [[unlikely]] {
       bad_argument(f, i, args[i]);
     }
+    check_alignment(f, i, slots[i], args[i]);
     params[i] = const_cast<void*>(args[i].value);
   }
   launch_raw(f, grid, cluster, block, shared_bytes, stream, params);

@@ -130,12 +130,14 @@ CUfunction find_entry(const LoadedModule& module, const std::string& entry) {
 
 detail::ParamSlot slot_for(const ParamSpec& p) {
   using Kind = detail::ParamSlot::Kind;
-  if (p.pointer) return {Kind::Pointer, 8, static_cast<std::uint8_t>(size_bytes(p.element))};
+  if (p.pointer) {
+    return {Kind::Pointer, 8, static_cast<std::uint8_t>(size_bytes(p.element)), p.align_bytes, 0};
+  }
   if (p.type == ScalarType::F32 || p.type == ScalarType::F64) {
-    return {Kind::Float, static_cast<std::uint8_t>(size_bytes(p.type)), 0};
+    return {Kind::Float, static_cast<std::uint8_t>(size_bytes(p.type)), 0, 0, 0};
   }
   // Integers, bit types, and f16/bf16 scalars passed as their bits.
-  return {Kind::Int, static_cast<std::uint8_t>(size_bytes(p.type)), 0};
+  return {Kind::Int, static_cast<std::uint8_t>(size_bytes(p.type)), 0, 0, p.multiple};
 }
 
 }  // namespace

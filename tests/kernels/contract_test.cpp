@@ -429,3 +429,71 @@ TEST_CASE("the widest rows stage in dynamic shared memory", "[contract]") {
   const BuiltNorm b = build_norm(s80);
   REQUIRE(b.steps[0].contract.dynamic_shared_bytes <= 163 * 1024);
 }
+
+TEST_CASE("the vectors a call's pointers allow build kernels whose contract those pointers meet",
+          "[contract]") {
+  // The runtime picks the vector width per call by vector_elems_for; the contract states what the
+  // built kernel's accesses need (derived from its PTX). They must agree, or a call would fault.
+  const auto is_row = [](const std::string& n) {
+    return n == "x" || n == "y" || n == "dy" || n == "dx";
+  };
+  const auto is_residual = [](const std::string& n) {
+    return n == "residual" || n == "h" || n == "dh";
+  };
+  const auto is_weight = [](const std::string& n) {
+    return n == "w" || n == "b" || n == "dw" || n == "db";
+  };
+  std::size_t checked = 0;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (std::uint32_t width : {31u, 100u, 1000u, 4100u, 8192u}) {
+        NormSpec base = spec_of(kind, dtype, width);
+        base.weight_dtype = width == 1000 ? DType::F32 : dtype;
+        std::vector<NormSpec> specs = variants_of(base);
+        specs.push_back(base);
+        for (const NormSpec& variant : specs) {
+          if (variant.affine != Affine::Full && variant.residual == Residual::None) continue;
+          const std::uint32_t widest = *build_norm(variant).chosen.vector_elems;
+          const std::uint32_t e = static_cast<std::uint32_t>(dtype_bytes(dtype));
+          const std::uint32_t we = static_cast<std::uint32_t>(dtype_bytes(variant.weight_dtype));
+          const DType rd = residual_dtype(variant);
+          const std::uint32_t re = static_cast<std::uint32_t>(dtype_bytes(rd));
+          for (std::uint32_t stride : {width, width + 1, (width + 7) / 8 * 8}) {
+            for (std::uint32_t row_shift : {0u, 1u, 2u}) {
+              const std::uint64_t row_at = 0x100000 + std::uint64_t{row_shift} * e;
+              const std::uint64_t weight_at = 0x200000 + std::uint64_t{row_shift % 2} * we;
+              const std::uint64_t residual_at = 0x300000 + std::uint64_t{row_shift / 2} * re;
+              const std::uint32_t vec =
+                  std::min(widest, vector_elems_for(dtype, variant.weight_dtype, stride, row_at,
+                                                    weight_at, rd, residual_at));
+              NormSpec s = variant;
+              s.knobs.vector_elems = vec;
+              const BuiltNorm built = build_norm(s);
+              for (const LaunchStep& step : built.steps) {
+                for (const ParamSpec& p : step.contract.params) {
+                  INFO(step.contract.entry << " " << p.name << " vec " << vec << " stride "
+                                           << stride << " row shift " << row_shift);
+                  if (p.pointer) {
+                    const std::uint64_t at = is_row(p.name)        ? row_at
+                                             : is_residual(p.name) ? residual_at
+                                             : is_weight(p.name)   ? weight_at
+                                                                   : 0x400000;
+                    CHECK(at % std::max(1u, p.align_bytes) == 0);
+                    CHECK(p.align_bytes <= 16);
+                  } else if (p.name == "stride") {
+                    CHECK(stride % std::max(1u, p.multiple) == 0);
+                  } else {
+                    CHECK(p.multiple <= 1);  // batch, eps, partial_rows: any value
+                  }
+                  ++checked;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 1000);
+}

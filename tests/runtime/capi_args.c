@@ -92,15 +92,15 @@ int main(void) {
   EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_BF16, PTXDSL_F32, 8, 256, 0, FAKE(1), FAKE(2), NULL,
                                  NULL, FAKE(4), NULL, 1e-5f, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "ptxdsl_rms_norm_forward: rstd is NULL");
-  EXPECT(ptxdsl_layer_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
-                                    (float*)FAKE(4), (float*)FAKE(5), FAKE(6), NULL, FAKE(7), NULL,
-                                    0, NULL),
+  EXPECT(ptxdsl_layer_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(2),
+                                    FAKE(3), (float*)FAKE(4), (float*)FAKE(5), FAKE(6), NULL,
+                                    FAKE(7), NULL, 0, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "db is given without dw");
-  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL,
-                                  (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 0, NULL),
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(2),
+                                  NULL, (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 0, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "dw is given without w");
-  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3),
-                                  (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 64, NULL),
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(2),
+                                  FAKE(3), (float*)FAKE(4), FAKE(5), FAKE(6), NULL, 64, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "workspace is NULL but workspace_bytes is 64");
   EXPECT(ptxdsl_norm_workspace_bytes(0, 2, PTXDSL_F16, PTXDSL_F16, 256, 8, &bytes),
          PTXDSL_ERROR_INVALID_ARGUMENT,

@@ -61,12 +61,12 @@ std::int32_t backward(const NormCase& c, CaseBuffers& d, void* workspace, std::u
   const std::int32_t dt = c_dtype(c.dtype), wt = c_dtype(c.weight_dtype);
   if (c.layer) {
     return ptxdsl_layer_norm_backward(0, dt, wt, c.batch, c.width, c.row_stride(), ptr(d.dy),
-                                      ptr(d.x), ptr(d.w), fptr(d.mean_in), fptr(d.rstd_in),
+                                      nullptr, ptr(d.x), ptr(d.w), fptr(d.mean_in), fptr(d.rstd_in),
                                       ptr(d.dx), ptr(d.dw), ptr(d.db), workspace, bytes, s);
   }
-  return ptxdsl_rms_norm_backward(0, dt, wt, c.batch, c.width, c.row_stride(), ptr(d.dy), ptr(d.x),
-                                  ptr(d.w), fptr(d.rstd_in), ptr(d.dx), ptr(d.dw), workspace, bytes,
-                                  s);
+  return ptxdsl_rms_norm_backward(0, dt, wt, c.batch, c.width, c.row_stride(), ptr(d.dy), nullptr,
+                                  ptr(d.x), ptr(d.w), fptr(d.rstd_in), ptr(d.dx), ptr(d.dw),
+                                  workspace, bytes, s);
 }
 
 }  // namespace

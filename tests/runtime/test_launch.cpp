@@ -66,6 +66,11 @@ TEST_CASE("launch runs a DSL kernel with checked arguments", "[runtime][gpu]") {
                       Catch::Contains("argument 0 ('x')"));
     CHECK_THROWS_WITH(launch(axpy, 8, 256, 0, s, dx, dy, 2.0f, n),
                       "launch of 'axpy': block must be exactly 128 threads, got (256, 1, 1)");
+    // The contract's alignment (its 4-byte loads): refused before the kernel could fault.
+    CHECK(axpy.contract().params[0].align_bytes == 4);
+    CHECK_THROWS_WITH(launch(axpy, 8, 128, 0, s, dx.address() + 2, dy, 2.0f, n),
+                      Catch::Contains("argument 0 ('x') must be 4-byte aligned") &&
+                          Catch::Contains("2 bytes past a 4-byte boundary"));
   }
   SECTION("a function without a contract launches only raw") {
     const Function bare(axpy.module(), "axpy");

@@ -61,7 +61,9 @@ def load_ours(args):
 
 
 def case_name(c):
-    return f"{c['kernel']} {c['dtype']} {c['batch']}x{c['width']}"
+    variant = "".join(f" {k}={c[k]}" for k, plain in (("affine", "full"), ("residual", "none"), ("outputs", "all"))
+                      if c.get(k, plain) != plain)
+    return f"{c['kernel']} {c['dtype']} {c['batch']}x{c['width']}{variant}"
 
 
 class Timer:
@@ -99,7 +101,8 @@ class Timer:
 
 def make_inputs(torch, kernel, dtype, m, n, seed):
     """The seeds' inputs: LN x = -2.3 + 0.5 randn, w, b = rand, dy = 0.1 randn;
-    RMS x = 0.3 randn, w = 1 + 0.1 randn, dy = 0.1 randn. Weights in the input's dtype."""
+    RMS x = 0.3 randn, w = 1 + 0.1 randn, dy = 0.1 randn. Weights in the input's dtype. Also a
+    residual (0.3 randn) and dh (0.1 randn) for the residual-add variants."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     dev = "cuda"
 
@@ -116,18 +119,35 @@ def make_inputs(torch, kernel, dtype, m, n, seed):
         x = 0.3 * randn(m, n)
         w, b = 1.0 + 0.1 * randn(n), None
     dy = 0.1 * randn(m, n)
+    residual, dh = 0.3 * randn(m, n), 0.1 * randn(m, n)
     cast = (lambda t: None if t is None else t.to(dtype).contiguous())
-    return cast(x), cast(w), cast(b), cast(dy)
+    return cast(x), cast(w), cast(b), cast(dy), cast(residual), cast(dh)
 
 
-def peer_functions(torch, kernel, n):
+def peer_functions(torch, kernel, n, residual=None, residual_f32=False):
+    """The peer's forward. With a residual it is the fused-add contract of flash-attention's
+    layer_norm_fn(residual=..., prenorm=True), Liger's fused add + RMS norm and vLLM's
+    fused_add_rms_norm: h = x + residual, y = norm(h); it returns (y, h). residual_f32: h in f32
+    (flash-attention's residual_in_fp32), y in x's dtype."""
     F = torch.nn.functional
     if kernel.startswith("ln"):
-        def fwd(x, w, b):
+        def norm(x, w, b):
             return F.layer_norm(x, (n,), w, b, EPS)
     else:
-        def fwd(x, w, b):
+        def norm(x, w, b):
             return F.rms_norm(x, (n,), w, EPS)
+    if residual is None:
+        return norm
+    if residual_f32:
+        def fwd(x, w, b):
+            h = x.float() + residual
+            wf, bf = (None if t is None else t.float() for t in (w, b))
+            return norm(h, wf, bf).to(x.dtype), h
+        return fwd
+
+    def fwd(x, w, b):
+        h = x + residual
+        return norm(h, w, b), h
     return fwd
 
 
@@ -140,16 +160,20 @@ def time_eager_ln_backward(torch, timer, x, w, b, dy):
     return timer(lambda: aten_bwd(dy, x, (n,), mean, rstd, w, b, [True, True, True]))
 
 
-def time_peer(torch, timer, fwd, kernel, x, w, b, dy):
+def time_peer(torch, timer, fwd, kernel, x, w, b, dy, dh=None, dx_only=False):
     """Forward: the call under no_grad. Backward: autograd's backward of one forward, through
-    torch.autograd.grad (no gradient accumulation), the graph kept for the next repetition."""
+    torch.autograd.grad (no gradient accumulation), the graph kept for the next repetition. With dh
+    (the residual variants) the forward returns (y, h) and both gradients flow back: dx is also the
+    residual's gradient. dx_only: no gradient for w and b (the variant that writes dx alone)."""
     if kernel.endswith("fwd"):
         with torch.no_grad():
             return timer(lambda: fwd(x, w, b))
-    leaves = [t.detach().requires_grad_(True) for t in (x, w, b) if t is not None]
-    xs, ws = leaves[0], leaves[1]
-    bs = leaves[2] if len(leaves) > 2 else None
+    xs, ws, bs = (None if t is None else t.detach().requires_grad_(grad) for t, grad in
+                  ((x, True), (w, not dx_only), (b, not dx_only)))
+    leaves = [t for t in (xs, ws, bs) if t is not None and t.requires_grad]
     y = fwd(xs, ws, bs)
+    if dh is not None:
+        return timer(lambda: torch.autograd.grad(y, leaves, (dy, dh), retain_graph=True))
     return timer(lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True))
 
 
@@ -179,16 +203,27 @@ def main():
     for i, c in enumerate(cases):
         kernel, m, n = c["kernel"], c["batch"], c["width"]
         t0 = time.time()
-        x, w, b, dy = make_inputs(torch, kernel, dtypes[c["dtype"]], m, n, seed=1 + i)
-        fwd = peer_functions(torch, kernel, n)
-        if kernel == "ln_bwd":
+        x, w, b, dy, residual, dh = make_inputs(torch, kernel, dtypes[c["dtype"]], m, n, seed=1 + i)
+        variant = c.get("residual", "none")
+        if c.get("affine", "full") == "none":
+            w, b = None, None
+        elif c.get("affine", "full") == "weight":
+            b = None
+        if variant == "none":
+            residual, dh = None, None
+        elif variant == "add_f32":
+            residual = residual.float()
+        fwd = peer_functions(torch, kernel, n, residual, variant == "add_f32")
+        dx_only = c.get("outputs", "all") == "dx"
+        if kernel == "ln_bwd" and residual is None and w is not None and not dx_only:
             eager = time_eager_ln_backward(torch, timer, x, w, b, dy)
         else:
-            eager = time_peer(torch, timer, fwd, kernel, x, w, b, dy)
+            eager = time_peer(torch, timer, fwd, kernel, x, w, b, dy, dh, dx_only)
         compiled = None
         if not args.no_compile:
             try:
-                compiled = time_peer(torch, timer, torch.compile(fwd, dynamic=False), kernel, x, w, b, dy)
+                compiled = time_peer(torch, timer, torch.compile(fwd, dynamic=False), kernel, x, w, b, dy, dh,
+                                       dx_only)
             except Exception as e:  # a compile failure is a missing peer, not the end of the table
                 log(f"{case_name(c)}: torch.compile failed: {type(e).__name__}: {e}")
         peers = [(t, name) for t, name in ((eager, "eager"), (compiled, "compile")) if t is not None]
@@ -203,7 +238,7 @@ def main():
                      "small_target_us": c.get("small_target_us")})
         log(f"[{i + 1}/{len(cases)}] {case_name(c)}: ours {fmt_us(us)} eager {fmt_us(eager)} "
             f"compile {fmt_us(compiled)} µs ({time.time() - t0:.1f} s)")
-        del x, w, b, dy
+        del x, w, b, dy, residual, dh
         torch.cuda.empty_cache()
 
     print(f"device: {ours.get('device', '?')}; copy bandwidth {copy_gbps:.0f} GB/s (ptxdsl's run); "

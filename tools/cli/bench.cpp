@@ -358,6 +358,9 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
     j.field("kernel", kernels::kind_name(r.spec.kind));
     j.field("dtype", kernels::dtype_name(r.spec.dtype));
     j.field("weight_dtype", kernels::dtype_name(r.spec.weight_dtype));
+    j.field("affine", kernels::affine_name(r.spec.affine));
+    j.field("residual", kernels::residual_name(r.spec.residual));
+    j.field("outputs", kernels::outputs_name(r.spec.outputs));
     j.field("batch", r.batch);
     j.field("width", r.spec.width);
     j.field("bytes", r.bytes);
@@ -603,7 +606,7 @@ class BenchCommand : public Command {
       GpuNorm norm(bench.ctx(), data, options);
       for (std::size_t i = 0; i < cases.size(); ++i) {
         CaseResult& r = cases[i];
-        r.bytes = floor_bytes(r.spec.kind, r.spec.dtype, r.batch, r.spec.width);
+        r.bytes = floor_bytes(r.spec, r.batch);
         try {
           const CaseTimer::Checked c = bench.run_case(norm, data, r.spec.kind);
           r.pass = c.pass;

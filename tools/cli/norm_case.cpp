@@ -396,21 +396,23 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   return outs;
 }
 
-std::uint64_t floor_bytes(NormKind kind, DType dtype, std::uint32_t batch, std::uint32_t width) {
-  // BENCHMARKS.md's formulas, with weights in the input's dtype as the suite has them.
-  const std::uint64_t m = batch, n = width,
-                      s = static_cast<std::uint64_t>(kernels::dtype_bytes(dtype));
-  switch (kind) {
-    case NormKind::LayerNormFwd:
-      return 2 * m * n * s + 2 * n * s + 8 * m;
-    case NormKind::LayerNormBwd:
-      return 3 * m * n * s + 3 * n * s + 8 * m;
-    case NormKind::RmsNormFwd:
-      return 2 * m * n * s + n * s;
-    case NormKind::RmsNormBwd:
-      return 3 * m * n * s + 2 * n * s + 4 * m;
+std::uint64_t floor_bytes(const kernels::NormSpec& spec, std::uint32_t batch) {
+  const std::uint64_t m = batch, n = spec.width;
+  const auto bytes = [](DType d) { return static_cast<std::uint64_t>(kernels::dtype_bytes(d)); };
+  const std::uint64_t s = bytes(spec.dtype), ws = bytes(spec.weight_dtype),
+                      rs = bytes(kernels::residual_dtype(spec));
+  const std::uint64_t weights =
+      (kernels::has_weight(spec) ? 1 : 0) + (kernels::has_bias(spec) ? 1 : 0);
+  // Per row: mean and rstd for layer norm; RMS norm's rstd is left out, as BENCHMARKS.md has it.
+  const bool layer = is_layer_norm(spec.kind);
+  if (!is_backward(spec.kind)) {
+    const std::uint64_t residual = kernels::has_residual(spec) ? 2 * m * n * rs : 0;  // residual, h
+    return 2 * m * n * s + weights * n * ws + (layer ? 8 * m : 0) + residual;
   }
-  return 0;
+  const std::uint64_t grads = kernels::has_weight_grads(spec) ? weights : 0;
+  const std::uint64_t dh = kernels::has_residual(spec) ? m * n * rs : 0;
+  const std::uint64_t read = kernels::has_weight(spec) ? 1 : 0;  // the backward reads w, never b
+  return 3 * m * n * s + (read + grads) * n * ws + (layer ? 8 : 4) * m + dh;
 }
 
 }  // namespace ptxdsl::cli

@@ -88,8 +88,9 @@ class GpuNorm {
 // `spec.kind`'s kernels on the CPU executor (every step of the launch plan).
 std::vector<Output> run_on_cpu(const NormData& data);
 
-// The bytes a kernel must move, by BENCHMARKS.md (GB/s counts these and nothing else).
-std::uint64_t floor_bytes(kernels::NormKind kind, kernels::DType dtype, std::uint32_t batch,
-                          std::uint32_t width);
+// The bytes a kernel must move, by BENCHMARKS.md's formulas (GB/s counts these and nothing else),
+// with the variant's own traffic: residual and h (forward) or dh (backward), the weights it reads
+// and the weight gradients it writes, each in its own dtype.
+std::uint64_t floor_bytes(const kernels::NormSpec& spec, std::uint32_t batch);
 
 }  // namespace ptxdsl::cli

@@ -192,7 +192,7 @@ int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_
 
 int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                    int64_t batch, int64_t width, int64_t stride, const void* dy,
-                                   const void* x, const void* w, const float* mean,
+                                   const void* dh, const void* x, const void* w, const float* mean,
                                    const float* rstd, void* dx, void* dw, void* db, void* workspace,
                                    uint64_t workspace_bytes, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
@@ -207,6 +207,7 @@ int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight
         .dx = pointer_arg("dx", dx),
         .dw = optional_arg(dw),
         .db = optional_arg(db),
+        .dh = optional_arg(dh),
         .batch = s.batch,
         .stride = s.stride,
         .stream = stream,
@@ -243,9 +244,10 @@ int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dt
 }
 
 int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype, int64_t batch,
-                                 int64_t width, int64_t stride, const void* dy, const void* x,
-                                 const void* w, const float* rstd, void* dx, void* dw,
-                                 void* workspace, uint64_t workspace_bytes, ptxdsl_stream stream) {
+                                 int64_t width, int64_t stride, const void* dy, const void* dh,
+                                 const void* x, const void* w, const float* rstd, void* dx,
+                                 void* dw, void* workspace, uint64_t workspace_bytes,
+                                 ptxdsl_stream stream) {
   return guarded(__func__, [&] {
     const Shape s = shape_arg(false, device, dtype, weight_dtype, batch, width, stride);
     if (s.batch == 0) return;
@@ -255,6 +257,7 @@ int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_d
                                            .rstd = pointer_arg("rstd", rstd),
                                            .dx = pointer_arg("dx", dx),
                                            .dw = optional_arg(dw),
+                                           .dh = optional_arg(dh),
                                            .batch = s.batch,
                                            .stride = s.stride,
                                            .stream = stream,

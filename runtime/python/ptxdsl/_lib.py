@@ -59,11 +59,11 @@ _SIGNATURES = {
     # mean, rstd, eps, stream
     "ptxdsl_layer_norm_forward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 8 + [_f32, _ptr],
     # ..., dy, x, w, mean, rstd, dx, dw, db, workspace, workspace_bytes, stream
-    "ptxdsl_layer_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 9 + [_u64, _ptr],
+    "ptxdsl_layer_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 10 + [_u64, _ptr],
     # ..., x, w, residual, residual_out, y, rstd, eps, stream
     "ptxdsl_rms_norm_forward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 6 + [_f32, _ptr],
     # ..., dy, x, w, rstd, dx, dw, workspace, workspace_bytes, stream
-    "ptxdsl_rms_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 7 + [_u64, _ptr],
+    "ptxdsl_rms_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 8 + [_u64, _ptr],
     "ptxdsl_norm_workspace_bytes": [_i32, _i32, _i32, _i32, _i64, _i64, ctypes.POINTER(_u64)],
     "ptxdsl_norm_prepare": [_i32, _i32, _i32, _i32, _i64],
 }

@@ -43,6 +43,15 @@ def _none(x):
     return x.new_empty(0)
 
 
+def _h_grad(ctx, dh):
+    """h's gradient from its other uses after a residual add, which the backward kernel adds into
+    dx in the same pass (None where h has no other use: autograd gives no gradient or an empty
+    one)."""
+    if not ctx.has_residual or dh is None or dh.numel() == 0:
+        return None
+    return dh.contiguous()
+
+
 @torch.library.custom_op("ptxdsl::layer_norm_forward", mutates_args=(), device_types="cuda")
 def _layer_norm_forward(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
                         residual: Optional[Tensor],
@@ -68,15 +77,16 @@ def _(x, weight, bias, residual, eps):
 
 
 @torch.library.custom_op("ptxdsl::layer_norm_backward", mutates_args=(), device_types="cuda")
-def _layer_norm_backward(dy: Tensor, x: Tensor, weight: Optional[Tensor], mean: Tensor,
-                         rstd: Tensor, weight_grad: bool,
+def _layer_norm_backward(dy: Tensor, dh: Optional[Tensor], x: Tensor, weight: Optional[Tensor],
+                         mean: Tensor, rstd: Tensor, weight_grad: bool,
                          bias_grad: bool) -> tuple[Tensor, Tensor, Tensor]:
     rows, width = x.shape
     dx = torch.empty_like(x)
     dw = torch.empty_like(weight) if weight_grad else _none(x)
     db = torch.empty_like(weight) if bias_grad else _none(x)
     _lib.call("ptxdsl_layer_norm_backward", x.device.index, _code(x.dtype),
-              _weight_code(x, weight), rows, width, 0, dy.data_ptr(), x.data_ptr(), _ptr(weight),
+              _weight_code(x, weight), rows, width, 0, dy.data_ptr(), _ptr(dh), x.data_ptr(),
+              _ptr(weight),
               mean.data_ptr(), rstd.data_ptr(), dx.data_ptr(),
               dw.data_ptr() if weight_grad else None, db.data_ptr() if bias_grad else None,
               None, 0, _stream(x))
@@ -84,7 +94,7 @@ def _layer_norm_backward(dy: Tensor, x: Tensor, weight: Optional[Tensor], mean: 
 
 
 @_layer_norm_backward.register_fake
-def _(dy, x, weight, mean, rstd, weight_grad, bias_grad):
+def _(dy, dh, x, weight, mean, rstd, weight_grad, bias_grad):
     return (torch.empty_like(x), torch.empty_like(weight) if weight_grad else _none(x),
             torch.empty_like(weight) if bias_grad else _none(x))
 
@@ -106,11 +116,8 @@ def _layer_norm_grad(ctx, dy, _dmean, _drstd, dh):
     weight_grad = weight is not None and (ctx.needs_input_grad[1] or
                                           (ctx.has_bias and ctx.needs_input_grad[2]))
     bias_grad = weight_grad and ctx.has_bias
-    dx, dw, db = _layer_norm_backward(dy.contiguous(), x, weight, mean, rstd, weight_grad,
-                                      bias_grad)
-    # h's gradient from its other uses: x's and the residual's gradient are dx + dh.
-    if ctx.has_residual and dh is not None and dh.numel() != 0:
-        dx = dx + dh
+    dx, dw, db = _layer_norm_backward(dy.contiguous(), _h_grad(ctx, dh), x, weight, mean, rstd,
+                                      weight_grad, bias_grad)
     return (dx, dw if weight_grad else None, db if bias_grad else None,
             dx if ctx.has_residual else None, None)
 
@@ -139,19 +146,19 @@ def _(x, weight, residual, eps):
 
 
 @torch.library.custom_op("ptxdsl::rms_norm_backward", mutates_args=(), device_types="cuda")
-def _rms_norm_backward(dy: Tensor, x: Tensor, weight: Optional[Tensor], rstd: Tensor,
-                       weight_grad: bool) -> tuple[Tensor, Tensor]:
+def _rms_norm_backward(dy: Tensor, dh: Optional[Tensor], x: Tensor, weight: Optional[Tensor],
+                       rstd: Tensor, weight_grad: bool) -> tuple[Tensor, Tensor]:
     rows, width = x.shape
     dx = torch.empty_like(x)
     dw = torch.empty_like(weight) if weight_grad else _none(x)
     _lib.call("ptxdsl_rms_norm_backward", x.device.index, _code(x.dtype), _weight_code(x, weight),
-              rows, width, 0, dy.data_ptr(), x.data_ptr(), _ptr(weight), rstd.data_ptr(),
+              rows, width, 0, dy.data_ptr(), _ptr(dh), x.data_ptr(), _ptr(weight), rstd.data_ptr(),
               dx.data_ptr(), dw.data_ptr() if weight_grad else None, None, 0, _stream(x))
     return dx, dw
 
 
 @_rms_norm_backward.register_fake
-def _(dy, x, weight, rstd, weight_grad):
+def _(dy, dh, x, weight, rstd, weight_grad):
     return torch.empty_like(x), torch.empty_like(weight) if weight_grad else _none(x)
 
 
@@ -166,9 +173,7 @@ def _rms_norm_setup(ctx, inputs, output):
 def _rms_norm_grad(ctx, dy, _drstd, dh):
     x, weight, rstd = ctx.saved_tensors
     weight_grad = weight is not None and ctx.needs_input_grad[1]
-    dx, dw = _rms_norm_backward(dy.contiguous(), x, weight, rstd, weight_grad)
-    if ctx.has_residual and dh is not None and dh.numel() != 0:
-        dx = dx + dh
+    dx, dw = _rms_norm_backward(dy.contiguous(), _h_grad(ctx, dh), x, weight, rstd, weight_grad)
     return dx, dw if weight_grad else None, dx if ctx.has_residual else None, None
 
 

@@ -1,5 +1,7 @@
 #include "ptxdsl/cli/contract_json.hpp"
 
+#include <algorithm>
+
 namespace ptxdsl::cli {
 namespace {
 
@@ -9,7 +11,14 @@ void write_param(JsonWriter& j, const ParamSpec& p) {
   j.field("type", ptx_name(p.type));
   j.field("bytes", p.size_bytes());
   j.field("pointer", p.pointer);
-  if (p.pointer) j.field("element", ptx_name(p.element));
+  if (p.pointer) {
+    j.field("element", ptx_name(p.element));
+    // The byte alignment the kernel's accesses through it need, and the scalar that steps its rows.
+    j.field("align", std::max(1u, p.align_bytes));
+    if (!p.row_stride.empty()) j.field("row_stride", p.row_stride);
+  } else if (p.multiple > 1) {
+    j.field("multiple", p.multiple);  // so that every row of the pointers it steps stays aligned
+  }
   j.end_object();
 }
 

@@ -16,6 +16,11 @@ struct ParamSpec {
   ScalarType type = ScalarType::U64;  // the .param type
   bool pointer = false;
   ScalarType element = ScalarType::B32;  // for pointers: what they point to
+  // What the kernel's own accesses need (Kernel::contract derives them from its global loads,
+  // stores, atomics and async copies; 0 or empty where nothing is needed):
+  std::uint32_t align_bytes = 0;  // pointers: the address a multiple of this many bytes
+  std::string row_stride;         // pointers: the scalar parameter whose value steps its rows
+  std::uint32_t multiple = 0;     // scalars: the value a multiple of this (rows stay aligned)
   int size_bytes() const { return pointer ? 8 : ::ptxdsl::size_bytes(type); }
 };
 

@@ -98,14 +98,16 @@ PTXDSL_C_API int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, in
 /* dx, and dw, db summed over the batch, from dy, x, w and the forward's mean and rstd.
  * w NULL (a forward without w): dw and db must be NULL. dw and db NULL: dx alone; db NULL with a
  * dw: dx and dw (a forward without b).
+ * dh: NULL, or after a forward with the residual add, h's gradient from its other uses (the
+ * dtype, rows `stride` apart), added into dx in the same pass; x is then the forward's h.
  * workspace: NULL, or device memory of at least workspace_bytes (ptxdsl_norm_workspace_bytes),
  * 16-byte aligned, used only by this call's launches (the caller orders reuse). NULL takes it
  * from the library's stream-ordered pool on the call's stream, for this call alone. */
 PTXDSL_C_API int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                                 int64_t batch, int64_t width, int64_t stride,
-                                                const void* dy, const void* x, const void* w,
-                                                const float* mean, const float* rstd, void* dx,
-                                                void* dw, void* db, void* workspace,
+                                                const void* dy, const void* dh, const void* x,
+                                                const void* w, const float* mean, const float* rstd,
+                                                void* dx, void* dw, void* db, void* workspace,
                                                 uint64_t workspace_bytes, ptxdsl_stream stream);
 
 /* y = x * rstd * w per row; writes rstd. residual and residual_out as for the layer norm. */
@@ -116,11 +118,11 @@ PTXDSL_C_API int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int3
                                              ptxdsl_stream stream);
 
 /* dx, and dw summed over the batch, from dy, x, w and the forward's rstd. w NULL: dw must be
- * NULL; dw NULL: dx alone. */
+ * NULL; dw NULL: dx alone. dh as for the layer norm. */
 PTXDSL_C_API int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                               int64_t batch, int64_t width, int64_t stride,
-                                              const void* dy, const void* x, const void* w,
-                                              const float* rstd, void* dx, void* dw,
+                                              const void* dy, const void* dh, const void* x,
+                                              const void* w, const float* rstd, void* dx, void* dw,
                                               void* workspace, uint64_t workspace_bytes,
                                               ptxdsl_stream stream);
 

@@ -52,6 +52,10 @@ struct ParamSlot {
   Kind kind = Kind::Int;
   std::uint8_t size = 0;          // bytes of the .param
   std::uint8_t element_size = 0;  // pointers: bytes per element
+  // From the contract (ParamSpec): pointers' byte alignment, integers' required multiple (0 or 1:
+  // none).
+  std::uint32_t align = 0;
+  std::uint32_t multiple = 0;
 };
 
 }  // namespace detail
