@@ -43,7 +43,7 @@ def breaks_rules(step, pointers, scalars):
     for p in step["params"]:
         if p["pointer"] and pointers[p["name"]] % p["align"] != 0:
             broken.append(f"{p['name']} at 0x{pointers[p['name']]:x} is not {p['align']}-byte aligned")
-        if not p["pointer"] and scalars[p["name"]] % p.get("multiple", 1) != 0:
+        if not p["pointer"] and "multiple" in p and scalars[p["name"]] % p["multiple"] != 0:
             broken.append(f"{p['name']} = {scalars[p['name']]} is not a multiple of {p['multiple']}")
     return broken
 
