@@ -248,6 +248,23 @@ TEST_CASE("every variant (affine, residual add, backward outputs) matches the fl
   }
 }
 
+TEST_CASE("rows wider than 65536 (to 262144): odd, and the wide suite's, every kernel and dtype",
+          "[executor][norm]") {
+  // Beyond what one CTA holds in registers and shared memory the rows are read again from memory
+  // in each pass; an odd width masks its tail, and a strided row skips padding.
+  for (NormKind kind : kKinds) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      NormSpec spec = spec_of(kind, dtype, 100001);
+      spec.weight_dtype = DType::F32;
+      spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 100003, 0, 0);
+      run_batch(build_norm(spec), 2, 100003);
+    }
+    NormSpec wide = spec_of(kind, DType::BF16, kMaxWidth);
+    wide.weight_dtype = DType::F32;
+    run_batch(build_norm(wide), 1, kMaxWidth);
+  }
+}
+
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
           "[executor][norm]") {
   for (NormKind kind : kKinds) {

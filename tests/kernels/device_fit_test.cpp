@@ -13,9 +13,10 @@ using namespace ptxdsl::kernels;
 
 namespace {
 
-constexpr std::uint32_t kWidths[] = {1,    2,    3,     7,     31,    64,    100,   255,  256,
-                                     1000, 1151, 2048,  3000,  4096,  4097,  5120,  7168, 8190,
-                                     8192, 9999, 12288, 16384, 20000, 32768, 49999, 65536};
+constexpr std::uint32_t kWidths[] = {1,     2,     3,      7,      31,    64,    100,   255,
+                                     256,   1000,  1151,   2048,   3000,  4096,  4097,  5120,
+                                     7168,  8190,  8192,   9999,   12288, 16384, 20000, 32768,
+                                     49999, 65536, 100001, 131072, 262144};
 
 void check_fits(const BuiltNorm& built, const DeviceModel& d, const std::string& label) {
   INFO(label);
@@ -75,7 +76,8 @@ TEST_CASE("every variant's plans fit every device preset", "[kernels]") {
     for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
                           NormKind::RmsNormBwd}) {
       for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-        for (std::uint32_t width : {1u, 7u, 1151u, 4096u, 4097u, 8192u, 20000u, 65536u}) {
+        for (std::uint32_t width :
+             {1u, 7u, 1151u, 4096u, 4097u, 8192u, 20000u, 65536u, 100001u, 262144u}) {
           const NormSpec base = spec_for_device(kind, dtype, dtype, width, device);
           for (const NormSpec& spec : variants_of(base)) {
             const std::string label =

@@ -32,9 +32,9 @@ constexpr Combo kCombos[] = {{DType::F32, DType::F32},
                              {DType::F16, DType::F32},
                              {DType::BF16, DType::BF16},
                              {DType::BF16, DType::F32}};
-constexpr std::uint32_t kWidths[] = {1,    2,    3,    7,     31,    32,    100,  127,
-                                     128,  255,  256,  1000,  1024,  1151,  2048, 4096,
-                                     4097, 5120, 8192, 12288, 16384, 32768, 65536};
+constexpr std::uint32_t kWidths[] = {1,    2,     3,     7,     31,    32,     100,    127,   128,
+                                     255,  256,   1000,  1024,  1151,  2048,   4096,   4097,  5120,
+                                     8192, 12288, 16384, 32768, 65536, 100001, 131072, 262144};
 constexpr std::uint32_t kBatches[] = {1, 3, 1151, 4096};
 // Larger batches run while batch × width stays within this (the float64 reference runs on the CPU).
 constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 24;

@@ -71,6 +71,7 @@ struct Shape {
   bool layer_norm;
   DType dtype;
   std::uint32_t batch, width;
+  DType weight_dtype = dtype;
 };
 
 // BENCHMARKS.md, "The suite".
@@ -87,6 +88,19 @@ std::vector<Shape> standard_suite() {
   s.push_back({false, DType::BF16, 16384, 8192});
   s.push_back({false, DType::F16, 4096, 8192});
   s.push_back({false, DType::BF16, 4096, 16384});
+  return s;
+}
+
+// BENCHMARKS.md, "Wide": QuACK's sweep, bf16 rows with f32 weights, both norms.
+std::vector<Shape> wide_suite() {
+  std::vector<Shape> s;
+  for (bool layer_norm : {true, false}) {
+    for (std::uint32_t n : {256u, 1024u, 4096u, 16384u, 32768u, 65536u}) {
+      s.push_back({layer_norm, DType::BF16, 32768, n, DType::F32});
+    }
+    s.push_back({layer_norm, DType::BF16, 16384, 131072, DType::F32});
+    s.push_back({layer_norm, DType::BF16, 8192, 262144, DType::F32});
+  }
   return s;
 }
 
@@ -192,7 +206,7 @@ std::vector<GenerationTime> measure_generation() {
   std::vector<GenerationTime> out;
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
                         NormKind::RmsNormBwd}) {
-    for (std::uint32_t width : {1024u, 4096u, 8192u, 16384u, kernels::kMaxWidth}) {
+    for (std::uint32_t width : {1024u, 4096u, 8192u, 16384u, 65536u, kernels::kMaxWidth}) {
       GenerationTime g;
       g.spec = make_spec(kind, DType::F16, width);
       std::vector<double> ms;
@@ -407,7 +421,8 @@ class BenchCommand : public Command {
  public:
   explicit BenchCommand(CLI::App& sub) {
     sub.add_option("--suite", suite_,
-                   "standard: every case of BENCHMARKS.md, forward and backward");
+                   "standard or wide: every case of that suite of BENCHMARKS.md, forward and "
+                   "backward");
     options_.add_to(sub, /*required=*/false, /*device_option=*/false);
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647 (one case, without --suite)");
     sub.add_option("--json", json_, "also write the results as JSON to FILE");
@@ -542,8 +557,8 @@ class BenchCommand : public Command {
     const bool one_case = one_case_given();
     std::vector<CaseResult> cases;
     if (!suite_.empty()) {
-      if (suite_ != "standard") {
-        throw UsageError(fmt::format("--suite must be 'standard', got '{}'", suite_));
+      if (suite_ != "standard" && suite_ != "wide") {
+        throw UsageError(fmt::format("--suite must be 'standard' or 'wide', got '{}'", suite_));
       }
       if (one_case) {
         throw UsageError(
@@ -551,23 +566,24 @@ class BenchCommand : public Command {
       }
       if (options_.any_knob())
         throw UsageError("--suite takes no knobs: the heuristics choose for each case");
-      // The suite is BENCHMARKS.md's: the device's arch, the default PTX version, and weights in
-      // the input's dtype, as the peers it is compared with are timed.
+      // The suites are BENCHMARKS.md's: the device's arch, the default PTX version, and the
+      // suite's weights (the input's dtype, or f32 in the wide one), as the peers are timed.
       for (const auto& [flag, value] :
            {std::pair{"--arch", &options_.arch}, std::pair{"--ptx-version", &options_.ptx_version},
             std::pair{"--weight-dtype", &options_.weight_dtype}}) {
         if (!value->empty()) {
           throw UsageError(fmt::format(
               "--suite takes no {}: its cases are built for the device's arch and the default "
-              "PTX version, weights in the input's dtype; time one case to choose them",
+              "PTX version, with the suite's weight dtype; time one case to choose them",
               flag));
         }
       }
-      for (const Shape& s : standard_suite()) {
+      for (const Shape& s : suite_ == "wide" ? wide_suite() : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
           CaseResult r;
           r.spec = make_spec(k, s.dtype, s.width);
+          r.spec.weight_dtype = s.weight_dtype;
           r.batch = s.batch;
           cases.push_back(r);
         }

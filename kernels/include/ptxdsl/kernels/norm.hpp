@@ -45,7 +45,7 @@ Residual parse_residual(std::string_view name);
 std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
 
-inline constexpr std::uint32_t kMaxWidth = 65536;
+inline constexpr std::uint32_t kMaxWidth = 262144;
 // Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
 inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
 
