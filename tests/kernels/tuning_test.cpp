@@ -51,7 +51,7 @@ TEST_CASE("a bad tuning table is refused with its source and line", "[tuning]") 
   CHECK(refused(kHeader + "NVIDIA H200,ln_fwx,f16,f16,4096,4096,1,1,\n") ==
         "t.csv:2: kernel must be one of ln_fwd, ln_bwd, rms_fwd, rms_bwd, got 'ln_fwx'");
   CHECK(refused(kHeader + "NVIDIA H200,ln_fwd,f16,f16,0,4096,1,1,\n") ==
-        "t.csv:2: width must be in [1, 65536], got 0");
+        "t.csv:2: width must be in [1, 262144], got 0");
   CHECK(refused(kHeader + "NVIDIA H200,ln_fwd,f16,f16,4096,4096,x,1,\n") ==
         "t.csv:2: us must be a number, got 'x'");
   CHECK(refused(kHeader + "NVIDIA H200,ln_fwd,f16,f16,4096,4096,1,1,no_such=1\n") ==

@@ -12,15 +12,16 @@
 using namespace ptxdsl;
 using namespace ptxdsl::kernels;
 
-TEST_CASE("width outside [1, 65536] is refused", "[validate]") {
+TEST_CASE("width outside [1, 262144] is refused", "[validate]") {
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
                         NormKind::RmsNormBwd}) {
     REQUIRE_THROWS_WITH(build_norm(spec_of(kind, DType::F16, 0)),
-                        "width must be in [1, 65536], got 0");
-    REQUIRE_THROWS_WITH(validate(spec_of(kind, DType::F32, 65537)),
-                        "width must be in [1, 65536], got 65537");
+                        "width must be in [1, 262144], got 0");
+    REQUIRE_THROWS_WITH(validate(spec_of(kind, DType::F32, 262145)),
+                        "width must be in [1, 262144], got 262145");
     REQUIRE_NOTHROW(validate(spec_of(kind, DType::BF16, 1)));
     REQUIRE_NOTHROW(validate(spec_of(kind, DType::BF16, 65536)));
+    REQUIRE_NOTHROW(validate(spec_of(kind, DType::BF16, 262144)));
   }
 }
 
@@ -243,5 +244,5 @@ TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check
   own_bwd.knobs.min_row_groups = 2;
   REQUIRE_NOTHROW(check_knobs_apply(own_bwd));
   REQUIRE_THROWS_WITH(check_knobs_apply(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
-                      "width must be in [1, 65536], got 0");
+                      "width must be in [1, 262144], got 0");
 }

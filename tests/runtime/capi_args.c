@@ -58,10 +58,10 @@ int main(void) {
   EXPECT(ln_forward(0, PTXDSL_F16, -1, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
          PTXDSL_ERROR_INVALID_ARGUMENT, "weight_dtype must be PTXDSL_F32 (0)");
   EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 0, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
-         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 0");
+         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 262144], got 0");
   EXPECT(
-      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 65537, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
-      PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 65537");
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 262145, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 262144], got 262145");
   EXPECT(
       ln_forward(0, PTXDSL_F16, PTXDSL_F16, -1, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
       PTXDSL_ERROR_INVALID_ARGUMENT, "batch must be in [0, 2147483647], got -1");
@@ -108,7 +108,7 @@ int main(void) {
   EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, 8, NULL),
          PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
   EXPECT(ptxdsl_norm_prepare(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0),
-         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 65536], got 0");
+         PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 262144], got 0");
   EXPECT(ptxdsl_device_count(NULL), PTXDSL_ERROR_INVALID_ARGUMENT, "count is NULL");
 
   /* A batch of 0 does nothing, whatever the pointers, and leaves no message. */

@@ -422,7 +422,7 @@ TEST_CASE("bad input is refused before launch and leaves the context usable",
     CHECK_THROWS_WITH(LayerNorm(ctx, DType::F16, DType::BF16, 4096),
                       Catch::Contains("weight dtype must be f16 (the input's) or f32, got bf16"));
     CHECK_THROWS_WITH(RmsNorm(ctx, DType::F16, DType::F16, 0),
-                      Catch::Contains("width must be in [1, 65536], got 0"));
+                      Catch::Contains("width must be in [1, 262144], got 0"));
     // Knobs a forward takes but the backward cannot: the error says which direction refuses.
     NormOptions two_rows;
     two_rows.knobs.threads_per_row = 512;

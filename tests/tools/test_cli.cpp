@@ -174,8 +174,8 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"emit rms_fwd --width 1024 --dtype f64", "f64"},
       {"emit rms_fwd --width 1024 --dtype f16 --weight-dtype bf16", "--weight-dtype"},
       {"emit rms_fwd --width 1024 --dtype f16 --arch sm_70", "sm_70"},
-      {"emit rms_fwd --width 0 --dtype f16", "[1, 65536]"},
-      {"emit rms_fwd --width 65537 --dtype f16", "65537"},
+      {"emit rms_fwd --width 0 --dtype f16", "[1, 262144]"},
+      {"emit rms_fwd --width 262145 --dtype f16", "262145"},
       {"emit rms_fwd --width -4 --dtype f16", "width"},
       {"emit rms_fwd --width abc --dtype f16", "'abc'"},
       {"emit rms_fwd --width 12x --dtype f16", "'12x'"},
@@ -216,7 +216,7 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 7.4294967296", "[7.0, 9.0]"},
       {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 8.10", "'8.10'"},
       {"emit rms_fwd --width 1024 --dtype f16 --ptx-version 8.", "'8.'"},
-      {"emit rms_fwd --width 18446744073709551617 --dtype f16", "[1, 65536]"},
+      {"emit rms_fwd --width 18446744073709551617 --dtype f16", "[1, 262144]"},
       {"emit rms_fwd --width 4294968320 --dtype f16", "4294968320"},
       {"emit rms_fwd --width 1024 --dtype f16 --rows-per-cta 4294967297", "--rows-per-cta"},
       {"emit rms_fwd --width 1024 --dtype f16 --json --batch 4294967297", "--batch"},
@@ -261,7 +261,7 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"tune --weight-dtype f16", "--weight-dtype must be same, f32 or both, got 'f16'"},
       {"tune --dtype f32 --weight-dtype f32", "tunes nothing"},
       {"tune --widths 0", "--widths"},
-      {"tune --widths 65537", "--widths"},
+      {"tune --widths 262145", "--widths"},
       {"tune --rounds 0", "--rounds"},
       {"tune --margin 51", "--margin"},
       {"bench rms_fwd --batch 8 --width 1024 --dtype f16 --deterministic 0", "deterministic"},
@@ -500,7 +500,7 @@ TEST_CASE("bench --host reports PTX generation time against its target", "[tools
   const std::string file = dir + "/host.json";
   const Result r = run_cli("bench --host --json " + file);
   CHECK(r.status == 0);
-  CHECK(r.out.find("host: PTX generation, median of 9 builds of each of 20 kernels: slowest ") !=
+  CHECK(r.out.find("host: PTX generation, median of 9 builds of each of 24 kernels: slowest ") !=
         std::string::npos);
   CHECK(r.out.find("target ≤ 2 ms: ") != std::string::npos);
   const std::string j = read_file(file);
