@@ -120,6 +120,26 @@ void validate(const NormSpec& spec) {
     check_knob(info, *v);
     check_knob_target(spec, info, *v);
   });
+  if (kn.cluster_ctas && *kn.cluster_ctas > 1) {
+    const std::uint32_t c = *kn.cluster_ctas;
+    if (spec.arch < Arch::Sm90) {
+      throw Error(fmt::format("cluster_ctas {} needs thread-block clusters: sm_90 or newer, got {}",
+                              c, arch_name(spec.arch)));
+    }
+    if (c > spec.device.max_cluster_size) {
+      throw Error(fmt::format("cluster_ctas {} is more than the {} CTAs a cluster of {} may have",
+                              c, spec.device.max_cluster_size, spec.device.name));
+    }
+    if (spec.width % c != 0) {
+      throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));
+    }
+    if (kn.prefetch_rows.value_or(0) > 0 || kn.rows_per_cta.value_or(1) > 1) {
+      throw Error(
+          fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes no "
+                      "prefetch_rows and rows_per_cta 1",
+                      c));
+    }
+  }
   const detail::Plan p = detail::plan_norm(spec);
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(
@@ -225,8 +245,17 @@ std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t st
 
 std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
   switch (kind) {
-    case Kind::RowsPerCta:
-      return ceil_div(batch, rows_per_cta);
+    case Kind::RowsPerCta: {
+      const std::uint64_t ctas = std::uint64_t{ceil_div(batch, rows_per_cta)} * cluster_ctas;
+      if (ctas > kMaxBatch) {
+        throw Error(
+            fmt::format("batch {} split over clusters of {} CTAs needs {} CTAs, more than "
+                        "a grid's {}: at most {} rows",
+                        batch, cluster_ctas, ctas, kMaxBatch,
+                        std::uint64_t{kMaxBatch} / cluster_ctas * rows_per_cta));
+      }
+      return static_cast<std::uint32_t>(ctas);
+    }
     case Kind::Persistent: {
       const std::uint32_t groups = ceil_div(batch, rows_per_cta);
       return std::max(
@@ -241,8 +270,11 @@ std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
 
 std::string GridRule::describe() const {
   switch (kind) {
-    case Kind::RowsPerCta:
-      return rows_per_cta == 1 ? "batch" : fmt::format("ceil(batch / {})", rows_per_cta);
+    case Kind::RowsPerCta: {
+      const std::string groups =
+          rows_per_cta == 1 ? "batch" : fmt::format("ceil(batch / {})", rows_per_cta);
+      return cluster_ctas == 1 ? groups : fmt::format("{} * {}", groups, cluster_ctas);
+    }
     case Kind::Persistent:
       if (min_ctas > 0) {
         return fmt::format("min({}, max({}, ceil(ceil(batch / {}) / {})))", max_ctas, min_ctas,
@@ -301,6 +333,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
     // Held only where some chunk of the row is in registers.
     out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
+    out.chosen.cluster_ctas = plan.cluster_ctas;
   }
   if (plan.grid == detail::Grid::Persistent) {
     out.chosen.row_order = plan.row_order;

@@ -9,6 +9,7 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "ptxdsl/dsl/reduce.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -40,12 +41,27 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
   const RowLanes lanes(k, map, cta.lane);
+  // A row split over a cluster: CTA `rank` holds columns [rank·n, rank·n + n) of row %clusterid.x,
+  // n = plan.width; the row's sums are reduced over the cluster through distributed shared memory.
+  const std::uint32_t cluster = plan.cluster_ctas;
+  std::optional<Reg<U32>> rank;
+  if (cluster > 1) {
+    if (plan.grid != Grid::RowGroupPerCta || plan.rows_per_cta != 1) {
+      throw Error("a forward split over a cluster takes one row a CTA, not a persistent grid");
+    }
+    k.require_cluster({cluster, 1, 1});
+    rank = k.cluster_ctarank();
+  }
+  // This thread's first column in global memory (its slice's first column on shared memory's side
+  // is lanes.first_element()).
+  const Reg<U32> first_column =
+      rank ? k.mad(*rank, plan.width, lanes.first_element()) : lanes.first_element();
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
   // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
   // batch (it cannot return early: the group reduction needs every thread).
   RowGroups groups{k, plan, cta.slot, batch};
   const auto x_row_at = [&](Reg<U32> row) {
-    return at(k, row_of(k, x, row, stride), lanes.first_element());
+    return at(k, row_of(k, x, row, stride), first_column);
   };
   // Dynamic shared memory, as the plan lays it out (SharedLayout): x's staging, or its ring.
   TileBuffers buffers;
@@ -60,7 +76,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                               cta.slot, lanes.first_element());
     }
   }
-  const Reg<U32> first_group = k.ctaid_x();
+  const Reg<U32> first_group = rank ? k.special(Special::ClusteridX) : k.ctaid_x();
   const Reg<U32> first_row = groups.row(first_group);
   // x through L1 (.nc, allocating) and y stored plainly: faster than .L1::no_allocate loads and
   // .cs stores, which the next kernel's reads of y pay for.
@@ -84,11 +100,19 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
   }
+  // The cluster's slots: one set a reduction of the row (each written once: a CTA has one row).
+  const std::uint32_t slot_floats = cluster_reduce_slot_floats(cluster, 2);
+  SharedPtr<F32> slots{};
+  if (rank) slots = k.shared_array<F32>("cluster_sums", 2 * slot_floats);
   const auto reduce_all = [&](std::span<const Reg<F32>> values, std::int64_t buffer) {
     SharedPtr<F32> at_buffer = scratch;
     if (T > 32) {
       at_buffer = scratch_offset ? k.index(scratch, *scratch_offset)
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
+    }
+    if (rank) {
+      return cluster_reduce(k, values, ReduceOp::Sum, plan.block(), cta.tid, at_buffer, cluster,
+                            slots + buffer * static_cast<std::int64_t>(slot_floats));
     }
     return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);
   };
@@ -100,8 +124,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // This thread's first column of w and b (every row's).
   const auto weight_columns = [&] {
     std::pair<std::optional<GlobalDPtr>, std::optional<GlobalDPtr>> columns_at;
-    if (w) columns_at.first = at(k, *w, lanes.first_element());
-    if (b) columns_at.second = at(k, *b, lanes.first_element());
+    if (w) columns_at.first = at(k, *w, first_column);
+    if (b) columns_at.second = at(k, *b, first_column);
     return columns_at;
   };
   const auto normalize_row = [&](Reg<U32> row, std::optional<Pred> row_ok) {
@@ -111,7 +135,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     // memory by every pass (held nowhere, so the plans of x fit unchanged) and h stored by the
     // first.
     std::optional<GlobalDPtr> residual_row;
-    if (residual) residual_row = at(k, row_of(k, *residual, row, stride), lanes.first_element());
+    if (residual) residual_row = at(k, row_of(k, *residual, row, stride), first_column);
     bool residual_reread = false;
     const auto row_values = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
       Values v = xt.get(k, masks, j, shift);
@@ -147,7 +171,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (residual) {
       // h's chunks, stored and summed once x's loads are all issued.
       xt.load(k, masks, {}, fence);
-      const GlobalDPtr h_row = at(k, row_of(k, *h, row, stride), lanes.first_element());
+      const GlobalDPtr h_row = at(k, row_of(k, *h, row, stride), first_column);
       for_each_chunk(
           k, fence_all(xt.loop_keys()), plan.loop_group,
           [&](std::uint32_t j, std::optional<Reg<U32>> chunk_shift) {
@@ -206,8 +230,9 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     if (scratch_offset) k.mov(*scratch_offset, k.xor_(*scratch_offset, scratch_floats));
     const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
 
-    // Lane 0 of each row group writes the row's statistics.
+    // Lane 0 of each row group writes the row's statistics (of the cluster's first CTA).
     Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
+    if (rank) writer = k.and_(writer, k.setp(Cmp::Eq, *rank, 0u));
     if (row_ok) writer = k.and_(writer, *row_ok);
     k.predicated(writer, [&] {
       if (mean) k.st(at(k, *mean_out, row).p.as<F32>(), *mean);
@@ -223,7 +248,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
       return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
     };
-    const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), lanes.first_element());
+    const GlobalDPtr y_row = at(k, row_of(k, y, row, stride), first_column);
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
@@ -261,6 +286,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       // The grid covers the batch.
       normalize_row(first_row, groups.row_ok(first_row));
       step.grid.kind = GridRule::Kind::RowsPerCta;
+      step.grid.cluster_ctas = cluster;
       break;
     case Grid::Persistent: {
       // CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the groups, so

@@ -472,7 +472,54 @@ class Planner {
 
 }  // namespace
 
+// A forward row of more than this many bytes is split over a cluster, where the device has
+// clusters: one CTA's rows of 4096 to 16384 16-bit elements (8 to 32 KiB) run at the speed of a
+// copy, wider ones hold less of the row in registers and fall behind it.
+constexpr std::uint32_t kClusterSliceBytes = 32 * 1024;
+
+std::uint32_t cluster_ctas_for(const NormSpec& spec) {
+  if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
+  if (is_backward(spec.kind) || spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
+  // Knobs of a strategy a cluster's slices do not take (several rows a CTA, rows ahead).
+  if (spec.knobs.prefetch_rows.value_or(0) > 0 || spec.knobs.rows_per_cta.value_or(1) > 1) {
+    return 1;
+  }
+  const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
+  if (std::uint64_t{spec.width} * bytes <= kClusterSliceBytes) return 1;
+  // The fewest CTAs whose slices fit, each a whole number of 16-byte vectors (so every slice
+  // starts as aligned as the row); else the most the device allows.
+  const std::uint32_t most = std::min(spec.device.max_cluster_size, kMaxClusterCtas);
+  const std::uint32_t vec = 16 / bytes;
+  std::uint32_t best = 1;
+  for (std::uint32_t c = 2; c <= most; c *= 2) {
+    if (spec.width % (c * vec) != 0) break;
+    best = c;
+    if (spec.width / c * bytes <= kClusterSliceBytes) break;
+  }
+  return best;
+}
+
 Plan plan_norm(const NormSpec& spec) {
+  const std::uint32_t cluster = cluster_ctas_for(spec);
+  if (cluster > 1) {
+    // Each CTA of the cluster plans its slice of the row, one row a CTA, no rows ahead (the tuning
+    // table's entries are for whole rows).
+    NormSpec slice = spec;
+    slice.width = spec.width / cluster;
+    slice.knobs.cluster_ctas.reset();
+    slice.knobs.rows_per_cta = 1;
+    slice.knobs.prefetch_rows = 0;
+    // Every slice starts as aligned as the row: vectors no wider than the slice's power of two.
+    const std::uint32_t vec = slice.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+    slice.knobs.vector_elems = std::min(vec, slice.width & (~slice.width + 1));
+    Plan p = Planner(slice).plan();
+    if (p.block() < 32) {  // a narrow slice: a warp at least (cluster_reduce reduces the block)
+      slice.knobs.threads_per_row = 32;
+      p = Planner(slice).plan();
+    }
+    p.cluster_ctas = cluster;
+    return p;
+  }
   // The device's measured knobs where its tuning table has them; the planner fills the rest.
   const NormSpec tuned = with_tuning(spec);
   return Planner(tuned).plan();
@@ -484,6 +531,7 @@ namespace ptxdsl::kernels {
 
 std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
   using detail::Plan;
+  if (detail::cluster_ctas_for(spec) > 1) return 0;  // a cluster's slices take no rows ahead
   NormSpec one_pass = spec;
   one_pass.knobs.prefetch_rows = 0;
   const Plan p = detail::plan_norm(one_pass);

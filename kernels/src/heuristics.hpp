@@ -69,6 +69,10 @@ enum class WeightGrads : std::uint8_t {
   None,          // no dw or db (Outputs::Dx, Affine::None): one launch of dx alone
 };
 
+// Forward: the CTAs of a cluster that split each row (the cluster_ctas knob, else by the row's
+// bytes and the device's clusters); 1 for one CTA a row.
+std::uint32_t cluster_ctas_for(const NormSpec& spec);
+
 struct Plan {
   std::uint32_t width = 0;
   std::uint32_t vec = 1;  // elements per vector access
@@ -114,6 +118,9 @@ struct Plan {
   // .maxnreg: what one CTA may use (backward), or enough for 4 CTAs of 128 (forward). Without it
   // ptxas picks its own occupancy target and spills to meet it.
   std::uint32_t max_registers = 255;
+  // Forward: the CTAs of a thread-block cluster that share each row, `width` (the slice) columns
+  // each; they reduce the row's sums through distributed shared memory (1: one CTA a row).
+  std::uint32_t cluster_ctas = 1;
   // Chunks per iteration where a pass loops over chunks outside registers.
   std::uint32_t loop_group = 2;
 

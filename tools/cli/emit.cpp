@@ -35,6 +35,7 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.field("columns_per_cta", step.grid.columns_per_cta);
   j.field("min_row_groups", step.grid.min_row_groups);
   if (step.grid.min_ctas > 0) j.field("min_ctas", step.grid.min_ctas);
+  if (step.grid.cluster_ctas > 1) j.field("cluster_ctas", step.grid.cluster_ctas);
   j.field("grid_x", step.grid.describe());
   j.end_object();
   if (batch)

@@ -34,6 +34,12 @@ void write_contract_fields(JsonWriter& j, const KernelContract& c, Dim3 block) {
   j.field("static_shared_bytes", c.static_shared_bytes);
   j.field("dynamic_shared_bytes", c.dynamic_shared_bytes);
   if (c.waits_for_prior_grid) j.field("waits_for_prior_grid", true);
+  // Thread-block clusters: the CTAs of one (.reqnctapercluster; the grid a whole number of them).
+  if (c.cluster.count() != 0) {
+    j.key("cluster").begin_array(true).value(c.cluster.x).value(c.cluster.y).value(c.cluster.z);
+    j.end_array();
+  }
+  if (c.explicit_cluster) j.field("explicit_cluster", true);
 }
 
 void write_ptx_field(JsonWriter& j, const std::string& ptx, const std::string& ptx_file) {
