@@ -265,6 +265,36 @@ TEST_CASE("rows wider than 65536 (to 262144): odd, and the wide suite's, every k
   }
 }
 
+TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every dtype and variant",
+          "[executor][norm]") {
+  // The executor runs a cluster's CTAs together, their shared memory addressable from each other
+  // and its barriers as PTX says: every CTA must see the same row sums, and write its own slice.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (std::uint32_t cluster : {2u, 8u}) {
+        NormSpec spec = spec_of(kind, dtype, 1000);
+        spec.knobs.cluster_ctas = cluster;
+        spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
+        REQUIRE(built.steps[0].grid.grid(3, 1000) == 3 * cluster);
+        run_batch(built, 3, 1003);
+      }
+    }
+    for (const NormSpec& variant : variants_of(spec_of(kind, DType::BF16, 4096))) {
+      NormSpec s = variant;
+      s.knobs.cluster_ctas = 4;
+      run_batch(build_norm(s), 2, 4096);
+    }
+  }
+  // The planner's own choice past 64 KiB rows on a device with clusters; none without them.
+  NormSpec wide = spec_of(NormKind::RmsNormFwd, DType::BF16, 131072);
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 4);
+  wide.device = device_preset("a100");
+  wide.arch = Arch::Sm80;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
+}
+
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
           "[executor][norm]") {
   for (NormKind kind : kKinds) {
