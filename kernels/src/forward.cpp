@@ -9,7 +9,6 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
-#include "ptxdsl/dsl/reduce.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -111,7 +110,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
     if (rank) {
-      return cluster_reduce(k, values, ReduceOp::Sum, plan.block(), cta.tid, at_buffer, cluster,
+      return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
                             slots + buffer * static_cast<std::int64_t>(slot_floats));
     }
     return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);

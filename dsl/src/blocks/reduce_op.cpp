@@ -45,22 +45,47 @@ Reg<F32> tree_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reductio
   return v[0];
 }
 
-std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,
-                                   std::span<const Reduction> ops, std::uint32_t group_threads,
-                                   std::uint32_t block_threads, Reg<U32> tid,
-                                   SharedPtr<F32> scratch) {
-  if (ops.size() != values.size()) {
-    throw Error(fmt::format("kernel '{}', group_reduce: {} operations for {} values", k.name(),
-                            ops.size(), values.size()));
-  }
+namespace {
+
+// Each value by its own operation, as a tuple combine, with the operations' identities.
+struct PerValue {
+  Combine combine;
   std::vector<float> identity;
-  for (const Reduction& op : ops) identity.push_back(op.identity());
-  const Combine each = [&](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
+};
+PerValue per_value(Kernel& k, std::string_view what, std::size_t values,
+                   std::span<const Reduction> ops) {
+  if (ops.size() != values) {
+    throw Error(fmt::format("kernel '{}', {}: {} operations for {} values", k.name(), what,
+                            ops.size(), values));
+  }
+  PerValue p;
+  for (const Reduction& op : ops) p.identity.push_back(op.identity());
+  p.combine = [&k, ops](std::span<const Reg<F32>> a, std::span<const Reg<F32>> b) {
     std::vector<Reg<F32>> out;
     for (std::size_t i = 0; i < a.size(); ++i) out.push_back(ops[i](k, a[i], b[i]));
     return out;
   };
-  return group_reduce(k, values, each, identity, group_threads, block_threads, tid, scratch);
+  return p;
+}
+
+}  // namespace
+
+std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                   std::span<const Reduction> ops, std::uint32_t group_threads,
+                                   std::uint32_t block_threads, Reg<U32> tid,
+                                   SharedPtr<F32> scratch) {
+  const PerValue p = per_value(k, "group_reduce", values.size(), ops);
+  return group_reduce(k, values, p.combine, p.identity, group_threads, block_threads, tid, scratch);
+}
+
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                     const Reduction& op, std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots) {
+  const std::vector<Reduction> ops(values.size(), op);
+  const PerValue p = per_value(k, "cluster_reduce", values.size(), ops);
+  return cluster_reduce(k, values, p.combine, p.identity, block_threads, tid, scratch, cluster_ctas,
+                        slots);
 }
 
 std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reduction& op,

@@ -58,6 +58,15 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, 
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch);
 
+// `values` reduced over every thread of every CTA of a cluster of `cluster_ctas` CTAs by `op`, as
+// <ptxdsl/dsl/reduce.hpp>'s cluster_reduce does (the block's results exchanged through distributed
+// shared memory in `slots`, combined in rank order: every thread of the cluster gets the same
+// bits).
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                     const Reduction& op, std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
+                                     SharedPtr<F32> slots);
+
 // The threads that reduce together: consecutive groups of `group_threads` threads of a CTA of
 // `block_threads`. A group of at most 32 (a power of two) reduces by shuffles alone; a larger one
 // (a multiple of 32 dividing the block) then goes through shared memory and a `bar.sync` that
