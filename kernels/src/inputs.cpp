@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/half.hpp"
@@ -52,17 +55,52 @@ Random stream(std::uint64_t seed, std::uint64_t tensor) {
   return r;
 }
 
-std::vector<float> rows(Random r, std::uint32_t batch, std::uint32_t width, std::uint32_t stride,
-                        double offset, double scale) {
-  std::vector<float> v(static_cast<std::size_t>(batch) * stride,
-                       std::numeric_limits<float>::quiet_NaN());
-  for (std::uint32_t row = 0; row < batch; ++row) {
-    for (std::uint32_t i = 0; i < width; ++i) {
-      v[static_cast<std::size_t>(row) * stride + i] =
-          static_cast<float>(offset + scale * r.normal());
-    }
+// Runs f(first_row, rows) over blocks of rows on up to 16 threads: the rows' values do not depend
+// on the split (each row has its own stream), so the inputs are the same on every machine.
+template <class F>
+void over_row_blocks(std::uint32_t batch, std::uint64_t row_elements, F&& f) {
+  const std::uint64_t elements = std::uint64_t{batch} * row_elements;
+  const unsigned cores = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const auto threads = static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(elements >> 20, 1, std::min<std::uint64_t>(cores, batch)));
+  if (threads == 1) {
+    f(0, batch);
+    return;
   }
-  return v;
+  const std::uint32_t per = (batch + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (std::uint32_t r = 0; r < batch; r += per) pool.emplace_back(f, r, std::min(per, batch - r));
+  for (std::thread& t : pool) t.join();
+}
+
+// A tensor of `batch` rows `stride` apart, `width` values a row drawn as offset + scale·N(0, 1)
+// (row r from its own stream of `tensor`'s), rounded to `d`; the padding between rows NaN.
+HostTensor random_rows(std::uint64_t seed, std::uint64_t tensor, std::uint32_t batch,
+                       std::uint32_t width, std::uint32_t stride, double offset, double scale,
+                       DType d) {
+  const std::size_t count = static_cast<std::size_t>(batch) * stride;
+  const auto s = static_cast<std::size_t>(dtype_bytes(d));
+  HostTensor t;
+  t.dtype = d;
+  t.values.assign(count, std::numeric_limits<float>::quiet_NaN());
+  t.bytes.resize(count * s);
+  const Random base = stream(seed, tensor);
+  over_row_blocks(batch, stride, [&](std::uint32_t first, std::uint32_t rows) {
+    std::vector<float> row(stride, std::numeric_limits<float>::quiet_NaN());
+    for (std::uint32_t r = first; r < first + rows; ++r) {
+      Random rr = base;
+      rr = Random(rr.next() ^ (0xD1B54A32D192ED03ull * (std::uint64_t{r} + 1)));
+      for (std::uint32_t i = 0; i < width; ++i) {
+        row[i] = static_cast<float>(offset + scale * rr.normal());
+      }
+      const std::size_t at = static_cast<std::size_t>(r) * stride;
+      const std::vector<std::byte> bits = from_floats(row, d);
+      std::memcpy(t.bytes.data() + at * s, bits.data(), bits.size());
+      const std::vector<float> rounded = to_floats(bits, d, stride);
+      std::copy(rounded.begin(), rounded.end(), t.values.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  });
+  return t;
 }
 
 }  // namespace
@@ -138,9 +176,8 @@ NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint
   in.batch = batch;
   in.width = width;
   in.stride = stride;
-  in.x = make_tensor(rows(stream(seed, 0), batch, width, stride, ln ? -2.3 : 0.0, ln ? 0.5 : 0.3),
-                     dtype);
-  in.dy = make_tensor(rows(stream(seed, 3), batch, width, stride, 0.0, 0.1), dtype);
+  in.x = random_rows(seed, 0, batch, width, stride, ln ? -2.3 : 0.0, ln ? 0.5 : 0.3, dtype);
+  in.dy = random_rows(seed, 3, batch, width, stride, 0.0, 0.1, dtype);
   std::vector<float> w(width), b;
   Random rw = stream(seed, 1);
   for (float& v : w) v = static_cast<float>(ln ? rw.uniform() : 1.0 + 0.1 * rw.normal());
@@ -157,8 +194,8 @@ NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint
   in.residual.dtype = rd;
   in.dh.dtype = rd;
   if (residual != Residual::None) {
-    in.residual = make_tensor(rows(stream(seed, 4), batch, width, stride, 0.0, 0.5), rd);
-    in.dh = make_tensor(rows(stream(seed, 5), batch, width, stride, 0.0, 0.1), rd);
+    in.residual = random_rows(seed, 4, batch, width, stride, 0.0, 0.5, rd);
+    in.dh = random_rows(seed, 5, batch, width, stride, 0.0, 0.1, rd);
   }
   return in;
 }
