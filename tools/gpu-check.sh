@@ -107,7 +107,9 @@ else
   # 4-byte copies; and the one-launch backward (a CTA for every tile of columns, rows sharing a
   # warp's loads, lone 16-bit columns); and forwards that read their rows again from L2 under
   # L2 policies (RMS 8192-wide, layer norm 16384-wide by default); and backwards whose CTAs
-  # take rows from a counter (row_order tickets: staged, and with two rows ahead).
+  # take rows from a counter (row_order tickets: staged, and with two rows ahead); and forwards
+  # split over a thread-block cluster (sums through distributed shared memory: 2, 4 and 8 CTAs,
+  # the residual add, an odd batch), and rows past 65536 read again from memory.
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -122,7 +124,13 @@ else
       "rms_fwd --dtype bf16 --width 8192 --batch 301" \
       "ln_fwd --dtype f16 --width 16384 --batch 77" \
       "rms_bwd --dtype bf16 --width 16384 --batch 700 --row-order tickets" \
-      "ln_bwd --dtype f16 --width 8192 --batch 1001 --row-order tickets"; do
+      "ln_bwd --dtype f16 --width 8192 --batch 1001 --row-order tickets" \
+      "rms_fwd --dtype bf16 --width 65536 --batch 3" \
+      "ln_fwd --dtype f32 --width 131072 --batch 2 --residual add" \
+      "ln_fwd --dtype f16 --width 262144 --batch 1 --one-pass-stats 1" \
+      "rms_fwd --dtype f16 --width 1000 --batch 5 --cluster-ctas 8" \
+      "ln_bwd --dtype bf16 --width 100001 --batch 3" \
+      "rms_bwd --dtype f32 --width 262144 --batch 2"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
