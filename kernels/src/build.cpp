@@ -352,7 +352,9 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.l1_rereads = plan.l1_rereads;
   out.chosen.row_nc = plan.row_nc;
   if (spec.kind == NormKind::LayerNormFwd) out.chosen.one_pass_stats = plan.one_pass_stats;
-  if (const TuningEntry* e = applied_tuning(spec)) {
+  // A row split over a cluster by the heuristic takes no entry measured for one CTA a row.
+  const TuningEntry* e = applied_tuning(spec);
+  if (e != nullptr && (plan.cluster_ctas == 1 || e->knobs.cluster_ctas)) {
     out.tuned_by =
         fmt::format("{} {} {}/{} {}, timed at batch {}", e->device, kind_name(e->kind),
                     dtype_name(e->dtype), dtype_name(e->weight_dtype), e->width, e->batch);

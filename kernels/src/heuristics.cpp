@@ -501,11 +501,14 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
 }
 
 Plan plan_norm(const NormSpec& spec) {
-  const std::uint32_t cluster = cluster_ctas_for(spec);
+  // The device's measured knobs where its tuning table has them; the planner fills the rest. An
+  // entry that names cluster_ctas was measured with it; one that does not, for one CTA a row.
+  const NormSpec tuned = with_tuning(spec);
+  const bool tuned_cluster = tuned.knobs.cluster_ctas.has_value();
+  const std::uint32_t cluster = cluster_ctas_for(tuned_cluster ? tuned : spec);
   if (cluster > 1) {
-    // Each CTA of the cluster plans its slice of the row, one row a CTA, no rows ahead (the tuning
-    // table's entries are for whole rows).
-    NormSpec slice = spec;
+    // Each CTA of the cluster plans its slice of the row, one row a CTA, no rows ahead.
+    NormSpec slice = tuned_cluster ? tuned : spec;
     slice.width = spec.width / cluster;
     slice.knobs.cluster_ctas.reset();
     slice.knobs.rows_per_cta = 1;
@@ -521,8 +524,6 @@ Plan plan_norm(const NormSpec& spec) {
     p.cluster_ctas = cluster;
     return p;
   }
-  // The device's measured knobs where its tuning table has them; the planner fills the rest.
-  const NormSpec tuned = with_tuning(spec);
   return Planner(tuned).plan();
 }
 

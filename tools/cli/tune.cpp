@@ -28,13 +28,15 @@ using kernels::NormKind;
 using kernels::NormKnobs;
 
 // Widths the table has rows for: the suite's, the LLM hidden sizes between, and the ends.
-constexpr std::uint32_t kDefaultWidths[] = {256,  512,  1024,  2048,  3072,  4096,
-                                            6144, 8192, 12288, 16384, 32768, 65536};
+constexpr std::uint32_t kDefaultWidths[] = {256,  512,   1024,  2048,  3072,  4096,   6144,
+                                            8192, 12288, 16384, 32768, 65536, 131072, 262144};
 // Each shape moves at least this much of x, and gives every SM at least kRowsPerSm rows: the
 // large-batch regime the table serves (a plan that won at 8 rows an SM lost at 31).
 constexpr std::uint64_t kRowBytes = 32ull << 20;
 constexpr std::uint32_t kRowsPerSm = 32;
 constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
+// Forward rows wider than this are also timed split over a cluster.
+constexpr std::uint64_t kClusterCandidateBytes = 16 * 1024;
 
 std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_count) {
   const std::uint64_t row = std::uint64_t{width} * kernels::dtype_bytes(dtype);
@@ -45,8 +47,11 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead; and the load hints. Each stays one strategy at the widths near it.
-std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, const NormKnobs& chosen) {
+// ahead; and the load hints; for forward rows past 16 KiB, the row split over 1 to 8 CTAs of a
+// cluster (those the device and the width do not allow fail to build and are left out). Each
+// stays one strategy at the widths near it.
+std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
+                                    const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
   const auto add = [&](auto&& set) {
     NormKnobs k;
@@ -75,6 +80,13 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, const NormKnobs&
     k.l2_stream = !streamed;
     k.l1_rereads = !streamed;
   });
+  if (!kernels::is_backward(kind) &&
+      std::uint64_t{width} * kernels::dtype_bytes(dtype) > kClusterCandidateBytes) {
+    for (std::uint32_t ctas : {1u, 2u, 4u, 8u}) {
+      if (ctas != chosen.cluster_ctas.value_or(1))
+        add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
+    }
+  }
   // One-pass statistics for 16-bit rows only: f32 rows' error grows 5-fold with them.
   if (kind == NormKind::LayerNormFwd && dtype != DType::F32) {
     add([&](NormKnobs& k) { k.one_pass_stats = !chosen.one_pass_stats.value_or(false); });
@@ -234,7 +246,7 @@ class TuneCommand : public Command {
     const kernels::BuiltNorm heuristic = kernels::build_norm(heuristic_spec);
     std::vector<Candidate> candidates(1);  // [0]: the heuristic
     std::set<std::string> seen{heuristic.ptx};
-    for (const NormKnobs& k : alternatives(spec.kind, spec.dtype, heuristic.chosen)) {
+    for (const NormKnobs& k : alternatives(spec.kind, spec.dtype, spec.width, heuristic.chosen)) {
       kernels::NormSpec alt = heuristic_spec;
       alt.knobs = k;
       try {

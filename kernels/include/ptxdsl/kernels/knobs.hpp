@@ -40,11 +40,11 @@ enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, O
     "persistent grids: CTAs an SM (grid = SMs x N)")                                              \
   X(sm_count, std::uint32_t, All, Range, 1, 1024, Sm80, 70,                                       \
     "persistent grids: SMs the grid is sized for (default: the device's)")                        \
-  X(register_chunks, std::uint32_t, All, Range, 0, 65536, Sm80, 70,                               \
+  X(register_chunks, std::uint32_t, All, Range, 0, 262144, Sm80, 70,                              \
     "chunks of x (and dy) a thread keeps in registers between passes")                            \
-  X(staged_chunks, std::uint32_t, All, Range, 0, 65536, Sm80, 70,                                 \
+  X(staged_chunks, std::uint32_t, All, Range, 0, 262144, Sm80, 70,                                \
     "of the other chunks, those staged in shared memory (the rest: read again each pass)")        \
-  X(accumulator_register_chunks, std::uint32_t, Backwards, Range, 0, 65536, Sm80, 70,             \
+  X(accumulator_register_chunks, std::uint32_t, Backwards, Range, 0, 262144, Sm80, 70,            \
     "chunks of the dw/db partial sums kept in registers (the rest: shared memory)")               \
   X(max_registers, std::uint32_t, All, Range, 32, 255, Sm80, 70, "registers a thread (.maxnreg)") \
   X(prefetch_rows, std::uint32_t, All, Range, 0, 4, Sm80, 70,                                     \
