@@ -74,6 +74,22 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const std::uint32_t R = plan.rows_per_cta;
   const RowLanes lanes(k, map, cta.lane);
   const RowMasks columns(k, lanes, std::nullopt);
+  // A row split over a cluster (the cluster_ctas knob): CTA `rank` holds columns [rank·n, rank·n
+  // + n) of each row its cluster walks, n = plan.width; the clusters walk the row groups as CTAs
+  // do without them, and each leaves one partial row, its CTAs writing their slices' columns.
+  const std::uint32_t cluster = plan.cluster_ctas;
+  std::optional<Reg<U32>> rank;
+  if (cluster > 1) {
+    if (R != 1 || ticketed || plan.weight_grads == WeightGrads::SingleLaunch) {
+      throw Error(
+          "a backward split over a cluster takes one row a CTA, a fixed row walk and "
+          "partial rows");
+    }
+    k.require_cluster({cluster, 1, 1});
+    rank = k.cluster_ctarank();
+  }
+  const Reg<U32> first_column =
+      rank ? k.mad(*rank, plan.width, lanes.first_element()) : lanes.first_element();
 
   // Dynamic shared memory, as the plan lays it out (SharedLayout).
   const int s = dtype_bytes(spec.dtype);
@@ -91,10 +107,11 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     dy_buffers.staging = *x_buffers.staging + layout.staged_tensor_bytes / s;
   }
 
-  const Reg<U32> cta_id = k.ctaid_x();
-  grad_sums->start(k, {cta, lanes, columns, cta_id, dynamic, layout});
+  // What walks the rows: the CTA, or its cluster.
+  const Reg<U32> cta_id = rank ? k.special(Special::ClusteridX) : k.ctaid_x();
+  grad_sums->start(k, {cta, lanes, columns, cta_id, dynamic, layout, first_column});
   std::optional<GlobalDPtr> w_col;
-  if (w) w_col = at(k, *w, lanes.first_element());
+  if (w) w_col = at(k, *w, first_column);
 
   // Reduction scratch, double-buffered across iterations so no barrier is needed between them.
   const std::uint32_t reduced = ln ? 2 : 1;
@@ -105,17 +122,26 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     scratch = k.shared_array<F32>("red", 2 * scratch_floats);
     scratch_offset = k.mov<U32>(0u);
   }
+  // The cluster's slots, double-buffered too: a CTA writes a peer's slots for the next row only
+  // after the cluster barrier of this one, which every CTA reaches after reading the last row's.
+  const std::uint32_t slot_floats = cluster_reduce_slot_floats(cluster, reduced);
+  SharedPtr<F32> slots{};
+  Reg<U32> slot_offset{};
+  if (rank) {
+    slots = k.shared_array<F32>("cluster_sums", 2 * slot_floats);
+    slot_offset = k.mov<U32>(0u);
+  }
   const float inv_width = 1.0f / static_cast<float>(spec.width);
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
   const ChunkFence fence{k.setp(Cmp::Ne, stride, 0u), stride};
 
-  const Reg<U32> grid = k.nctaid_x();
+  const Reg<U32> grid = rank ? k.special(Special::NclusteridX) : k.nctaid_x();
   RowGroups groups{k, plan, cta.slot, batch};
   // Row groups from a counter: the current one and those whose rows are in flight are known.
   std::optional<RowTickets> tickets;
   if (ticketed) tickets.emplace(k, *row_counter, cta.tid, cta_id, grid, plan.rows_in_flight());
   const auto thread_row = [&](GlobalDPtr p, Reg<U32> row) {
-    return at(k, row_of(k, p, row, stride), lanes.first_element());
+    return at(k, row_of(k, p, row, stride), first_column);
   };
   // The row's mean (layer norm) and rstd: one raw f32 load each.
   const MemHints stat_loads = plan.row_nc ? kNc : kNoHints;
@@ -155,6 +181,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   step.grid.rows_per_cta = R;
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   step.grid.min_row_groups = plan.min_row_groups_per_cta;
+  step.grid.cluster_ctas = cluster;
   grad_sums->size_grid(step.grid);
   if (ahead) {
     // The first row's chunks and statistics load before the loop; each iteration then loads the
@@ -237,7 +264,10 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
     // The next ticket reaches the CTA through the group reduce's barrier (or one of its own).
     if (tickets) tickets->post(k);
-    const auto total = group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
+    const auto total = rank
+                           ? cluster_reduce(k, sums, Reduction::sum(), plan.block(), cta.tid, cur,
+                                            cluster, k.index(slots, slot_offset))
+                           : group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
     if (tickets && T <= 32) k.bar_sync(0);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
     std::optional<Reg<F32>> c2;
@@ -268,6 +298,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
+    if (rank) k.mov(slot_offset, k.xor_(slot_offset, slot_floats));
     // Last: `g` (and `row`) are the current group's registers until here.
     if (tickets) tickets->receive(k);
     if (ahead) {

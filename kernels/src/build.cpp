@@ -133,10 +133,17 @@ void validate(const NormSpec& spec) {
     if (spec.width % c != 0) {
       throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));
     }
-    if (kn.prefetch_rows.value_or(0) > 0 || kn.rows_per_cta.value_or(1) > 1) {
+    const bool forward = !is_backward(spec.kind);
+    if ((forward && kn.prefetch_rows.value_or(0) > 0) || kn.rows_per_cta.value_or(1) > 1) {
       throw Error(
-          fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes no "
-                      "prefetch_rows and rows_per_cta 1",
+          fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes "
+                      "rows_per_cta 1{}",
+                      c, forward ? " and no prefetch_rows" : ""));
+    }
+    if (!forward && (kn.single_launch.value_or(false) || kn.row_order == RowOrder::Tickets)) {
+      throw Error(
+          fmt::format("cluster_ctas {} sums dw and db by partial rows in a fixed row "
+                      "order: it takes no single_launch 1 or row_order tickets",
                       c));
     }
   }
@@ -257,10 +264,14 @@ std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
       return static_cast<std::uint32_t>(ctas);
     }
     case Kind::Persistent: {
+      // Clusters of cluster_ctas CTAs (1: single CTAs) walk the row groups.
       const std::uint32_t groups = ceil_div(batch, rows_per_cta);
-      return std::max(
-          1u,
-          std::min(max_ctas, std::max(min_ctas, ceil_div(groups, std::max(1u, min_row_groups)))));
+      const std::uint32_t c = cluster_ctas;
+      const std::uint32_t walkers = std::max(
+          1u, std::min(
+                  std::max(1u, max_ctas / c),
+                  std::max(ceil_div(min_ctas, c), ceil_div(groups, std::max(1u, min_row_groups)))));
+      return c * walkers;
     }
     case Kind::Columns:
       return ceil_div(width, columns_per_cta);
@@ -276,6 +287,10 @@ std::string GridRule::describe() const {
       return cluster_ctas == 1 ? groups : fmt::format("{} * {}", groups, cluster_ctas);
     }
     case Kind::Persistent:
+      if (cluster_ctas > 1) {
+        return fmt::format("{} * min({}, ceil(ceil(batch / {}) / {}))", cluster_ctas,
+                           std::max(1u, max_ctas / cluster_ctas), rows_per_cta, min_row_groups);
+      }
       if (min_ctas > 0) {
         return fmt::format("min({}, max({}, ceil(ceil(batch / {}) / {})))", max_ctas, min_ctas,
                            rows_per_cta, min_row_groups);
@@ -290,7 +305,8 @@ std::string GridRule::describe() const {
 
 std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
   if (!is_backward(spec.kind) || steps.size() < 2) return 0;  // the forward, or one launch
-  return steps[0].grid.grid(batch, spec.width);
+  // A partial row a cluster (a CTA where rows are not split).
+  return steps[0].grid.grid(batch, spec.width) / steps[0].grid.cluster_ctas;
 }
 
 std::uint64_t BuiltNorm::partial_dw_offset() const {

@@ -480,6 +480,8 @@ constexpr std::uint32_t kClusterSliceBytes = 64 * 1024;
 
 std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
+  // The backward splits only when asked (its partial rows then come a cluster each): not yet
+  // measured against one CTA a row.
   if (is_backward(spec.kind) || spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
   // Knobs of a strategy a cluster's slices do not take (several rows a CTA, rows ahead).
   if (spec.knobs.prefetch_rows.value_or(0) > 0 || spec.knobs.rows_per_cta.value_or(1) > 1) {
@@ -512,7 +514,13 @@ Plan plan_norm(const NormSpec& spec) {
     slice.width = spec.width / cluster;
     slice.knobs.cluster_ctas.reset();
     slice.knobs.rows_per_cta = 1;
-    slice.knobs.prefetch_rows = 0;
+    if (is_backward(spec.kind)) {
+      // Partial rows, written by each CTA of the cluster over its slice's columns; a fixed walk.
+      slice.knobs.single_launch = false;
+      slice.knobs.row_order = RowOrder::Fixed;
+    } else {
+      slice.knobs.prefetch_rows = 0;
+    }
     // Every slice starts as aligned as the row: vectors no wider than the slice's power of two.
     const std::uint32_t vec = slice.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
     slice.knobs.vector_elems = std::min(vec, slice.width & (~slice.width + 1));
@@ -576,6 +584,7 @@ NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
 }
 
 std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
+  if (detail::cluster_ctas_for(spec) > 1) return 0;  // a cluster's slices sum by partial rows
   NormSpec single = spec;
   single.knobs.single_launch = true;
   const detail::Plan one = detail::plan_norm(single);

@@ -193,8 +193,8 @@ class PartialRowSums final : public WeightGradSums {
         shared = k.index(region(layout.accumulators.offset + a * layout.accumulator_bytes),
                          rows.lanes.first_element());
       }
-      accs_.emplace_back(k, plan_, rows.columns, row_start,
-                         at(k, row_start, rows.lanes.first_element()), shared);
+      accs_.emplace_back(k, plan_, rows.columns, row_start, at(k, row_start, rows.first_column),
+                         shared);
     }
   }
   // Register accumulators cannot loop; fence them unless their data is in registers too.
@@ -245,6 +245,8 @@ std::uint32_t partial_pitch(std::uint32_t width) {
 }
 
 std::uint32_t warp_blocked_columns(const Plan& plan) {
+  // A cluster's slices write their columns in order: the reduce maps the whole row one way.
+  if (plan.cluster_ctas > 1) return 0;
   const bool whole_warps = plan.vec == 8 && plan.threads_per_row % 32 == 0;
   const bool one_writer =
       plan.weight_grads == WeightGrads::PartialRows && plan.rows_per_cta == 1 &&

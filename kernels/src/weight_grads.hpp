@@ -21,10 +21,11 @@ namespace ptxdsl::kernels::detail {
 struct BackwardRows {
   const CtaLayout& cta;
   const RowLanes& lanes;
-  const RowMasks& columns;  // every row's columns
-  Reg<U32> cta_id;
+  const RowMasks& columns;                // every row's columns
+  Reg<U32> cta_id;                        // the partial row: the CTA's, or its cluster's
   std::optional<SharedPtr<B32>> dynamic;  // the dynamic shared memory, laid out as `layout`
   const SharedLayout& layout;
+  Reg<U32> first_column;  // this thread's first column of the row (its slice's, in a cluster)
 };
 
 // The backward's row inputs, for sums that read the rows again.

@@ -295,6 +295,33 @@ TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every
   CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
 }
 
+TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a cluster",
+          "[executor][norm]") {
+  // Clusters walk the rows persistently (few SMs: several row groups each, the slots
+  // double-buffered across them); each CTA adds its slice's dw and db into its cluster's partial
+  // row, which the column reduce sums.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+      for (std::uint32_t cluster : {2u, 8u}) {
+        NormSpec spec = spec_of(kind, dtype, 1000);
+        spec.knobs.cluster_ctas = cluster;
+        spec.knobs.sm_count = 4;
+        spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
+        CHECK(built.partial_rows(37) * cluster == built.steps[0].grid.grid(37, 1000));
+        run_batch(built, 37, 1003);
+      }
+    }
+    for (const NormSpec& variant : variants_of(spec_of(kind, DType::BF16, 4096))) {
+      NormSpec s = variant;
+      s.knobs.cluster_ctas = 4;
+      s.knobs.sm_count = 3;
+      run_batch(build_norm(s), 9, 4096);
+    }
+  }
+}
+
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
           "[executor][norm]") {
   for (NormKind kind : kKinds) {

@@ -133,8 +133,10 @@ struct GridRule {
   // Persistent: at least this many CTAs (up to max_ctas) whatever the batch, for work beyond the
   // rows (the one-launch backward's tiles of columns); CTAs past the row groups take no rows.
   std::uint32_t min_ctas = 0;
-  // RowsPerCta: the CTAs of the thread-block cluster each row group is split over (its contract's
-  // .reqnctapercluster): ceil(batch / rows_per_cta) × cluster_ctas CTAs.
+  // The CTAs of the thread-block cluster each row group is split over (the contract's
+  // .reqnctapercluster). RowsPerCta: ceil(batch / rows_per_cta) × cluster_ctas CTAs; Persistent:
+  // as many clusters as the rule gives CTAs without them (max_ctas / cluster_ctas at most), each
+  // cluster_ctas CTAs, one partial row a cluster.
   std::uint32_t cluster_ctas = 1;
   // Throws ptxdsl::Error when the grid would pass 2^31 − 1 CTAs.
   std::uint32_t grid(std::uint32_t batch, std::uint32_t width) const;
