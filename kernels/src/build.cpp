@@ -349,13 +349,13 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
     // Held only where some chunk of the row is in registers.
     out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
-    out.chosen.cluster_ctas = plan.cluster_ctas;
   }
   if (plan.grid == detail::Grid::Persistent) {
     out.chosen.row_order = plan.row_order;
     out.chosen.ctas_per_sm = plan.ctas_per_sm;
     out.chosen.sm_count = plan.sm_count;
   }
+  out.chosen.cluster_ctas = plan.cluster_ctas;
   out.chosen.prefetch_rows = plan.rows_in_flight();
   out.chosen.threads_per_row = plan.threads_per_row;
   out.chosen.rows_per_cta = plan.rows_per_cta;
