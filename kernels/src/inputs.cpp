@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/half.hpp"
+#include "ptxdsl/kernels/row_blocks.hpp"
 
 namespace ptxdsl::kernels {
 namespace {
@@ -55,24 +55,6 @@ Random stream(std::uint64_t seed, std::uint64_t tensor) {
   return r;
 }
 
-// Runs f(first_row, rows) over blocks of rows on up to 16 threads: the rows' values do not depend
-// on the split (each row has its own stream), so the inputs are the same on every machine.
-template <class F>
-void over_row_blocks(std::uint32_t batch, std::uint64_t row_elements, F&& f) {
-  const std::uint64_t elements = std::uint64_t{batch} * row_elements;
-  const unsigned cores = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  const auto threads = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(elements >> 20, 1, std::min<std::uint64_t>(cores, batch)));
-  if (threads == 1) {
-    f(0, batch);
-    return;
-  }
-  const std::uint32_t per = (batch + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (std::uint32_t r = 0; r < batch; r += per) pool.emplace_back(f, r, std::min(per, batch - r));
-  for (std::thread& t : pool) t.join();
-}
-
 // A tensor of `batch` rows `stride` apart, `width` values a row drawn as offset + scale·N(0, 1)
 // (row r from its own stream of `tensor`'s), rounded to `d`; the padding between rows NaN.
 HostTensor random_rows(std::uint64_t seed, std::uint64_t tensor, std::uint32_t batch,
@@ -84,12 +66,13 @@ HostTensor random_rows(std::uint64_t seed, std::uint64_t tensor, std::uint32_t b
   t.dtype = d;
   t.values.assign(count, std::numeric_limits<float>::quiet_NaN());
   t.bytes.resize(count * s);
-  const Random base = stream(seed, tensor);
-  over_row_blocks(batch, stride, [&](std::uint32_t first, std::uint32_t rows) {
+  // Row r's stream: the tensor's first draw mixed with r, so the values do not depend on how the
+  // rows are split between threads.
+  const std::uint64_t tensor_bits = stream(seed, tensor).next();
+  const auto fill = [&](std::size_t, std::uint32_t first, std::uint32_t rows) {
     std::vector<float> row(stride, std::numeric_limits<float>::quiet_NaN());
     for (std::uint32_t r = first; r < first + rows; ++r) {
-      Random rr = base;
-      rr = Random(rr.next() ^ (0xD1B54A32D192ED03ull * (std::uint64_t{r} + 1)));
+      Random rr(tensor_bits ^ (0xD1B54A32D192ED03ull * (std::uint64_t{r} + 1)));
       for (std::uint32_t i = 0; i < width; ++i) {
         row[i] = static_cast<float>(offset + scale * rr.normal());
       }
@@ -99,7 +82,8 @@ HostTensor random_rows(std::uint64_t seed, std::uint64_t tensor, std::uint32_t b
       const std::vector<float> rounded = to_floats(bits, d, stride);
       std::copy(rounded.begin(), rounded.end(), t.values.begin() + static_cast<std::ptrdiff_t>(at));
     }
-  });
+  };
+  for_row_blocks(row_blocks(batch, stride), fill);
   return t;
 }
 

@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
@@ -265,28 +267,46 @@ TEST_CASE("rows wider than 65536 (to 262144): odd, and the wide suite's, every k
   }
 }
 
-TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every dtype and variant",
-          "[executor][norm]") {
-  // The executor runs a cluster's CTAs together, their shared memory addressable from each other
-  // and its barriers as PTX says: every CTA must see the same row sums, and write its own slice.
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+namespace {
+
+// `kinds` split over clusters on the executor: every dtype over 2 and 8 CTAs (rows of 1000, 1003
+// apart, `batch` of them; `check` looks at each built kernel), then every variant over 4 at 4096.
+// `sm_count`, where given, makes a persistent grid walk several row groups a cluster.
+void run_split(std::initializer_list<NormKind> kinds, std::uint32_t batch,
+               std::optional<std::uint32_t> sm_count,
+               const std::function<void(const BuiltNorm&, std::uint32_t cluster)>& check) {
+  for (NormKind kind : kinds) {
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       for (std::uint32_t cluster : {2u, 8u}) {
         NormSpec spec = spec_of(kind, dtype, 1000);
         spec.knobs.cluster_ctas = cluster;
+        spec.knobs.sm_count = sm_count;
         spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
         const BuiltNorm built = build_norm(spec);
         REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
-        REQUIRE(built.steps[0].grid.grid(3, 1000) == 3 * cluster);
-        run_batch(built, 3, 1003);
+        check(built, cluster);
+        run_batch(built, batch, 1003);
       }
     }
     for (const NormSpec& variant : variants_of(spec_of(kind, DType::BF16, 4096))) {
       NormSpec s = variant;
       s.knobs.cluster_ctas = 4;
-      run_batch(build_norm(s), 2, 4096);
+      if (sm_count) s.knobs.sm_count = 3;
+      run_batch(build_norm(s), sm_count ? 9 : 2, 4096);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every dtype and variant",
+          "[executor][norm]") {
+  // The executor runs a cluster's CTAs together, their shared memory addressable from each other
+  // and its barriers as PTX says: every CTA must see the same row sums, and write its own slice.
+  run_split({NormKind::LayerNormFwd, NormKind::RmsNormFwd}, 3, std::nullopt,
+            [](const BuiltNorm& built, std::uint32_t cluster) {
+              REQUIRE(built.steps[0].grid.grid(3, 1000) == 3 * cluster);
+            });
   // The planner's own choice past 64 KiB rows on a device with clusters; none without them.
   NormSpec wide = spec_of(NormKind::RmsNormFwd, DType::BF16, 131072);
   CHECK(*build_norm(wide).chosen.cluster_ctas == 4);
@@ -300,26 +320,10 @@ TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a
   // Clusters walk the rows persistently (few SMs: several row groups each, the slots
   // double-buffered across them); each CTA adds its slice's dw and db into its cluster's partial
   // row, which the column reduce sums.
-  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
-    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-      for (std::uint32_t cluster : {2u, 8u}) {
-        NormSpec spec = spec_of(kind, dtype, 1000);
-        spec.knobs.cluster_ctas = cluster;
-        spec.knobs.sm_count = 4;
-        spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
-        const BuiltNorm built = build_norm(spec);
-        REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
-        CHECK(built.partial_rows(37) * cluster == built.steps[0].grid.grid(37, 1000));
-        run_batch(built, 37, 1003);
-      }
-    }
-    for (const NormSpec& variant : variants_of(spec_of(kind, DType::BF16, 4096))) {
-      NormSpec s = variant;
-      s.knobs.cluster_ctas = 4;
-      s.knobs.sm_count = 3;
-      run_batch(build_norm(s), 9, 4096);
-    }
-  }
+  run_split({NormKind::LayerNormBwd, NormKind::RmsNormBwd}, 37, 4u,
+            [](const BuiltNorm& built, std::uint32_t cluster) {
+              CHECK(built.partial_rows(37) * cluster == built.steps[0].grid.grid(37, 1000));
+            });
 }
 
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",

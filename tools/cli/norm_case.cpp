@@ -11,6 +11,7 @@
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/kernels/check_outputs.hpp"
 #include "ptxdsl/kernels/cpu_run.hpp"
+#include "ptxdsl/kernels/row_blocks.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
 namespace ptxdsl::cli {
@@ -20,52 +21,16 @@ using kernels::NormKind;
 
 namespace {
 
-// Row ranges for the references, so that the float64 check of a large case uses every core.
-std::vector<std::pair<std::uint32_t, std::uint32_t>> row_chunks(std::uint32_t batch,
-                                                                std::uint32_t width) {
-  const std::uint64_t elements = std::uint64_t{batch} * width;
-  const unsigned cores = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  const auto n = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(elements >> 20, 1, std::min<std::uint64_t>(cores, batch)));
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> chunks;
-  const std::uint32_t per = (batch + n - 1) / n;
-  for (std::uint32_t r = 0; r < batch; r += per) chunks.emplace_back(r, std::min(per, batch - r));
-  return chunks;
-}
-
-template <class F>
-void parallel_chunks(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& chunks, F&& f) {
-  if (chunks.size() == 1) {
-    f(0, chunks[0].first, chunks[0].second);
-    return;
-  }
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(chunks.size());
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        f(i, chunks[i].first, chunks[i].second);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
-
 void append(std::vector<double>& dst, const std::vector<double>& src) {
   dst.insert(dst.end(), src.begin(), src.end());
 }
 
-// kernels::norm_reference over row chunks on every core: the chunks' rows in order, dw and db
-// summed in chunk order (the same numbers however many cores ran them). Rows are `width` apart.
+// kernels::norm_reference over blocks of rows on every core: the blocks' rows in order, dw and db
+// summed in block order (the same numbers however many cores ran them). Rows are `width` apart.
 kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::NormInputs& in) {
-  const auto chunks = row_chunks(in.batch, in.width);
-  std::vector<kernels::NormReference> parts(chunks.size());
-  parallel_chunks(chunks, [&](std::size_t i, std::uint32_t r0, std::uint32_t rows) {
+  const std::vector<kernels::RowBlock> blocks = kernels::row_blocks(in.batch, in.width);
+  std::vector<kernels::NormReference> parts(blocks.size());
+  kernels::for_row_blocks(blocks, [&](std::size_t i, std::uint32_t r0, std::uint32_t rows) {
     parts[i] = kernels::norm_reference(spec, in, kEps, r0, rows);
   });
   kernels::NormReference r;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -138,7 +139,9 @@ class TuneCommand : public Command {
     sub.add_option("--weight-dtype", weights_,
                    "same (the input's; default), f32, or both: which weight dtypes to tune");
     sub.add_option("--widths", widths_,
-                   "comma-separated widths (default: 256 to 65536, 12 of them)")
+                   fmt::format("comma-separated widths (default: {} to {}, {} of them)",
+                               std::begin(kDefaultWidths)[0], std::end(kDefaultWidths)[-1],
+                               std::size(kDefaultWidths)))
         ->delimiter(',');
     sub.add_option("--out", out_, "write the table to FILE (default: stdout)");
     sub.add_option("--rounds", rounds_,
