@@ -8,6 +8,7 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 #include "weight_grads.hpp"
@@ -79,6 +80,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // do without them, and each leaves one partial row, its CTAs writing their slices' columns.
   const std::uint32_t cluster = plan.cluster_ctas;
   std::optional<Reg<U32>> rank;
+  std::optional<ClusterStart> started;  // awaited before the row walk, which writes peers' slots
   if (cluster > 1) {
     if (R != 1 || ticketed || plan.weight_grads == WeightGrads::SingleLaunch) {
       throw Error(
@@ -87,6 +89,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
     k.require_cluster({cluster, 1, 1});
     rank = k.cluster_ctarank();
+    started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
   }
   const Reg<U32> first_column =
       rank ? k.mad(*rank, plan.width, lanes.first_element()) : lanes.first_element();
@@ -199,6 +202,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       k.for_range(cta_id, groups.count(), grid, body);
     }
   };
+  if (started) started->await(k);
   walk([&](Reg<U32> g) {
     if (tickets) tickets->take(k);
     const Reg<U32> row = groups.row(g);

@@ -9,6 +9,7 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -44,12 +45,14 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // n = plan.width; the row's sums are reduced over the cluster through distributed shared memory.
   const std::uint32_t cluster = plan.cluster_ctas;
   std::optional<Reg<U32>> rank;
+  std::optional<ClusterStart> started;  // the peers' slots are written once they have started
   if (cluster > 1) {
     if (plan.grid != Grid::RowGroupPerCta || plan.rows_per_cta != 1) {
       throw Error("a forward split over a cluster takes one row a CTA, not a persistent grid");
     }
     k.require_cluster({cluster, 1, 1});
     rank = k.cluster_ctarank();
+    started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
   }
   // This thread's first column in global memory (its slice's first column on shared memory's side
   // is lanes.first_element()).
@@ -110,6 +113,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
     if (rank) {
+      started->await(k);
       return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
                             slots + buffer * static_cast<std::int64_t>(slot_floats));
     }

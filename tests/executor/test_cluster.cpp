@@ -1,8 +1,9 @@
 // Thread-block clusters on the CPU executor: the CTAs of a cluster run together, their shared
 // memory is addressable across them (mapa), the cluster barrier and transaction mbarriers behave
 // as PTX says, and memcheck names the DSMEM bugs: a peer's bytes read before the barrier that
-// orders them, races across CTAs, ranks and offsets out of range, a peer that has exited, async
-// bytes read before their mbarrier phase. Each bug kernel also runs fixed, and then passes.
+// orders them, a peer that may not have started, races across CTAs, ranks and offsets out of
+// range, a peer that has exited, async bytes read before their mbarrier phase. Each bug kernel also
+// runs fixed, and then passes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -218,6 +219,7 @@ TEST_CASE("memcheck: a peer's shared memory read before the cluster barrier that
       [&](Kernel& k, GlobalPtr<U32> out) {
         const SharedPtr<U32> slot = k.shared_array<U32>("slot", 1);
         const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+        k.cluster_sync();  // every peer has started
         k.if_(k.and_(tid == 0u, rank == 0u), [&] { k.st(slot, 10u); });
         k.if_(k.and_(tid == 0u, rank == 1u), [&] { k.st(out, k.ld(k.mapa(slot, 0u))); });
         k.cluster_sync();
@@ -228,9 +230,23 @@ TEST_CASE("memcheck: a peer's shared memory read before the cluster barrier that
                        Contains("this read follows a write by thread (0, 0, 0) of warp 0 of CTA "
                                 "rank 0") &&
                        Contains("with no barrier.cluster in between"));
-  // Rank 0 reads rank 1's slot before CTA 1 has run at all.
-  const std::string early =
+  // Rank 0 reads rank 1's slot before any cluster barrier: CTA 1 may not have started.
+  const std::string unstarted =
       run([&](Kernel& k, GlobalPtr<U32> out) { exchange(k, out, next(k), [] {}); }, 4);
+  CHECK_THAT(unstarted, Contains("CTA (0, 0, 0)") && Contains("ld.shared::cluster.u32") &&
+                            Contains("accesses the shared memory of CTA rank 1 (CTA (1, 0, 0)) "
+                                     "before its first barrier.cluster.wait") &&
+                            Contains("may not have started"));
+  // Started (ClusterStart at the top), rank 0 reads rank 1's slot before CTA 1 wrote it.
+  const auto exchange_started = [&](Kernel& k, GlobalPtr<U32> out, bool ordered) {
+    ClusterStart started(k);
+    started.await(k);
+    exchange(k, out, next(k), [&] {
+      if (ordered) k.cluster_sync();
+    });
+  };
+  const std::string early =
+      run([&](Kernel& k, GlobalPtr<U32> out) { exchange_started(k, out, false); }, 4);
   CHECK_THAT(early, Contains("CTA (0, 0, 0)") && Contains("ld.shared::cluster.u32") &&
                         Contains("of CTA rank 1 (CTA (1, 0, 0)) that no thread wrote yet") &&
                         Contains("a barrier.cluster is missing"));
@@ -238,7 +254,7 @@ TEST_CASE("memcheck: a peer's shared memory read before the cluster barrier that
   std::vector<std::uint32_t> out;
   REQUIRE(run(
               [&](Kernel& k, GlobalPtr<U32> o) {
-                exchange(k, o, next(k), [&] { k.cluster_sync(); });
+                exchange_started(k, o, true);
                 k.cluster_sync();
               },
               4, &out) == "(no error)");
@@ -252,6 +268,7 @@ TEST_CASE("memcheck: CTAs of a cluster writing the same peer bytes race",
     return [fixed](Kernel& k, GlobalPtr<U32> out) {
       const SharedPtr<U32> table = k.shared_array<U32>("table", 8);
       const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+      k.cluster_sync();  // every peer has started
       k.if_(tid == 0u, [&] {
         const SharedPtr<U32> mine = fixed ? k.index(table, rank) : table;
         k.st(k.mapa(mine, 0u), k.add(rank, 7u));

@@ -230,9 +230,9 @@ class NormsTest(unittest.TestCase):
             pt.layer_norm(x, (7,))
         with self.assertRaisesRegex(ValueError, "weight must have 8 elements"):
             pt.rms_norm(x, (8,), torch.ones(9, device="cuda"))
-        wide = torch.randn(2, 70000, device="cuda")
-        with self.assertRaisesRegex(ptxdsl.ArgumentError, "70000"):
-            pt.layer_norm(wide, (70000,))
+        wide = torch.randn(2, 300000, device="cuda")
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "300000"):
+            pt.layer_norm(wide, (300000,))
 
 
 if __name__ == "__main__":

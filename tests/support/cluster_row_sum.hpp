@@ -17,6 +17,7 @@ namespace ptxdsl::test {
 inline void build_cluster_row_sum(Kernel& k, std::uint32_t ctas, std::uint32_t width,
                                   std::uint32_t threads) {
   k.require_threads(threads);
+  ClusterStart started(k);
   const GlobalPtr<F32> x = k.param_ptr<F32>("x"), y = k.param_ptr<F32>("y");
   const SharedPtr<F32> scratch =
       k.shared_array<F32>("scratch", group_reduce_scratch_floats(threads, 1));
@@ -30,6 +31,7 @@ inline void build_cluster_row_sum(Kernel& k, std::uint32_t ctas, std::uint32_t w
   const Reg<F32> sum = k.mov<F32>(0.0f);
   k.for_range(k.add(begin, tid), end, threads,
               [&](Reg<U32> i) { k.add(sum, sum, k.ld(k.index(row, i))); });
+  started.await(k);
   const Reg<F32> total = cluster_reduce_sum(k, sum, threads, tid, scratch, ctas, slots);
   k.st(k.index(y, k.mad(k.mad(row_index, ctas, rank), threads, tid)), total);
 }

@@ -9,7 +9,8 @@ namespace ptxdsl::cli {
 
 void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   auto* k = app.add_option("kernel", kernel, "ln_fwd, ln_bwd, rms_fwd or rms_bwd");
-  auto* w = app.add_option("--width", width, "elements per row, 1 to 65536");
+  auto* w = app.add_option("--width", width,
+                           fmt::format("elements per row, 1 to {}", kernels::kMaxWidth));
   auto* d = app.add_option("--dtype", dtype, "x, y, dy, dx: f32, f16 or bf16");
   if (required) {
     k->required();

@@ -272,6 +272,7 @@ void run_warp(Ctx& c, Warp& w) {
             done |= 1u << l;
           }
         });
+        w.cluster_waited |= done;
         wait_or_go_on(w, exec & ~done);
         break;
       }
@@ -471,6 +472,7 @@ void reset_cta(Ctx& c, Dim3 cta) {
     w.copies.clear();
     w.committed.fill(0);
     w.cluster_arrival.fill(0);
+    w.cluster_waited = 0;
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();

@@ -174,6 +174,13 @@ ClusterAddress resolve_cluster(Ctx& c, const DInstr& in, std::uint32_t lane,
                       address, rank, ctas, ctas == 1 ? "" : "s"));
   }
   Ctx& owner = *c.cluster->ctas[rank];
+  if (&owner != &c && ((c.w->cluster_waited >> lane) & 1u) == 0) {
+    fault(c, in, lane,
+          fmt::format("accesses the shared memory of {} before its first barrier.cluster.wait: "
+                      "the peer may not have started yet (arrive at the kernel's start and wait "
+                      "before the first access to a peer, as ClusterStart does)",
+                      describe_rank(owner)));
+  }
   bool live = false;
   for (const Warp& w : owner.warps) live = live || (w.exists & ~w.exited) != 0;
   if (!live) {

@@ -161,6 +161,8 @@ struct Warp {
   std::array<std::uint32_t, kLanes> committed{};  // cp.async.commit_group count per lane
   // Per lane: 1 + the cluster barrier phase it arrived at and has not waited for yet; 0: none.
   std::array<std::uint32_t, kLanes> cluster_arrival{};
+  // Lanes past a barrier.cluster.wait: only they know that every peer CTA has started.
+  std::uint32_t cluster_waited = 0;
 };
 
 struct Ctx;

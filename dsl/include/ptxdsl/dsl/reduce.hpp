@@ -54,7 +54,8 @@ std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
 // CTA in rank order: every thread of the cluster gets the same bits. Every thread of the cluster
 // must reach it (bar.sync and barrier.cluster); `slots` (at least cluster_reduce_slot_floats
 // floats, at the same offset in every CTA: a static array) may be written again only after
-// another cluster barrier.
+// another cluster barrier. Before the first call every CTA must know its peers have started (a
+// ClusterStart awaited, <ptxdsl/dsl/blocks/cluster_start.hpp>): the slots it writes are theirs.
 std::uint32_t cluster_reduce_slot_floats(std::uint32_t cluster_ctas, std::uint32_t values);
 std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values, ReduceOp op,
                                      std::uint32_t block_threads, Reg<U32> tid,
