@@ -156,6 +156,8 @@ namespace {
 // and the grid. Every stage reads the knob first and decides only what is unset; the measurements
 // behind each rule are in docs/kernels.md and docs/performance.md.
 class Planner {
+  static constexpr std::uint32_t kHeldBytesPerThread = 128;  // a held row's share of a thread
+
  public:
   explicit Planner(const NormSpec& spec)
       : spec_(spec),
@@ -219,9 +221,16 @@ class Planner {
     const bool reread_shape =
         layer_fwd_ ? fwd_.stage_all
                    : p_.width >= 4096 && p_.width % (p_.threads_per_row * p_.vec) == 0;
-    reread_ = !backward_ && !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row &&
-              kn_.prefetch_rows.value_or(0) == 0 && spec_.ptx_version >= PtxVersion{7, 4} &&
-              reread_shape && resident_bytes <= dev_.l2_bytes * 2 / 5;
+    // A forward row (or a cluster's slice of one) of 32-64 KiB stays in registers, at most 128
+    // bytes a thread of 512: faster than reading it again or staging it.
+    const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
+    const bool row_knobs_unset = !kn_.register_chunks && !kn_.staged_chunks &&
+                                 !kn_.threads_per_row && kn_.prefetch_rows.value_or(0) == 0;
+    held_row_ = !backward_ && row_knobs_unset && p_.rows_per_cta == 1 && row_bytes > 32 * 1024 &&
+                row_bytes <= std::uint64_t{p_.threads_per_row} * kHeldBytesPerThread;
+    reread_ = !backward_ && row_knobs_unset && !held_row_ &&
+              spec_.ptx_version >= PtxVersion{7, 4} && reread_shape &&
+              resident_bytes <= dev_.l2_bytes * 2 / 5;
     p_.l2_stream = kn_.l2_stream.value_or(reread_);
     // One reduction and one barrier a row instead of two; f32 rows keep two passes (accuracy).
     p_.one_pass_stats = kn_.one_pass_stats.value_or(layer_fwd_ && narrow_);
@@ -288,6 +297,7 @@ class Planner {
       default_regs = 0;
     }
     if (reread_) default_regs = 0;
+    if (held_row_) default_regs = p_.chunks;
     data_regs_ = std::min(p_.chunks, kn_.register_chunks.value_or(default_regs));
     std::uint32_t shared_left = shared_budget(dev_);
     const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
@@ -465,26 +475,29 @@ class Planner {
   const std::uint32_t tensors_;
   Plan p_;
   ForwardShape fwd_;
-  bool reread_ = false, async_fits_ = false;
+  bool reread_ = false, held_row_ = false, async_fits_ = false;
   std::uint32_t reread_registers_ = 32, room_ = 0, acc_regs_ = 0, data_regs_ = 0;
   std::uint32_t tail_regs_ = 0, prefetched_ = 0, backward_regs_ = 0;
 };
 
 }  // namespace
 
-// A forward row of more than this many bytes is split over a cluster, where the device has
-// clusters, into slices of at most this many. On the H200 (RMS bf16, 1 GB a case) slices of 64 KiB
-// were the fastest: 32768 columns ran best in one CTA (0.86 of a copy; 2 to 8 CTAs 0.69-0.73),
-// 65536 in 2 (0.79, one CTA 0.62), 131072 in 4 (0.74, one 0.54), 262144 in 8 (0.68, one 0.50).
+// A row of more than this many bytes is split over a cluster, where the device has clusters,
+// into slices of at most this many, each held in registers (forward) or walked as a row of its
+// own (backward): the fastest split measured on the H200 at 32768-262144 columns, both ways
+// (docs/performance.md, "Wide rows").
 constexpr std::uint32_t kClusterSliceBytes = 64 * 1024;
 
 std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
-  // The backward splits only when asked (its partial rows then come a cluster each): not yet
-  // measured against one CTA a row.
-  if (is_backward(spec.kind) || spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
-  // Knobs of a strategy a cluster's slices do not take (several rows a CTA, rows ahead).
-  if (spec.knobs.prefetch_rows.value_or(0) > 0 || spec.knobs.rows_per_cta.value_or(1) > 1) {
+  if (spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
+  // Knobs of a strategy a cluster's slices do not take (several rows a CTA, the forward's rows
+  // ahead, the backward's one launch or rows from a counter).
+  const bool backward = is_backward(spec.kind);
+  if ((!backward && spec.knobs.prefetch_rows.value_or(0) > 0) ||
+      spec.knobs.rows_per_cta.value_or(1) > 1 ||
+      (backward && (spec.knobs.single_launch.value_or(false) ||
+                    spec.knobs.row_order.value_or(RowOrder::Fixed) == RowOrder::Tickets))) {
     return 1;
   }
   const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));

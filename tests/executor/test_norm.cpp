@@ -324,6 +324,23 @@ TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a
             [](const BuiltNorm& built, std::uint32_t cluster) {
               CHECK(built.partial_rows(37) * cluster == built.steps[0].grid.grid(37, 1000));
             });
+  // The planner's own choice past 64 KiB rows, as the forwards'; none where the knobs ask for a
+  // strategy a cluster's slices do not take, or the device has no clusters.
+  NormSpec wide = spec_of(NormKind::LayerNormBwd, DType::BF16, 131072);
+  wide.weight_dtype = DType::F32;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 4);
+  wide.width = 32768;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
+  wide.width = 131072;
+  wide.knobs.single_launch = true;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
+  wide.knobs.single_launch.reset();
+  wide.knobs.row_order = RowOrder::Tickets;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
+  wide.knobs.row_order.reset();
+  wide.device = device_preset("a100");
+  wide.arch = Arch::Sm80;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
 }
 
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",

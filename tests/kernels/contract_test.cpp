@@ -404,8 +404,23 @@ TEST_CASE("forwards that read their rows again from L2, with torch.compile's pol
   REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 3000)).chosen.register_chunks > 0u);
   REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F16, 6000)).chosen.register_chunks > 0u);
   REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::F32, 12288)).chosen.l2_stream == 0u);
-  REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 32768)).chosen.staged_chunks ==
-          8u);
+  // Rows (and cluster slices) of 32-64 KiB are held in registers, 128 bytes a thread of 512;
+  // 32 KiB rows are still read again.
+  for (const NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (const auto& [dtype, width] : {std::pair{DType::F16, 32768u},
+                                       {DType::BF16, 20000u},
+                                       {DType::BF16, 65536u},
+                                       {DType::F32, 32768u},
+                                       {DType::BF16, 262144u}}) {
+      const BuiltNorm held = build_norm(spec_of(kind, dtype, width));
+      INFO(kind_name(kind) << " " << dtype_name(dtype) << " " << width);
+      REQUIRE(held.chosen.register_chunks.value_or(0) > 0u);
+      REQUIRE(held.chosen.staged_chunks == 0u);
+      REQUIRE(held.chosen.threads_per_row == 512u);
+      REQUIRE(held.chosen.l2_stream == 0u);
+    }
+  }
+  REQUIRE(build_norm(spec_of(NormKind::RmsNormFwd, DType::BF16, 16384)).chosen.l2_stream == 1u);
   REQUIRE(build_norm(spec_of(NormKind::LayerNormFwd, DType::F16, 8192)).chosen.l2_stream == 0u);
   NormSpec old_ptx = spec_of(NormKind::RmsNormFwd, DType::F16, 8192);
   old_ptx.arch = Arch::Sm80;
