@@ -8,7 +8,6 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
-#include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 #include "weight_grads.hpp"
@@ -79,20 +78,13 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   // + n) of each row its cluster walks, n = plan.width; the clusters walk the row groups as CTAs
   // do without them, and each leaves one partial row, its CTAs writing their slices' columns.
   const std::uint32_t cluster = plan.cluster_ctas;
-  std::optional<Reg<U32>> rank;
-  std::optional<ClusterStart> started;  // awaited before the row walk, which writes peers' slots
-  if (cluster > 1) {
-    if (R != 1 || ticketed || plan.weight_grads == WeightGrads::SingleLaunch) {
-      throw Error(
-          "a backward split over a cluster takes one row a CTA, a fixed row walk and "
-          "partial rows");
-    }
-    k.require_cluster({cluster, 1, 1});
-    rank = k.cluster_ctarank();
-    started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
+  if (cluster > 1 && (R != 1 || ticketed || plan.weight_grads == WeightGrads::SingleLaunch)) {
+    throw Error(
+        "a backward split over a cluster takes one row a CTA, a fixed row walk and partial rows");
   }
-  const Reg<U32> first_column =
-      rank ? k.mad(*rank, plan.width, lanes.first_element()) : lanes.first_element();
+  RowSlice slice = row_slice(k, spec, plan, lanes);
+  const std::optional<Reg<U32>> rank = slice.rank;
+  const Reg<U32> first_column = slice.first_column;
 
   // Dynamic shared memory, as the plan lays it out (SharedLayout).
   const int s = dtype_bytes(spec.dtype);
@@ -202,7 +194,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
       k.for_range(cta_id, groups.count(), grid, body);
     }
   };
-  if (started) started->await(k);
+  if (slice.started) slice.started->await(k);  // before the row walk, which writes peers' slots
   walk([&](Reg<U32> g) {
     if (tickets) tickets->take(k);
     const Reg<U32> row = groups.row(g);

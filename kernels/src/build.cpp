@@ -133,19 +133,8 @@ void validate(const NormSpec& spec) {
     if (spec.width % c != 0) {
       throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));
     }
-    const bool forward = !is_backward(spec.kind);
-    if ((forward && kn.prefetch_rows.value_or(0) > 0) || kn.rows_per_cta.value_or(1) > 1) {
-      throw Error(
-          fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes "
-                      "rows_per_cta 1{}",
-                      c, forward ? " and no prefetch_rows" : ""));
-    }
-    if (!forward && (kn.single_launch.value_or(false) || kn.row_order == RowOrder::Tickets)) {
-      throw Error(
-          fmt::format("cluster_ctas {} sums dw and db by partial rows in a fixed row "
-                      "order: it takes no single_launch 1 or row_order tickets",
-                      c));
-    }
+    const std::string conflict = detail::cluster_knob_conflict(spec, c);
+    if (!conflict.empty()) throw Error(conflict);
   }
   const detail::Plan p = detail::plan_norm(spec);
   if (p.block() % 32 != 0 || p.block() > 1024) {

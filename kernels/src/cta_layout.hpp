@@ -35,6 +35,29 @@ inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
   return c;
 }
 
+// A row split over a cluster of plan.cluster_ctas CTAs (nothing of it for one CTA a row): the
+// kernel's cluster attribute, this CTA's %cluster_ctarank, the arrival its peers wait for before
+// they write its shared memory (`started`, awaited before the first cluster_reduce), and the
+// thread's first column of the row in global memory: its slice's, rank·width + its first element.
+struct RowSlice {
+  std::optional<Reg<U32>> rank;
+  std::optional<ClusterStart> started;
+  Reg<U32> first_column;
+};
+
+inline RowSlice row_slice(Kernel& k, const NormSpec& spec, const Plan& plan,
+                          const RowLanes& lanes) {
+  RowSlice s;
+  if (plan.cluster_ctas > 1) {
+    k.require_cluster({plan.cluster_ctas, 1, 1});
+    s.rank = k.cluster_ctarank();
+    s.started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
+  }
+  s.first_column =
+      s.rank ? k.mad(*s.rank, plan.width, lanes.first_element()) : lanes.first_element();
+  return s;
+}
+
 // Row group g of a CTA holds rows g·R + slot (R = rows a CTA). With R > 1 the last group can run
 // past the batch: those rows are masked, never returned early (group reductions need every
 // thread). Written once for the forward and the persistent row walks.

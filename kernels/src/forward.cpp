@@ -9,7 +9,6 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
-#include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -44,20 +43,14 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   // A row split over a cluster: CTA `rank` holds columns [rank·n, rank·n + n) of row %clusterid.x,
   // n = plan.width; the row's sums are reduced over the cluster through distributed shared memory.
   const std::uint32_t cluster = plan.cluster_ctas;
-  std::optional<Reg<U32>> rank;
-  std::optional<ClusterStart> started;  // the peers' slots are written once they have started
-  if (cluster > 1) {
-    if (plan.grid != Grid::RowGroupPerCta || plan.rows_per_cta != 1) {
-      throw Error("a forward split over a cluster takes one row a CTA, not a persistent grid");
-    }
-    k.require_cluster({cluster, 1, 1});
-    rank = k.cluster_ctarank();
-    started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
+  if (cluster > 1 && (plan.grid != Grid::RowGroupPerCta || plan.rows_per_cta != 1)) {
+    throw Error("a forward split over a cluster takes one row a CTA, not a persistent grid");
   }
   // This thread's first column in global memory (its slice's first column on shared memory's side
   // is lanes.first_element()).
-  const Reg<U32> first_column =
-      rank ? k.mad(*rank, plan.width, lanes.first_element()) : lanes.first_element();
+  RowSlice slice = row_slice(k, spec, plan, lanes);
+  const std::optional<Reg<U32>> rank = slice.rank;
+  const Reg<U32> first_column = slice.first_column;
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
   // Row group g holds rows g·R + slot. With several rows a CTA the last group masks rows past the
   // batch (it cannot return early: the group reduction needs every thread).
@@ -113,7 +106,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
     if (rank) {
-      started->await(k);
+      slice.started->await(k);
       return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
                             slots + buffer * static_cast<std::int64_t>(slot_floats));
     }

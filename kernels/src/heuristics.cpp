@@ -3,6 +3,8 @@
 #include "element_io.hpp"
 #include "ptxdsl/kernels/tuning.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <vector>
@@ -488,18 +490,28 @@ class Planner {
 // (docs/performance.md, "Wide rows").
 constexpr std::uint32_t kClusterSliceBytes = 64 * 1024;
 
+std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ctas) {
+  // A cluster's slices take one row a CTA, no rows ahead in the forward, and in the backward
+  // partial rows in a fixed row order.
+  const NormKnobs& kn = spec.knobs;
+  const bool forward = !is_backward(spec.kind);
+  if ((forward && kn.prefetch_rows.value_or(0) > 0) || kn.rows_per_cta.value_or(1) > 1) {
+    return fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes rows_per_cta 1{}",
+                       cluster_ctas, forward ? " and no prefetch_rows" : "");
+  }
+  if (!forward && (kn.single_launch.value_or(false) || kn.row_order == RowOrder::Tickets)) {
+    return fmt::format(
+        "cluster_ctas {} sums dw and db by partial rows in a fixed row order: it takes no "
+        "single_launch 1 or row_order tickets",
+        cluster_ctas);
+  }
+  return "";
+}
+
 std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
   if (spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
-  // Knobs of a strategy a cluster's slices do not take (several rows a CTA, the forward's rows
-  // ahead, the backward's one launch or rows from a counter).
-  const bool backward = is_backward(spec.kind);
-  if ((!backward && spec.knobs.prefetch_rows.value_or(0) > 0) ||
-      spec.knobs.rows_per_cta.value_or(1) > 1 ||
-      (backward && (spec.knobs.single_launch.value_or(false) ||
-                    spec.knobs.row_order.value_or(RowOrder::Fixed) == RowOrder::Tickets))) {
-    return 1;
-  }
+  if (!cluster_knob_conflict(spec, 2).empty()) return 1;
   const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   if (std::uint64_t{spec.width} * bytes <= kClusterSliceBytes) return 1;
   // The fewest CTAs whose slices fit, each a whole number of 16-byte vectors (so every slice

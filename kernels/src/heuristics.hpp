@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ptxdsl/kernels/norm.hpp"
@@ -69,9 +70,14 @@ enum class WeightGrads : std::uint8_t {
   None,          // no dw or db (Outputs::Dx, Affine::None): one launch of dx alone
 };
 
-// Forward: the CTAs of a cluster that split each row (the cluster_ctas knob, else by the row's
-// bytes and the device's clusters); 1 for one CTA a row.
+// The CTAs of a cluster that split each row (the cluster_ctas knob, else by the row's bytes and
+// the device's clusters); 1 for one CTA a row.
 std::uint32_t cluster_ctas_for(const NormSpec& spec);
+
+// Why a row split over `cluster_ctas` CTAs cannot take the spec's knobs (a strategy its slices do
+// not have), as an error message; "" when it can. The planner then keeps one CTA a row, and
+// validate refuses the cluster_ctas knob with them.
+std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ctas);
 
 struct Plan {
   std::uint32_t width = 0;

@@ -9,8 +9,9 @@ namespace ptxdsl::kernels {
 std::vector<RowBlock> row_blocks(std::uint32_t batch, std::uint64_t row_elements) {
   const std::uint64_t elements = std::uint64_t{batch} * row_elements;
   const unsigned cores = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  const auto n = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(elements >> 20, 1, std::min<std::uint64_t>(cores, batch)));
+  // At least one block (an empty batch has no rows to split; std::clamp needs lo <= hi).
+  const std::uint64_t most = std::max<std::uint64_t>(1, std::min<std::uint64_t>(cores, batch));
+  const auto n = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(elements >> 20, 1, most));
   std::vector<RowBlock> blocks;
   const std::uint32_t per = (batch + n - 1) / n;
   for (std::uint32_t r = 0; r < batch; r += per) blocks.push_back({r, std::min(per, batch - r)});
