@@ -328,7 +328,10 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.chosen.single_launch = single;
     out.ticketed_rows = plan.row_order == RowOrder::Tickets;
     out.chosen.overlap_reduce = plan.overlap_reduce;
-    if (!single) out.chosen.reduce_slices = plan.reduce_slices;
+    if (!single) {
+      out.chosen.reduce_slices = plan.reduce_slices;
+      out.chosen.reduce_vector = plan.reduce_vector;
+    }
     // dw and db add up in a fixed order unless CTAs take their rows from a counter.
     out.chosen.deterministic = !out.ticketed_rows;
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(

@@ -1,6 +1,7 @@
 // The backward's second step: dw (and db) = the column sums of the partial rows, in a fixed order
-// so that every run gives the same bits. A CTA takes 32 columns; its warps ("slices") sum rows
-// slice, slice + S, slice + 2S, ... in order, then slice 0 adds the S slice sums in slice order.
+// so that every run gives the same bits. A CTA takes 32·V columns, V a thread (one vector load a
+// partial row); its warps ("slices") sum rows slice, slice + S, slice + 2S, ... in order, then
+// slice 0 adds the S slice sums in slice order.
 #include "builders.hpp"
 #include "element_io.hpp"
 
@@ -50,6 +51,7 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const std::uint32_t C = plan.reduce_columns;
   const std::uint32_t S = plan.reduce_slices;
   const std::uint32_t unroll = plan.reduce_unroll;
+  const std::uint32_t V = plan.reduce_vector;
   k.require_threads(C * S);
 
   std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};
@@ -63,17 +65,19 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const Reg<U32> tid = k.tid_x();
   const Reg<U32> lane = k.and_(tid, C - 1);
   const Reg<U32> slice = k.shr(tid, 5u);
-  // Positions in the partial rows; the columns they hold differ where the row step wrote them by
-  // whole warps.
-  const Reg<U32> position = k.mad(k.ctaid_x(), C, lane);
+  // Positions in the partial rows (a thread's V of them consecutive, and so their columns); the
+  // columns they hold differ where the row step wrote them by whole warps.
+  const Reg<U32> position = k.mul(k.mad(k.ctaid_x(), C, lane), V);
   const Pred column_ok = k.setp(Cmp::Lt, position, spec.width);
   const std::uint32_t pitch = partial_pitch(spec.width);
 
-  std::vector<GlobalPtr<F32>> cols;
+  std::vector<GlobalDPtr> cols;
   std::vector<std::vector<Reg<F32>>> sums;
   for (const GlobalDPtr& p : partials) {
-    cols.push_back(k.index(p.p.as<F32>(), position));
-    sums.push_back({k.mov<F32>(0.0f)});
+    cols.push_back(at(k, p, position));
+    std::vector<Reg<F32>> zeros;
+    for (std::uint32_t e = 0; e < V; ++e) zeros.push_back(k.mov<F32>(0.0f));
+    sums.push_back(std::move(zeros));
   }
   k.for_range(slice, rows, S * unroll, [&](Reg<U32> r) {
     std::vector<Pred> ok;
@@ -81,27 +85,29 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
       ok.push_back(u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, k.add(r, u * S), rows)));
     }
     for (std::size_t a = 0; a < cols.size(); ++a) {
-      const GlobalPtr<F32> base = k.row(cols[a], r, pitch);
-      std::vector<Reg<F32>> v;
+      const GlobalDPtr base = row_of(k, cols[a], r, pitch);
+      std::vector<Values> v;
       for (std::uint32_t u = 0; u < unroll; ++u) {
-        v.push_back(
-            k.ld_if(ok[u], base + static_cast<std::int64_t>(u) * S * pitch, 0.0f, kNcNoAllocate));
+        const GlobalDPtr at_row = base + static_cast<std::int64_t>(u) * S * pitch;
+        v.push_back(decode(k, load_raw(k, at_row, V, ok[u], kNcNoAllocate)));
       }
-      for (Reg<F32> e : v) k.add(sums[a][0], sums[a][0], e);
+      for (const Values& row : v) {
+        for (std::uint32_t e = 0; e < V; ++e) k.add(sums[a][e], sums[a][e], row[e]);
+      }
     }
   });
 
   const SharedPtr<F32> table =
-      k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C);
+      k.shared_array<F32>("slices", static_cast<std::uint32_t>(cols.size()) * S * C * V);
   const Reg<U32> column = partial_column(k, position, warp_blocked_columns(plan), spec.width);
-  store_slice_sums(k, SliceSums{table, tid, slice, C, S, 1, sums, std::nullopt}, outs, column,
+  store_slice_sums(k, SliceSums{table, tid, slice, C, S, V, sums, std::nullopt}, outs, column,
                    column_ok, spec.weight_dtype);
   k.finalize();
 
   LaunchStep step;
   step.contract = k.contract();
   step.grid.kind = GridRule::Kind::Columns;
-  step.grid.columns_per_cta = C;
+  step.grid.columns_per_cta = plan.reduce_columns_per_cta();
   return step;
 }
 

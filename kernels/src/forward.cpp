@@ -40,11 +40,12 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
   const RowLanes lanes(k, map, cta.lane);
-  // A row split over a cluster: CTA `rank` holds columns [rank·n, rank·n + n) of row %clusterid.x,
-  // n = plan.width; the row's sums are reduced over the cluster through distributed shared memory.
+  // A row split over a cluster: CTA `rank` holds columns [rank·n, rank·n + n) of its cluster's
+  // row, n = plan.width; the row's sums are reduced over the cluster through distributed shared
+  // memory. The clusters take rows as CTAs do without them: %clusterid.x, or walking from it.
   const std::uint32_t cluster = plan.cluster_ctas;
-  if (cluster > 1 && (plan.grid != Grid::RowGroupPerCta || plan.rows_per_cta != 1)) {
-    throw Error("a forward split over a cluster takes one row a CTA, not a persistent grid");
+  if (cluster > 1 && plan.rows_per_cta != 1) {
+    throw Error("a forward split over a cluster takes one row a CTA");
   }
   // This thread's first column in global memory (its slice's first column on shared memory's side
   // is lanes.first_element()).
@@ -95,10 +96,14 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
   }
-  // The cluster's slots: one set a reduction of the row (each written once: a CTA has one row).
+  // The cluster's slots: two sets, one a reduction of the row. A cluster walking rows with one
+  // reduction a row alternates them as the scratch: a CTA writes a peer's slots for the next row
+  // only after this row's cluster barrier, which every CTA reaches after reading the last row's.
   const std::uint32_t slot_floats = cluster_reduce_slot_floats(cluster, 2);
   SharedPtr<F32> slots{};
+  std::optional<Reg<U32>> slot_offset;
   if (rank) slots = k.shared_array<F32>("cluster_sums", 2 * slot_floats);
+  if (rank && one_reduction && persistent) slot_offset = k.mov<U32>(0u);
   const auto reduce_all = [&](std::span<const Reg<F32>> values, std::int64_t buffer) {
     SharedPtr<F32> at_buffer = scratch;
     if (T > 32) {
@@ -106,9 +111,12 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                                  : scratch + buffer * static_cast<std::int64_t>(scratch_floats);
     }
     if (rank) {
-      slice.started->await(k);
+      slice.started->await(k);  // the first reduction, where no walk awaited it before
+      const SharedPtr<F32> at_slots =
+          slot_offset ? k.index(slots, *slot_offset)
+                      : slots + buffer * static_cast<std::int64_t>(slot_floats);
       return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
-                            slots + buffer * static_cast<std::int64_t>(slot_floats));
+                            at_slots);
     }
     return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);
   };
@@ -224,6 +232,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       mean_square = k.mul(reduce(first.value(), 0), inv_width);
     }
     if (scratch_offset) k.mov(*scratch_offset, k.xor_(*scratch_offset, scratch_floats));
+    if (slot_offset) k.mov(*slot_offset, k.xor_(*slot_offset, slot_floats));
     const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
 
     // Lane 0 of each row group writes the row's statistics (of the cluster's first CTA).
@@ -285,14 +294,16 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       step.grid.cluster_ctas = cluster;
       break;
     case Grid::Persistent: {
-      // CTAs walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the groups, so
-      // the first is real) with the rows ahead in flight (a persistent forward loads some).
-      const Reg<U32> grid = k.nctaid_x();
+      // CTAs (or clusters) walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
+      // groups, so the first is real) with the rows ahead in flight (a persistent forward loads
+      // some).
+      const Reg<U32> grid = rank ? k.special(Special::NclusteridX) : k.nctaid_x();
       const std::unique_ptr<RowsAhead> ahead =
           RowsAhead::make(plan, lanes, groups, grid, {&xt},
                           [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
       if (!ahead) throw Error("a persistent forward loads rows ahead, but its plan has none");
       ahead->start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
+      if (slice.started) slice.started->await(k);  // before the walk, which writes peers' slots
       k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
         const Reg<U32> row = groups.row(g);
         ahead->issue(k, g);
@@ -301,6 +312,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         ahead->advance(k);
       });
       step.grid.kind = GridRule::Kind::Persistent;
+      step.grid.cluster_ctas = cluster;
       break;
     }
   }

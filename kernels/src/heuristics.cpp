@@ -151,6 +151,23 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   return l;
 }
 
+void size_column_reduce(Plan& p, const NormKnobs& kn, std::uint32_t width) {
+  // At most one partial row a row-step CTA (a cluster's CTAs share one); up to 32 warps, each with
+  // all its rows (≤ 16) in flight.
+  const std::uint32_t partials = std::max(1u, p.sm_count * p.ctas_per_sm / p.cluster_ctas);
+  p.reduce_slices =
+      kn.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
+  p.reduce_unroll = std::clamp(ceil_div(partials, p.reduce_slices), 4u, 16u);
+  // A vector of columns a thread where the CTAs stay at least 4 an SM: wide rows' few partial
+  // rows otherwise leave each thread one 4-byte load a round.
+  std::uint32_t v = 4;
+  while (v > 1 && ceil_div(width, p.reduce_columns * v) < 4 * p.sm_count) v /= 2;
+  v = kn.reduce_vector.value_or(v);
+  // Whole vectors of the width, as aligned as the call's (dw and db are stored by them).
+  while (v > 1 && (v > p.vec || width % v != 0)) v /= 2;
+  p.reduce_vector = v;
+}
+
 namespace {
 
 // plan_norm in stages, in the order each needs the last: the thread mapping, the access hints, the
@@ -226,8 +243,9 @@ class Planner {
     // A forward row (or a cluster's slice of one) of 32-64 KiB stays in registers, at most 128
     // bytes a thread of 512: faster than reading it again or staging it.
     const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
+    // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too.
     const bool row_knobs_unset = !kn_.register_chunks && !kn_.staged_chunks &&
-                                 !kn_.threads_per_row && kn_.prefetch_rows.value_or(0) == 0;
+                                 !kn_.threads_per_row && kn_.prefetch_rows.value_or(0) != 1;
     held_row_ = !backward_ && row_knobs_unset && p_.rows_per_cta == 1 && row_bytes > 32 * 1024 &&
                 row_bytes <= std::uint64_t{p_.threads_per_row} * kHeldBytesPerThread;
     reread_ = !backward_ && row_knobs_unset && !held_row_ &&
@@ -446,12 +464,7 @@ class Planner {
       const std::uint32_t rows_per_partial = ceil_div(32 * nacc_, 3 * s_);
       p_.min_row_groups_per_cta =
           single_ ? 1 : kn_.min_row_groups.value_or(ceil_div(rows_per_partial, p_.rows_per_cta));
-      // The column reduce: at most one partial row a row-step CTA; up to 32 warps, each with all
-      // its rows (≤ 16) in flight.
-      const std::uint32_t partials = p_.sm_count * p_.ctas_per_sm;
-      p_.reduce_slices =
-          kn_.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
-      p_.reduce_unroll = std::clamp(ceil_div(partials, p_.reduce_slices), 4u, 16u);
+      size_column_reduce(p_, kn_, spec_.width);
     }
     if (single_) {
       // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs; rows share a
@@ -491,13 +504,12 @@ class Planner {
 constexpr std::uint32_t kClusterSliceBytes = 64 * 1024;
 
 std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ctas) {
-  // A cluster's slices take one row a CTA, no rows ahead in the forward, and in the backward
-  // partial rows in a fixed row order.
+  // A cluster's slices take one row a CTA, and in the backward partial rows in a fixed row order.
   const NormKnobs& kn = spec.knobs;
   const bool forward = !is_backward(spec.kind);
-  if ((forward && kn.prefetch_rows.value_or(0) > 0) || kn.rows_per_cta.value_or(1) > 1) {
-    return fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes rows_per_cta 1{}",
-                       cluster_ctas, forward ? " and no prefetch_rows" : "");
+  if (kn.rows_per_cta.value_or(1) > 1) {
+    return fmt::format("cluster_ctas {} gives each CTA one row's slice: it takes rows_per_cta 1",
+                       cluster_ctas);
   }
   if (!forward && (kn.single_launch.value_or(false) || kn.row_order == RowOrder::Tickets)) {
     return fmt::format(
@@ -534,7 +546,7 @@ Plan plan_norm(const NormSpec& spec) {
   const bool tuned_cluster = tuned.knobs.cluster_ctas.has_value();
   const std::uint32_t cluster = cluster_ctas_for(tuned_cluster ? tuned : spec);
   if (cluster > 1) {
-    // Each CTA of the cluster plans its slice of the row, one row a CTA, no rows ahead.
+    // Each CTA of the cluster plans its slice of the row, one row a CTA.
     NormSpec slice = tuned_cluster ? tuned : spec;
     slice.width = spec.width / cluster;
     slice.knobs.cluster_ctas.reset();
@@ -543,7 +555,7 @@ Plan plan_norm(const NormSpec& spec) {
       // Partial rows, written by each CTA of the cluster over its slice's columns; a fixed walk.
       slice.knobs.single_launch = false;
       slice.knobs.row_order = RowOrder::Fixed;
-    } else {
+    } else if (!slice.knobs.prefetch_rows) {
       slice.knobs.prefetch_rows = 0;
     }
     // Every slice starts as aligned as the row: vectors no wider than the slice's power of two.
@@ -555,6 +567,7 @@ Plan plan_norm(const NormSpec& spec) {
       p = Planner(slice).plan();
     }
     p.cluster_ctas = cluster;
+    if (p.weight_grads == WeightGrads::PartialRows) size_column_reduce(p, spec.knobs, spec.width);
     return p;
   }
   return Planner(tuned).plan();

@@ -115,11 +115,13 @@ struct Plan {
   std::uint32_t ctas_per_sm = 1;
   std::uint32_t sm_count = 0;                // the device's, or the sm_count knob
   std::uint32_t min_row_groups_per_cta = 1;  // backward: sizes the partials to the batch
-  // Column reduce of the backward: 32 columns a CTA, `reduce_slices` warps over the partial rows,
-  // each loading `reduce_unroll` of its rows at once.
+  // Column reduce of the backward: 32 threads a warp of `reduce_vector` columns each, a CTA's
+  // `reduce_slices` warps over the partial rows, each loading `reduce_unroll` of its rows at once.
   std::uint32_t reduce_columns = 32;
+  std::uint32_t reduce_vector = 1;
   std::uint32_t reduce_slices = 8;
   std::uint32_t reduce_unroll = 4;
+  std::uint32_t reduce_columns_per_cta() const { return reduce_columns * reduce_vector; }
 
   // .maxnreg: what one CTA may use (backward), or enough for 4 CTAs of 128 (forward). Without it
   // ptxas picks its own occupancy target and spills to meet it.
@@ -152,6 +154,8 @@ inline constexpr std::uint32_t kStaticScratchBytes = 4096;
 std::uint32_t shared_budget(const DeviceModel& d);
 
 Plan plan_norm(const NormSpec& spec);
+// The backward's column reduce over the partial rows of a plan's grid, for rows of `width`.
+void size_column_reduce(Plan& p, const NormKnobs& knobs, std::uint32_t width);
 
 // The one-launch backward's column pass: rows a warp loads at once.
 inline constexpr std::uint32_t kColumnRowsInFlight = 8;

@@ -578,8 +578,10 @@ class NormPair {
         "{} ({} elements a vector)",
         v->built.steps.empty() ? describe(backward) : v->built.steps[0].contract.entry, vec);
     std::shared_ptr<const LoadedModule> module = cache_->get(ctx_, v->built.ptx, name);
-    for (const kernels::LaunchStep& step : v->built.steps) {
-      PreparedStep p{Function(module, step.contract),
+    for (kernels::LaunchStep& step : v->built.steps) {
+      Function function(module, step.contract);
+      cap_persistent_clusters(function, step);
+      PreparedStep p{std::move(function),
                      step.grid,
                      step.contract.block_threads,
                      step.contract.dynamic_shared_bytes,
@@ -588,6 +590,18 @@ class NormPair {
       v->steps.push_back(std::move(p));
     }
     return v;
+  }
+
+  // A persistent grid of clusters no larger than the device holds at once: a cluster that waited
+  // for another to end would walk its rows after it. The plan's SM count cannot say this (how
+  // clusters fit the GPCs is the driver's), and the partial rows follow the grid.
+  static void cap_persistent_clusters(const Function& f, kernels::LaunchStep& step) {
+    kernels::GridRule& g = step.grid;
+    if (g.kind != kernels::GridRule::Kind::Persistent || g.cluster_ctas <= 1) return;
+    const std::uint32_t resident =
+        max_active_clusters(f, {g.cluster_ctas, 1, 1}, {step.contract.block_threads, 1, 1},
+                            step.contract.dynamic_shared_bytes);
+    if (resident > 0) g.max_ctas = std::min(g.max_ctas, resident * g.cluster_ctas);
   }
 
   void* slot_for(const kernels::LaunchStep& step, const ParamSpec& param) {

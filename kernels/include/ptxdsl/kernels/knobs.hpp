@@ -65,6 +65,9 @@ enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, O
     "the column reduce launches as the row step's CTAs end (griddepcontrol)")                     \
   X(reduce_slices, std::uint32_t, Backwards, PowerOfTwo, 1, 32, Sm80, 70,                         \
     "warps of the column reduce over the partial rows")                                           \
+  X(reduce_vector, std::uint32_t, Backwards, PowerOfTwo, 1, 4, Sm80, 70,                          \
+    "columns a thread of the column reduce sums, one vector load a partial row (at most: the "    \
+    "call's vectors and the width may allow fewer)")                                              \
   X(row_nc, bool, All, Switch, 0, 1, Sm80, 70,                                                    \
     "x and dy by read-only (.nc) loads (1), or by plain loads, which stay before barriers (0)")   \
   X(early_weights, bool, Forwards, Switch, 0, 1, Sm80, 70,                                        \
