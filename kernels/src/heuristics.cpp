@@ -151,7 +151,9 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   return l;
 }
 
-void size_column_reduce(Plan& p, const NormKnobs& kn, std::uint32_t width) {
+void size_column_reduce(Plan& p, const NormSpec& spec) {
+  const NormKnobs& kn = spec.knobs;
+  const std::uint32_t width = spec.width;
   // At most one partial row a row-step CTA (a cluster's CTAs share one); up to 32 warps, each with
   // all its rows (≤ 16) in flight.
   const std::uint32_t partials = std::max(1u, p.sm_count * p.ctas_per_sm / p.cluster_ctas);
@@ -166,6 +168,9 @@ void size_column_reduce(Plan& p, const NormKnobs& kn, std::uint32_t width) {
   // Whole vectors of the width, as aligned as the call's (dw and db are stored by them).
   while (v > 1 && (v > p.vec || width % v != 0)) v /= 2;
   p.reduce_vector = v;
+  // Vectors: at most 16 floats in flight a thread over dw's and db's loads (more spill on sm_80).
+  const std::uint32_t tensors = has_bias(spec) ? 2 : 1;
+  if (v > 1) p.reduce_unroll = std::max(1u, std::min(p.reduce_unroll, 16 / (v * tensors)));
 }
 
 namespace {
@@ -178,8 +183,11 @@ class Planner {
   static constexpr std::uint32_t kHeldBytesPerThread = 128;  // a held row's share of a thread
 
  public:
-  explicit Planner(const NormSpec& spec)
-      : spec_(spec),
+  // `cluster_ctas`: the CTAs a slice of the row is planned for (its cluster reduce's addresses
+  // and slot offsets take registers the prefetch must leave).
+  explicit Planner(const NormSpec& spec, std::uint32_t cluster_ctas = 1)
+      : cluster_regs_(cluster_ctas > 1 ? 8 : 0),
+        spec_(spec),
         kn_(spec.knobs),
         dev_(spec.device),
         backward_(is_backward(spec.kind)),
@@ -357,7 +365,7 @@ class Planner {
       // outside registers loop with their own addresses, masks and counters (16 more).
       const std::uint32_t ceiling = max_registers(dev_, p_.block() * std::max(1u, backward_fit));
       const std::uint32_t mixed = single_ && data_regs_ < p_.chunks ? 16 : 0;
-      const std::uint32_t need = backward_values + prefetched_ + 24 + 2 * p_.vec +
+      const std::uint32_t need = backward_values + prefetched_ + 24 + cluster_regs_ + 2 * p_.vec +
                                  (wide_weights_ ? 2 * p_.vec : 0) + 2 * tensors_ * tail_regs_ +
                                  mixed + (has_residual(spec_) ? 2 * p_.vec : 0);
       prefetch_default = need <= std::min(p_.max_registers, ceiling);
@@ -464,7 +472,7 @@ class Planner {
       const std::uint32_t rows_per_partial = ceil_div(32 * nacc_, 3 * s_);
       p_.min_row_groups_per_cta =
           single_ ? 1 : kn_.min_row_groups.value_or(ceil_div(rows_per_partial, p_.rows_per_cta));
-      size_column_reduce(p_, kn_, spec_.width);
+      size_column_reduce(p_, spec_);
     }
     if (single_) {
       // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs; rows share a
@@ -481,6 +489,7 @@ class Planner {
     }
   }
 
+  const std::uint32_t cluster_regs_;
   const NormSpec& spec_;
   const NormKnobs& kn_;
   const DeviceModel& dev_;
@@ -498,10 +507,12 @@ class Planner {
 }  // namespace
 
 // A row of more than this many bytes is split over a cluster, where the device has clusters,
-// into slices of at most this many, each held in registers (forward) or walked as a row of its
-// own (backward): the fastest split measured on the H200 at 32768-262144 columns, both ways
-// (docs/performance.md, "Wide rows").
-constexpr std::uint32_t kClusterSliceBytes = 64 * 1024;
+// into slices of at most this many: held in registers (forward, 64 KiB), or walked as a row of
+// its own (backward, 32 KiB, the width whose x and dy a CTA stages whole beside its partial sums).
+// The fastest splits measured on the H200 at 32768-262144 columns (docs/performance.md, "Wide
+// rows").
+constexpr std::uint32_t kForwardSliceBytes = 64 * 1024;
+constexpr std::uint32_t kBackwardSliceBytes = 32 * 1024;
 
 std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ctas) {
   // A cluster's slices take one row a CTA, and in the backward partial rows in a fixed row order.
@@ -525,7 +536,9 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
   if (!cluster_knob_conflict(spec, 2).empty()) return 1;
   const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
-  if (std::uint64_t{spec.width} * bytes <= kClusterSliceBytes) return 1;
+  const std::uint32_t slice_bytes =
+      is_backward(spec.kind) ? kBackwardSliceBytes : kForwardSliceBytes;
+  if (std::uint64_t{spec.width} * bytes <= slice_bytes) return 1;
   // The fewest CTAs whose slices fit, each a whole number of 16-byte vectors (so every slice
   // starts as aligned as the row); else the most the device allows.
   const std::uint32_t most = std::min(spec.device.max_cluster_size, kMaxClusterCtas);
@@ -534,7 +547,7 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   for (std::uint32_t c = 2; c <= most; c *= 2) {
     if (spec.width % (c * vec) != 0) break;
     best = c;
-    if (spec.width / c * bytes <= kClusterSliceBytes) break;
+    if (spec.width / c * bytes <= slice_bytes) break;
   }
   return best;
 }
@@ -561,13 +574,13 @@ Plan plan_norm(const NormSpec& spec) {
     // Every slice starts as aligned as the row: vectors no wider than the slice's power of two.
     const std::uint32_t vec = slice.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
     slice.knobs.vector_elems = std::min(vec, slice.width & (~slice.width + 1));
-    Plan p = Planner(slice).plan();
+    Plan p = Planner(slice, cluster).plan();
     if (p.block() < 32) {  // a narrow slice: a warp at least (cluster_reduce reduces the block)
       slice.knobs.threads_per_row = 32;
-      p = Planner(slice).plan();
+      p = Planner(slice, cluster).plan();
     }
     p.cluster_ctas = cluster;
-    if (p.weight_grads == WeightGrads::PartialRows) size_column_reduce(p, spec.knobs, spec.width);
+    if (p.weight_grads == WeightGrads::PartialRows) size_column_reduce(p, spec);
     return p;
   }
   return Planner(tuned).plan();

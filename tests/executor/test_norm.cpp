@@ -89,8 +89,12 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& 
 // `launches` > 1 runs the norm again on the same workspace, outputs poisoned again each time, on
 // `threads` host threads: a kernel whose rows come from a counter (row_order tickets) must leave it
 // at zero for the next launch.
-void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride,
-               float x_offset = 0.0f, std::uint32_t launches = 1, unsigned threads = 1) {
+// Returns the last launch's outputs, by name, as the kernel wrote them.
+std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built,
+                                                        std::uint32_t batch, std::uint32_t stride,
+                                                        float x_offset = 0.0f,
+                                                        std::uint32_t launches = 1,
+                                                        unsigned threads = 1) {
   const NormSpec& spec = built.spec;
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
@@ -132,6 +136,7 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
   }
   ExecOptions options;
   options.threads = threads;
+  std::map<std::string, std::vector<std::byte>> written;
   for (std::uint32_t launch = 0; launch < launches; ++launch) {
     INFO("launch " << launch);
     for (const Output& o : outs) {
@@ -151,12 +156,14 @@ void run_batch(const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride
       std::vector<float> got = to_floats(bytes, o.dtype, o.count);
       if (o.count == rows && stride != width) got = dense_rows(got, batch, width, stride);
       check(problem, o, got);
+      written[o.name] = bytes;
     }
     if (built.ticketed_rows) {
       const auto counter = dev.download<std::uint32_t>(ptrs.at("row_counter"), 4);
       CHECK(counter == std::vector<std::uint32_t>(4, 0u));
     }
   }
+  return written;
 }
 
 void run_kind(NormKind kind, DType dtype) {
@@ -315,6 +322,30 @@ TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every
   CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
 }
 
+TEST_CASE("forward clusters walking rows (prefetch_rows 2): the slots alternate, rows ring ahead",
+          "[executor][norm]") {
+  // A persistent grid of few clusters, each walking several rows with the next two copied into a
+  // ring by cp.async: every row's sums must come from its own slots, row after row.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      for (std::uint32_t cluster : {2u, 4u}) {
+        // Slices of 64 KiB, which the planner holds in registers.
+        const std::uint32_t width = cluster * (dtype == DType::F32 ? 16384 : 32768);
+        NormSpec spec = spec_of(kind, dtype, width);
+        spec.knobs.cluster_ctas = cluster;
+        spec.knobs.prefetch_rows = 2;
+        spec.knobs.sm_count = 2 * cluster;  // two clusters
+        spec.knobs.ctas_per_sm = 1;
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " " << dtype_name(dtype) << " cluster " << cluster);
+        REQUIRE(built.steps[0].grid.kind == GridRule::Kind::Persistent);
+        REQUIRE(built.steps[0].grid.grid(11, width) == 2 * cluster);
+        run_batch(built, 11, width);
+      }
+    }
+  }
+}
+
 TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a cluster",
           "[executor][norm]") {
   // Clusters walk the rows persistently (few SMs: several row groups each, the slots
@@ -324,12 +355,14 @@ TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a
             [](const BuiltNorm& built, std::uint32_t cluster) {
               CHECK(built.partial_rows(37) * cluster == built.steps[0].grid.grid(37, 1000));
             });
-  // The planner's own choice past 64 KiB rows, as the forwards'; none where the knobs ask for a
-  // strategy a cluster's slices do not take, or the device has no clusters.
+  // The planner's own choice past 32 KiB rows, slices of 32 KiB at most; none where the knobs ask
+  // for a strategy a cluster's slices do not take, or the device has no clusters.
   NormSpec wide = spec_of(NormKind::LayerNormBwd, DType::BF16, 131072);
   wide.weight_dtype = DType::F32;
-  CHECK(*build_norm(wide).chosen.cluster_ctas == 4);
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 8);
   wide.width = 32768;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 2);
+  wide.width = 16384;
   CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
   wide.width = 131072;
   wide.knobs.single_launch = true;
@@ -666,6 +699,37 @@ TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to
           REQUIRE(built.chosen.row_nc == 0u);
           REQUIRE(occurrences(built.ptx, "ld.global.nc") < nc_before);
           for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the column reduce's vectors of columns (reduce_vector) sum the same bits",
+          "[executor][norm]") {
+  // 1, 2 or 4 columns a thread: the same rows in the same order for every column, so dw and db
+  // come out bit-identical; widths the vector does not divide take narrower ones.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (std::uint32_t width : {1003u, 4096u}) {
+      std::optional<std::vector<std::vector<std::byte>>> first;
+      for (std::uint32_t v : {1u, 2u, 4u}) {
+        NormSpec spec = spec_of(kind, DType::BF16, width);
+        spec.weight_dtype = DType::F32;
+        spec.knobs.single_launch = false;
+        spec.knobs.sm_count = 8;
+        spec.knobs.reduce_vector = v;
+        spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, width, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        INFO(kind_name(kind) << " width " << width << " reduce_vector " << v);
+        const std::uint32_t expected = width % v == 0 ? v : 1;
+        REQUIRE(*built.chosen.reduce_vector == expected);
+        std::map<std::string, std::vector<std::byte>> out = run_batch(built, 45, width);
+        std::vector<std::vector<std::byte>> sums{out.at("dw")};
+        if (out.count("db") != 0) sums.push_back(out.at("db"));
+        if (!first) {
+          first = sums;
+        } else {
+          CHECK(sums == *first);
         }
       }
     }
