@@ -67,7 +67,8 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const Reg<U32> slice = k.shr(tid, 5u);
   // Positions in the partial rows (a thread's V of them consecutive, and so their columns); the
   // columns they hold differ where the row step wrote them by whole warps.
-  const Reg<U32> position = k.mul(k.mad(k.ctaid_x(), C, lane), V);
+  const Reg<U32> first = k.mad(k.ctaid_x(), C, lane);
+  const Reg<U32> position = V == 1 ? first : k.mul(first, V);
   const Pred column_ok = k.setp(Cmp::Lt, position, spec.width);
   const std::uint32_t pitch = partial_pitch(spec.width);
 

@@ -112,9 +112,9 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
     if (rank) {
       slice.started->await(k);  // the first reduction, where no walk awaited it before
-      const SharedPtr<F32> at_slots =
-          slot_offset ? k.index(slots, *slot_offset)
-                      : slots + buffer * static_cast<std::int64_t>(slot_floats);
+      const SharedPtr<F32> at_slots = slot_offset
+                                          ? k.index(slots, *slot_offset)
+                                          : slots + buffer * static_cast<std::int64_t>(slot_floats);
       return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
                             at_slots);
     }

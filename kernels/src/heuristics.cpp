@@ -251,12 +251,14 @@ class Planner {
     // A forward row (or a cluster's slice of one) of 32-64 KiB stays in registers, at most 128
     // bytes a thread of 512: faster than reading it again or staging it.
     const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
-    // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too.
-    const bool row_knobs_unset = !kn_.register_chunks && !kn_.staged_chunks &&
-                                 !kn_.threads_per_row && kn_.prefetch_rows.value_or(0) != 1;
-    held_row_ = !backward_ && row_knobs_unset && p_.rows_per_cta == 1 && row_bytes > 32 * 1024 &&
+    // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too; rows read again load nothing
+    // ahead.
+    const bool placement_unset = !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row;
+    const std::uint32_t ahead = kn_.prefetch_rows.value_or(0);
+    held_row_ = !backward_ && placement_unset && ahead != 1 && p_.rows_per_cta == 1 &&
+                row_bytes > 32 * 1024 &&
                 row_bytes <= std::uint64_t{p_.threads_per_row} * kHeldBytesPerThread;
-    reread_ = !backward_ && row_knobs_unset && !held_row_ &&
+    reread_ = !backward_ && placement_unset && ahead == 0 && !held_row_ &&
               spec_.ptx_version >= PtxVersion{7, 4} && reread_shape &&
               resident_bytes <= dev_.l2_bytes * 2 / 5;
     p_.l2_stream = kn_.l2_stream.value_or(reread_);

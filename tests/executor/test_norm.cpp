@@ -90,9 +90,8 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& 
 // `threads` host threads: a kernel whose rows come from a counter (row_order tickets) must leave it
 // at zero for the next launch.
 // Returns the last launch's outputs, by name, as the kernel wrote them.
-std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built,
-                                                        std::uint32_t batch, std::uint32_t stride,
-                                                        float x_offset = 0.0f,
+std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, std::uint32_t batch,
+                                                        std::uint32_t stride, float x_offset = 0.0f,
                                                         std::uint32_t launches = 1,
                                                         unsigned threads = 1) {
   const NormSpec& spec = built.spec;
