@@ -126,9 +126,9 @@ void validate(const NormSpec& spec) {
       throw Error(fmt::format("cluster_ctas {} needs thread-block clusters: sm_90 or newer, got {}",
                               c, arch_name(spec.arch)));
     }
-    if (c > spec.device.max_cluster_size) {
+    if (c > spec.device.largest_cluster()) {
       throw Error(fmt::format("cluster_ctas {} is more than the {} CTAs a cluster of {} may have",
-                              c, spec.device.max_cluster_size, spec.device.name));
+                              c, spec.device.largest_cluster(), spec.device.name));
     }
     if (spec.width % c != 0) {
       throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));

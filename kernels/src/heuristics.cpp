@@ -542,8 +542,12 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
       is_backward(spec.kind) ? kBackwardSliceBytes : kForwardSliceBytes;
   if (std::uint64_t{spec.width} * bytes <= slice_bytes) return 1;
   // The fewest CTAs whose slices fit, each a whole number of 16-byte vectors (so every slice
-  // starts as aligned as the row); else the most the device allows.
-  const std::uint32_t most = std::min(spec.device.max_cluster_size, kMaxClusterCtas);
+  // starts as aligned as the row); else the most the device allows: the backward past the
+  // portable 8 where the device opts in (its 32 KiB slices at 262144 columns), the forward,
+  // whose 64 KiB slices fit 8 CTAs for 16-bit rows, within them.
+  const std::uint32_t allowed =
+      is_backward(spec.kind) ? spec.device.largest_cluster() : spec.device.max_cluster_size;
+  const std::uint32_t most = std::min(allowed, kMaxClusterCtas);
   const std::uint32_t vec = 16 / bytes;
   std::uint32_t best = 1;
   for (std::uint32_t c = 2; c <= most; c *= 2) {

@@ -194,7 +194,10 @@ void launch_raw(const Function& f, Dim3 grid, Dim3 cluster, Dim3 block, std::uin
   if (shared_bytes + f.contract().static_shared_bytes > kDefaultSharedLimit) {
     f.reserve_dynamic_shared(shared_bytes);
   }
-  if (cluster.count() > kPortableClusterSize) f.allow_non_portable_clusters();
+  // Past 8 CTAs, given at launch or fixed by the contract, the kernel opts into the larger size.
+  if (std::max(cluster.count(), f.contract().cluster.count()) > kPortableClusterSize) {
+    f.allow_non_portable_clusters();
+  }
   CUresult r;
   const char* call = "cuLaunchKernel";
   // A cluster the contract fixes (.reqnctapercluster) needs no attribute: the plain launch runs it.

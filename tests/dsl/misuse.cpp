@@ -614,11 +614,11 @@ TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checke
   const SharedPtr<F32> s{k.reg<U32>(), 0};
   const ClusterPtr<F32> c{k.reg<U32>(), 0};
   const ClusterPtr<B64> bar{k.reg<U32>(), 0};
-  CHECK_MISUSE(k.require_cluster({3, 3, 1}), "k", ".reqnctapercluster",
-               "a cluster must have 1 to 8 CTAs (each dimension at least 1), got (3, 3, 1)");
+  CHECK_MISUSE(k.require_cluster({3, 3, 2}), "k", ".reqnctapercluster",
+               "a cluster must have 1 to 16 CTAs (each dimension at least 1), got (3, 3, 2)");
   CHECK_MISUSE(k.require_cluster({0, 1, 1}), "k", ".reqnctapercluster", "got (0, 1, 1)");
-  CHECK_MISUSE(k.mapa(s, 8u), "k", "instruction 'mapa.shared::cluster.u32'",
-               "CTA rank must be below the largest cluster (8 CTAs), got 8");
+  CHECK_MISUSE(k.mapa(s, 16u), "k", "instruction 'mapa.shared::cluster.u32'",
+               "CTA rank must be below the largest cluster (16 CTAs), got 16");
   CHECK_MISUSE(k.st_async((c.as<U32>() + 1).as<U64>(), k.reg<U64>(), bar), "k",
                "instruction 'st.async", "constant offset 4 is not a multiple of the 8-byte access");
   CHECK_MISUSE(k.st_async(c, k.reg<F32>(), (bar.as<U32>() + 1).as<B64>()), "k",
@@ -637,8 +637,8 @@ TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checke
                "instruction 'barrier.cluster.wait.release.aligned'", "a wait acquires");
   const Reg<U32> tid = k.tid_x();
   const SharedPtr<F32> scratch = k.shared_array<F32>("scratch", 8);
-  CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 256, tid, scratch, 9, scratch), "k",
-               "cluster_reduce", "the cluster must have 1 to 8 CTAs");
+  CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 256, tid, scratch, 17, scratch), "k",
+               "cluster_reduce", "the cluster must have 1 to 16 CTAs");
   CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 4, tid, scratch, 8, scratch), "k",
                "cluster_reduce", "no more than the block's 4 threads, got 8");
 }

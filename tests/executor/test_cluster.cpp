@@ -117,8 +117,8 @@ TEST_CASE("a launch's cluster shape is checked against the grid and the kernel",
              }),
              Contains("needs cluster dimensions (LaunchConfig::cluster)"));
   CHECK_THAT(test::error_of(
-                 [&] { dev.launch(explicit_only, {.grid = 16, .block = 32, .cluster = 16}, {}); }),
-             Contains("cluster must have 1 to 8 CTAs"));
+                 [&] { dev.launch(explicit_only, {.grid = 32, .block = 32, .cluster = 32}, {}); }),
+             Contains("cluster must have 1 to 16 CTAs"));
   CHECK(dev.launch(fixed, {4, 32}, {}).ctas == 4u);
   CHECK(dev.launch(explicit_only, {.grid = 8, .block = 32, .cluster = 4}, {}).ctas == 8u);
 }

@@ -313,6 +313,10 @@ TEST_CASE("forwards split over a thread-block cluster: slices, DSMEM sums, every
             [](const BuiltNorm& built, std::uint32_t cluster) {
               REQUIRE(built.steps[0].grid.grid(3, 1000) == 3 * cluster);
             });
+  // 16 CTAs, past the portable size (the knob only, for the forward).
+  NormSpec sixteen = spec_of(NormKind::RmsNormFwd, DType::BF16, 16384);
+  sixteen.knobs.cluster_ctas = 16;
+  run_batch(build_norm(sixteen), 3, 16384);
   // The planner's own choice past 64 KiB rows on a device with clusters; none without them.
   NormSpec wide = spec_of(NormKind::RmsNormFwd, DType::BF16, 131072);
   CHECK(*build_norm(wide).chosen.cluster_ctas == 4);
@@ -359,6 +363,8 @@ TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a
   NormSpec wide = spec_of(NormKind::LayerNormBwd, DType::BF16, 131072);
   wide.weight_dtype = DType::F32;
   CHECK(*build_norm(wide).chosen.cluster_ctas == 8);
+  wide.width = 262144;  // 16 CTAs, the H200's non-portable size: slices of 32 KiB still
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 16);
   wide.width = 32768;
   CHECK(*build_norm(wide).chosen.cluster_ctas == 2);
   wide.width = 16384;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,10 @@ struct DeviceModel {
   // The newest PTX target the device runs: its compute capability's family.
   Arch arch() const;
   bool has_clusters() const { return max_cluster_size > 0; }
+  // The most CTAs a cluster may have with the non-portable opt-in (the portable size without it).
+  std::uint32_t largest_cluster() const {
+    return std::max(max_cluster_size, max_cluster_size_nonportable);
+  }
   // Resident blocks of `threads` threads using `registers` registers a thread and `shared_bytes`
   // of shared memory (static + dynamic) an SM holds at once; 0 where one does not fit.
   std::uint32_t blocks_per_sm(std::uint32_t threads, std::uint32_t registers,

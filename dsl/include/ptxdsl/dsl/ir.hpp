@@ -183,8 +183,9 @@ constexpr bool is_cluster_special(Special s) {
   return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank);
 }
 
-// The CTAs a cluster may hold: 8 is the portable maximum every sm_90 launch accepts.
-inline constexpr std::uint32_t kMaxClusterCtas = 8;
+// The CTAs a cluster may hold: 16, the non-portable maximum of sm_90 and sm_100 (8 is the portable
+// one every launch accepts; more needs the launch's opt-in, which the runtime makes).
+inline constexpr std::uint32_t kMaxClusterCtas = 16;
 
 // Precision choice for rcp/sqrt/div: exact IEEE forms take a rounding mode; approximate ones do
 // not.

@@ -77,7 +77,7 @@ enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, O
     "counter)")                                                                                   \
   X(deterministic, bool, Backwards, Switch, 0, 1, Sm80, 70,                                       \
     "dw and db bit-identical run to run (1), or tickets where they are faster (0)")               \
-  X(cluster_ctas, std::uint32_t, All, PowerOfTwo, 1, 8, Sm80, 70,                                 \
+  X(cluster_ctas, std::uint32_t, All, PowerOfTwo, 1, 16, Sm80, 70,                                \
     "CTAs of a thread-block cluster that split each row, reducing through DSMEM (1: none; sm_90)")
 
 #define PTXDSL_KNOB_COUNT(...) +1
