@@ -36,7 +36,7 @@ constexpr std::uint32_t kDefaultWidths[] = {256,  512,   1024,  2048,  3072,  40
 constexpr std::uint64_t kRowBytes = 32ull << 20;
 constexpr std::uint32_t kRowsPerSm = 32;
 constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
-// Forward rows wider than this are also timed split over a cluster.
+// Rows wider than this are also timed split over a cluster.
 constexpr std::uint64_t kClusterCandidateBytes = 16 * 1024;
 
 std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_count) {
@@ -48,8 +48,8 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead; and the load hints; for forward rows past 16 KiB, the row split over 1 to 8 CTAs of a
-// cluster (those the device and the width do not allow fail to build and are left out). Each
+// ahead; and the load hints; for rows past 16 KiB, the row split over 1 to 16 CTAs of a cluster
+// (those the device and the width do not allow fail to build and are left out). Each
 // stays one strategy at the widths near it.
 std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
                                     const NormKnobs& chosen) {
@@ -81,9 +81,8 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
     k.l2_stream = !streamed;
     k.l1_rereads = !streamed;
   });
-  if (!kernels::is_backward(kind) &&
-      std::uint64_t{width} * kernels::dtype_bytes(dtype) > kClusterCandidateBytes) {
-    for (std::uint32_t ctas : {1u, 2u, 4u, 8u}) {
+  if (std::uint64_t{width} * kernels::dtype_bytes(dtype) > kClusterCandidateBytes) {
+    for (std::uint32_t ctas : {1u, 2u, 4u, 8u, 16u}) {
       if (ctas != chosen.cluster_ctas.value_or(1))
         add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
     }
