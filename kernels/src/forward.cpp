@@ -291,7 +291,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       // The grid covers the batch.
       normalize_row(first_row, groups.row_ok(first_row));
       step.grid.kind = GridRule::Kind::RowsPerCta;
-      step.grid.cluster_ctas = cluster;
       break;
     case Grid::Persistent: {
       // CTAs (or clusters) walk row groups ctaid, ctaid + nctaid, ... (the grid never exceeds the
@@ -312,12 +311,12 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
         ahead->advance(k);
       });
       step.grid.kind = GridRule::Kind::Persistent;
-      step.grid.cluster_ctas = cluster;
       break;
     }
   }
   k.finalize();
 
+  step.grid.cluster_ctas = cluster;
   step.contract = k.contract();
   step.grid.rows_per_cta = plan.rows_per_cta;
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;

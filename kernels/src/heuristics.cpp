@@ -151,28 +151,6 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   return l;
 }
 
-void size_column_reduce(Plan& p, const NormSpec& spec) {
-  const NormKnobs& kn = spec.knobs;
-  const std::uint32_t width = spec.width;
-  // At most one partial row a row-step CTA (a cluster's CTAs share one); up to 32 warps, each with
-  // all its rows (≤ 16) in flight.
-  const std::uint32_t partials = std::max(1u, p.sm_count * p.ctas_per_sm / p.cluster_ctas);
-  p.reduce_slices =
-      kn.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
-  p.reduce_unroll = std::clamp(ceil_div(partials, p.reduce_slices), 4u, 16u);
-  // A vector of columns a thread where the CTAs stay at least 4 an SM: wide rows' few partial
-  // rows otherwise leave each thread one 4-byte load a round.
-  std::uint32_t v = 4;
-  while (v > 1 && ceil_div(width, p.reduce_columns * v) < 4 * p.sm_count) v /= 2;
-  v = kn.reduce_vector.value_or(v);
-  // Whole vectors of the width, as aligned as the call's (dw and db are stored by them).
-  while (v > 1 && (v > p.vec || width % v != 0)) v /= 2;
-  p.reduce_vector = v;
-  // Vectors: at most 16 floats in flight a thread over dw's and db's loads (more spill on sm_80).
-  const std::uint32_t tensors = has_bias(spec) ? 2 : 1;
-  if (v > 1) p.reduce_unroll = std::max(1u, std::min(p.reduce_unroll, 16 / (v * tensors)));
-}
-
 namespace {
 
 // plan_norm in stages, in the order each needs the last: the thread mapping, the access hints, the
@@ -183,10 +161,9 @@ class Planner {
   static constexpr std::uint32_t kHeldBytesPerThread = 128;  // a held row's share of a thread
 
  public:
-  // `cluster_ctas`: the CTAs a slice of the row is planned for (its cluster reduce's addresses
-  // and slot offsets take registers the prefetch must leave).
+  // `cluster_ctas`: the CTAs whose slices of the row `spec` (one slice) describes.
   explicit Planner(const NormSpec& spec, std::uint32_t cluster_ctas = 1)
-      : cluster_regs_(cluster_ctas > 1 ? 8 : 0),
+      : cluster_ctas_(cluster_ctas),
         spec_(spec),
         kn_(spec.knobs),
         dev_(spec.device),
@@ -217,6 +194,7 @@ class Planner {
                           ? (single_ ? WeightGrads::SingleLaunch : WeightGrads::PartialRows)
                           : WeightGrads::None;
     p_.width = spec_.width;
+    p_.cluster_ctas = cluster_ctas_;
     p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
     p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
     const std::uint32_t vectors = ceil_div(p_.width, p_.vec);
@@ -367,7 +345,9 @@ class Planner {
       // outside registers loop with their own addresses, masks and counters (16 more).
       const std::uint32_t ceiling = max_registers(dev_, p_.block() * std::max(1u, backward_fit));
       const std::uint32_t mixed = single_ && data_regs_ < p_.chunks ? 16 : 0;
-      const std::uint32_t need = backward_values + prefetched_ + 24 + cluster_regs_ + 2 * p_.vec +
+      // A cluster reduce's addresses and slot offsets: 8 more.
+      const std::uint32_t cluster_regs = cluster_ctas_ > 1 ? 8 : 0;
+      const std::uint32_t need = backward_values + prefetched_ + 24 + cluster_regs + 2 * p_.vec +
                                  (wide_weights_ ? 2 * p_.vec : 0) + 2 * tensors_ * tail_regs_ +
                                  mixed + (has_residual(spec_) ? 2 * p_.vec : 0);
       prefetch_default = need <= std::min(p_.max_registers, ceiling);
@@ -474,7 +454,7 @@ class Planner {
       const std::uint32_t rows_per_partial = ceil_div(32 * nacc_, 3 * s_);
       p_.min_row_groups_per_cta =
           single_ ? 1 : kn_.min_row_groups.value_or(ceil_div(rows_per_partial, p_.rows_per_cta));
-      size_column_reduce(p_, spec_);
+      size_column_reduce();
     }
     if (single_) {
       // 16-bit pairs in one 4-byte load where every row holds whole, aligned pairs; rows share a
@@ -491,7 +471,29 @@ class Planner {
     }
   }
 
-  const std::uint32_t cluster_regs_;
+  // The backward's column reduce over the partial rows of the grid, for the whole row.
+  void size_column_reduce() {
+    // At most one partial row a row-step CTA (a cluster's CTAs share one); up to 32 warps, each
+    // with all its rows (≤ 16) in flight.
+    const std::uint32_t partials = std::max(1u, p_.sm_count * p_.ctas_per_sm / cluster_ctas_);
+    p_.reduce_slices =
+        kn_.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
+    p_.reduce_unroll = std::clamp(ceil_div(partials, p_.reduce_slices), 4u, 16u);
+    // A vector of columns a thread where the CTAs stay at least 4 an SM: wide rows' few partial
+    // rows otherwise leave each thread one 4-byte load a round.
+    const std::uint32_t width = p_.width * cluster_ctas_;
+    std::uint32_t v = 4;
+    while (v > 1 && ceil_div(width, p_.reduce_columns * v) < 4 * p_.sm_count) v /= 2;
+    v = kn_.reduce_vector.value_or(v);
+    // Whole vectors of the width, as aligned as the call's (dw and db are stored by them).
+    while (v > 1 && (v > p_.vec || width % v != 0)) v /= 2;
+    p_.reduce_vector = v;
+    // Vectors: at most 16 floats in flight a thread over dw's and db's loads (more spill on sm_80).
+    const std::uint32_t tensors = has_bias(spec_) ? 2 : 1;
+    if (v > 1) p_.reduce_unroll = std::max(1u, std::min(p_.reduce_unroll, 16 / (v * tensors)));
+  }
+
+  const std::uint32_t cluster_ctas_;
   const NormSpec& spec_;
   const NormKnobs& kn_;
   const DeviceModel& dev_;
@@ -585,8 +587,6 @@ Plan plan_norm(const NormSpec& spec) {
       slice.knobs.threads_per_row = 32;
       p = Planner(slice, cluster).plan();
     }
-    p.cluster_ctas = cluster;
-    if (p.weight_grads == WeightGrads::PartialRows) size_column_reduce(p, spec);
     return p;
   }
   return Planner(tuned).plan();

@@ -154,8 +154,6 @@ inline constexpr std::uint32_t kStaticScratchBytes = 4096;
 std::uint32_t shared_budget(const DeviceModel& d);
 
 Plan plan_norm(const NormSpec& spec);
-// The backward's column reduce over the partial rows of a plan's grid, for the rows of `spec`.
-void size_column_reduce(Plan& p, const NormSpec& spec);
 
 // The one-launch backward's column pass: rows a warp loads at once.
 inline constexpr std::uint32_t kColumnRowsInFlight = 8;
