@@ -26,6 +26,8 @@ struct NormObject {
   std::mutex mutex;
   std::unique_ptr<runtime::LayerNorm> layer;
   std::unique_ptr<runtime::RmsNorm> rms;
+  // What both norms do (prepare, workspace_bytes) on whichever this object holds.
+  runtime::Norm& norm() { return layer ? static_cast<runtime::Norm&>(*layer) : *rms; }
 };
 
 // The object for `key`, built (with the device's primary context) if it is new. Throws CallError

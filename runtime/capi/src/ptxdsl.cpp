@@ -280,7 +280,7 @@ int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, int32_t dtype,
     if (rows == 0) return;
     NormObject& o = norm_object(key);
     const std::lock_guard<std::mutex> lock(o.mutex);
-    *bytes = o.layer ? o.layer->workspace_bytes(rows) : o.rms->workspace_bytes(rows);
+    *bytes = o.norm().workspace_bytes(rows);
   });
 }
 
@@ -290,11 +290,7 @@ int32_t ptxdsl_norm_prepare(int32_t device, int32_t norm, int32_t dtype, int32_t
     const NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width);
     NormObject& o = norm_object(key);
     const std::lock_guard<std::mutex> lock(o.mutex);
-    if (o.layer) {
-      o.layer->prepare();
-    } else {
-      o.rms->prepare();
-    }
+    o.norm().prepare();
   });
 }
 

@@ -357,6 +357,51 @@ class NormPair {
     return built_variant({backward, alternate_pays(backward, vec, batch, variant), vec, variant});
   }
 
+  // A forward call of either norm (layer norm's args have b and mean): its views checked in the
+  // order of the kernel's parameters, bound, and launched.
+  template <class Args>
+  void forward(const Args& a) {
+    if (a.batch == 0) return;
+    const NormVariant variant = variant_for(false, a);
+    PointerArgs ptrs;
+    ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+    ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+    if constexpr (requires { a.b; }) ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
+    ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
+    ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
+    ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
+    if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+    ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+    const Variant& v = check_and_bind(false, ptrs.view(), a.batch, stride_of(a), a.width, variant);
+    set_eps(a.eps);
+    launch_steps(v, a.batch, a.stream);
+  }
+
+  // A backward call of either norm (layer norm's args have mean and db).
+  template <class Args>
+  void backward(const Args& a) {
+    if (a.batch == 0) return;
+    const NormVariant variant = variant_for(true, a);
+    PointerArgs ptrs;
+    ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
+    ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+    ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+    if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+    ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+    ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
+    ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
+    ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
+    if constexpr (requires { a.db; }) ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
+    const Variant& v = check_and_bind(true, ptrs.view(), a.batch, stride_of(a), a.width, variant);
+    launch_backward(v, a.batch, a.workspace, a.stream);
+  }
+
+  // A call's row stride: its own, or the width (0: contiguous rows).
+  template <class Args>
+  std::uint32_t stride_of(const Args& a) const {
+    return a.stride != 0 ? a.stride : spec_.width;
+  }
+
   // The variant of a call's views (variant_of), refused with this object's name.
   template <class Args>
   NormVariant variant_for(bool backward, const Args& a) const {
@@ -656,136 +701,51 @@ class NormPair {
 
 }  // namespace detail
 
-using detail::Bind;
-using detail::PointerArg;
-using detail::Role;
+Norm::Norm(const Context& ctx, bool layer_norm, DType dtype, DType weight_dtype,
+           std::uint32_t width, NormOptions options)
+    : impl_(std::make_unique<detail::NormPair>(ctx, layer_norm, dtype, weight_dtype, width,
+                                               options)) {}
+Norm::Norm(Norm&&) noexcept = default;
+Norm& Norm::operator=(Norm&&) noexcept = default;
+Norm::~Norm() = default;
 
-// ---- LayerNorm ----
+void Norm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
+  impl_->prepare(vector_elems, variant);
+}
+std::uint64_t Norm::workspace_bytes(std::uint32_t batch) {
+  return impl_->workspace_bytes(batch);
+}
+std::uint32_t Norm::width() const {
+  return impl_->width();
+}
+DType Norm::dtype() const {
+  return impl_->dtype();
+}
+DType Norm::weight_dtype() const {
+  return impl_->weight_dtype();
+}
+std::uint32_t Norm::last_vector_elems() const {
+  return impl_->last_vec();
+}
 
 LayerNorm::LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
                      NormOptions options)
-    : impl_(std::make_unique<detail::NormPair>(ctx, true, dtype, weight_dtype, width, options)) {}
-LayerNorm::LayerNorm(LayerNorm&&) noexcept = default;
-LayerNorm& LayerNorm::operator=(LayerNorm&&) noexcept = default;
-LayerNorm::~LayerNorm() = default;
-
+    : Norm(ctx, true, dtype, weight_dtype, width, options) {}
 void LayerNorm::forward(const LayerNormForwardArgs& a) {
-  if (a.batch == 0) return;
-  const NormVariant variant = impl_->variant_for(false, a);
-  detail::PointerArgs ptrs;
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
-  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
-  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
-  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
-  ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v =
-      impl_->check_and_bind(false, ptrs.view(), a.batch, stride, a.width, variant);
-  impl_->set_eps(a.eps);
-  impl_->launch_steps(v, a.batch, a.stream);
+  impl_->forward(a);
 }
-
 void LayerNorm::backward(const LayerNormBackwardArgs& a) {
-  if (a.batch == 0) return;
-  const NormVariant variant = impl_->variant_for(true, a);
-  detail::PointerArgs ptrs;
-  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
-  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
-  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
-  ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
-  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v =
-      impl_->check_and_bind(true, ptrs.view(), a.batch, stride, a.width, variant);
-  impl_->launch_backward(v, a.batch, a.workspace, a.stream);
+  impl_->backward(a);
 }
-
-void LayerNorm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
-  impl_->prepare(vector_elems, variant);
-}
-std::uint64_t LayerNorm::workspace_bytes(std::uint32_t batch) {
-  return impl_->workspace_bytes(batch);
-}
-std::uint32_t LayerNorm::width() const {
-  return impl_->width();
-}
-DType LayerNorm::dtype() const {
-  return impl_->dtype();
-}
-DType LayerNorm::weight_dtype() const {
-  return impl_->weight_dtype();
-}
-std::uint32_t LayerNorm::last_vector_elems() const {
-  return impl_->last_vec();
-}
-
-// ---- RmsNorm ----
 
 RmsNorm::RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
                  NormOptions options)
-    : impl_(std::make_unique<detail::NormPair>(ctx, false, dtype, weight_dtype, width, options)) {}
-RmsNorm::RmsNorm(RmsNorm&&) noexcept = default;
-RmsNorm& RmsNorm::operator=(RmsNorm&&) noexcept = default;
-RmsNorm::~RmsNorm() = default;
-
+    : Norm(ctx, false, dtype, weight_dtype, width, options) {}
 void RmsNorm::forward(const RmsNormForwardArgs& a) {
-  if (a.batch == 0) return;
-  const NormVariant variant = impl_->variant_for(false, a);
-  detail::PointerArgs ptrs;
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
-  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
-  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v =
-      impl_->check_and_bind(false, ptrs.view(), a.batch, stride, a.width, variant);
-  impl_->set_eps(a.eps);
-  impl_->launch_steps(v, a.batch, a.stream);
+  impl_->forward(a);
 }
-
 void RmsNorm::backward(const RmsNormBackwardArgs& a) {
-  if (a.batch == 0) return;
-  const NormVariant variant = impl_->variant_for(true, a);
-  detail::PointerArgs ptrs;
-  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
-  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
-  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
-  const std::uint32_t stride = a.stride != 0 ? a.stride : impl_->width();
-  const detail::Variant& v =
-      impl_->check_and_bind(true, ptrs.view(), a.batch, stride, a.width, variant);
-  impl_->launch_backward(v, a.batch, a.workspace, a.stream);
-}
-
-void RmsNorm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
-  impl_->prepare(vector_elems, variant);
-}
-std::uint64_t RmsNorm::workspace_bytes(std::uint32_t batch) {
-  return impl_->workspace_bytes(batch);
-}
-std::uint32_t RmsNorm::width() const {
-  return impl_->width();
-}
-DType RmsNorm::dtype() const {
-  return impl_->dtype();
-}
-DType RmsNorm::weight_dtype() const {
-  return impl_->weight_dtype();
-}
-std::uint32_t RmsNorm::last_vector_elems() const {
-  return impl_->last_vec();
+  impl_->backward(a);
 }
 
 }  // namespace ptxdsl::runtime

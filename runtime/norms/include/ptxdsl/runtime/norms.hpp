@@ -142,19 +142,13 @@ namespace detail {
 class NormPair;
 }
 
-class LayerNorm {
+// What LayerNorm and RmsNorm share: the kernels of one norm, dtype, weight dtype and width on one
+// context, built on first use.
+class Norm {
  public:
-  LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
-            NormOptions options = {});
-  LayerNorm(LayerNorm&&) noexcept;
-  LayerNorm& operator=(LayerNorm&&) noexcept;
-  ~LayerNorm();
-
-  // y = (x − mean)·rstd·w + b per row (x + residual with the residual add); writes mean and rstd.
-  void forward(const LayerNormForwardArgs& args);
-  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
-  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
-  void backward(const LayerNormBackwardArgs& args);
+  Norm(Norm&&) noexcept;
+  Norm& operator=(Norm&&) noexcept;
+  ~Norm();
 
   // Builds and JITs the forward (both variants, where the prefetching one can be chosen) and the
   // backward now (for `vector_elems`; 0: the aligned variant), so the first call pays no JIT.
@@ -169,33 +163,34 @@ class LayerNorm {
   // Elements per vector access the last forward or backward used (0 before any).
   std::uint32_t last_vector_elems() const;
 
- private:
+ protected:
+  Norm(const Context& ctx, bool layer_norm, DType dtype, DType weight_dtype, std::uint32_t width,
+       NormOptions options);
   std::unique_ptr<detail::NormPair> impl_;
 };
 
-class RmsNorm {
+class LayerNorm : public Norm {
+ public:
+  LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
+            NormOptions options = {});
+
+  // y = (x − mean)·rstd·w + b per row (x + residual with the residual add); writes mean and rstd.
+  void forward(const LayerNormForwardArgs& args);
+  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
+  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
+  void backward(const LayerNormBackwardArgs& args);
+};
+
+class RmsNorm : public Norm {
  public:
   RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
           NormOptions options = {});
-  RmsNorm(RmsNorm&&) noexcept;
-  RmsNorm& operator=(RmsNorm&&) noexcept;
-  ~RmsNorm();
 
   // y = x·rstd·w per row (x + residual with the residual add); writes rstd.
   void forward(const RmsNormForwardArgs& args);
   // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
   // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
   void backward(const RmsNormBackwardArgs& args);
-
-  void prepare(std::uint32_t vector_elems = 0, const NormVariant& variant = {});
-  std::uint64_t workspace_bytes(std::uint32_t batch);
-  std::uint32_t width() const;
-  DType dtype() const;
-  DType weight_dtype() const;
-  std::uint32_t last_vector_elems() const;
-
- private:
-  std::unique_ptr<detail::NormPair> impl_;
 };
 
 }  // namespace ptxdsl::runtime
