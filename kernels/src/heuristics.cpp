@@ -31,6 +31,13 @@ std::uint32_t max_registers(const DeviceModel& d, std::uint32_t block) {
                                  d.registers_per_sm / round_up(block, 128) / 8 * 8);
 }
 
+// Registers a thread may use so that `threads` (whole warps) stay resident on an SM together, as
+// the driver allocates them: a warp's registers in units of 256, 8 a thread.
+std::uint32_t resident_registers(const DeviceModel& d, std::uint32_t threads) {
+  return std::min<std::uint32_t>(d.max_registers_per_thread,
+                                 d.registers_per_sm / round_up(threads, 32) / 8 * 8);
+}
+
 // CTAs of `block` threads at `registers` a thread that an SM holds by threads and registers.
 std::uint32_t ctas_by_registers(const DeviceModel& d, std::uint32_t block,
                                 std::uint32_t registers) {
@@ -442,11 +449,15 @@ class Planner {
       std::uint32_t fit = ctas_by_registers(dev_, p_.block(), regs);
       if (smem > 0) fit = std::min(fit, ctas_by_shared(dev_, smem));
       p_.ctas_per_sm = kn_.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
-      // A prefetching backward takes what those CTAs leave (ptxas, left at a one-CTA ceiling,
-      // takes more than the grid counts on).
-      if (backward_ && p_.lookahead != Lookahead::None && !kn_.max_registers) {
+      // A backward takes what those CTAs leave: ptxas, left at a one-CTA ceiling, can take more
+      // than the estimate the grid counts on, and CTAs that do not fit run as a second wave. A
+      // prefetching one keeps the quarter-SM margin of max_registers it was measured with.
+      if (backward_ && !kn_.max_registers) {
+        const std::uint32_t threads = p_.block() * p_.ctas_per_sm;
         p_.max_registers =
-            std::min(p_.max_registers, max_registers(dev_, p_.block() * p_.ctas_per_sm));
+            std::min(p_.max_registers, p_.lookahead != Lookahead::None
+                                           ? max_registers(dev_, threads)
+                                           : resident_registers(dev_, threads));
       }
     }
     if (backward_) {

@@ -73,6 +73,25 @@ struct Outcome {
   PtxasResult result;
 };
 
+// A persistent grid is sized for ctas_per_sm CTAs an SM: the registers ptxas gave each of its
+// entries must let that many stay resident, or the CTAs past them wait for a second wave.
+void check_persistent_ctas_fit(const BuiltNorm& b, const PtxasResult& result) {
+  const DeviceModel& d = b.spec.device;
+  const std::uint32_t ctas_per_sm = b.chosen.ctas_per_sm.value_or(1);
+  for (const LaunchStep& step : b.steps) {
+    if (step.grid.kind != GridRule::Kind::Persistent) continue;
+    for (const PtxasEntry& e : result.entries) {
+      if (e.name != step.contract.entry) continue;
+      // Registers are allocated a warp at a time in units of 256: 8 a thread.
+      const std::uint32_t per_cta = (e.registers + 7) / 8 * 8 * step.contract.block_threads;
+      INFO(e.name << " (" << d.name << "): " << e.registers << " registers × "
+                  << step.contract.block_threads << " threads, grid sized for " << ctas_per_sm
+                  << " CTAs an SM of " << d.registers_per_sm << " registers");
+      CHECK(per_cta * ctas_per_sm <= d.registers_per_sm);
+    }
+  }
+}
+
 void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr) {
   std::vector<Outcome> outcomes(groups.size());
   std::atomic<std::size_t> next{0};
@@ -99,6 +118,7 @@ void assemble_all(std::vector<Group> groups, const char* arch_for_all = nullptr)
       CHECK(e.spill_store_bytes == 0);
       CHECK(e.spill_load_bytes == 0);
     }
+    for (const BuiltNorm& b : groups[i].built) check_persistent_ctas_fit(b, o.result);
   }
 }
 
