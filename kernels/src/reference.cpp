@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ptxdsl/dsl/error.hpp"
 
@@ -171,8 +172,20 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
   }
   r.w = has_weight(spec) ? in.w.values : std::vector<float>(width, 1.0f);
   r.b = has_bias(spec) ? in.b.values : std::vector<float>(width, 0.0f);
-  // The forward's statistics of the rows (the backward's mean and rstd inputs too).
-  if (ln) {
+  // The forward's statistics of the rows (the backward's mean and rstd inputs too); a backward
+  // needs them alone, not y, whose doubles would be the largest array of the reference.
+  if (is_backward(spec.kind)) {
+    r.rstd.resize(batch);
+    if (ln) r.mean.resize(batch);
+    for (std::uint32_t row = 0; row < batch; ++row) {
+      const float* xr = r.rows.data() + static_cast<std::size_t>(row) * stride;
+      if (ln) {
+        std::tie(r.mean[row], r.rstd[row]) = ln_stats(xr, width, eps);
+      } else {
+        r.rstd[row] = rms_rstd(xr, width, eps);
+      }
+    }
+  } else if (ln) {
     LayerNormFwdRef f = layer_norm_fwd_ref(r.rows, r.w, r.b, batch, width, stride, eps);
     r.y = std::move(f.y);
     r.mean = std::move(f.mean);
@@ -187,7 +200,6 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
     r.h.assign(h.begin(), h.end());
   }
   if (!is_backward(spec.kind)) return r;
-  r.y.clear();
   const std::vector<float> dy = part(in.dy, "dy");
   if (ln) {
     LayerNormBwdRef b = layer_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps);
