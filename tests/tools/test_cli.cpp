@@ -235,6 +235,11 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"run rms_fwd --batch 8 --width 1024 --dtype f16 --device ''", "--device"},
       {"bench --suite standard --json ''", "--json"},
       {"bench --suite ''", "--suite"},
+      {"bench --suite wide --only ''", "--only"},
+      {"bench --only ln_bwd", "--suite too"},
+      {"bench --suite wide --only nope",
+       "--only 'nope' matches no case of the wide suite: "
+       "ln_fwd bf16 32768x256"},
       // The suite is BENCHMARKS.md's: it takes no arch, PTX version or weight dtype.
       {"bench --suite standard --arch sm_90", "--arch"},
       {"bench --suite standard --ptx-version 8.0", "--ptx-version"},
