@@ -74,7 +74,8 @@ struct Outcome {
 };
 
 // A persistent grid is sized for ctas_per_sm CTAs an SM: the registers ptxas gave each of its
-// entries must let that many stay resident, or the CTAs past them wait for a second wave.
+// entries, its threads and its shared memory must let that many stay resident, or the CTAs past
+// them wait for a second wave.
 void check_persistent_ctas_fit(const BuiltNorm& b, const PtxasResult& result) {
   const DeviceModel& d = b.spec.device;
   const std::uint32_t ctas_per_sm = b.chosen.ctas_per_sm.value_or(1);
@@ -89,6 +90,16 @@ void check_persistent_ctas_fit(const BuiltNorm& b, const PtxasResult& result) {
                   << " CTAs an SM of " << d.registers_per_sm << " registers");
       CHECK(per_cta * ctas_per_sm <= d.registers_per_sm);
     }
+    // And by threads and by shared memory: each CTA's static and dynamic bytes and the driver's
+    // reserve.
+    const KernelContract& c = step.contract;
+    INFO(c.entry << " (" << d.name << "): " << c.block_threads << " threads, "
+                 << c.static_shared_bytes << " + " << c.dynamic_shared_bytes
+                 << " bytes of shared memory, grid sized for " << ctas_per_sm << " CTAs an SM");
+    CHECK(c.block_threads * ctas_per_sm <= d.max_threads_per_sm);
+    CHECK((c.static_shared_bytes + c.dynamic_shared_bytes + d.shared_reserved_per_block) *
+              ctas_per_sm <=
+          d.shared_per_sm);
   }
 }
 
