@@ -119,6 +119,31 @@ TEST_CASE("an output a few bounds off fails", "[reference]") {
   CHECK(v.outputs[0].nonfinite == 1);
 }
 
+TEST_CASE("outputs judged over blocks of rows on several cores count and place every failure",
+          "[reference]") {
+  // 64 rows of 32768: two million elements, split between the cores in blocks of rows.
+  const Case c = layer_norm_case(64, 32768);
+  F32Forward f;
+  f.y = rounded(c.ref.y);
+  f.mean = rounded(c.ref.mean);
+  f.rstd = rounded(c.ref.rstd);
+  const Verdict exact = judge_forward(c, f);
+  REQUIRE(exact.pass());
+  const std::size_t early = 5 * 32768 + 7, late = 60 * 32768 + 11, nan_at = 63 * 32768;
+  F32Forward bad = f;
+  bad.y[early] = static_cast<float>(bad.y[early] + 3 * exact.outputs[0].bound + 1e-30);
+  bad.y[late] = static_cast<float>(bad.y[late] + 9 * exact.outputs[0].bound + 1e-30);
+  const Verdict v = judge_forward(c, bad);
+  CHECK(v.outputs[0].failures == 2);
+  CHECK(v.outputs[0].worst == late);
+  CHECK(v.outputs[0].max_abs == Approx(v.outputs[0].error));
+  bad.y[nan_at] = std::nanf("");
+  const Verdict with_nan = judge_forward(c, bad);
+  CHECK(with_nan.outputs[0].failures == 3);
+  CHECK(with_nan.outputs[0].nonfinite == 1);
+  CHECK(with_nan.outputs[0].worst == nan_at);
+}
+
 TEST_CASE("a mean off by many ulps fails, and so does y from it", "[reference]") {
   const Case c = layer_norm_case(17, 1000, 100.0f);
   F32Forward f;

@@ -38,7 +38,18 @@ kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::N
   r.b = parts[0].b;
   r.dw.assign(parts[0].dw.size(), 0);
   r.db.assign(parts[0].db.size(), 0);
-  for (const kernels::NormReference& p : parts) {
+  // Each part is freed once appended, so that a 4 GB case holds its reference about once, not
+  // twice.
+  const auto reserve = [&](auto member) {
+    std::size_t n = 0;
+    for (const kernels::NormReference& p : parts) n += (p.*member).size();
+    (r.*member).reserve(n);
+  };
+  reserve(&kernels::NormReference::rows);
+  reserve(&kernels::NormReference::y);
+  reserve(&kernels::NormReference::h);
+  reserve(&kernels::NormReference::dx);
+  for (kernels::NormReference& p : parts) {
     r.rows.insert(r.rows.end(), p.rows.begin(), p.rows.end());
     append(r.y, p.y);
     append(r.mean, p.mean);
@@ -47,6 +58,7 @@ kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::N
     append(r.dx, p.dx);
     for (std::size_t c = 0; c < r.dw.size(); ++c) r.dw[c] += p.dw[c];
     for (std::size_t c = 0; c < r.db.size(); ++c) r.db[c] += p.db[c];
+    p = {};
   }
   return r;
 }
