@@ -71,6 +71,11 @@ Case layer_norm_case(std::uint32_t batch, std::uint32_t width, float x_offset = 
   return c;
 }
 
+// The float64 reference rounded to f32: what an exact kernel writes.
+F32Forward reference_in_f32(const Case& c) {
+  return {rounded(c.ref.y), rounded(c.ref.mean), rounded(c.ref.rstd)};
+}
+
 Verdict judge_forward(const Case& c, const F32Forward& f) {
   const NormOutput outs[] = {{"y", DType::F32, f.y, c.ref.y},
                              {"mean", DType::F32, f.mean, c.ref.mean},
@@ -94,10 +99,7 @@ TEST_CASE("f32 layer norms of 2 and 3 columns pass despite their cancellation", 
 
 TEST_CASE("an output a few bounds off fails", "[reference]") {
   const Case c = layer_norm_case(17, 1000);
-  F32Forward f;
-  f.y = rounded(c.ref.y);
-  f.mean = rounded(c.ref.mean);
-  f.rstd = rounded(c.ref.rstd);
+  const F32Forward f = reference_in_f32(c);
   const Verdict exact = judge_forward(c, f);
   REQUIRE(exact.pass());
   for (std::size_t o = 0; o < 3; ++o) {
@@ -123,10 +125,7 @@ TEST_CASE("outputs judged over blocks of rows on several cores count and place e
           "[reference]") {
   // 64 rows of 32768: two million elements, split between the cores in blocks of rows.
   const Case c = layer_norm_case(64, 32768);
-  F32Forward f;
-  f.y = rounded(c.ref.y);
-  f.mean = rounded(c.ref.mean);
-  f.rstd = rounded(c.ref.rstd);
+  const F32Forward f = reference_in_f32(c);
   const Verdict exact = judge_forward(c, f);
   REQUIRE(exact.pass());
   const std::size_t early = 5 * 32768 + 7, late = 60 * 32768 + 11, nan_at = 63 * 32768;
@@ -146,10 +145,7 @@ TEST_CASE("outputs judged over blocks of rows on several cores count and place e
 
 TEST_CASE("a mean off by many ulps fails, and so does y from it", "[reference]") {
   const Case c = layer_norm_case(17, 1000, 100.0f);
-  F32Forward f;
-  f.y = rounded(c.ref.y);
-  f.mean = rounded(c.ref.mean);
-  f.rstd = rounded(c.ref.rstd);
+  F32Forward f = reference_in_f32(c);
   REQUIRE(judge_forward(c, f).pass());
   // 256 ulps of a mean near 100: y moves by about 2e-3·rstd·w.
   for (std::uint32_t row = 0; row < c.in.batch; ++row) {
