@@ -48,9 +48,9 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead; and the load hints; for rows past 16 KiB, the row split over 1 to 16 CTAs of a cluster
-// (those the device and the width do not allow fail to build and are left out). Each
-// stays one strategy at the widths near it.
+// ahead (also the next row at one CTA an SM fewer); and the load hints; for rows past 16 KiB, the
+// row split over 1 to 16 CTAs of a cluster (those the device and the width do not allow fail to
+// build and are left out). Each stays one strategy at the widths near it.
 std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
                                     const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
@@ -73,6 +73,15 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
       if (ahead != chosen.prefetch_rows.value_or(0)) {
         add([&](NormKnobs& k) { k.prefetch_rows = ahead; });
       }
+    }
+    // The next row ahead where the heuristic left it out for want of registers: with one CTA an
+    // SM fewer, which leaves each the registers for it.
+    const std::uint32_t ctas = chosen.ctas_per_sm.value_or(1);
+    if (chosen.prefetch_rows.value_or(0) == 0 && ctas >= 2) {
+      add([&](NormKnobs& k) {
+        k.prefetch_rows = 1;
+        k.ctas_per_sm = ctas - 1;
+      });
     }
   }
   add([](NormKnobs& k) { k.row_nc = false; });
