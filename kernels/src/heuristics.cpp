@@ -454,10 +454,9 @@ class Planner {
       // prefetching one keeps the quarter-SM margin of max_registers it was measured with.
       if (backward_ && !kn_.max_registers) {
         const std::uint32_t threads = p_.block() * p_.ctas_per_sm;
-        p_.max_registers =
-            std::min(p_.max_registers, p_.lookahead != Lookahead::None
-                                           ? max_registers(dev_, threads)
-                                           : resident_registers(dev_, threads));
+        p_.max_registers = std::min(p_.max_registers, p_.lookahead != Lookahead::None
+                                                          ? max_registers(dev_, threads)
+                                                          : resident_registers(dev_, threads));
       }
     }
     if (backward_) {
