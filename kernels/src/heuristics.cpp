@@ -353,8 +353,8 @@ class Planner {
     } else if (backward_) {
       // Where the prefetched row fits the registers the CTAs an SM leave; the one launch's chunks
       // outside registers loop with their own addresses, masks and counters (16 more).
-      const std::uint32_t ceiling = std::min(
-          p_.max_registers, max_registers(dev_, p_.block() * std::max(1u, backward_fit)));
+      const std::uint32_t ceiling =
+          std::min(p_.max_registers, max_registers(dev_, p_.block() * std::max(1u, backward_fit)));
       const std::uint32_t mixed = single_ && data_regs_ < p_.chunks ? 16 : 0;
       // A cluster reduce's addresses and slot offsets: 8 more.
       const std::uint32_t cluster_regs = cluster_ctas_ > 1 ? 8 : 0;
