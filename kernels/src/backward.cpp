@@ -82,7 +82,7 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     throw Error(
         "a backward split over a cluster takes one row a CTA, a fixed row walk and partial rows");
   }
-  RowSlice slice = row_slice(k, spec, plan, lanes);
+  RowSlice slice = row_slice(k, spec, plan, cta, lanes, ln ? 2 : 1);
   const std::optional<Reg<U32>> rank = slice.rank;
   const Reg<U32> first_column = slice.first_column;
 
@@ -116,15 +116,6 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   if (T > 32) {
     scratch = k.shared_array<F32>("red", 2 * scratch_floats);
     scratch_offset = k.mov<U32>(0u);
-  }
-  // The cluster's slots, double-buffered too: a CTA writes a peer's slots for the next row only
-  // after the cluster barrier of this one, which every CTA reaches after reading the last row's.
-  const std::uint32_t slot_floats = cluster_reduce_slot_floats(cluster, reduced);
-  SharedPtr<F32> slots{};
-  Reg<U32> slot_offset{};
-  if (rank) {
-    slots = k.shared_array<F32>("cluster_sums", 2 * slot_floats);
-    slot_offset = k.mov<U32>(0u);
   }
   const float inv_width = 1.0f / static_cast<float>(spec.width);
   // Keeps ptxas from hoisting every chunk's loads to the top of a pass (stride ≥ width ≥ 1).
@@ -260,10 +251,9 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     const SharedPtr<F32> cur = T > 32 ? k.index(scratch, scratch_offset) : scratch;
     // The next ticket reaches the CTA through the group reduce's barrier (or one of its own).
     if (tickets) tickets->post(k);
-    const auto total = rank
-                           ? cluster_reduce(k, sums, Reduction::sum(), plan.block(), cta.tid, cur,
-                                            cluster, k.index(slots, slot_offset))
-                           : group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
+    const auto total =
+        rank ? cluster_reduce(k, sums, Reduction::sum(), plan.block(), cta.tid, cur, *slice.slots)
+             : group_reduce(k, sums, Reduction::sum(), T, plan.block(), cta.tid, cur);
     if (tickets && T <= 32) k.bar_sync(0);
     const Reg<F32> c1 = k.mul(total[0], inv_width);
     std::optional<Reg<F32>> c2;
@@ -294,7 +284,6 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
         },
         fence);
     if (T > 32) k.mov(scratch_offset, k.xor_(scratch_offset, scratch_floats));
-    if (rank) k.mov(slot_offset, k.xor_(slot_offset, slot_floats));
     // Last: `g` (and `row`) are the current group's registers until here.
     if (tickets) tickets->receive(k);
     if (ahead) {

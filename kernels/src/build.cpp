@@ -79,6 +79,10 @@ void check_variant(const NormSpec& spec) {
 
 }  // namespace
 
+PtxVersion default_ptx_version(Arch arch) {
+  return std::max(arch >= Arch::Sm90 ? PtxVersion{8, 1} : PtxVersion{7, 8}, min_ptx_version(arch));
+}
+
 void validate(const NormSpec& spec) {
   if (spec.kind != NormKind::LayerNormFwd && spec.kind != NormKind::LayerNormBwd &&
       spec.kind != NormKind::RmsNormFwd && spec.kind != NormKind::RmsNormBwd) {

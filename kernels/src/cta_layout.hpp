@@ -36,21 +36,26 @@ inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
 }
 
 // A row split over a cluster of plan.cluster_ctas CTAs (nothing of it for one CTA a row): the
-// kernel's cluster attribute, this CTA's %cluster_ctarank, the arrival its peers wait for before
-// they write its shared memory (`started`, awaited before the first cluster_reduce), and the
+// kernel's cluster attribute, this CTA's %cluster_ctarank, the slots its row reductions of up to
+// `reduced_values` values exchange through (st.async onto transaction barriers where the target
+// has them), the arrival its peers wait for before they write its shared memory (`started`, made
+// after the slots' barriers are initialized and awaited before the first reduction), and the
 // thread's first column of the row in global memory: its slice's, rank·width + its first element.
 struct RowSlice {
   std::optional<Reg<U32>> rank;
+  std::optional<ClusterSlots> slots;
   std::optional<ClusterStart> started;
   Reg<U32> first_column;
 };
 
-inline RowSlice row_slice(Kernel& k, const NormSpec& spec, const Plan& plan,
-                          const RowLanes& lanes) {
+inline RowSlice row_slice(Kernel& k, const NormSpec& spec, const Plan& plan, const CtaLayout& cta,
+                          const RowLanes& lanes, std::uint32_t reduced_values) {
   RowSlice s;
   if (plan.cluster_ctas > 1) {
     k.require_cluster({plan.cluster_ctas, 1, 1});
     s.rank = k.cluster_ctarank();
+    s.slots.emplace(k, plan.cluster_ctas, reduced_values, cta.tid,
+                    ClusterSlots::best_for(spec.arch, spec.ptx_version), "cluster_sums");
     s.started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);
   }
   s.first_column =

@@ -49,7 +49,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   }
   // This thread's first column in global memory (its slice's first column on shared memory's side
   // is lanes.first_element()).
-  RowSlice slice = row_slice(k, spec, plan, lanes);
+  RowSlice slice = row_slice(k, spec, plan, cta, lanes, 2);
   const std::optional<Reg<U32>> rank = slice.rank;
   const Reg<U32> first_column = slice.first_column;
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns
@@ -96,14 +96,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
   }
-  // The cluster's slots: two sets, one a reduction of the row. A cluster walking rows with one
-  // reduction a row alternates them as the scratch: a CTA writes a peer's slots for the next row
-  // only after this row's cluster barrier, which every CTA reaches after reading the last row's.
-  const std::uint32_t slot_floats = cluster_reduce_slot_floats(cluster, 2);
-  SharedPtr<F32> slots{};
-  std::optional<Reg<U32>> slot_offset;
-  if (rank) slots = k.shared_array<F32>("cluster_sums", 2 * slot_floats);
-  if (rank && one_reduction && persistent) slot_offset = k.mov<U32>(0u);
   const auto reduce_all = [&](std::span<const Reg<F32>> values, std::int64_t buffer) {
     SharedPtr<F32> at_buffer = scratch;
     if (T > 32) {
@@ -112,11 +104,8 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     }
     if (rank) {
       slice.started->await(k);  // the first reduction, where no walk awaited it before
-      const SharedPtr<F32> at_slots = slot_offset
-                                          ? k.index(slots, *slot_offset)
-                                          : slots + buffer * static_cast<std::int64_t>(slot_floats);
-      return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer, cluster,
-                            at_slots);
+      return cluster_reduce(k, values, Reduction::sum(), plan.block(), cta.tid, at_buffer,
+                            *slice.slots);
     }
     return group_reduce(k, values, Reduction::sum(), T, plan.block(), cta.tid, at_buffer);
   };
@@ -232,7 +221,6 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
       mean_square = k.mul(reduce(first.value(), 0), inv_width);
     }
     if (scratch_offset) k.mov(*scratch_offset, k.xor_(*scratch_offset, scratch_floats));
-    if (slot_offset) k.mov(*slot_offset, k.xor_(*slot_offset, slot_floats));
     const Reg<F32> rstd = reciprocal_std(k, mean_square, eps);
 
     // Lane 0 of each row group writes the row's statistics (of the cluster's first CTA).

@@ -133,6 +133,25 @@ int driver_version() {
   return v;
 }
 
+PtxVersion newest_ptx_version(int version) {
+  // The CUDA releases and the PTX ISA version each introduced (the PTX ISA's release notes).
+  struct Release {
+    int driver;
+    PtxVersion ptx;
+  };
+  static constexpr Release kReleases[] = {
+      {11000, {7, 0}}, {11010, {7, 1}}, {11020, {7, 2}}, {11030, {7, 3}}, {11040, {7, 4}},
+      {11050, {7, 5}}, {11060, {7, 6}}, {11070, {7, 7}}, {11080, {7, 8}}, {12000, {8, 0}},
+      {12010, {8, 1}}, {12020, {8, 2}}, {12030, {8, 3}}, {12040, {8, 4}}, {12050, {8, 5}},
+      {12080, {8, 7}}, {12090, {8, 8}}, {13000, {9, 0}},
+  };
+  PtxVersion newest{6, 0};
+  for (const Release& r : kReleases) {
+    if (version >= r.driver) newest = r.ptx;
+  }
+  return newest;
+}
+
 int device_count() {
   int n = 0;
   PTXDSL_CU_CHECK("counting devices", cuDeviceGetCount, &n);

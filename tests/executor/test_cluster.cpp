@@ -408,3 +408,154 @@ TEST_CASE("memcheck: barrier.cluster misuse", "[executor][cluster][memcheck]") {
                  2),
              Contains("arrives at barrier.cluster again before its barrier.cluster.wait"));
 }
+
+namespace {
+
+// Clusters of `ctas` CTAs of 96 threads walk `rows` rows of `width` f32 (row = %clusterid.x,
+// stepping by %nclusterid.x), each row's slice summed and its squares summed, reduced through
+// ClusterSlots with `exchange`: on odd rows one call of both values, on even rows one call a
+// value, so the buffers and phases alternate at every parity of calls a trip. Every thread stores
+// its row's two totals at y[((row · ctas + rank) · 96 + tid) · 2 + {0, 1}].
+void build_slots_walk(Kernel& k, std::uint32_t ctas, std::uint32_t width, std::uint32_t rows,
+                      ClusterSlots::Exchange exchange) {
+  constexpr std::uint32_t kThreads = 96;
+  k.require_threads(kThreads);
+  k.require_cluster({ctas, 1, 1});
+  const GlobalPtr<F32> x = k.param_ptr<F32>("x"), y = k.param_ptr<F32>("y");
+  const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+  ClusterSlots slots(k, ctas, 2, tid, exchange);
+  ClusterStart started(k, MemSem::Relaxed);
+  const SharedPtr<F32> scratch =
+      k.shared_array<F32>("scratch", 2 * group_reduce_scratch_floats(kThreads, 2));
+  const Reg<U32> parity = k.mov<U32>(0u);
+  const std::uint32_t slice = (width + ctas - 1) / ctas;
+  started.await(k);
+  k.for_range(
+      k.special(Special::ClusteridX), rows, k.special(Special::NclusteridX), [&](Reg<U32> row) {
+        const GlobalPtr<F32> at = k.row(x, row, width);
+        const Reg<U32> begin = k.mul(rank, slice);
+        const Reg<U32> end = k.min(k.add(begin, slice), width);
+        const Reg<F32> sum = k.mov<F32>(0.0f), squares = k.mov<F32>(0.0f);
+        k.for_range(k.add(begin, tid), end, kThreads, [&](Reg<U32> i) {
+          const Reg<F32> v = k.ld(k.index(at, i));
+          k.add(sum, sum, v);
+          k.fma(squares, v, v, squares);
+        });
+        // The scratch alternates call by call: a buffer is written again only after the
+        // other call's barrier.
+        const auto next_scratch = [&] {
+          const SharedPtr<F32> at_scratch =
+              k.index(scratch, k.mul(parity, group_reduce_scratch_floats(kThreads, 2)));
+          k.mov(parity, k.xor_(parity, 1u));
+          return at_scratch;
+        };
+        const Reg<F32> total = k.mov<F32>(0.0f), total_squares = k.mov<F32>(0.0f);
+        k.if_else(
+            k.setp(Cmp::Ne, k.and_(row, 1u), 0u),
+            [&] {
+              const Reg<F32> both[] = {sum, squares};
+              const auto r =
+                  cluster_reduce(k, both, Reduction::sum(), kThreads, tid, next_scratch(), slots);
+              k.mov(total, r[0]);
+              k.mov(total_squares, r[1]);
+            },
+            [&] {
+              const Reg<F32> one[] = {sum};
+              k.mov(total, cluster_reduce(k, one, Reduction::sum(), kThreads, tid, next_scratch(),
+                                          slots)[0]);
+              const Reg<F32> other[] = {squares};
+              k.mov(total_squares, cluster_reduce(k, other, Reduction::sum(), kThreads, tid,
+                                                  next_scratch(), slots)[0]);
+            });
+        const GlobalPtr<F32> out =
+            k.index(y, k.shl(k.mad(k.mad(row, ctas, rank), kThreads, tid), 1u));
+        k.st(out, total);
+        k.st(out + 1, total_squares);
+      });
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ClusterSlots: both exchanges give every thread of the cluster its row's sums, row "
+    "after row, the same bits",
+    "[executor][cluster][reduce]") {
+  constexpr std::uint32_t kRows = 7, kThreads = 96;
+  for (const std::uint32_t ctas : {2u, 4u, 8u}) {
+    for (const std::uint32_t width : {5u, 1000u}) {
+      std::vector<std::vector<float>> results;
+      for (const auto exchange :
+           {ClusterSlots::Exchange::Barrier, ClusterSlots::Exchange::Transactions}) {
+        Module m(Arch::Sm90, {8, 1});
+        Kernel& k = m.kernel("slots_walk");
+        build_slots_walk(k, ctas, width, kRows, exchange);
+        m.emit();
+        const std::vector<float> xs = test::cluster_row_sum_inputs(kRows, width);
+        std::vector<float> ys(std::size_t{kRows} * ctas * kThreads * 2, -1.0f);
+        CpuDevice dev;
+        // Three clusters for seven rows: each walks two or three, its calls alternating buffers.
+        dev.launch(k, {3 * ctas, kThreads}, {dev.upload<float>(xs, "x"), dev.map<float>(ys)});
+        INFO("cluster of " << ctas << ", width " << width << ", exchange "
+                           << (exchange == ClusterSlots::Exchange::Barrier ? "barrier"
+                                                                           : "transactions"));
+        for (std::uint32_t r = 0; r < kRows; ++r) {
+          double sum = 0, squares = 0;
+          for (std::uint32_t i = 0; i < width; ++i) {
+            const double v = xs[r * width + i];
+            sum += v;
+            squares += v * v;
+          }
+          const std::size_t first = std::size_t{r} * ctas * kThreads * 2;
+          CHECK(std::fabs(ys[first] - sum) <= 1e-5 * width);
+          CHECK(std::fabs(ys[first + 1] - squares) <= 1e-5 * width);
+          for (std::uint32_t t = 0; t < ctas * kThreads; ++t) {
+            if (ys[first + 2 * t] != ys[first] || ys[first + 2 * t + 1] != ys[first + 1]) {
+              FAIL("row " << r << ", thread " << t << " differs from thread 0");
+            }
+          }
+        }
+        results.push_back(ys);
+      }
+      INFO("cluster of " << ctas << ", width " << width);
+      CHECK(results[0] == results[1]);  // both combine in rank order
+    }
+  }
+}
+
+TEST_CASE(
+    "ClusterSlots: Transactions is st.async onto mbarriers, no cluster barrier; refused "
+    "below PTX 8.1",
+    "[executor][cluster][reduce]") {
+  CHECK(ClusterSlots::best_for(Arch::Sm90, {8, 1}) == ClusterSlots::Exchange::Transactions);
+  CHECK(ClusterSlots::best_for(Arch::Sm100, {8, 6}) == ClusterSlots::Exchange::Transactions);
+  CHECK(ClusterSlots::best_for(Arch::Sm90, {8, 0}) == ClusterSlots::Exchange::Barrier);
+  CHECK(ClusterSlots::best_for(Arch::Sm80, {8, 1}) == ClusterSlots::Exchange::Barrier);
+  {
+    Module m(Arch::Sm90, {8, 1});
+    Kernel& k = m.kernel("slots_walk");
+    build_slots_walk(k, 4, 1000, 3, ClusterSlots::Exchange::Transactions);
+    const std::string ptx = m.emit();
+    CHECK(test::count(ptx, "mbarrier.init.shared.b64") == 2);
+    CHECK(test::count(ptx, "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32") == 4);
+    CHECK(test::count(ptx, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64") == 3);
+    // The start's arrival and wait alone: no reduction waits for the whole cluster.
+    CHECK(test::count(ptx, "barrier.cluster.arrive") == 1);
+    CHECK(test::count(ptx, "barrier.cluster.wait") == 1);
+    test::require_assembles(m, /*no_spills=*/true);
+  }
+  {
+    Module m(Arch::Sm90, {8, 0});
+    Kernel& k = m.kernel("slots_walk");
+    CHECK_THROWS_WITH(
+        [&] {
+          build_slots_walk(k, 2, 1000, 3, ClusterSlots::Exchange::Transactions);
+          k.finalize();
+          m.emit();
+        }(),
+        Contains("st.async") && Contains("8.1"));
+  }
+  Module m(Arch::Sm90, {8, 1});
+  Kernel& k = m.kernel("one_cta");
+  CHECK_THROWS_WITH(ClusterSlots(k, 1, 1, k.tid_x(), ClusterSlots::Exchange::Transactions),
+                    Contains("a cluster of 2 to 16 CTAs") && Contains("got 1 CTAs"));
+}

@@ -276,22 +276,33 @@ TEST_CASE("rows wider than 65536 (to 262144): odd, and the wide suite's, every k
 namespace {
 
 // `kinds` split over clusters on the executor: every dtype over 2 and 8 CTAs (rows of 1000, 1003
-// apart, `batch` of them; `check` looks at each built kernel), then every variant over 4 at 4096.
-// `sm_count`, where given, makes a persistent grid walk several row groups a cluster.
+// apart, `batch` of them; `check` looks at each built kernel), each exchanging its sums by
+// st.async (PTX 8.1, the default) and by a cluster barrier (7.8), then every variant over 4 at
+// 4096. `sm_count`, where given, makes a persistent grid walk several row groups a cluster.
 void run_split(std::initializer_list<NormKind> kinds, std::uint32_t batch,
                std::optional<std::uint32_t> sm_count,
                const std::function<void(const BuiltNorm&, std::uint32_t cluster)>& check) {
   for (NormKind kind : kinds) {
     for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
       for (std::uint32_t cluster : {2u, 8u}) {
-        NormSpec spec = spec_of(kind, dtype, 1000);
-        spec.knobs.cluster_ctas = cluster;
-        spec.knobs.sm_count = sm_count;
-        spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
-        const BuiltNorm built = build_norm(spec);
-        REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
-        check(built, cluster);
-        run_batch(built, batch, 1003);
+        for (const PtxVersion ptx : {PtxVersion{8, 1}, PtxVersion{7, 8}}) {
+          NormSpec spec = spec_of(kind, dtype, 1000);
+          spec.ptx_version = ptx;
+          spec.knobs.cluster_ctas = cluster;
+          spec.knobs.sm_count = sm_count;
+          spec.knobs.vector_elems = vector_elems_for(dtype, spec.weight_dtype, 1003, 0, 0);
+          const BuiltNorm built = build_norm(spec);
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " cluster " << cluster << " PTX "
+                               << ptx.major << "." << ptx.minor);
+          REQUIRE(built.steps[0].contract.cluster == Dim3(cluster, 1, 1));
+          // By st.async, the cluster barrier only at the start; else one a reduction too.
+          const bool transactions = ptx >= PtxVersion{8, 1};
+          CHECK((built.ptx.find("st.async.shared::cluster") != std::string::npos) == transactions);
+          CHECK((built.ptx.find("barrier.cluster.arrive.aligned;") != std::string::npos) ==
+                !transactions);
+          check(built, cluster);
+          run_batch(built, batch, 1003);
+        }
       }
     }
     for (const NormSpec& variant : variants_of(spec_of(kind, DType::BF16, 4096))) {

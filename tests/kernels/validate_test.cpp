@@ -65,7 +65,7 @@ TEST_CASE("knobs outside their ranges are refused", "[validate]") {
     NormSpec old = s;
     old.arch = Arch::Sm80;
     REQUIRE_THROWS_WITH(validate(old),
-                        "overlap_reduce 1 needs sm_90 and PTX 7.8 or newer, got sm_80 and PTX 7.8");
+                        "overlap_reduce 1 needs sm_90 and PTX 7.8 or newer, got sm_80 and PTX 8.1");
     old.knobs.overlap_reduce = false;  // off asks for no instruction
     REQUIRE_NOTHROW(validate(old));
   }

@@ -31,9 +31,21 @@ TEST_CASE("a buffer whose byte count overflows a size_t is refused, not wrapped"
       Catch::StartsWith("2305843009213693952 elements of 8 bytes do not fit a size_t"));
 }
 
+TEST_CASE("the newest PTX version a driver takes", "[runtime]") {
+  CHECK(newest_ptx_version(11080) == PtxVersion{7, 8});
+  CHECK(newest_ptx_version(12000) == PtxVersion{8, 0});
+  CHECK(newest_ptx_version(12010) == PtxVersion{8, 1});
+  CHECK(newest_ptx_version(12060) == PtxVersion{8, 5});  // 12.6 brought no new PTX
+  CHECK(newest_ptx_version(12080) == PtxVersion{8, 7});
+  CHECK(newest_ptx_version(13000) == PtxVersion{9, 0});
+  CHECK(newest_ptx_version(13020) == PtxVersion{9, 0});  // newer than the table: its newest
+}
+
 TEST_CASE("the driver loads and describes the device", "[runtime][gpu]") {
   PTXDSL_REQUIRE_GPU(ctx);
   CHECK(driver_version() >= 12000);
+  // The norms' default (8.1 from sm_90 on) is what the driver takes, or lowered to it.
+  CHECK(newest_ptx_version(driver_version()) >= PtxVersion{8, 0});
   CHECK(device_count() >= 1);
   const DeviceInfo& info = ctx.info();
   CHECK(!info.name.empty());

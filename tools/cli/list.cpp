@@ -36,7 +36,7 @@ class ListCommand : public Command {
         "  --arch A              sm_80, sm_90, sm_100                    the device's\n"
         "  --device D            a preset below (emit, check, run --cpu), h200\n"
         "                        or a GPU's ordinal (run)                0\n"
-        "  --ptx-version V       7.0 to 9.0, at least the arch's least   7.8 (8.6 for sm_100)\n"
+        "  --ptx-version V       7.0 to 9.0, at least the arch's least   8.1 (sm_80 7.8, sm_100 8.6)\n"
         "  --batch B (run/bench) 1 to 2147483647 rows                    (required)\n"
         "  --seed S (run)        0 to 2^64-1                             1\n"
         "\n"

@@ -26,7 +26,9 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
                                "(default 0)",
                                device_preset_names(), default_device().name));
   }
-  app.add_option("--ptx-version", ptx_version, "7.0 to 9.0 (default 7.8, or the arch's least)");
+  app.add_option("--ptx-version", ptx_version,
+                 "7.0 to 9.0 (default 8.1 from sm_90 on, 7.8 for sm_80; on a GPU, no newer than "
+                 "its driver takes)");
   app.add_option("--affine", affine,
                  "full (default: layer norm's w and b, RMS norm's w), weight (layer norm's w "
                  "alone) or none");
@@ -63,10 +65,6 @@ bool is_ordinal(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-PtxVersion default_ptx_version(Arch arch) {
-  return std::max(PtxVersion{7, 8}, min_ptx_version(arch));
-}
-
 }  // namespace
 
 kernels::NormSpec SpecOptions::spec() const {
@@ -82,7 +80,7 @@ kernels::NormSpec SpecOptions::spec() const {
   s.width = static_cast<std::uint32_t>(parse_uint("--width", width, 1, kernels::kMaxWidth));
   s.device = is_ordinal(device) ? default_device() : device_preset();
   s.arch = arch.empty() ? s.device.arch() : usage([&] { return parse_arch(arch); });
-  s.ptx_version = ptx_version.empty() ? default_ptx_version(s.arch)
+  s.ptx_version = ptx_version.empty() ? kernels::default_ptx_version(s.arch)
                                       : usage([&] { return parse_ptx_version(ptx_version); });
   if (s.ptx_version < min_ptx_version(s.arch)) {
     const PtxVersion least = min_ptx_version(s.arch);

@@ -3,6 +3,7 @@
 // Everything a kernel author needs: `#include <ptxdsl/dsl.hpp>`. The building blocks (element
 // I/O, vector widths, the row map, one row a CTA, reductions, math) come with it.
 #include "ptxdsl/dsl/arch.hpp"
+#include "ptxdsl/dsl/blocks/cluster_slots.hpp"
 #include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "ptxdsl/dsl/blocks/element_io.hpp"
 #include "ptxdsl/dsl/blocks/math.hpp"

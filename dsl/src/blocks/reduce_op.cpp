@@ -88,6 +88,14 @@ std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values
                         slots);
 }
 
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                     const Reduction& op, std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, ClusterSlots& slots) {
+  const std::vector<Reduction> ops(values.size(), op);
+  const PerValue p = per_value(k, "cluster_reduce", values.size(), ops);
+  return slots.reduce(k, values, p.combine, p.identity, block_threads, tid, scratch);
+}
+
 std::vector<Reg<F32>> group_reduce(Kernel& k, std::span<const Reg<F32>> values, const Reduction& op,
                                    std::uint32_t group_threads, std::uint32_t block_threads,
                                    Reg<U32> tid, SharedPtr<F32> scratch) {

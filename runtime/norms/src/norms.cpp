@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/error.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
@@ -229,7 +230,8 @@ class NormPair {
     spec_.width = width;
     spec_.device = ctx.info().model;
     spec_.arch = options.arch.value_or(spec_.device.arch());
-    spec_.ptx_version = options.ptx_version.value_or(PtxVersion{7, 8});
+    spec_.ptx_version = options.ptx_version.value_or(
+        std::min(kernels::default_ptx_version(spec_.arch), newest_ptx_version(driver_version())));
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));
     spec_.tuning = options.tuning_table;
     knobs_[0] = options.knobs;

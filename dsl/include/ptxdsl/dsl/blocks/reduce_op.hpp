@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ptxdsl/dsl/blocks/cluster_slots.hpp"
 #include "ptxdsl/dsl/kernel.hpp"
 
 // Reductions over any associative f32 operation (sum, max, min, or the caller's), within a thread
@@ -66,6 +67,11 @@ std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values
                                      const Reduction& op, std::uint32_t block_threads, Reg<U32> tid,
                                      SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
                                      SharedPtr<F32> slots);
+// The same through a ClusterSlots, which keeps its own buffers and, for Exchange::Transactions,
+// needs no cluster barrier.
+std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> values,
+                                     const Reduction& op, std::uint32_t block_threads, Reg<U32> tid,
+                                     SharedPtr<F32> scratch, ClusterSlots& slots);
 
 // The threads that reduce together: consecutive groups of `group_threads` threads of a CTA of
 // `block_threads`. A group of at most 32 (a power of two) reduces by shuffles alone; a larger one

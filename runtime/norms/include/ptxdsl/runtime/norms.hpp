@@ -63,8 +63,10 @@ struct NormOptions {
   kernels::NormKnobs knobs;  // sm_count defaults to the device's SM count
   // The backward's knobs where they differ from the forward's (unset: `knobs` serve both).
   std::optional<kernels::NormKnobs> backward_knobs;
-  std::optional<Arch> arch;               // default: from the device's compute capability
-  std::optional<PtxVersion> ptx_version;  // default: 7.8 (or the target's minimum)
+  std::optional<Arch> arch;  // default: from the device's compute capability
+  // Default: kernels::default_ptx_version(arch), no newer than the driver JITs (and no older than
+  // the target's minimum).
+  std::optional<PtxVersion> ptx_version;
   // Plans take the device's tuning table's knobs where it has them (false: the heuristic alone).
   bool tuning_table = true;
   ModuleCache* cache = nullptr;  // default: ModuleCache::global()
