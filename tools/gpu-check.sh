@@ -111,7 +111,8 @@ else
   # split over a thread-block cluster (sums through distributed shared memory: 2, 4 and 8 CTAs,
   # the residual add, an odd batch), and rows past 65536 read again from memory; clusters walking
   # rows with a ring of two ahead (the slots alternating row by row), and backwards split over
-  # clusters by default (32 KiB slices staged and prefetched, the column reduce's vectors).
+  # clusters by default (32 KiB slices staged and prefetched, the column reduce's vectors); the
+  # clusters' sums exchanged by st.async (the default) and, at PTX 7.8, through a cluster barrier.
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -136,7 +137,9 @@ else
       "rms_fwd --dtype bf16 --width 65536 --batch 301 --prefetch-rows 2 --sm-count 8" \
       "ln_fwd --dtype f32 --width 65536 --batch 37 --prefetch-rows 2 --sm-count 16" \
       "rms_bwd --dtype f32 --width 32768 --batch 9" \
-      "ln_bwd --dtype bf16 --width 65536 --batch 45 --weight-dtype f32"; do
+      "ln_bwd --dtype bf16 --width 65536 --batch 45 --weight-dtype f32" \
+      "rms_fwd --dtype f16 --width 1000 --batch 5 --cluster-ctas 8 --ptx-version 7.8" \
+      "ln_bwd --dtype bf16 --width 100001 --batch 3 --ptx-version 7.8"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
