@@ -109,11 +109,16 @@ std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
     for (std::uint32_t i = 0; i < n; ++i) k.st(there + i, block[i]);
   });
   k.cluster_sync();
+  return combine_cluster_slots(k, slots, n, cluster_ctas, combine);
+}
+
+std::vector<Reg<F32>> combine_cluster_slots(Kernel& k, SharedPtr<F32> slots, std::uint32_t values,
+                                            std::uint32_t cluster_ctas, const Combine& combine) {
   std::vector<Reg<F32>> out;
-  for (std::uint32_t i = 0; i < n; ++i) out.push_back(k.ld(slots + i));
+  for (std::uint32_t i = 0; i < values; ++i) out.push_back(k.ld(slots + i));
   for (std::uint32_t r = 1; r < cluster_ctas; ++r) {
     std::vector<Reg<F32>> next;
-    for (std::uint32_t i = 0; i < n; ++i) next.push_back(k.ld(slots + (r * n + i)));
+    for (std::uint32_t i = 0; i < values; ++i) next.push_back(k.ld(slots + (r * values + i)));
     out = combine(out, next);
   }
   return out;

@@ -73,12 +73,7 @@ std::vector<Reg<F32>> ClusterSlots::reduce(Kernel& k, std::span<const Reg<F32>> 
   });
   const Reg<U32> parity = k.and_(k.shr(phases_, buffer_), 1u);
   k.mbarrier_wait(barrier, parity, Scope::Cluster);
-  for (std::uint32_t i = 0; i < n; ++i) out.push_back(k.ld(slots + i));
-  for (std::uint32_t r = 1; r < cluster_ctas_; ++r) {
-    std::vector<Reg<F32>> next;
-    for (std::uint32_t i = 0; i < n; ++i) next.push_back(k.ld(slots + (r * n + i)));
-    out = combine(out, next);
-  }
+  out = combine_cluster_slots(k, slots, n, cluster_ctas_, combine);
   k.mov(phases_, k.xor_(phases_, k.shl(k.mov<U32>(1u), buffer_)));
   k.mov(buffer_, k.xor_(buffer_, 1u));
   return out;

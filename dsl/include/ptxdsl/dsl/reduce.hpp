@@ -66,6 +66,10 @@ std::vector<Reg<F32>> cluster_reduce(Kernel& k, std::span<const Reg<F32>> tuple,
                                      std::uint32_t block_threads, Reg<U32> tid,
                                      SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
                                      SharedPtr<F32> slots);
+// The slots of a cluster reduction of `values` values a CTA (rank r's at r · values), read from
+// this CTA's shared memory and combined in rank order: what every exchange ends with.
+std::vector<Reg<F32>> combine_cluster_slots(Kernel& k, SharedPtr<F32> slots, std::uint32_t values,
+                                            std::uint32_t cluster_ctas, const Combine& combine);
 inline Reg<F32> cluster_reduce_sum(Kernel& k, Reg<F32> v, std::uint32_t block_threads, Reg<U32> tid,
                                    SharedPtr<F32> scratch, std::uint32_t cluster_ctas,
                                    SharedPtr<F32> slots) {

@@ -52,6 +52,11 @@ inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
 // Whether a knob of this scope means something to the kernel.
 bool knob_applies(KnobScope scope, NormKind kind);
 
+// The PTX version norms are written in unless the caller names one: the arch's least, and 8.1
+// from sm_90 on, where st.async lets a row's cluster exchange its sums without a cluster barrier
+// (ClusterSlots::Exchange::Transactions). A runtime lowers it to what its driver JITs.
+PtxVersion default_ptx_version(Arch arch);
+
 struct NormSpec {
   NormKind kind = NormKind::RmsNormFwd;
   DType dtype = DType::F16;         // x, y, dy, dx
@@ -59,7 +64,7 @@ struct NormSpec {
   std::uint32_t width = 0;          // elements per row, [1, kMaxWidth]
   // The PTX target: which instructions the kernel may use. It must run on `device`.
   Arch arch = Arch::Sm90;
-  PtxVersion ptx_version{8, 1};  // default_ptx_version(Arch::Sm90)
+  PtxVersion ptx_version = default_ptx_version(Arch::Sm90);
   NormKnobs knobs;
   Affine affine = Affine::Full;
   Residual residual = Residual::None;
@@ -71,10 +76,6 @@ struct NormSpec {
   // choice, and the plan must fit it. The runtime fills it from the driver.
   DeviceModel device = default_device();
 };
-// The PTX version norms are written in unless the caller names one: the arch's least, and 8.1
-// from sm_90 on, where st.async lets a row's cluster exchange its sums without a cluster barrier
-// (ClusterSlots::Exchange::Transactions). A runtime lowers it to what its driver JITs.
-PtxVersion default_ptx_version(Arch arch);
 // The tensors a spec's kernels take, from its variant fields (read by the builders, the
 // references and the hosts alike).
 bool has_weight(const NormSpec& spec);        // w

@@ -45,9 +45,6 @@ class ClusterSlots {
                                std::span<const float> identity, std::uint32_t block_threads,
                                Reg<U32> tid, SharedPtr<F32> scratch);
 
-  std::uint32_t cluster_ctas() const { return cluster_ctas_; }
-  Exchange exchange() const { return exchange_; }
-
  private:
   std::uint32_t cluster_ctas_;
   std::uint32_t max_values_;
