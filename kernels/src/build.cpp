@@ -161,6 +161,11 @@ void validate(const NormSpec& spec) {
                     "vector_elems {} of {} is {} bytes",
                     p.ring_rows, p.vec, dtype_name(spec.dtype), vector_bytes));
   }
+  if (p.shared_weights && p.grid != detail::Grid::Persistent) {
+    throw Error(
+        "shared_weights 1 copies w and b into shared memory once for the rows a persistent CTA "
+        "walks; this forward takes one row group a CTA: add prefetch_rows 1 to 4");
+  }
   const std::uint32_t budget = detail::shared_budget(spec.device);
   const std::uint32_t shared = p.dynamic_shared_bytes(spec);
   if (shared > budget) {
@@ -345,6 +350,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
     // Held only where some chunk of the row is in registers.
     out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
+    out.chosen.shared_weights = plan.shared_weights;
   }
   if (plan.grid == detail::Grid::Persistent) {
     out.chosen.row_order = plan.row_order;

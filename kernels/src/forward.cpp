@@ -59,11 +59,24 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const auto x_row_at = [&](Reg<U32> row) {
     return at(k, row_of(k, x, row, stride), first_column);
   };
-  // Dynamic shared memory, as the plan lays it out (SharedLayout): x's staging, or its ring.
+  // Dynamic shared memory, as the plan lays it out (SharedLayout): x's staging, or its ring, and
+  // with shared_weights this thread's columns of w and b.
   TileBuffers buffers;
   const SharedLayout layout = plan.shared_layout(spec);
+  std::optional<SharedDPtr> w_shared, b_shared;
   if (layout.bytes > 0) {
     const SharedDPtr base{k.shared_dynamic<B32>("stage", layout.bytes), element_type(spec.dtype)};
+    if (layout.weights.bytes > 0) {
+      std::uint32_t offset = layout.weights.offset;
+      const auto next_tensor = [&] {
+        const SharedDPtr tensor{{base.p.base, base.p.offset + offset},
+                                element_type(spec.weight_dtype)};
+        offset += layout.weight_tensor_bytes;
+        return at(k, tensor, lanes.first_element());
+      };
+      if (w) w_shared = next_tensor();
+      if (b) b_shared = next_tensor();
+    }
     if (layout.staging.bytes > 0) {
       buffers.staging = staging_for(k, base, plan, cta.slot, lanes.first_element());
     }
@@ -182,7 +195,7 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     // normalizing pass. Plain loads, which ptxas keeps before the reductions' barriers (.nc ones
     // it may sink past them).
     std::map<std::uint32_t, std::pair<ChunkLoad, std::optional<ChunkLoad>>> early;
-    if (plan.early_weights && w) {
+    if (plan.early_weights && w && !w_shared) {
       MemHints plain = hints.weight_loads;
       plain.nc = false;
       const auto [w_col, b_col] = weight_columns();
@@ -236,8 +249,13 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
     // and b come from L1 (read by every row).
     xt.reread_with(hints.row_rereads);
     const auto [w_col, b_col] = weight_columns();
-    const auto weights = [&](const GlobalDPtr& col, std::uint32_t j,
-                             std::optional<Reg<U32>> shift) {
+    const auto weights = [&](const GlobalDPtr& col, const std::optional<SharedDPtr>& in_shared,
+                             std::uint32_t j, std::optional<Reg<U32>> shift) {
+      if (in_shared) {
+        // Every element of the chunk is there (zeros past the width): one unmasked vector.
+        const SharedDPtr at_chunk = shifted(k, *in_shared, shift, per_chunk) + map.chunk_offset(j);
+        return load_values(k, at_chunk, map.vec);
+      }
       const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
       return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
     };
@@ -250,12 +268,12 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
           Values wv;
           if (w_col) {
             wv = is_held ? decode_chunk(k, columns, j, held->second.first)
-                         : weights(*w_col, j, shift);
+                         : weights(*w_col, w_shared, j, shift);
           }
           Values bv;
           if (b_col) {
             bv = is_held ? decode_chunk(k, columns, j, *held->second.second)
-                         : weights(*b_col, j, shift);
+                         : weights(*b_col, b_shared, j, shift);
           }
           const Values xv = row_values(j, shift);
           Values out;
@@ -290,6 +308,28 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
                           [&](std::size_t, Reg<U32> row) { return x_row_at(row); });
       if (!ahead) throw Error("a persistent forward loads rows ahead, but its plan has none");
       ahead->start(k, first_group, first_row, RowMasks(k, lanes, groups.row_ok(first_row)));
+      // shared_weights: the thread's columns of w and b, copied while the first rows load. With
+      // one row a CTA each thread reads back only what it wrote; several row groups share the
+      // columns, which the first copies and a barrier hands to the others.
+      if (w_shared || b_shared) {
+        const auto [w_col, b_col] = weight_columns();
+        const auto copy_in = [&](const GlobalDPtr& col, const SharedDPtr& to) {
+          for (std::uint32_t j = 0; j < map.chunks; ++j) {
+            const Values v = load_chunk(k, columns, col, j, hints.weight_loads);
+            store_values(k, to + map.chunk_offset(j), v);
+          }
+        };
+        const auto copy_all = [&] {
+          if (w_shared) copy_in(*w_col, *w_shared);
+          if (b_shared) copy_in(*b_col, *b_shared);
+        };
+        if (plan.rows_per_cta > 1) {
+          k.if_(k.setp(Cmp::Eq, cta.slot, 0u), copy_all);
+          k.bar_sync(0);
+        } else {
+          copy_all();
+        }
+      }
       if (slice.started) slice.started->await(k);  // before the walk, which writes peers' slots
       k.for_range(first_group, groups.count(), grid, [&](Reg<U32> g) {
         const Reg<U32> row = groups.row(g);

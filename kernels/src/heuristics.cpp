@@ -154,7 +154,14 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
   l.ring_buffer_bytes = tensors * l.ring_tensor_bytes;
   l.ring = {l.merge.end(), ringed ? ring_rows * l.ring_buffer_bytes : 0};
-  l.bytes = l.ring.end();
+  const std::uint32_t weight_tensors =
+      backward || !shared_weights ? 0 : (has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0);
+  // Each tensor on a 16-byte boundary (vector accesses; the weight dtype's bytes are 2 or 4).
+  const auto weight_bytes = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
+  l.weight_tensor_bytes =
+      weight_tensors > 0 ? round_up(chunks * threads_per_row * vec * weight_bytes, 16) : 0;
+  l.weights = {round_up(l.ring.end(), 16), weight_tensors * l.weight_tensor_bytes};
+  l.bytes = l.weights.bytes > 0 ? l.weights.end() : l.ring.end();
   return l;
 }
 
@@ -251,6 +258,7 @@ class Planner {
     p_.one_pass_stats = kn_.one_pass_stats.value_or(layer_fwd_ && narrow_);
     p_.l1_rereads = kn_.l1_rereads.value_or(reread_);
     p_.row_nc = kn_.row_nc.value_or(true);
+    p_.shared_weights = !backward_ && kn_.shared_weights.value_or(false);
     // The column reduce's launch and first loads overlap the row step's last rows.
     const bool griddep = spec_.arch >= Arch::Sm90 && spec_.ptx_version >= PtxVersion{7, 8};
     p_.overlap_reduce = backward_ && !single_ && kn_.overlap_reduce.value_or(griddep);
@@ -314,7 +322,9 @@ class Planner {
     if (reread_) default_regs = 0;
     if (held_row_) default_regs = p_.chunks;
     data_regs_ = std::min(p_.chunks, kn_.register_chunks.value_or(default_regs));
+    // Weights in shared memory come first: every row reads them.
     std::uint32_t shared_left = shared_budget(dev_);
+    shared_left -= std::min(shared_left, p_.shared_layout(spec_).weights.bytes);
     const auto place = [&](std::vector<Place>& places, std::uint32_t in_registers,
                            std::uint32_t chunk_bytes, std::uint32_t max_shared) {
       places.assign(p_.chunks, Place::Registers);

@@ -37,6 +37,11 @@ struct SharedLayout {
   // each).
   Region ring;
   std::uint32_t ring_tensor_bytes = 0;
+  // Forward with shared_weights: w's, then b's columns of the thread's chunks, as they lie in
+  // global memory (chunks × threads_per_row × vec elements of the weight dtype each,
+  // `weight_tensor_bytes`).
+  Region weights;
+  std::uint32_t weight_tensor_bytes = 0;
   std::uint32_t bytes = 0;
   // Between a staging buffer (or a ring buffer) and the next: every tensor's share of one.
   std::uint32_t staging_buffer_bytes = 0;
@@ -98,6 +103,9 @@ struct Plan {
   bool l1_rereads = false;     // rows read again: L1 evict_last, then evict_first
   bool row_nc = true;          // x and dy (and mean, rstd) by ld.global.nc
   bool early_weights = false;  // forward: w, b of register chunks loaded with the row
+  // Persistent forward: w and b copied into shared memory before the walk, read there by every
+  // row (not from L2 each row).
+  bool shared_weights = false;
   // Tickets: a persistent backward with partial rows takes its row groups from a counter.
   RowOrder row_order = RowOrder::Fixed;
   // Backward in two launches: the row step lets the reduce launch once a CTA's rows are done (the

@@ -639,6 +639,58 @@ std::optional<BuiltNorm> build_if_it_fits(const NormSpec& spec) {
 
 }  // namespace
 
+TEST_CASE("weights copied into shared memory once (shared_weights) give the same values",
+          "[executor][norm]") {
+  // Persistent forwards of two CTAs walking 9 rows: each thread copies its columns of w and b
+  // before the walk and every row reads them from shared memory; staged, held and ringed rows,
+  // odd widths (zeros past the width), f32 weights beside 16-bit rows, and a cluster's slices.
+  struct Variant {
+    std::uint32_t prefetch_rows, cluster = 1;
+  };
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : kDtypes) {
+      for (DType weights : {dtype, DType::F32}) {
+        if (weights != dtype && dtype == DType::F32) continue;
+        for (const Variant v : {Variant{1}, Variant{2}, Variant{2, 4}}) {
+          for (std::uint32_t width : {61u, 1003u, 4096u}) {
+            if (v.cluster > 1 && width % (8 * v.cluster) != 0) continue;
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.knobs.shared_weights = 1;
+            spec.knobs.prefetch_rows = v.prefetch_rows;
+            spec.knobs.sm_count = 2 * v.cluster;
+            spec.knobs.ctas_per_sm = 1;
+            if (v.cluster > 1) spec.knobs.cluster_ctas = v.cluster;
+            INFO(kind_name(kind) << " " << dtype_name(dtype) << " weights " << dtype_name(weights)
+                                 << " prefetch " << v.prefetch_rows << " cluster " << v.cluster
+                                 << " width " << width);
+            const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
+            if (!fits) continue;
+            const BuiltNorm& built = *fits;
+            REQUIRE(built.chosen.shared_weights == 1u);
+            REQUIRE(built.steps[0].grid.kind == GridRule::Kind::Persistent);
+            // The weights' bytes in the dynamic shared memory, beside what the rows take.
+            NormSpec without = spec;
+            without.knobs.shared_weights = 0;
+            const std::uint32_t columns = width / v.cluster;
+            const std::uint32_t weight_bytes = static_cast<std::uint32_t>(dtype_bytes(weights)) *
+                                               (kind == NormKind::LayerNormFwd ? 2 : 1);
+            REQUIRE(built.steps[0].contract.dynamic_shared_bytes >=
+                    build_norm(without).steps[0].contract.dynamic_shared_bytes +
+                        columns * weight_bytes);
+            for (std::uint32_t batch : {1u, 9u}) run_batch(built, batch, (width + 7) / 8 * 8);
+          }
+        }
+      }
+    }
+  }
+  // One CTA a row group has no walk to share the copy over: refused, naming the way out.
+  NormSpec one_row = spec_of(NormKind::RmsNormFwd, DType::F16, 4096);
+  one_row.knobs.shared_weights = 1;
+  REQUIRE_THROWS_WITH(build_norm(one_row), Catch::Matchers::Contains("shared_weights 1") &&
+                                               Catch::Matchers::Contains("prefetch_rows 1 to 4"));
+}
+
 TEST_CASE(
     "CTAs taking rows from a counter (row_order tickets) cover every row once, "
     "launch after launch",

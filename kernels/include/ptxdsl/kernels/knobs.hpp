@@ -72,6 +72,8 @@ enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, O
     "x and dy by read-only (.nc) loads (1), or by plain loads, which stay before barriers (0)")   \
   X(early_weights, bool, Forwards, Switch, 0, 1, Sm80, 70,                                        \
     "w and b of the register chunks loaded with the row, before the statistics")                  \
+  X(shared_weights, bool, Forwards, Switch, 0, 1, Sm80, 70,                                       \
+    "persistent forwards: w and b copied once into shared memory, read there by every row")       \
   X(row_order, RowOrder, All, Order, 0, 1, Sm80, 70,                                              \
     "persistent CTAs' rows: fixed (ctaid, ctaid + grid, ...) or tickets (backward, from a "       \
     "counter)")                                                                                   \
