@@ -65,7 +65,7 @@ done
 # 2. The host examples, at their full size.
 examples=()
 for e in layer_norm_example rms_norm_example; do
-  bin=$(find "$build" -type f -name "$e" -perm -u+x 2>/dev/null | head -n 1)
+  bin=$(find "$build/" -type f -name "$e" -perm -u+x 2>/dev/null | head -n 1)
   if [[ -z "$bin" ]]; then
     note "FAIL  $e: not built (is docs/examples part of the build?)"
     failed=1

@@ -2,7 +2,8 @@
 // loads its slice of x once (a RowTile, holding it as the plan's strategies say), the group
 // reduces Σx (then Σ(x − mean)² over the values it still holds) or Σx², and the same values are
 // normalized and stored. The grid (Plan::grid) is a CTA a row group, or persistent CTAs that walk
-// rows with the rows ahead in flight (RowsAhead).
+// rows with the rows ahead in flight (RowsAhead), w and b read from L2 by every row or, with
+// shared_weights, copied into shared memory before the walk.
 #include <map>
 
 #include "access_hints.hpp"

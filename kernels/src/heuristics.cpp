@@ -309,17 +309,19 @@ class Planner {
     if (all_in_registers) room_ = (2 + held_acc) * p_.chunks * p_.vec;
     if (backward_ && !single_) {
       std::uint32_t acc_default = room_ / (nacc_ * p_.vec);
-      // A row that stays out of registers anyway (no chunk of x and dy fits beside the partial
-      // sums) holds only the chunk at hand: the sums take kStagedRowRelief registers of its
-      // reserve. ln_bwd bf16 1024x65536 (4 CTAs a cluster, each a staged 16384-column slice)
-      // ran 189.3 -> 159.4 us on the H100 with every dw/db chunk in registers (127 registers,
-      // no spills), not half of them in shared memory.
+      // A cluster's slice that stays out of registers anyway (no chunk of x and dy fits beside
+      // the partial sums) holds only the chunk at hand: the sums take kStagedRowRelief registers
+      // of its reserve. On the H100, ln_bwd bf16 (f32 weights) with every dw/db chunk in
+      // registers (127 registers, no spills), not half of them in shared memory: 1024x65536
+      // 187.8 -> 159.6 us, 256x262144 212.6 -> 163.9, 2048x32768 178.3 -> 157.3. The same
+      // placement without a cluster lost 11% (ln_bwd f16 4096x16384 157.2 -> 175.4, rms_bwd bf16
+      // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve.
       // Only where the whole row fits shared memory: chunks read again from L2 loop with
       // addresses and masks of their own (sm_80 and the L40S spilled).
       const std::uint32_t row_shared_bytes =
           p_.chunks * p_.threads_per_row * p_.vec * s_ * tensors_;
       const bool row_staged =
-          !all_in_registers && !kn_.register_chunks &&
+          cluster_ctas_ > 1 && !all_in_registers && !kn_.register_chunks &&
           room_ - std::min(room_, acc_default * nacc_ * p_.vec) < tensors_ * p_.vec &&
           row_shared_bytes <= shared_budget(dev_);
       if (row_staged && p_.rows_per_cta == 1) {

@@ -512,3 +512,21 @@ TEST_CASE("the vectors a call's pointers allow build kernels whose contract thos
   }
   CHECK(checked > 1000);
 }
+
+TEST_CASE("a cluster's staged backward slice keeps every dw/db chunk in registers", "[contract]") {
+  // Layer norm's slices of 16384 16-bit columns (4 CTAs a cluster at 65536, 16 at 262144) hold
+  // their x and dy in shared memory and all four chunks of dw and db in registers; one CTA a row of
+  // the same width keeps half of them in shared memory, which measured faster there.
+  for (std::uint32_t width : {65536u, 262144u}) {
+    NormSpec spec = spec_of(NormKind::LayerNormBwd, DType::BF16, width);
+    spec.weight_dtype = DType::F32;
+    const BuiltNorm split = build_norm(spec);
+    INFO("width " << width);
+    REQUIRE(*split.chosen.cluster_ctas == width / 16384);
+    REQUIRE(*split.chosen.register_chunks == 0u);
+    REQUIRE(*split.chosen.accumulator_register_chunks == 4u);
+  }
+  const BuiltNorm one = build_norm(spec_of(NormKind::LayerNormBwd, DType::F16, 16384));
+  REQUIRE(*one.chosen.cluster_ctas == 1u);
+  REQUIRE(*one.chosen.accumulator_register_chunks == 2u);
+}
