@@ -182,7 +182,7 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   // weights (forward and backward), with the reduce launched early; and with chunks read again
   // from L2 instead of staged (with L1 priorities and groups of two chunks a loop iteration),
   // layer norm's statistics in one pass, the rows by plain loads instead of .nc, and the
-  // backward's rows from a counter.
+  // backward's rows from a counter; forwards walking rows with their weights in shared memory.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = true;
   variants[0].early_weights = true;  // forwards: w and b loaded with the row
@@ -196,6 +196,10 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   variants[2].row_nc = false;
   variants[2].row_order = kernels::RowOrder::Tickets;  // backward: rows from a counter
   variants.emplace_back().deterministic = false;       // the heuristic's tickets (RMS, 16384)
+  // Forwards persistent with w and b in shared memory; backwards with the next row ahead.
+  kernels::NormKnobs& walked = variants.emplace_back();
+  walked.prefetch_rows = 1;
+  walked.shared_weights = true;
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};

@@ -49,8 +49,9 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
 // ahead (also the next row at one CTA an SM fewer); and the load hints; for rows past 16 KiB, the
-// row split over 1 to 16 CTAs of a cluster (those the device and the width do not allow fail to
-// build and are left out). Each stays one strategy at the widths near it.
+// row split over 1 to 16 CTAs of a cluster, and forwards walking rows with their weights in
+// shared memory (those the device and the width do not allow fail to build and are left out).
+// Each stays one strategy at the widths near it.
 std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
                                     const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
@@ -94,6 +95,18 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
     for (std::uint32_t ctas : {1u, 2u, 4u, 8u, 16u}) {
       if (ctas != chosen.cluster_ctas.value_or(1))
         add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
+    }
+    // Forwards: a persistent walk that reads w and b from shared memory, at the heuristic's
+    // cluster size and twice it (smaller slices leave the weights room beside the row).
+    if (!kernels::is_backward(kind)) {
+      const std::uint32_t ctas = chosen.cluster_ctas.value_or(1);
+      for (std::uint32_t c : {ctas, 2 * ctas}) {
+        add([&](NormKnobs& k) {
+          k.cluster_ctas = c;
+          k.prefetch_rows = 1;
+          k.shared_weights = true;
+        });
+      }
     }
   }
   // One-pass statistics for 16-bit rows only: f32 rows' error grows 5-fold with them.
