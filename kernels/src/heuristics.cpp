@@ -315,9 +315,9 @@ class Planner {
       // registers (127 registers, no spills), not half of them in shared memory: 1024x65536
       // 187.8 -> 159.6 us, 256x262144 212.6 -> 163.9, 2048x32768 178.3 -> 157.3. The same
       // placement without a cluster lost 11% (ln_bwd f16 4096x16384 157.2 -> 175.4, rms_bwd bf16
-      // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve.
-      // Only where the whole row fits shared memory: chunks read again from L2 loop with
-      // addresses and masks of their own (sm_80 and the L40S spilled).
+      // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve; so does a row that does
+      // not fit shared memory whole, whose chunks read again from L2 loop with addresses and
+      // masks of their own (those spilled on the A100 and L40S presets).
       const std::uint32_t row_shared_bytes =
           p_.chunks * p_.threads_per_row * p_.vec * s_ * tensors_;
       const bool row_staged =
