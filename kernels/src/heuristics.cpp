@@ -321,12 +321,10 @@ class Planner {
       const std::uint32_t row_shared_bytes =
           p_.chunks * p_.threads_per_row * p_.vec * s_ * tensors_;
       const bool row_staged =
-          cluster_ctas_ > 1 && !all_in_registers && !kn_.register_chunks &&
+          cluster_ctas_ > 1 && p_.rows_per_cta == 1 && !all_in_registers && !kn_.register_chunks &&
           room_ - std::min(room_, acc_default * nacc_ * p_.vec) < tensors_ * p_.vec &&
           row_shared_bytes <= shared_budget(dev_);
-      if (row_staged && p_.rows_per_cta == 1) {
-        acc_default = (room_ + kStagedRowRelief) / (nacc_ * p_.vec);
-      }
+      if (row_staged) acc_default = (room_ + kStagedRowRelief) / (nacc_ * p_.vec);
       acc_regs_ = std::min(p_.chunks, kn_.accumulator_register_chunks.value_or(acc_default));
       // Several row slots a CTA share one partial row (merged at the end): registers only.
       if (p_.rows_per_cta > 1) acc_regs_ = p_.chunks;
