@@ -651,7 +651,7 @@ TEST_CASE("weights copied into shared memory once (shared_weights) give the same
     for (DType dtype : kDtypes) {
       for (DType weights : {dtype, DType::F32}) {
         if (weights != dtype && dtype == DType::F32) continue;
-        for (const Variant v : {Variant{1}, Variant{2}, Variant{2, 4}}) {
+        for (const Variant v : {Variant{1}, Variant{2}, Variant{1, 4}, Variant{2, 4}}) {
           for (std::uint32_t width : {61u, 1003u, 4096u}) {
             if (v.cluster > 1 && width % (8 * v.cluster) != 0) continue;
             NormSpec spec = spec_of(kind, dtype, width);

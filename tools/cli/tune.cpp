@@ -97,10 +97,12 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
         add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
     }
     // Forwards: a persistent walk that reads w and b from shared memory, at the heuristic's
-    // cluster size and twice it (smaller slices leave the weights room beside the row).
+    // cluster size and twice it (smaller slices leave the weights room beside the row); where the
+    // heuristic walks so already, at half and twice its size.
     if (!kernels::is_backward(kind)) {
       const std::uint32_t ctas = chosen.cluster_ctas.value_or(1);
-      for (std::uint32_t c : {ctas, 2 * ctas}) {
+      const bool walks = chosen.shared_weights.value_or(false);
+      for (std::uint32_t c : {walks ? ctas / 2 : ctas, 2 * ctas}) {
         add([&](NormKnobs& k) {
           k.cluster_ctas = c;
           k.prefetch_rows = 1;
