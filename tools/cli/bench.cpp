@@ -436,6 +436,9 @@ class BenchCommand : public Command {
     sub.add_flag("--host", host_,
                  "the host-side targets: PTX generation time, and with a driver a launch's host "
                  "cost over a bare cuLaunchKernel (alone, or after the suite or case)");
+    sub.add_flag("--heuristic", heuristic_,
+                 "plan by the heuristic alone, without the GPU's tuning table (to check a table "
+                 "against it)");
     sub.add_option("--reps", reps_, "timed repetitions per case, 100 to 100000 (default 100)");
     sub.add_option("--warmup", warmup_, "untimed calls before timing, 0 to 1000 (default 10)");
     sub.add_option("--warmup-ms", warmup_ms_,
@@ -643,6 +646,7 @@ class BenchCommand : public Command {
       const NormData data = prepared.get();
       runtime::NormOptions options =
           suite_.empty() ? options_.norm_options(lead.spec) : runtime::NormOptions{};
+      options.tuning_table = !heuristic_;
       GpuNorm norm(bench.ctx(), data, options);
       for (std::size_t i = 0; i < cases.size(); ++i) {
         CaseResult& r = cases[i];
@@ -692,6 +696,7 @@ class BenchCommand : public Command {
   std::string flush_ = "kernel";
   std::string stream_ = "default";
   bool host_ = false;
+  bool heuristic_ = false;
 };
 
 }  // namespace
