@@ -607,19 +607,24 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
 }
 
 namespace {
-// Layer-norm forwards split over this many CTAs or more whose w and b are wider than their rows
-// (f32 weights on 16-bit rows) walk the rows on persistent clusters of twice as many CTAs, one row
-// ahead, with w and b copied into shared memory once: otherwise every CTA reads its slice of both
-// from L2 again for every row, twice the row's own bytes. On the H100 (bf16 rows, f32 weights,
-// two sessions): 1024×131072 203.9 → 194.3 µs at 8 CTAs, 512×262144 215.0 → 209.3 at 16; at
-// 65536 (2 CTAs) it gained under 1%, and RMS norm's lone w 0–2%.
-constexpr std::uint32_t kWeightsWalkFromCtas = 4;
+// Forwards whose weights are wider than their rows (f32 on 16-bit rows), split over a cluster,
+// walk the rows on persistent clusters of twice as many CTAs, one row ahead, with w (and b)
+// copied into shared memory once, where the weights' bytes a column times the heuristic's CTAs
+// reach this: each CTA otherwise reads its slice of the weights from L2 again for every row, and
+// the wider the cluster, the longer its CTAs wait for their peers with nothing in flight. On the
+// H100 (bf16 rows, f32 weights, the same in two sessions): ln_fwd 1024×131072 (8 bytes × 4 CTAs)
+// 203.9 → 194.3 µs, 512×262144 (8 × 8) 215.0 → 209.3, rms_fwd 512×262144 (4 × 8) 193.4 → 189.7;
+// below it ln_fwd 2048×65536 (8 × 2) gained under 1% and rms_fwd 1024×131072 (4 × 4) nothing.
+constexpr std::uint32_t kWeightsWalkFromBytesTimesCtas = 32;
 
 // The spec with that walk's knobs, where it applies and plans validly.
 std::optional<NormSpec> shared_weights_walk(const NormSpec& spec, std::uint32_t cluster) {
   const NormKnobs& kn = spec.knobs;
-  if (spec.kind != NormKind::LayerNormFwd || !has_bias(spec) || has_residual(spec) ||
-      dtype_bytes(spec.weight_dtype) <= dtype_bytes(spec.dtype) || cluster < kWeightsWalkFromCtas ||
+  const int weight_bytes = dtype_bytes(spec.weight_dtype);
+  const std::uint32_t weights_a_column = static_cast<std::uint32_t>(weight_bytes) *
+                                         ((has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0));
+  if (is_backward(spec.kind) || has_residual(spec) || weight_bytes <= dtype_bytes(spec.dtype) ||
+      cluster < 2 || weights_a_column * cluster < kWeightsWalkFromBytesTimesCtas ||
       kn.cluster_ctas || kn.prefetch_rows || kn.shared_weights || kn.rows_per_cta) {
     return std::nullopt;
   }

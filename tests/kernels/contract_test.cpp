@@ -531,41 +531,44 @@ TEST_CASE("a cluster's staged backward slice keeps every dw/db chunk in register
   REQUIRE(*one.chosen.accumulator_register_chunks == 2u);
 }
 
-TEST_CASE("wide layer-norm forwards with f32 weights walk the rows with w and b in shared memory",
+TEST_CASE("wide forwards with f32 weights walk the rows with the weights in shared memory",
           "[contract]") {
-  // Where the heuristic splits a 16-bit row over 4 CTAs or more and its w and b are f32: clusters
-  // of twice as many CTAs, persistent, one row ahead, the weights copied once. Not at 65536 (2
-  // CTAs), not for 16-bit weights, RMS norm, the residual add or a device without clusters.
+  // Where the heuristic splits a 16-bit row over a cluster and the f32 weights' bytes a column
+  // times its CTAs reach 32: clusters of twice as many CTAs, persistent, one row ahead, the
+  // weights copied once. Layer norm (w and b: 8 bytes) from 131072 columns (4 CTAs), RMS norm (4
+  // bytes) at 262144 (8 CTAs); never for 16-bit weights, the residual add, or without clusters.
+  struct Case {
+    NormKind kind;
+    std::uint32_t width;
+    bool walks;
+  };
   for (const char* device : {"h100", "h200", "b200"}) {
-    for (std::uint32_t width : {131072u, 262144u}) {
-      NormSpec spec = spec_of(NormKind::LayerNormFwd, DType::BF16, width);
+    for (const Case c :
+         {Case{NormKind::LayerNormFwd, 65536, false}, Case{NormKind::LayerNormFwd, 131072, true},
+          Case{NormKind::LayerNormFwd, 262144, true}, Case{NormKind::RmsNormFwd, 131072, false},
+          Case{NormKind::RmsNormFwd, 262144, true}}) {
+      NormSpec spec = spec_of(c.kind, DType::BF16, c.width);
       spec.device = device_preset(device);
       spec.weight_dtype = DType::F32;
-      INFO(device << " width " << width);
-      const BuiltNorm walk = build_norm(spec);
-      REQUIRE(*walk.chosen.cluster_ctas == width / 16384);
-      REQUIRE(*walk.chosen.prefetch_rows == 1u);
-      REQUIRE(*walk.chosen.shared_weights);
-      REQUIRE(walk.steps[0].grid.kind == GridRule::Kind::Persistent);
+      INFO(device << " " << kind_name(c.kind) << " width " << c.width);
+      const BuiltNorm built = build_norm(spec);
+      const std::uint32_t held = c.width / 32768;  // 64 KiB slices held in registers
+      REQUIRE(*built.chosen.shared_weights == c.walks);
+      REQUIRE(*built.chosen.cluster_ctas == (c.walks ? 2 * held : held));
+      REQUIRE(*built.chosen.prefetch_rows == (c.walks ? 1u : 0u));
+      if (!c.walks) continue;
+      REQUIRE(built.steps[0].grid.kind == GridRule::Kind::Persistent);
       // Its chosen knobs given back build the same kernel.
       NormSpec again = spec;
-      again.knobs = walk.chosen;
-      REQUIRE(build_norm(again).ptx == walk.ptx);
+      again.knobs = built.chosen;
+      REQUIRE(build_norm(again).ptx == built.ptx);
       NormSpec same_weights = spec;
       same_weights.weight_dtype = DType::BF16;
       REQUIRE_FALSE(*build_norm(same_weights).chosen.shared_weights);
-      NormSpec rms = spec;
-      rms.kind = NormKind::RmsNormFwd;
-      REQUIRE_FALSE(*build_norm(rms).chosen.shared_weights);
       NormSpec residual = spec;
       residual.residual = Residual::Add;
       REQUIRE_FALSE(*build_norm(residual).chosen.shared_weights);
     }
-    NormSpec narrower = spec_of(NormKind::LayerNormFwd, DType::BF16, 65536);
-    narrower.device = device_preset(device);
-    narrower.weight_dtype = DType::F32;
-    REQUIRE(*build_norm(narrower).chosen.cluster_ctas == 2u);
-    REQUIRE_FALSE(*build_norm(narrower).chosen.shared_weights);
   }
   NormSpec a100 = spec_of(NormKind::LayerNormFwd, DType::BF16, 131072);
   a100.device = device_preset("a100");
