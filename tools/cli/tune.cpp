@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "case_timer.hpp"
 #include "cli.hpp"
@@ -36,8 +37,15 @@ constexpr std::uint32_t kDefaultWidths[] = {256,  512,   1024,  2048,  3072,  40
 constexpr std::uint64_t kRowBytes = 32ull << 20;
 constexpr std::uint32_t kRowsPerSm = 32;
 constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
-// Rows wider than this are also timed split over a cluster.
-constexpr std::uint64_t kClusterCandidateBytes = 16 * 1024;
+// A row applies at every batch of its width, so a winner is also timed at this many rows an SM,
+// where a plan that won with a full grid can lose (on the H100 rms_fwd f32 4096's
+// threads_per_row=128 won by 2.9% at 4224 rows and lost 42% at 256).
+constexpr std::uint32_t kCheckRowsPerSm = 2;
+// Rows wider than this are also timed split over a cluster: backwards from 4 KiB, where a
+// cluster also halves the partial rows and shares the SMs' spread between its CTAs (on the H100 2
+// CTAs won at 16384 16-bit columns, which the heuristic keeps in one).
+constexpr std::uint64_t kForwardClusterCandidateBytes = 16 * 1024;
+constexpr std::uint64_t kBackwardClusterCandidateBytes = 4 * 1024;
 
 std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_count) {
   const std::uint64_t row = std::uint64_t{width} * kernels::dtype_bytes(dtype);
@@ -48,10 +56,10 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead (also the next row at one CTA an SM fewer); and the load hints; for rows past 16 KiB, the
-// row split over 1 to 16 CTAs of a cluster, and forwards walking rows with their weights in
-// shared memory (those the device and the width do not allow fail to build and are left out).
-// Each stays one strategy at the widths near it.
+// ahead (also the next row at one CTA an SM fewer); and the load hints; for rows past 16 KiB
+// (backwards: 4 KiB), the row split over 1 to 16 CTAs of a cluster, and forwards walking rows with
+// their weights in shared memory (those the device and the width do not allow fail to build and are
+// left out). Each stays one strategy at the widths near it.
 std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
                                     const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
@@ -91,7 +99,9 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
     k.l2_stream = !streamed;
     k.l1_rereads = !streamed;
   });
-  if (std::uint64_t{width} * kernels::dtype_bytes(dtype) > kClusterCandidateBytes) {
+  const std::uint64_t cluster_from =
+      kernels::is_backward(kind) ? kBackwardClusterCandidateBytes : kForwardClusterCandidateBytes;
+  if (std::uint64_t{width} * kernels::dtype_bytes(dtype) > cluster_from) {
     for (std::uint32_t ctas : {1u, 2u, 4u, 8u, 16u}) {
       if (ctas != chosen.cluster_ctas.value_or(1))
         add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
@@ -232,7 +242,8 @@ class TuneCommand : public Command {
             i, fmt::format("{} {}/{} {}", kernels::kind_name(kind), kernels::dtype_name(s.dtype),
                            kernels::dtype_name(s.weight_dtype), s.width));
         try {
-          table.entries.push_back(tune_one(timer, d, spec_of(s, kind, model), rounds, margin));
+          table.entries.push_back(
+              tune_one(timer, d, spec_of(s, kind, model), rounds, margin, seed));
           // Without --out each row goes out as it is measured: a run cut short keeps its rows.
           if (!out_file) {
             const std::string csv = kernels::TuningTable{{table.entries.back()}}.to_csv();
@@ -266,7 +277,8 @@ class TuneCommand : public Command {
   // Every alternative timed once beside the heuristic; then the fastest and the heuristic,
   // alternately, for the other rounds.
   kernels::TuningEntry tune_one(CaseTimer& timer, const NormData& data,
-                                const kernels::NormSpec& spec, int rounds, double margin) const {
+                                const kernels::NormSpec& spec, int rounds, double margin,
+                                std::uint64_t seed) const {
     kernels::NormSpec heuristic_spec = spec;
     heuristic_spec.tuning = false;
     const kernels::BuiltNorm heuristic = kernels::build_norm(heuristic_spec);
@@ -325,6 +337,22 @@ class TuneCommand : public Command {
     for (std::size_t r = 0; wins && r < candidates[0].us.size(); ++r) {
       wins = candidates[best].us[r] < candidates[0].us[r] * (1 - margin);
     }
+    std::string verdict = best == 0 ? "kept the heuristic"
+                          : wins    ? fmt::format("{:.2f} µs, taken", candidates[best].best())
+                                 : fmt::format("{:.2f} µs, within the margin: kept the heuristic",
+                                               candidates[best].best());
+    if (wins) {
+      if (const auto small = time_small_batch(timer, spec, candidates[best].knobs, seed)) {
+        const auto [winner_us, heuristic_us] = *small;
+        if (winner_us > heuristic_us * (1 + margin)) {
+          wins = false;
+          verdict = fmt::format(
+              "{:.2f} µs, but at {} rows {:.2f} against the heuristic's {:.2f}: kept the "
+              "heuristic",
+              candidates[best].best(), small_batch(spec), winner_us, heuristic_us);
+        }
+      }
+    }
     e.heuristic_us = candidates[0].best();
     e.us = wins ? candidates[best].best() : e.heuristic_us;
     if (wins) e.knobs = candidates[best].knobs;
@@ -333,12 +361,54 @@ class TuneCommand : public Command {
                kernels::dtype_name(spec.dtype), kernels::dtype_name(spec.weight_dtype), spec.width,
                data.batch, e.heuristic_us,
                best == 0 ? "none faster" : format_knobs(candidates[best].knobs),
-               candidates.size() - 1,
-               wins        ? fmt::format("{:.2f} µs, taken", e.us)
-               : best == 0 ? "kept the heuristic"
-                           : fmt::format("{:.2f} µs, within the margin: kept the heuristic",
-                                         candidates[best].best()));
+               candidates.size() - 1, verdict);
     return e;
+  }
+
+  static std::uint32_t small_batch(const kernels::NormSpec& spec) {
+    return kCheckRowsPerSm * spec.device.sm_count;
+  }
+
+  // The winner's knobs and the heuristic timed at small_batch(spec) rows, as the runtime would
+  // plan them there with the winner in the table: {winner µs, heuristic µs}; nothing where that
+  // batch takes the small-batch variant (which no table row plans) or is no smaller.
+  std::optional<std::pair<double, double>> time_small_batch(CaseTimer& timer,
+                                                            const kernels::NormSpec& spec,
+                                                            const NormKnobs& winner,
+                                                            std::uint64_t seed) const {
+    kernels::NormSpec plain = spec;
+    plain.tuning = false;
+    const std::uint32_t batch = small_batch(spec);
+    if (batch >= tuning_batch(spec.dtype, spec.width, spec.device.sm_count) ||
+        batch <= kernels::small_batch_limit(plain)) {
+      return std::nullopt;
+    }
+    const NormData data = make_norm_data(spec, batch, seed, true);
+    const auto time = [&](const std::optional<NormKnobs>& knobs) {
+      runtime::NormOptions options;
+      options.tuning_table = false;
+      if (knobs) {
+        // The table's plan: its knobs on the main variant, as the runtime takes them.
+        NormKnobs k = *knobs;
+        if (kernels::is_backward(spec.kind)) {
+          if (!k.single_launch) k.single_launch = false;
+          options.backward_knobs = k;
+        } else {
+          if (!k.prefetch_rows) k.prefetch_rows = 0;
+          options.knobs = k;
+        }
+      }
+      GpuNorm norm(timer.ctx(), data, options);
+      const CaseTimer::Checked r = timer.run_case(norm, data, spec.kind);
+      if (!r.pass) {
+        throw std::runtime_error(
+            fmt::format("at {} rows, {}: {}", batch,
+                        knobs ? format_knobs(*knobs) : std::string("the heuristic"), r.error));
+      }
+      return r.times.median;
+    };
+    const double heuristic_us = time(std::nullopt);
+    return std::pair{time(winner), heuristic_us};
   }
 
   std::set<NormKind> selected_kinds() const {
