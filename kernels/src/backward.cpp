@@ -104,7 +104,12 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
 
   // What walks the rows: the CTA, or its cluster.
   const Reg<U32> cta_id = rank ? k.special(Special::ClusteridX) : k.ctaid_x();
-  grad_sums->start(k, {cta, lanes, columns, cta_id, dynamic, layout, first_column});
+  // The partial row: the walker's, or that of the cluster whose CTAs add theirs up on chip
+  // (partial_cluster), each CTA still walking rows of its own.
+  const std::uint32_t merging = plan.partial_cluster;
+  if (merging > 1) k.require_cluster({merging, 1, 1});
+  const Reg<U32> partial_id = merging > 1 ? k.special(Special::ClusteridX) : cta_id;
+  grad_sums->start(k, {cta, lanes, columns, partial_id, dynamic, layout, first_column});
   std::optional<GlobalDPtr> w_col;
   if (w) w_col = at(k, *w, first_column);
 
@@ -138,8 +143,8 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
     return stats;
   };
   // The grid never exceeds the row groups, so every CTA's first group is real; except where the
-  // dw/db sums give it a floor of CTAs (the one launch's tiles of columns): there the first row
-  // is checked.
+  // dw/db sums give it a floor of CTAs (the one launch's tiles of columns) or the grid is whole
+  // clusters of CTAs that merge their partial rows: there the first row is checked.
   const Reg<U32> first_row = groups.row(cta_id);
   // x and dy through L1 (.nc, allocating) when one CTA has the SM; several CTAs an SM thrash it,
   // and keep .L1::no_allocate.
@@ -167,13 +172,13 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   step.grid.rows_per_cta = R;
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   step.grid.min_row_groups = plan.min_row_groups_per_cta;
-  step.grid.cluster_ctas = cluster;
+  step.grid.cluster_ctas = std::max(cluster, merging);
   grad_sums->size_grid(step.grid);
   if (ahead) {
     // The first row's chunks and statistics load before the loop; each iteration then loads the
     // next row's while it works on the current one.
     std::optional<Pred> ok = groups.row_ok(first_row);
-    if (step.grid.min_ctas > 0 && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
+    if ((step.grid.min_ctas > 0 || merging > 1) && !ok) ok = k.setp(Cmp::Lt, first_row, batch);
     ahead->start(k, cta_id, first_row, RowMasks(k, lanes, ok));
     stats = load_stats(first_row, ok);
   }

@@ -140,7 +140,38 @@ void validate(const NormSpec& spec) {
     const std::string conflict = detail::cluster_knob_conflict(spec, c);
     if (!conflict.empty()) throw Error(conflict);
   }
+  if (kn.partial_cluster && *kn.partial_cluster > 1) {
+    const std::uint32_t c = *kn.partial_cluster;
+    if (spec.arch < Arch::Sm90) {
+      throw Error(
+          fmt::format("partial_cluster {} needs thread-block clusters: sm_90 or newer, got {}", c,
+                      arch_name(spec.arch)));
+    }
+    if (c > spec.device.largest_cluster()) {
+      throw Error(
+          fmt::format("partial_cluster {} is more than the {} CTAs a cluster of {} may have", c,
+                      spec.device.largest_cluster(), spec.device.name));
+    }
+  }
   const detail::Plan p = detail::plan_norm(spec);
+  // The one-launch backward (single_launch, which the runtime sets for small batches) has no
+  // partial rows: the knob is moot there, as cluster-split rows and tickets are not.
+  if (kn.partial_cluster.value_or(1) > 1 && is_backward(spec.kind) &&
+      p.weight_grads == detail::WeightGrads::PartialRows) {
+    if (p.partial_cluster == 1) {
+      throw Error(fmt::format(
+          "partial_cluster {} sums the partial rows of CTAs that each walk whole rows in a fixed "
+          "order, one row a CTA: it takes no cluster_ctas, rows_per_cta above 1 or row_order "
+          "tickets",
+          *kn.partial_cluster));
+    }
+    if (std::count(p.accum.begin(), p.accum.end(), detail::Place::Global) > 0) {
+      throw Error(fmt::format(
+          "partial_cluster {} adds up partial sums held in registers and shared memory, and "
+          "this plan keeps some of a {}-wide row's in global memory: it takes none",
+          *kn.partial_cluster, spec.width));
+    }
+  }
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(
         fmt::format("threads_per_row × rows_per_cta must be a multiple of 32 in [32, 1024], "
@@ -346,6 +377,7 @@ BuiltNorm build_norm(const NormSpec& spec) {
     out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
         std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
     out.chosen.min_row_groups = plan.min_row_groups_per_cta;
+    out.chosen.partial_cluster = plan.partial_cluster;
   } else {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
     // Held only where some chunk of the row is in registers.

@@ -148,7 +148,8 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   l.accumulator_bytes = shared_accumulators * threads_per_row * vec * 4;
   l.accumulators = {l.staging.end(), nacc * l.accumulator_bytes};
   l.staging_buffer_bytes = tensors * l.staged_tensor_bytes;
-  const bool merges = backward && rows_per_cta > 1 && weight_grads == WeightGrads::PartialRows;
+  const bool merges = backward && (rows_per_cta > 1 || partial_cluster > 1) &&
+                      weight_grads == WeightGrads::PartialRows;
   l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
   const bool ringed = lookahead == Lookahead::Ring;
   l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
@@ -219,10 +220,15 @@ class Planner {
     if (!backward_ && has_residual(spec_)) fwd_.threads = std::min(fwd_.threads, 512u);
     p_.threads_per_row = kn_.threads_per_row.value_or(
         backward_ ? backward_threads(dev_, vectors, p_.vec, nacc_) : fwd_.threads);
-    // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows).
+    // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows); a cluster
+    // that adds its partial rows up on chip takes one row a CTA, a warp at least.
+    const bool merging = backward_ && !single_ && kn_.partial_cluster.value_or(1) > 1 &&
+                         !kn_.rows_per_cta && cluster_ctas_ == 1;
+    if (merging && !kn_.threads_per_row) p_.threads_per_row = std::max(p_.threads_per_row, 32u);
     const std::uint32_t target_block = backward_ ? 256 : 128;
     const std::uint32_t tpr = p_.threads_per_row;
-    p_.rows_per_cta = kn_.rows_per_cta.value_or(tpr < target_block && target_block % tpr == 0
+    p_.rows_per_cta = kn_.rows_per_cta.value_or(merging ? 1
+                                                : tpr < target_block && target_block % tpr == 0
                                                     ? target_block / tpr
                                                     : std::max(1u, 32 / tpr));
     p_.chunks = ceil_div(vectors, tpr);
@@ -477,6 +483,12 @@ class Planner {
         kn_.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
     const bool persistent = p_.grid == Grid::Persistent;
     if (persistent && backward_ && !single_) p_.row_order = row_order;
+    // Partial rows summed over a cluster on chip: CTAs that walk whole rows in a fixed order, one
+    // row a CTA (validate names what else the knob conflicts with).
+    if (backward_ && !single_ && cluster_ctas_ == 1 && p_.rows_per_cta == 1 &&
+        p_.row_order == RowOrder::Fixed) {
+      p_.partial_cluster = kn_.partial_cluster.value_or(1);
+    }
     if (persistent) {
       // As many CTAs as fit an SM by registers and shared memory (the backward's estimate of its
       // registers, the forward's ceiling).
@@ -585,6 +597,8 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
   if (spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
   if (!cluster_knob_conflict(spec, 2).empty()) return 1;
+  // A backward asked to add partial rows up over a cluster walks whole rows.
+  if (is_backward(spec.kind) && spec.knobs.partial_cluster.value_or(1) > 1) return 1;
   const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   const std::uint32_t slice_bytes =
       is_backward(spec.kind) ? kBackwardSliceBytes : kForwardSliceBytes;

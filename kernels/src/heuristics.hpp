@@ -32,7 +32,9 @@ struct SharedLayout {
   // Backward: the dw (and db) partial sums placed in shared memory, `accumulator_bytes` each.
   Region accumulators;
   std::uint32_t accumulator_bytes = 0;
-  Region merge;  // backward with several row slots: where they merge their partial sums
+  // Backward with several row slots, or partial rows summed over a cluster: where the partial
+  // sums merge, every chunk's columns of each accumulator.
+  Region merge;
   // prefetch_rows ≥ 2: ring_rows buffers, each x's row slots, then dy's (`ring_tensor_bytes`
   // each).
   Region ring;
@@ -137,6 +139,9 @@ struct Plan {
   // Forward: the CTAs of a thread-block cluster that share each row, `width` (the slice) columns
   // each; they reduce the row's sums through distributed shared memory (1: one CTA a row).
   std::uint32_t cluster_ctas = 1;
+  // Backward walking whole rows: the CTAs of a cluster whose partial rows add up in distributed
+  // shared memory into the cluster's one (the partial_cluster knob; 1: each CTA writes its own).
+  std::uint32_t partial_cluster = 1;
   // Chunks per iteration where a pass loops over chunks outside registers.
   std::uint32_t loop_group = 2;
 

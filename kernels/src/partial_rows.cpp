@@ -92,6 +92,25 @@ class Accumulator {
         fence);
   }
 
+  // This thread's columns of every chunk, as f32, into `merge`: a buffer of the row's columns at
+  // this thread's first element.
+  void write_shared(Kernel& k, SharedDPtr merge, ChunkFence fence) {
+    std::vector<int> keys;
+    for (std::uint32_t j = 0; j < plan_.chunks; ++j) {
+      keys.push_back(plan_.accum[j] == Place::Shared ? 1 : -1);
+    }
+    const std::uint32_t per = per_chunk();
+    for_each_chunk(
+        k, keys, plan_.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          Raw r;
+          r.f32 = get(k, j, shift);
+          store_raw(k, shifted(k, merge, shift, per) + columns_.lanes().map().chunk_offset(j), r,
+                    std::nullopt, kNoHints);
+        },
+        fence);
+  }
+
  private:
   std::uint32_t per_chunk() const { return plan_.threads_per_row * plan_.vec; }
   SharedDPtr shared_chunk(Kernel& k, std::uint32_t j, std::optional<Reg<U32>> shift) const {
@@ -174,6 +193,36 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
   }
 }
 
+// The partial rows of a cluster's CTAs added up on chip into the cluster's (partial_cluster): each
+// CTA puts its accumulators' columns into its merge region; after a cluster barrier CTA r adds up
+// columns r·block + tid, + C·block, ... over the C regions in rank order, so dw and db keep a
+// fixed order, and writes them; a second barrier keeps every region until its peers have read it.
+void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
+                        SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
+  const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  for (std::size_t a = 0; a < accs.size(); ++a) {
+    const SharedPtr<F32> mine =
+        k.index(merge, lanes.first_element()) + static_cast<std::int64_t>(a * span);
+    accs[a].write_shared(k, SharedDPtr{mine.as<B32>(), ScalarType::F32}, fence);
+  }
+  k.barrier_cluster_arrive();
+  k.barrier_cluster_wait();
+  const std::uint32_t C = plan.partial_cluster;
+  const std::uint32_t block = plan.block();
+  const Reg<U32> first = k.mad(k.cluster_ctarank(), block, cta.tid);
+  k.for_range(first, plan.width, C * block, [&](Reg<U32> column) {
+    const SharedPtr<F32> at_column = k.index(merge, column);
+    for (std::size_t a = 0; a < accs.size(); ++a) {
+      const SharedPtr<F32> place = at_column + static_cast<std::int64_t>(a * span);
+      Reg<F32> sum = k.ld(k.mapa(place, 0u));
+      for (std::uint32_t q = 1; q < C; ++q) sum = k.add(sum, k.ld(k.mapa(place, q)));
+      k.st(k.index(accs[a].row_start().p.as<F32>(), column), sum);
+    }
+  });
+  k.barrier_cluster_arrive();
+  k.barrier_cluster_wait();
+}
+
 class PartialRowSums final : public WeightGradSums {
  public:
   PartialRowSums(const NormSpec& spec, const Plan& plan) : spec_(spec), plan_(plan) {}
@@ -219,6 +268,11 @@ class PartialRowSums final : public WeightGradSums {
                       accs_);
       return;
     }
+    if (plan_.partial_cluster > 1) {
+      merge_over_cluster(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset),
+                         accs_, fence);
+      return;
+    }
     for (Accumulator& acc : accs_) acc.write_out(k, fence);
   }
   void size_grid(GridRule&) const override {}
@@ -245,8 +299,9 @@ std::uint32_t partial_pitch(std::uint32_t width) {
 }
 
 std::uint32_t warp_blocked_columns(const Plan& plan) {
-  // A cluster's slices write their columns in order: the reduce maps the whole row one way.
-  if (plan.cluster_ctas > 1) return 0;
+  // A cluster's slices, and the partial rows a cluster sums, write their columns in order: the
+  // reduce maps the whole row one way.
+  if (plan.cluster_ctas > 1 || plan.partial_cluster > 1) return 0;
   const bool whole_warps = plan.vec == 8 && plan.threads_per_row % 32 == 0;
   const bool one_writer =
       plan.weight_grads == WeightGrads::PartialRows && plan.rows_per_cta == 1 &&

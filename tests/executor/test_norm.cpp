@@ -740,6 +740,78 @@ TEST_CASE(
   CHECK(build_norm(single).chosen.row_order == RowOrder::Fixed);
 }
 
+TEST_CASE(
+    "partial rows added up over a cluster on chip (partial_cluster) match the reference, the "
+    "same bits whichever CTA runs first",
+    "[executor][norm]") {
+  // Backwards whose CTAs each walk whole rows and add their partial rows up in distributed shared
+  // memory, in rank order, into one a cluster: the next row in registers, staged rows, a ring of
+  // two, and partial sums in shared memory; clusters of 2 and 4 on grids of one and two clusters,
+  // batches that leave CTAs without a row; on 1 and 3 host threads, whose bits must agree.
+  struct Variant {
+    std::uint32_t prefetch_rows;
+    bool staged, shared_sums;
+  };
+  const Variant variants[] = {
+      {1, false, false}, {1, true, false}, {2, false, false}, {1, false, true}};
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t cluster : {2u, 4u}) {
+        for (const Variant& v : variants) {
+          for (std::uint32_t width : {61u, 997u, 4096u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.knobs.partial_cluster = cluster;
+            spec.knobs.sm_count = 4;
+            spec.knobs.ctas_per_sm = 1;
+            spec.knobs.single_launch = false;
+            spec.knobs.prefetch_rows = v.prefetch_rows;
+            if (v.staged) spec.knobs.register_chunks = 0;
+            if (v.shared_sums) spec.knobs.accumulator_register_chunks = 0;
+            INFO(kind_name(kind) << " " << dtype_name(dtype) << " cluster " << cluster
+                                 << " prefetch " << v.prefetch_rows << " staged " << v.staged
+                                 << " shared sums " << v.shared_sums << " width " << width);
+            const std::optional<BuiltNorm> fits = build_if_it_fits(spec);
+            if (!fits) continue;
+            const BuiltNorm& built = *fits;
+            REQUIRE(built.chosen.partial_cluster == cluster);
+            REQUIRE(built.steps[0].contract.cluster.x == cluster);
+            REQUIRE(built.ptx.find("mapa.shared::cluster") != std::string::npos);
+            REQUIRE(built.partial_rows(26) == built.steps[0].grid.grid(26, width) / cluster);
+            const std::uint32_t stride = (width + 7) / 8 * 8;
+            for (std::uint32_t batch : {1u, 3u, 26u}) {
+              const auto one = run_batch(built, batch, stride, 0.0f, 1, 1);
+              const auto three = run_batch(built, batch, stride, 0.0f, 1, 3);
+              for (const char* grad : {"dw", "db"}) {
+                if (one.contains(grad)) REQUIRE(one.at(grad) == three.at(grad));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Refused where CTAs do not each walk whole rows in a fixed order, and before sm_90.
+  NormSpec split = spec_of(NormKind::RmsNormBwd, DType::BF16, 65536);
+  split.knobs.partial_cluster = 2;
+  split.knobs.cluster_ctas = 2;
+  REQUIRE_THROWS_WITH(build_norm(split), Catch::Matchers::Contains("partial_cluster 2") &&
+                                             Catch::Matchers::Contains("no cluster_ctas"));
+  NormSpec tickets = spec_of(NormKind::RmsNormBwd, DType::F16, 4096);
+  tickets.knobs.partial_cluster = 2;
+  tickets.knobs.row_order = RowOrder::Tickets;
+  REQUIRE_THROWS_WITH(build_norm(tickets), Catch::Matchers::Contains("row_order tickets"));
+  NormSpec sm80 = spec_of(NormKind::LayerNormBwd, DType::F16, 4096);
+  sm80.knobs.partial_cluster = 2;
+  sm80.arch = Arch::Sm80;
+  sm80.ptx_version = default_ptx_version(Arch::Sm80);
+  REQUIRE_THROWS_WITH(build_norm(sm80), Catch::Matchers::Contains("sm_90"));
+  // The one launch (the runtime's small batches) has no partial rows to add up: no cluster.
+  NormSpec single = spec_of(NormKind::LayerNormBwd, DType::F16, 4096);
+  single.knobs.partial_cluster = 2;
+  single.knobs.single_launch = true;
+  CHECK_FALSE(build_norm(single).steps[0].contract.has_cluster());
+}
+
 TEST_CASE("rows by plain loads (row_nc 0) give the same values, and leave .nc to the weights",
           "[executor][norm]") {
   // Forwards in each placement; backwards one row ahead in registers, through the ring, in one

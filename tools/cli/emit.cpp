@@ -129,13 +129,15 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
                 kernels::BuiltNorm::kRowCounterBytes)
           : "";
   const std::string db_at = dw_at != 0 ? fmt::format("{} + ", dw_at) : "";
-  j.field("layout", !is_backward(s.kind)
-                        ? std::string("none: the forward needs no workspace")
-                        : fmt::format("{}partial_rows(batch) = the first step's grid; partial_dw "
-                                      "at byte {}, rows partial_pitch floats apart (columns in "
-                                      "the kernels' own order); partial_db "
-                                      "(ln_bwd) at {}partial_rows * partial_pitch * 4",
-                                      counter, dw_at, db_at));
+  j.field("layout",
+          !is_backward(s.kind)
+              ? std::string("none: the forward needs no workspace")
+              : fmt::format("{}partial_rows(batch) = the first step's grid ÷ its cluster's "
+                            "CTAs; partial_dw "
+                            "at byte {}, rows partial_pitch floats apart (columns in "
+                            "the kernels' own order); partial_db "
+                            "(ln_bwd) at {}partial_rows * partial_pitch * 4",
+                            counter, dw_at, db_at));
   if (batch) {
     j.field("batch", *batch);
     j.field("partial_rows", built.partial_rows(*batch));

@@ -56,10 +56,11 @@ std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_co
 
 // The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
 // doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead (also the next row at one CTA an SM fewer); and the load hints; for rows past 16 KiB
-// (backwards: 4 KiB), the row split over 1 to 16 CTAs of a cluster, and forwards walking rows with
-// their weights in shared memory (those the device and the width do not allow fail to build and are
-// left out). Each stays one strategy at the widths near it.
+// ahead (also the next row at one CTA an SM fewer) and partial rows added up over a cluster; and
+// the load hints; for rows past 16 KiB (backwards: 4 KiB), the row split over 1 to 16 CTAs of a
+// cluster, and forwards walking rows with their weights in shared memory (those the device and
+// the width do not allow fail to build and are left out). Each stays one strategy at the widths
+// near it.
 std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
                                     const NormKnobs& chosen) {
   std::vector<NormKnobs> out;
@@ -92,6 +93,8 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
         k.ctas_per_sm = ctas - 1;
       });
     }
+    // The partial rows of clusters of 2 and 4 CTAs added up on chip (devices with clusters).
+    for (std::uint32_t c : {2u, 4u}) add([&](NormKnobs& k) { k.partial_cluster = c; });
   }
   add([](NormKnobs& k) { k.row_nc = false; });
   const bool streamed = chosen.l2_stream.value_or(false);
