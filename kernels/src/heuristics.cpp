@@ -154,7 +154,9 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   const bool ringed = lookahead == Lookahead::Ring;
   l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
   l.ring_buffer_bytes = tensors * l.ring_tensor_bytes;
-  l.ring = {l.merge.end(), ringed ? ring_rows * l.ring_buffer_bytes : 0};
+  // A cluster's merge comes after the rows, when the ring is spent: the two share their bytes.
+  l.ring = {partial_cluster > 1 ? l.merge.offset : l.merge.end(),
+            ringed ? ring_rows * l.ring_buffer_bytes : 0};
   const std::uint32_t weight_tensors =
       backward || !shared_weights ? 0 : (has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0);
   // Each tensor on a 16-byte boundary (vector accesses; the weight dtype's bytes are 2 or 4).
@@ -162,7 +164,7 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   l.weight_tensor_bytes =
       weight_tensors > 0 ? round_up(chunks * threads_per_row * vec * weight_bytes, 16) : 0;
   l.weights = {round_up(l.ring.end(), 16), weight_tensors * l.weight_tensor_bytes};
-  l.bytes = l.weights.bytes > 0 ? l.weights.end() : l.ring.end();
+  l.bytes = l.weights.bytes > 0 ? l.weights.end() : std::max(l.ring.end(), l.merge.end());
   return l;
 }
 
