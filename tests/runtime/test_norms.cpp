@@ -182,7 +182,8 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   // weights (forward and backward), with the reduce launched early; and with chunks read again
   // from L2 instead of staged (with L1 priorities and groups of two chunks a loop iteration),
   // layer norm's statistics in one pass, the rows by plain loads instead of .nc, and the
-  // backward's rows from a counter; forwards walking rows with their weights in shared memory.
+  // backward's rows from a counter; forwards walking rows with their weights in shared memory;
+  // backwards adding their partial rows up over a cluster.
   std::vector<kernels::NormKnobs> variants(3);
   variants[0].single_launch = true;
   variants[0].early_weights = true;  // forwards: w and b loaded with the row
@@ -209,6 +210,22 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
       options.knobs = knobs;
       c.same_sums =
           knobs.row_order != kernels::RowOrder::Tickets && knobs.deterministic.value_or(true);
+      objects.push_back(make_objects(ctx, c, options));
+      for (std::uint32_t batch : {3u, 1151u}) {
+        c.batch = batch;
+        c.seed = 7000 + cases.size();
+        cases.emplace_back(objects.size() - 1, c);
+      }
+    }
+  }
+  // Backwards whose clusters add their partial rows up on chip, where the device has clusters
+  // (the merge region fits beside the rows to 8192 columns).
+  if (ctx.info().model.has_clusters()) {
+    constexpr std::uint32_t kMergedWidths[] = {100, 1003, 4096, 8192};
+    for (NormCase c : shapes_at(kMergedWidths)) {
+      NormOptions options;
+      options.backward_knobs.emplace().partial_cluster = 2;
+      c.same_sums = true;
       objects.push_back(make_objects(ctx, c, options));
       for (std::uint32_t batch : {3u, 1151u}) {
         c.batch = batch;
