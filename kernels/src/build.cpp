@@ -200,10 +200,15 @@ void validate(const NormSpec& spec) {
   const std::uint32_t budget = detail::shared_budget(spec.device);
   const std::uint32_t shared = p.dynamic_shared_bytes(spec);
   if (shared > budget) {
+    const std::string way_out =
+        p.partial_cluster > 1
+            ? fmt::format("partial_cluster {}'s merge region takes {} of them: leave it out",
+                          p.partial_cluster, p.shared_layout(spec).merge.bytes)
+            : std::string("use fewer rows_per_cta or more threads_per_row");
     throw Error(
         fmt::format("the kernel needs {} bytes of shared memory, more than the {} that {} "
-                    "allows; use fewer rows_per_cta or more threads_per_row",
-                    shared, budget, spec.device.name));
+                    "allows; {}",
+                    shared, budget, spec.device.name, way_out));
   }
   if (const auto misfit = spec.device.block_misfit(p.block(), p.max_registers, shared)) {
     throw Error(fmt::format("the kernel does not fit the device: {}", *misfit));

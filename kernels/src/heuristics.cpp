@@ -151,11 +151,14 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   const bool merges = backward && (rows_per_cta > 1 || partial_cluster > 1) &&
                       weight_grads == WeightGrads::PartialRows;
   l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
+  // A cluster's merge comes after the rows, when the staged rows and the ring are spent: it takes
+  // the staging buffers' bytes where they hold it, else shares the ring's.
+  const bool over_staging = partial_cluster > 1 && l.merge.bytes <= l.staging.bytes;
+  if (over_staging) l.merge.offset = 0;
   const bool ringed = lookahead == Lookahead::Ring;
   l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
   l.ring_buffer_bytes = tensors * l.ring_tensor_bytes;
-  // A cluster's merge comes after the rows, when the ring is spent: the two share their bytes.
-  l.ring = {partial_cluster > 1 ? l.merge.offset : l.merge.end(),
+  l.ring = {partial_cluster > 1 ? l.accumulators.end() : l.merge.end(),
             ringed ? ring_rows * l.ring_buffer_bytes : 0};
   const std::uint32_t weight_tensors =
       backward || !shared_weights ? 0 : (has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0);

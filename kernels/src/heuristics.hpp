@@ -33,8 +33,8 @@ struct SharedLayout {
   Region accumulators;
   std::uint32_t accumulator_bytes = 0;
   // Backward with several row slots, or partial rows summed over a cluster: where the partial
-  // sums merge, every chunk's columns of each accumulator. A cluster's merge shares its bytes
-  // with the ring (after the rows, the ring is spent).
+  // sums merge, every chunk's columns of each accumulator. A cluster's merge, after the rows,
+  // takes the staging buffers' bytes where they hold it, else shares the ring's.
   Region merge;
   // prefetch_rows ≥ 2: ring_rows buffers, each x's row slots, then dy's (`ring_tensor_bytes`
   // each).

@@ -200,12 +200,10 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
 void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
                         SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
   const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
-  // The merge region is the ring's bytes (SharedLayout): every copy into it landed and every
-  // thread is past its reads of the last row before any thread writes there.
-  if (plan.lookahead == Lookahead::Ring) {
-    k.cp_async_wait(0);
-    k.bar_sync(0);
-  }
+  // The merge region is the staging buffers' or the ring's bytes (SharedLayout): every copy into
+  // them has landed and every thread is past its reads of the last row before any writes there.
+  k.cp_async_wait(0);
+  k.bar_sync(0);
   for (std::size_t a = 0; a < accs.size(); ++a) {
     const SharedPtr<F32> mine =
         k.index(merge, lanes.first_element()) + static_cast<std::int64_t>(a * span);

@@ -379,14 +379,13 @@ TEST_CASE("rings three and four rows deep (prefetch_rows 3, 4) assemble without 
 TEST_CASE("partial rows added up over a cluster (partial_cluster) assemble without spills",
           "[ptxas]") {
   // Backwards of whole rows whose clusters of 2 and 4 CTAs add their partial rows up in
-  // distributed shared memory, every dtype, to 8192 columns (wider rows' buffers leave no room for
-  // the merge region beside them).
+  // distributed shared memory, every dtype, to 16384 columns.
   std::vector<Group> groups;
   for (std::uint32_t cluster : {2u, 4u}) {  // a group a size: the kernels' names are the same
     Group g{fmt::format("backwards partial_cluster {} sm_90", cluster), {}};
     for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
       for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-        for (std::uint32_t width : {1024u, 3000u, 4096u, 8192u}) {
+        for (std::uint32_t width : {1024u, 3000u, 4096u, 8192u, 16384u}) {
           NormSpec spec = spec_of(kind, dtype, width);
           spec.knobs.partial_cluster = cluster;
           g.built.push_back(build_norm(spec));

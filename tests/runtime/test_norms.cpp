@@ -218,10 +218,9 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
       }
     }
   }
-  // Backwards whose clusters add their partial rows up on chip, where the device has clusters
-  // (the merge region fits beside the rows to 8192 columns).
+  // Backwards whose clusters add their partial rows up on chip, where the device has clusters.
   if (ctx.info().model.has_clusters()) {
-    constexpr std::uint32_t kMergedWidths[] = {100, 1003, 4096, 8192};
+    constexpr std::uint32_t kMergedWidths[] = {100, 1003, 4096, 8192, 16384};
     for (NormCase c : shapes_at(kMergedWidths)) {
       NormOptions options;
       options.backward_knobs.emplace().partial_cluster = 2;
