@@ -161,8 +161,7 @@ void validate(const NormSpec& spec) {
     if (p.partial_cluster == 1) {
       throw Error(fmt::format(
           "partial_cluster {} sums the partial rows of CTAs that each walk whole rows in a fixed "
-          "order, one row a CTA: it takes no cluster_ctas, rows_per_cta above 1 or row_order "
-          "tickets",
+          "order: it takes no cluster_ctas or row_order tickets",
           *kn.partial_cluster));
     }
     if (std::count(p.accum.begin(), p.accum.end(), detail::Place::Global) > 0) {

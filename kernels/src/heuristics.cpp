@@ -225,15 +225,10 @@ class Planner {
     if (!backward_ && has_residual(spec_)) fwd_.threads = std::min(fwd_.threads, 512u);
     p_.threads_per_row = kn_.threads_per_row.value_or(
         backward_ ? backward_threads(dev_, vectors, p_.vec, nacc_) : fwd_.threads);
-    // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows); a cluster
-    // that adds its partial rows up on chip takes one row a CTA, a warp at least.
-    const bool merging = backward_ && !single_ && kn_.partial_cluster.value_or(1) > 1 &&
-                         !kn_.rows_per_cta && cluster_ctas_ == 1;
-    if (merging && !kn_.threads_per_row) p_.threads_per_row = std::max(p_.threads_per_row, 32u);
+    // Short rows share a CTA: 128 threads forward, 256 backward (fewer partial rows).
     const std::uint32_t target_block = backward_ ? 256 : 128;
     const std::uint32_t tpr = p_.threads_per_row;
-    p_.rows_per_cta = kn_.rows_per_cta.value_or(merging ? 1
-                                                : tpr < target_block && target_block % tpr == 0
+    p_.rows_per_cta = kn_.rows_per_cta.value_or(tpr < target_block && target_block % tpr == 0
                                                     ? target_block / tpr
                                                     : std::max(1u, 32 / tpr));
     p_.chunks = ceil_div(vectors, tpr);
@@ -488,10 +483,9 @@ class Planner {
         kn_.row_order.value_or(tickets_pay ? RowOrder::Tickets : RowOrder::Fixed);
     const bool persistent = p_.grid == Grid::Persistent;
     if (persistent && backward_ && !single_) p_.row_order = row_order;
-    // Partial rows summed over a cluster on chip: CTAs that walk whole rows in a fixed order, one
-    // row a CTA (validate names what else the knob conflicts with).
-    if (backward_ && !single_ && cluster_ctas_ == 1 && p_.rows_per_cta == 1 &&
-        p_.row_order == RowOrder::Fixed) {
+    // Partial rows summed over a cluster on chip: CTAs that walk whole rows in a fixed order
+    // (validate names what else the knob conflicts with).
+    if (backward_ && !single_ && cluster_ctas_ == 1 && p_.row_order == RowOrder::Fixed) {
       p_.partial_cluster = kn_.partial_cluster.value_or(1);
     }
     if (persistent) {

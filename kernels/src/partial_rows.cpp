@@ -194,19 +194,21 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
 }
 
 // The partial rows of a cluster's CTAs added up on chip into the cluster's (partial_cluster): each
-// CTA puts its accumulators' columns into its merge region; after a cluster barrier CTA r adds up
-// columns r·block + tid, + C·block, ... over the C regions in rank order, so dw and db keep a
-// fixed order, and writes them; a second barrier keeps every region until its peers have read it.
+// CTA puts its row slots' accumulators into its merge region (as merge_row_slots lays them out);
+// after a cluster barrier CTA r adds up columns r·block + tid, + C·block, ... over the C regions
+// and their R slots in rank and slot order, so dw and db keep a fixed order, and writes them; a
+// second barrier keeps every region until its peers have read it.
 void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
                         SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
   const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  const std::uint32_t R = plan.rows_per_cta;
   // The merge region is the staging buffers' or the ring's bytes (SharedLayout): every copy into
   // them has landed and every thread is past its reads of the last row before any writes there.
   k.cp_async_wait(0);
   k.bar_sync(0);
+  const SharedPtr<F32> slot_start = k.index(merge, k.mad(cta.slot, span, lanes.first_element()));
   for (std::size_t a = 0; a < accs.size(); ++a) {
-    const SharedPtr<F32> mine =
-        k.index(merge, lanes.first_element()) + static_cast<std::int64_t>(a * span);
+    const SharedPtr<F32> mine = slot_start + static_cast<std::int64_t>(a * R * span);
     accs[a].write_shared(k, SharedDPtr{mine.as<B32>(), ScalarType::F32}, fence);
   }
   k.barrier_cluster_arrive();
@@ -217,10 +219,15 @@ void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const
   k.for_range(first, plan.width, C * block, [&](Reg<U32> column) {
     const SharedPtr<F32> at_column = k.index(merge, column);
     for (std::size_t a = 0; a < accs.size(); ++a) {
-      const SharedPtr<F32> place = at_column + static_cast<std::int64_t>(a * span);
-      Reg<F32> sum = k.ld(k.mapa(place, 0u));
-      for (std::uint32_t q = 1; q < C; ++q) sum = k.add(sum, k.ld(k.mapa(place, q)));
-      k.st(k.index(accs[a].row_start().p.as<F32>(), column), sum);
+      std::optional<Reg<F32>> sum;
+      for (std::uint32_t q = 0; q < C; ++q) {
+        for (std::uint32_t r = 0; r < R; ++r) {
+          const Reg<F32> v =
+              k.ld(k.mapa(at_column + static_cast<std::int64_t>((a * R + r) * span), q));
+          sum = sum ? k.add(*sum, v) : v;
+        }
+      }
+      k.st(k.index(accs[a].row_start().p.as<F32>(), column), *sum);
     }
   });
   k.barrier_cluster_arrive();
@@ -267,14 +274,14 @@ class PartialRowSums final : public WeightGradSums {
   // row slots merge into one partial row, else each thread writes its columns.
   void finish(Kernel& k, const RowInputs&, ChunkFence fence) override {
     if (plan_.overlap_reduce) k.griddep_launch_dependents();
-    if (plan_.rows_per_cta > 1) {
-      merge_row_slots(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset),
-                      accs_);
-      return;
-    }
     if (plan_.partial_cluster > 1) {
       merge_over_cluster(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset),
                          accs_, fence);
+      return;
+    }
+    if (plan_.rows_per_cta > 1) {
+      merge_row_slots(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset),
+                      accs_);
       return;
     }
     for (Accumulator& acc : accs_) acc.write_out(k, fence);
