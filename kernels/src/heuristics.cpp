@@ -530,9 +530,10 @@ class Planner {
 
   // The backward's column reduce over the partial rows of the grid, for the whole row.
   void size_column_reduce() {
-    // At most one partial row a row-step CTA (a cluster's CTAs share one); up to 32 warps, each
-    // with all its rows (≤ 16) in flight.
-    const std::uint32_t partials = std::max(1u, p_.sm_count * p_.ctas_per_sm / cluster_ctas_);
+    // At most one partial row a row-step CTA (a cluster's CTAs share one, whether they split the
+    // rows or add their partial rows up); up to 32 warps, each with all its rows (≤ 16) in flight.
+    const std::uint32_t partials =
+        std::max(1u, p_.sm_count * p_.ctas_per_sm / (cluster_ctas_ * p_.partial_cluster));
     p_.reduce_slices =
         kn_.reduce_slices.value_or(std::clamp(std::bit_ceil(ceil_div(partials, 8u)), 8u, 32u));
     p_.reduce_unroll = std::clamp(ceil_div(partials, p_.reduce_slices), 4u, 16u);
