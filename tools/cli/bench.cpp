@@ -348,7 +348,7 @@ std::string host_only_json(const HostResults& r) {
 }
 
 std::string results_json(const runtime::DeviceInfo& info, int driver, const Floors& floors,
-                         const Timing& timing, std::uint64_t seed,
+                         const Timing& timing, bool tuning_table, std::uint64_t seed,
                          const std::vector<CaseResult>& results,
                          const std::optional<HostResults>& host) {
   JsonWriter j;
@@ -364,6 +364,7 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
   j.field("flush_bytes", kFlushBytes);
   j.field("flush", flush_method_name(timing.flush));
   j.field("stream", timing.default_stream ? "default" : "own");
+  j.field("plans", tuning_table ? "tuning table" : "heuristic");
   j.field("reps", timing.reps);
   j.field("warmup", timing.warmup);
   j.field("warmup_ms", timing.warmup_ms);
@@ -552,8 +553,8 @@ class BenchCommand : public Command {
       print_host(*host);
     }
     if (json_out) {
-      json_out->commit(
-          results_json(info, runtime::driver_version(), floors, timing, seed, results, host));
+      json_out->commit(results_json(info, runtime::driver_version(), floors, timing, !heuristic_,
+                                    seed, results, host));
     }
     return all_pass ? kExitOk : kExitFailure;
   }
