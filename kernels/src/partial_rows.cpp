@@ -97,7 +97,8 @@ class Accumulator {
   void write_shared(Kernel& k, SharedDPtr merge, ChunkFence fence) {
     std::vector<int> keys;
     for (std::uint32_t j = 0; j < plan_.chunks; ++j) {
-      keys.push_back(plan_.accum[j] == Place::Shared ? 1 : -1);
+      // Register chunks unrolled without a fence: they load nothing ptxas could hoist.
+      keys.push_back(plan_.accum[j] == Place::Shared ? 1 : 0);
     }
     const std::uint32_t per = per_chunk();
     for_each_chunk(
@@ -152,24 +153,24 @@ class Accumulator {
 
 // Sums the R row slots' accumulators in slot order through shared memory, then writes the CTA's
 // partial row: column c by thread c, c + block, ...
+// Each row slot's accumulators into the merge region, in column order: accumulator a's slot r at
+// (a·R + r)·span floats.
+void write_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
+                     SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
+  const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  const SharedPtr<F32> slot_start = k.index(merge, k.mad(cta.slot, span, lanes.first_element()));
+  for (std::size_t a = 0; a < accs.size(); ++a) {
+    const SharedPtr<F32> mine =
+        slot_start + static_cast<std::int64_t>(a * plan.rows_per_cta * span);
+    accs[a].write_shared(k, SharedDPtr{mine.as<B32>(), ScalarType::F32}, fence);
+  }
+}
+
 void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
-                     SharedPtr<F32> merge, const std::vector<Accumulator>& accs) {
-  const RowMap& map = lanes.map();
+                     SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
   const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
   const std::uint32_t R = plan.rows_per_cta;
-  const SharedPtr<F32> mine = k.index(merge, k.mad(cta.slot, span, lanes.first_element()));
-  for (std::size_t a = 0; a < accs.size(); ++a) {
-    for (std::uint32_t j = 0; j < plan.chunks; ++j) {
-      Raw r;
-      r.f32 = accs[a].registers(j);
-      store_raw(
-          k,
-          SharedDPtr{
-              (mine + static_cast<std::int64_t>(a * R * span) + map.chunk_offset(j)).as<B32>(),
-              ScalarType::F32},
-          r, std::nullopt, kNoHints);
-    }
-  }
+  write_row_slots(k, plan, cta, lanes, merge, accs, fence);
   k.bar_sync(0);
   const std::uint32_t block = plan.block();
   const SharedPtr<F32> column = k.index(merge, cta.tid);
@@ -206,11 +207,7 @@ void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const
   // them has landed and every thread is past its reads of the last row before any writes there.
   k.cp_async_wait(0);
   k.bar_sync(0);
-  const SharedPtr<F32> slot_start = k.index(merge, k.mad(cta.slot, span, lanes.first_element()));
-  for (std::size_t a = 0; a < accs.size(); ++a) {
-    const SharedPtr<F32> mine = slot_start + static_cast<std::int64_t>(a * R * span);
-    accs[a].write_shared(k, SharedDPtr{mine.as<B32>(), ScalarType::F32}, fence);
-  }
+  write_row_slots(k, plan, cta, lanes, merge, accs, fence);
   k.barrier_cluster_arrive();
   k.barrier_cluster_wait();
   const std::uint32_t C = plan.partial_cluster;
@@ -280,8 +277,8 @@ class PartialRowSums final : public WeightGradSums {
       return;
     }
     if (plan_.rows_per_cta > 1) {
-      merge_row_slots(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset),
-                      accs_);
+      merge_row_slots(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset), accs_,
+                      fence);
       return;
     }
     for (Accumulator& acc : accs_) acc.write_out(k, fence);
