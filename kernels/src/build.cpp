@@ -124,35 +124,28 @@ void validate(const NormSpec& spec) {
     check_knob(info, *v);
     check_knob_target(spec, info, *v);
   });
-  if (kn.cluster_ctas && *kn.cluster_ctas > 1) {
-    const std::uint32_t c = *kn.cluster_ctas;
+  // A knob that launches clusters of c CTAs: sm_90 or newer, within the device's largest cluster.
+  const auto check_cluster = [&](std::string_view knob, std::uint32_t c) {
     if (spec.arch < Arch::Sm90) {
-      throw Error(fmt::format("cluster_ctas {} needs thread-block clusters: sm_90 or newer, got {}",
-                              c, arch_name(spec.arch)));
+      throw Error(fmt::format("{} {} needs thread-block clusters: sm_90 or newer, got {}", knob, c,
+                              arch_name(spec.arch)));
     }
     if (c > spec.device.largest_cluster()) {
-      throw Error(fmt::format("cluster_ctas {} is more than the {} CTAs a cluster of {} may have",
-                              c, spec.device.largest_cluster(), spec.device.name));
+      throw Error(fmt::format("{} {} is more than the {} CTAs a cluster of {} may have", knob, c,
+                              spec.device.largest_cluster(), spec.device.name));
     }
+  };
+  if (kn.cluster_ctas && *kn.cluster_ctas > 1) {
+    const std::uint32_t c = *kn.cluster_ctas;
+    check_cluster("cluster_ctas", c);
     if (spec.width % c != 0) {
       throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));
     }
     const std::string conflict = detail::cluster_knob_conflict(spec, c);
     if (!conflict.empty()) throw Error(conflict);
   }
-  if (kn.partial_cluster && *kn.partial_cluster > 1) {
-    const std::uint32_t c = *kn.partial_cluster;
-    if (spec.arch < Arch::Sm90) {
-      throw Error(
-          fmt::format("partial_cluster {} needs thread-block clusters: sm_90 or newer, got {}", c,
-                      arch_name(spec.arch)));
-    }
-    if (c > spec.device.largest_cluster()) {
-      throw Error(
-          fmt::format("partial_cluster {} is more than the {} CTAs a cluster of {} may have", c,
-                      spec.device.largest_cluster(), spec.device.name));
-    }
-  }
+  if (kn.partial_cluster && *kn.partial_cluster > 1)
+    check_cluster("partial_cluster", *kn.partial_cluster);
   const detail::Plan p = detail::plan_norm(spec);
   // The one-launch backward (single_launch, which the runtime sets for small batches) has no
   // partial rows: the knob is moot there, as cluster-split rows and tickets are not.
@@ -161,7 +154,7 @@ void validate(const NormSpec& spec) {
     if (p.partial_cluster == 1) {
       throw Error(fmt::format(
           "partial_cluster {} sums the partial rows of CTAs that each walk whole rows in a fixed "
-          "order: it takes no cluster_ctas or row_order tickets",
+          "order: it takes no row_order tickets",
           *kn.partial_cluster));
     }
     if (std::count(p.accum.begin(), p.accum.end(), detail::Place::Global) > 0) {

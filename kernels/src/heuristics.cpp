@@ -590,6 +590,12 @@ std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ct
         "single_launch 1 or row_order tickets",
         cluster_ctas);
   }
+  if (!forward && kn.partial_cluster.value_or(1) > 1) {
+    return fmt::format(
+        "cluster_ctas {} splits each row over a cluster, and partial_cluster {} sums the partial "
+        "rows of CTAs that walk whole rows: it takes no cluster_ctas",
+        cluster_ctas, *kn.partial_cluster);
+  }
   return "";
 }
 
@@ -597,8 +603,6 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   if (spec.knobs.cluster_ctas) return *spec.knobs.cluster_ctas;
   if (spec.arch < Arch::Sm90 || !spec.device.has_clusters()) return 1;
   if (!cluster_knob_conflict(spec, 2).empty()) return 1;
-  // A backward asked to add partial rows up over a cluster walks whole rows.
-  if (is_backward(spec.kind) && spec.knobs.partial_cluster.value_or(1) > 1) return 1;
   const auto bytes = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
   const std::uint32_t slice_bytes =
       is_backward(spec.kind) ? kBackwardSliceBytes : kForwardSliceBytes;

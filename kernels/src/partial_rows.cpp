@@ -35,7 +35,6 @@ class Accumulator {
   }
 
   GlobalDPtr row_start() const { return row_start_; }
-  const Values& registers(std::uint32_t j) const { return regs_[j]; }
 
   // acc[j] += a·b, or += a; `shift` as for_each_chunk passes it.
   void add(Kernel& k, std::uint32_t j, const Values& a, const Values* b,
