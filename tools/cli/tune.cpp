@@ -304,17 +304,7 @@ class TuneCommand : public Command {
         c.us.push_back(timer.time_case(*c.norm, spec.kind).median);
         return;
       }
-      runtime::NormOptions options;
-      options.tuning_table = false;
-      if (kernels::is_backward(spec.kind)) {
-        options.backward_knobs = c.knobs;
-      } else {
-        options.knobs = c.knobs;
-      }
-      c.norm = std::make_unique<GpuNorm>(timer.ctx(), data, options);
-      const CaseTimer::Checked r = timer.run_case(*c.norm, data, spec.kind);
-      if (!r.pass) throw std::runtime_error(fmt::format("{}: {}", format_knobs(c.knobs), r.error));
-      c.us.push_back(r.times.median);
+      c.norm = checked_norm(timer, data, spec.kind, c.knobs, format_knobs(c.knobs), c.us);
     };
     for (Candidate& c : candidates) time(c);
     std::size_t best = 0;
@@ -345,7 +335,8 @@ class TuneCommand : public Command {
                                  : fmt::format("{:.2f} µs, within the margin: kept the heuristic",
                                                candidates[best].best());
     if (wins) {
-      if (const auto small = time_small_batch(timer, spec, candidates[best].knobs, seed)) {
+      if (const auto small =
+              time_small_batch(timer, spec, data.batch, candidates[best].knobs, seed)) {
         const auto [winner_us, heuristic_us] = *small;
         if (winner_us > heuristic_us * (1 + margin)) {
           wins = false;
@@ -372,46 +363,52 @@ class TuneCommand : public Command {
     return kCheckRowsPerSm * spec.device.sm_count;
   }
 
+  // `knobs` (none: the heuristic's plan) built for `data` without the tuning table, and its first
+  // timing, checked against float64, appended to `us`. Throws naming `what` where it does not
+  // match.
+  static std::unique_ptr<GpuNorm> checked_norm(CaseTimer& timer, const NormData& data,
+                                               NormKind kind, const NormKnobs& knobs,
+                                               const std::string& what, std::vector<double>& us) {
+    runtime::NormOptions options;
+    options.tuning_table = false;
+    if (kernels::is_backward(kind)) {
+      options.backward_knobs = knobs;
+    } else {
+      options.knobs = knobs;
+    }
+    auto norm = std::make_unique<GpuNorm>(timer.ctx(), data, options);
+    const CaseTimer::Checked r = timer.run_case(*norm, data, kind);
+    if (!r.pass) throw std::runtime_error(fmt::format("{}: {}", what, r.error));
+    us.push_back(r.times.median);
+    return norm;
+  }
+
   // The winner's knobs and the heuristic timed at small_batch(spec) rows, as the runtime would
   // plan them there with the winner in the table: {winner µs, heuristic µs}; nothing where that
-  // batch takes the small-batch variant (which no table row plans) or is no smaller.
+  // batch takes the small-batch variant (which no table row plans) or is no smaller than
+  // `tuned_batch`, the batch the winner won at.
   std::optional<std::pair<double, double>> time_small_batch(CaseTimer& timer,
                                                             const kernels::NormSpec& spec,
+                                                            std::uint32_t tuned_batch,
                                                             const NormKnobs& winner,
                                                             std::uint64_t seed) const {
     kernels::NormSpec plain = spec;
     plain.tuning = false;
     const std::uint32_t batch = small_batch(spec);
-    if (batch >= tuning_batch(spec.dtype, spec.width, spec.device.sm_count) ||
-        batch <= kernels::small_batch_limit(plain)) {
-      return std::nullopt;
-    }
+    if (batch >= tuned_batch || batch <= kernels::small_batch_limit(plain)) return std::nullopt;
     const NormData data = make_norm_data(spec, batch, seed, true);
-    const auto time = [&](const std::optional<NormKnobs>& knobs) {
-      runtime::NormOptions options;
-      options.tuning_table = false;
-      if (knobs) {
-        // The table's plan: its knobs on the main variant, as the runtime takes them.
-        NormKnobs k = *knobs;
-        if (kernels::is_backward(spec.kind)) {
-          if (!k.single_launch) k.single_launch = false;
-          options.backward_knobs = k;
-        } else {
-          if (!k.prefetch_rows) k.prefetch_rows = 0;
-          options.knobs = k;
-        }
-      }
-      GpuNorm norm(timer.ctx(), data, options);
-      const CaseTimer::Checked r = timer.run_case(norm, data, spec.kind);
-      if (!r.pass) {
-        throw std::runtime_error(
-            fmt::format("at {} rows, {}: {}", batch,
-                        knobs ? format_knobs(*knobs) : std::string("the heuristic"), r.error));
-      }
-      return r.times.median;
-    };
-    const double heuristic_us = time(std::nullopt);
-    return std::pair{time(winner), heuristic_us};
+    // The table's plan: the winner's knobs on the main variant, as the runtime takes them.
+    NormKnobs as_tabled = winner;
+    if (kernels::is_backward(spec.kind)) {
+      if (!as_tabled.single_launch) as_tabled.single_launch = false;
+    } else if (!as_tabled.prefetch_rows) {
+      as_tabled.prefetch_rows = 0;
+    }
+    std::vector<double> us;
+    checked_norm(timer, data, spec.kind, {}, fmt::format("at {} rows, the heuristic", batch), us);
+    checked_norm(timer, data, spec.kind, as_tabled,
+                 fmt::format("at {} rows, {}", batch, format_knobs(winner)), us);
+    return std::pair{us[1], us[0]};
   }
 
   std::set<NormKind> selected_kinds() const {
