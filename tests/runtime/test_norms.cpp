@@ -204,12 +204,9 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   std::vector<Objects> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
-  for (const kernels::NormKnobs& knobs : variants) {
+  const auto add = [&](const NormOptions& options, bool same_sums) {
     for (NormCase c : shapes_at(kKnobWidths)) {
-      NormOptions options;
-      options.knobs = knobs;
-      c.same_sums =
-          knobs.row_order != kernels::RowOrder::Tickets && knobs.deterministic.value_or(true);
+      c.same_sums = same_sums;
       objects.push_back(make_objects(ctx, c, options));
       for (std::uint32_t batch : {3u, 1151u}) {
         c.batch = batch;
@@ -217,21 +214,18 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
         cases.emplace_back(objects.size() - 1, c);
       }
     }
+  };
+  for (const kernels::NormKnobs& knobs : variants) {
+    NormOptions options;
+    options.knobs = knobs;
+    add(options,
+        knobs.row_order != kernels::RowOrder::Tickets && knobs.deterministic.value_or(true));
   }
   // Backwards whose clusters add their partial rows up on chip, where the device has clusters.
   if (ctx.info().model.has_clusters()) {
-    constexpr std::uint32_t kMergedWidths[] = {100, 1003, 4096, 8192, 16384};
-    for (NormCase c : shapes_at(kMergedWidths)) {
-      NormOptions options;
-      options.backward_knobs.emplace().partial_cluster = 2;
-      c.same_sums = true;
-      objects.push_back(make_objects(ctx, c, options));
-      for (std::uint32_t batch : {3u, 1151u}) {
-        c.batch = batch;
-        c.seed = 7000 + cases.size();
-        cases.emplace_back(objects.size() - 1, c);
-      }
-    }
+    NormOptions options;
+    options.backward_knobs.emplace().partial_cluster = 2;
+    add(options, true);
   }
   const SweepResult r = run_sweep(ctx, objects, cases);
   WARN(cases.size() << " knob-variant cases on the GPU (" << objects.size() << " objects, "
