@@ -112,7 +112,8 @@ else
   # the residual add, an odd batch), and rows past 65536 read again from memory; clusters walking
   # rows with a ring of two ahead (the slots alternating row by row), and backwards split over
   # clusters by default (32 KiB slices staged and prefetched, the column reduce's vectors); the
-  # clusters' sums exchanged by st.async (the default) and, at PTX 7.8, through a cluster barrier.
+  # clusters' sums exchanged by st.async (the default) and, at PTX 7.8, through a cluster barrier;
+  # backwards whose clusters merge their dw/db partial rows through distributed shared memory.
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -139,7 +140,9 @@ else
       "rms_bwd --dtype f32 --width 32768 --batch 9" \
       "ln_bwd --dtype bf16 --width 65536 --batch 45 --weight-dtype f32" \
       "rms_fwd --dtype f16 --width 1000 --batch 5 --cluster-ctas 8 --ptx-version 7.8" \
-      "ln_bwd --dtype bf16 --width 100001 --batch 3 --ptx-version 7.8"; do
+      "ln_bwd --dtype bf16 --width 100001 --batch 3 --ptx-version 7.8" \
+      "ln_bwd --dtype f16 --width 4096 --batch 301 --partial-cluster 2" \
+      "rms_bwd --dtype bf16 --width 16384 --batch 77 --partial-cluster 4"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
