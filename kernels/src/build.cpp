@@ -83,7 +83,7 @@ PtxVersion default_ptx_version(Arch arch) {
   return std::max(arch >= Arch::Sm90 ? PtxVersion{8, 1} : PtxVersion{7, 8}, min_ptx_version(arch));
 }
 
-void validate(const NormSpec& spec) {
+void detail::check_spec(const NormSpec& spec) {
   if (spec.kind != NormKind::LayerNormFwd && spec.kind != NormKind::LayerNormBwd &&
       spec.kind != NormKind::RmsNormFwd && spec.kind != NormKind::RmsNormBwd) {
     throw Error(
@@ -146,7 +146,10 @@ void validate(const NormSpec& spec) {
   }
   if (kn.partial_cluster && *kn.partial_cluster > 1)
     check_cluster("partial_cluster", *kn.partial_cluster);
-  const detail::Plan p = detail::plan_norm(spec);
+}
+
+void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
+  const NormKnobs& kn = spec.knobs;
   // The one-launch backward (single_launch, which the runtime sets for small batches) has no
   // partial rows: the knob is moot there, as cluster-split rows and tickets are not.
   if (kn.partial_cluster.value_or(1) > 1 && is_backward(spec.kind) &&
@@ -205,6 +208,11 @@ void validate(const NormSpec& spec) {
   if (const auto misfit = spec.device.block_misfit(p.block(), p.max_registers, shared)) {
     throw Error(fmt::format("the kernel does not fit the device: {}", *misfit));
   }
+}
+
+void validate(const NormSpec& spec) {
+  detail::check_spec(spec);
+  detail::check_plan(spec, detail::plan_norm(spec));
 }
 
 bool knob_applies(KnobScope scope, NormKind kind) {

@@ -635,8 +635,8 @@ namespace {
 // below it ln_fwd 2048×65536 (8 × 2) gained under 1% and rms_fwd 1024×131072 (4 × 4) nothing.
 constexpr std::uint32_t kWeightsWalkFromBytesTimesCtas = 32;
 
-// The spec with that walk's knobs, where it applies and plans validly.
-std::optional<NormSpec> shared_weights_walk(const NormSpec& spec, std::uint32_t cluster) {
+// That walk's plan, where it applies and passes validate()'s checks.
+std::optional<Plan> shared_weights_walk(const NormSpec& spec, std::uint32_t cluster) {
   const NormKnobs& kn = spec.knobs;
   const int weight_bytes = dtype_bytes(spec.weight_dtype);
   const std::uint32_t weights_a_column = static_cast<std::uint32_t>(weight_bytes) *
@@ -651,11 +651,14 @@ std::optional<NormSpec> shared_weights_walk(const NormSpec& spec, std::uint32_t 
   walk.knobs.prefetch_rows = 1;
   walk.knobs.shared_weights = true;
   try {
-    validate(walk);  // the device's cluster limit, the width's split, the shared memory
+    // The device's cluster limit, the width's split, the shared memory.
+    check_spec(walk);
+    Plan plan = plan_norm(walk);
+    check_plan(walk, plan);
+    return plan;
   } catch (const Error&) {
     return std::nullopt;
   }
-  return walk;
 }
 }  // namespace
 
@@ -666,9 +669,7 @@ Plan plan_norm(const NormSpec& spec) {
   const bool tuned_cluster = tuned.knobs.cluster_ctas.has_value();
   const std::uint32_t cluster = cluster_ctas_for(tuned_cluster ? tuned : spec);
   if (!tuned_cluster) {
-    if (const std::optional<NormSpec> walk = shared_weights_walk(spec, cluster)) {
-      return plan_norm(*walk);
-    }
+    if (std::optional<Plan> walk = shared_weights_walk(spec, cluster)) return std::move(*walk);
   }
   if (cluster > 1) {
     // Each CTA of the cluster plans its slice of the row, one row a CTA.

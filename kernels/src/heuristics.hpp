@@ -169,6 +169,11 @@ std::uint32_t shared_budget(const DeviceModel& d);
 
 Plan plan_norm(const NormSpec& spec);
 
+// validate() in two halves, for a planner that checks a plan it then keeps: the spec and its knobs
+// before planning, then the plan made from them (block, shared memory, the device's fit).
+void check_spec(const NormSpec& spec);
+void check_plan(const NormSpec& spec, const Plan& p);
+
 // The one-launch backward's column pass: rows a warp loads at once.
 inline constexpr std::uint32_t kColumnRowsInFlight = 8;
 
