@@ -6,9 +6,10 @@
 #
 #   tools/gpu-check.sh [build-folder]        (default: build)
 #
-# On the H200 it takes about 4-5 minutes on a fresh machine (test_runtime's two sweeps JIT every
-# kernel they build: 190-230 s together), about 1 minute without them
-# (TEST_FILTER='[gpu]~"the norms match*"~"knob variants*"').
+# On a fresh machine it takes about 4-5 minutes on the H200 and 9 on the H100 (test_runtime's two
+# sweeps JIT every kernel they build: 190-230 s together on the H200, 280 s on the H100), about
+# 3.5 minutes without them (TEST_FILTER='[gpu]~"the norms match*"~"knob variants*"'), two of them
+# compute-sanitizer's.
 #
 # Environment: SANITIZER (path to compute-sanitizer; default: PATH, then /usr/local/cuda/bin),
 # SANITIZER_ARGS (arguments for the examples under the sanitizer; default "64 8192": the sanitizer
