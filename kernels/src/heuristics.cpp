@@ -164,8 +164,7 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
       backward || !shared_weights ? 0 : (has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0);
   // Each tensor on a 16-byte boundary (vector accesses; the weight dtype's bytes are 2 or 4).
   const auto weight_bytes = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
-  l.weight_tensor_bytes =
-      weight_tensors > 0 ? round_up(chunks * threads_per_row * vec * weight_bytes, 16) : 0;
+  l.weight_tensor_bytes = weight_tensors > 0 ? round_up(row_span() * weight_bytes, 16) : 0;
   l.weights = {round_up(l.ring.end(), 16), weight_tensors * l.weight_tensor_bytes};
   l.bytes = l.weights.bytes > 0 ? l.weights.end() : std::max(l.ring.end(), l.merge.end());
   return l;
@@ -324,8 +323,7 @@ class Planner {
       // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve; so does a row that does
       // not fit shared memory whole, whose chunks read again from L2 loop with addresses and
       // masks of their own (those spilled on the A100 and L40S presets).
-      const std::uint32_t row_shared_bytes =
-          p_.chunks * p_.threads_per_row * p_.vec * s_ * tensors_;
+      const std::uint32_t row_shared_bytes = p_.row_span() * s_ * tensors_;
       const bool row_staged =
           cluster_ctas_ > 1 && p_.rows_per_cta == 1 && !all_in_registers && !kn_.register_chunks &&
           room_ - std::min(room_, acc_default * nacc_ * p_.vec) < tensors_ * p_.vec &&

@@ -147,6 +147,8 @@ struct Plan {
   std::uint32_t loop_group = 2;
 
   std::uint32_t block() const { return threads_per_row * rows_per_cta; }
+  // Elements of a row one row slot covers: every chunk of its threads, the padding included.
+  std::uint32_t row_span() const { return chunks * threads_per_row * vec; }
   std::uint32_t staged_chunks() const;  // chunks placed in Shared
   std::uint32_t staging_buffers() const { return staging == Staging::Async ? 2 : 1; }
   // Rows loading ahead of the current one: 0, 1 or ring_rows (the prefetch_rows knob).

@@ -156,7 +156,7 @@ class Accumulator {
 // (a·R + r)·span floats.
 void write_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
                      SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
-  const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  const std::uint32_t span = plan.row_span();
   const SharedPtr<F32> slot_start = k.index(merge, k.mad(cta.slot, span, lanes.first_element()));
   for (std::size_t a = 0; a < accs.size(); ++a) {
     const SharedPtr<F32> mine =
@@ -167,7 +167,7 @@ void write_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
 
 void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
                      SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
-  const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  const std::uint32_t span = plan.row_span();
   const std::uint32_t R = plan.rows_per_cta;
   write_row_slots(k, plan, cta, lanes, merge, accs, fence);
   k.bar_sync(0);
@@ -200,7 +200,7 @@ void merge_row_slots(Kernel& k, const Plan& plan, const CtaLayout& cta, const Ro
 // second barrier keeps every region until its peers have read it.
 void merge_over_cluster(Kernel& k, const Plan& plan, const CtaLayout& cta, const RowLanes& lanes,
                         SharedPtr<F32> merge, std::vector<Accumulator>& accs, ChunkFence fence) {
-  const std::uint32_t span = plan.chunks * plan.threads_per_row * plan.vec;
+  const std::uint32_t span = plan.row_span();
   const std::uint32_t R = plan.rows_per_cta;
   // The merge region is the staging buffers' or the ring's bytes (SharedLayout): every copy into
   // them has landed and every thread is past its reads of the last row before any writes there.
