@@ -355,6 +355,18 @@ TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contr
   REQUIRE(one.workspace_bytes(limit) == 0u);
   REQUIRE(one.steps[0].grid.grid(1, 4096) == 128u);  // a CTA for every tile of columns
   REQUIRE(build_norm(spec_for_batch(bwd, limit + 1)).steps.size() == 2u);
+  // The one-launch backward takes one CTA an SM on every device (two would fit on most).
+  for (const DeviceModel& device : device_presets()) {
+    for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+      for (DType dtype : {DType::F32, DType::BF16}) {
+        const NormSpec s = spec_for_device(kind, dtype, dtype, 4096, device);
+        CAPTURE(device.name, kind_name(kind), dtype_name(dtype));
+        const BuiltNorm single = build_norm(spec_for_batch(s, 1));
+        REQUIRE(single.steps.size() == 1u);
+        CHECK(single.chosen.ctas_per_sm == 1u);
+      }
+    }
+  }
   // The forward prefetches rows up to its own limit.
   const NormSpec fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 8192);
   REQUIRE(spec_for_batch(fwd, forward_prefetch_batch_limit(fwd)).knobs.prefetch_rows == 1u);
