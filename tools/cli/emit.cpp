@@ -133,10 +133,9 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
           !is_backward(s.kind)
               ? std::string("none: the forward needs no workspace")
               : fmt::format("{}partial_rows(batch) = the first step's grid ÷ its cluster's "
-                            "CTAs; partial_dw "
-                            "at byte {}, rows partial_pitch floats apart (columns in "
-                            "the kernels' own order); partial_db "
-                            "(ln_bwd) at {}partial_rows * partial_pitch * 4",
+                            "CTAs; partial_dw at byte {}, rows partial_pitch floats apart "
+                            "(columns in the kernels' own order); partial_db (ln_bwd) at "
+                            "{}partial_rows * partial_pitch * 4",
                             counter, dw_at, db_at));
   if (batch) {
     j.field("batch", *batch);
