@@ -59,19 +59,28 @@ std::string format_knob(RowOrder value) {
   return std::string(row_order_name(value));
 }
 
+namespace {
+
+// What a counted knob takes, as the errors say it: one wording for a value and for text.
+std::string allowed_counts(const KnobInfo& info) {
+  switch (info.rule) {
+    case KnobRule::PowerOfTwo:
+      return fmt::format("a power of two in [{}, {}]", info.lo, info.hi);
+    case KnobRule::ThreadsPerRow:
+      return fmt::format("a power of two ≤ 32 or a multiple of 32 in [32, {}]", info.hi);
+    default:
+      return fmt::format("in [{}, {}]", info.lo, info.hi);
+  }
+}
+
+}  // namespace
+
 void check_knob(const KnobInfo& info, std::uint32_t v) {
   bool ok = v >= info.lo && v <= info.hi;
   if (info.rule == KnobRule::PowerOfTwo) ok = ok && std::has_single_bit(v);
   if (info.rule == KnobRule::ThreadsPerRow)
     ok = ok && (v <= 32 ? std::has_single_bit(v) : v % 32 == 0);
-  if (!ok) {
-    const std::string allowed =
-        info.rule == KnobRule::Range ? fmt::format("in [{}, {}]", info.lo, info.hi)
-        : info.rule == KnobRule::PowerOfTwo
-            ? fmt::format("a power of two in [{}, {}]", info.lo, info.hi)
-            : fmt::format("a power of two ≤ 32 or a multiple of 32 in [32, {}]", info.hi);
-    throw Error(fmt::format("{} must be {}, got {}", info.name, allowed, v));
-  }
+  if (!ok) throw Error(fmt::format("{} must be {}, got {}", info.name, allowed_counts(info), v));
 }
 
 void check_knob(const KnobInfo&, bool) {}
@@ -87,10 +96,8 @@ void parse_knob(const KnobInfo& info, std::string_view text, std::optional<std::
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || v > info.hi) {
-    throw Error(fmt::format("{} must be a number {}, got '{}'", info.name,
-                            info.rule == KnobRule::Range
-                                ? fmt::format("in [{}, {}]", info.lo, info.hi)
-                                : fmt::format("of {}", info.values()),
+    throw Error(fmt::format("{} must be {}{}, got '{}'", info.name,
+                            info.rule == KnobRule::Range ? "a number " : "", allowed_counts(info),
                             text));
   }
   check_knob(info, static_cast<std::uint32_t>(v));

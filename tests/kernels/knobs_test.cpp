@@ -77,12 +77,17 @@ TEST_CASE("knob text outside the table's rule is refused, naming the knob and wh
   CHECK(refused("threads_per_row", "48") ==
         "threads_per_row must be a power of two ≤ 32 or a multiple of 32 in [32, 1024], got 48");
   CHECK(refused("threads_per_row", "2048") ==
-        "threads_per_row must be a number of 1|2|4|8|16|32|32k<=1024, got '2048'");
+        "threads_per_row must be a power of two ≤ 32 or a multiple of 32 in [32, 1024], got "
+        "'2048'");
   CHECK(refused("max_registers", "31") == "max_registers must be in [32, 255], got 31");
   CHECK(refused("max_registers", "x1") == "max_registers must be a number in [32, 255], got 'x1'");
   CHECK(refused("max_registers", "") == "max_registers must be a number in [32, 255], got ''");
   CHECK(refused("max_registers", "99999999999999999999") ==
         "max_registers must be a number in [32, 255], got '99999999999999999999'");
+  CHECK(refused("cluster_ctas", "32") ==
+        "cluster_ctas must be a power of two in [1, 16], got '32'");
+  CHECK(refused("cluster_ctas", "two") ==
+        "cluster_ctas must be a power of two in [1, 16], got 'two'");
   CHECK(refused("reduce_slices", "12") ==
         "reduce_slices must be a power of two in [1, 32], got 12");
   CHECK(refused("single_launch", "2") == "single_launch must be 0 or 1, got '2'");

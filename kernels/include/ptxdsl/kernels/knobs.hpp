@@ -106,7 +106,7 @@ struct KnobInfo {
   PtxVersion least_ptx;
   std::string_view help;  // one line
   std::string flag() const;
-  std::string values() const;  // "N in [1, 1024]", "0|1", "fixed|tickets": what the knob takes
+  std::string values() const;  // "1-1024", "1|2|4", "0|1", "fixed|tickets": `list`'s short form
 };
 
 std::span<const KnobInfo> knob_table();
