@@ -72,17 +72,19 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
   const std::uint32_t R = plan.rows_per_cta;
-  const RowLanes lanes(k, map, cta.lane);
+  const SliceRank slice_of_row = slice_rank(k, plan);
+  const RowLanes lanes(k, map, cta.lane, slice_of_row.short_slice);
   const RowMasks columns(k, lanes, std::nullopt);
   // A row split over a cluster (the cluster_ctas knob): CTA `rank` holds columns [rank·n, rank·n
-  // + n) of each row its cluster walks, n = plan.width; the clusters walk the row groups as CTAs
+  // + n) of each row its cluster walks, n = plan.width (the last CTA fewer where
+  // plan.last_slice_width says); the clusters walk the row groups as CTAs
   // do without them, and each leaves one partial row, its CTAs writing their slices' columns.
   const std::uint32_t cluster = plan.cluster_ctas;
   if (cluster > 1 && (R != 1 || ticketed || plan.weight_grads == WeightGrads::SingleLaunch)) {
     throw Error(
         "a backward split over a cluster takes one row a CTA, a fixed row walk and partial rows");
   }
-  RowSlice slice = row_slice(k, spec, plan, cta, lanes, ln ? 2 : 1);
+  RowSlice slice = row_slice(k, spec, plan, cta, lanes, ln ? 2 : 1, slice_of_row);
   const std::optional<Reg<U32>> rank = slice.rank;
   const Reg<U32> first_column = slice.first_column;
 

@@ -138,9 +138,7 @@ void detail::check_spec(const NormSpec& spec) {
   if (kn.cluster_ctas && *kn.cluster_ctas > 1) {
     const std::uint32_t c = *kn.cluster_ctas;
     check_cluster("cluster_ctas", c);
-    if (spec.width % c != 0) {
-      throw Error(fmt::format("cluster_ctas {} must divide the width, got {}", c, spec.width));
-    }
+    detail::split_row(spec, c);
     const std::string conflict = detail::cluster_knob_conflict(spec, c);
     if (!conflict.empty()) throw Error(conflict);
   }

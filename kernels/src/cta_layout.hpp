@@ -35,8 +35,24 @@ inline CtaLayout cta_layout(Kernel& k, const Plan& p) {
   return c;
 }
 
-// A row split over a cluster of plan.cluster_ctas CTAs (nothing of it for one CTA a row): the
-// kernel's cluster attribute, this CTA's %cluster_ctarank, the slots its row reductions of up to
+// Where the plan splits rows over a cluster of plan.cluster_ctas CTAs (nothing for one CTA a row):
+// the kernel's cluster attribute and this CTA's %cluster_ctarank, and whether its slice is the
+// shorter last one (RowLanes masks that one's row at plan.last_slice_width).
+struct SliceRank {
+  std::optional<Reg<U32>> rank;
+  std::optional<Pred> short_slice;
+};
+
+inline SliceRank slice_rank(Kernel& k, const Plan& plan) {
+  SliceRank r;
+  if (plan.cluster_ctas == 1) return r;
+  k.require_cluster({plan.cluster_ctas, 1, 1});
+  r.rank = k.cluster_ctarank();
+  if (plan.last_slice_width > 0) r.short_slice = k.setp(Cmp::Eq, *r.rank, plan.cluster_ctas - 1);
+  return r;
+}
+
+// A row split over a cluster: this CTA's rank, the slots its row reductions of up to
 // `reduced_values` values exchange through (st.async onto transaction barriers where the target
 // has them), the arrival its peers wait for before they write its shared memory (`started`, made
 // after the slots' barriers are initialized and awaited before the first reduction), and the
@@ -49,11 +65,11 @@ struct RowSlice {
 };
 
 inline RowSlice row_slice(Kernel& k, const NormSpec& spec, const Plan& plan, const CtaLayout& cta,
-                          const RowLanes& lanes, std::uint32_t reduced_values) {
+                          const RowLanes& lanes, std::uint32_t reduced_values,
+                          const SliceRank& rank) {
   RowSlice s;
-  if (plan.cluster_ctas > 1) {
-    k.require_cluster({plan.cluster_ctas, 1, 1});
-    s.rank = k.cluster_ctarank();
+  s.rank = rank.rank;
+  if (s.rank) {
     s.slots.emplace(k, plan.cluster_ctas, reduced_values, cta.tid,
                     ClusterSlots::best_for(spec.arch, spec.ptx_version), "cluster_sums");
     s.started.emplace(k, spec.ptx_version >= PtxVersion{8, 0} ? MemSem::Relaxed : MemSem::None);

@@ -40,17 +40,19 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   const CtaLayout cta = cta_layout(k, plan);
   const RowMap map = row_map(plan);
   const std::uint32_t T = plan.threads_per_row;
-  const RowLanes lanes(k, map, cta.lane);
+  const SliceRank slice_of_row = slice_rank(k, plan);
+  const RowLanes lanes(k, map, cta.lane, slice_of_row.short_slice);
   // A row split over a cluster: CTA `rank` holds columns [rank·n, rank·n + n) of its cluster's
-  // row, n = plan.width; the row's sums are reduced over the cluster through distributed shared
-  // memory. The clusters take rows as CTAs do without them: %clusterid.x, or walking from it.
+  // row, n = plan.width (the last CTA fewer where plan.last_slice_width says); the row's sums are
+  // reduced over the cluster through distributed shared memory. The clusters take rows as CTAs do
+  // without them: %clusterid.x, or walking from it.
   const std::uint32_t cluster = plan.cluster_ctas;
   if (cluster > 1 && plan.rows_per_cta != 1) {
     throw Error("a forward split over a cluster takes one row a CTA");
   }
   // This thread's first column in global memory (its slice's first column on shared memory's side
   // is lanes.first_element()).
-  RowSlice slice = row_slice(k, spec, plan, cta, lanes, 2);
+  RowSlice slice = row_slice(k, spec, plan, cta, lanes, 2, slice_of_row);
   const std::optional<Reg<U32>> rank = slice.rank;
   const Reg<U32> first_column = slice.first_column;
   const RowMasks columns(k, lanes, std::nullopt);  // w and b: every row's columns

@@ -182,9 +182,12 @@ class Planner {
   static constexpr std::uint32_t kStagedRowRelief = 32;
 
  public:
-  // `cluster_ctas`: the CTAs whose slices of the row `spec` (one slice) describes.
-  explicit Planner(const NormSpec& spec, std::uint32_t cluster_ctas = 1)
-      : cluster_ctas_(cluster_ctas),
+  // `slices`: how the row splits over a cluster, `spec` describing one slice (none: one CTA a
+  // row).
+  explicit Planner(const NormSpec& spec, std::optional<ClusterSlices> slices = std::nullopt)
+      : cluster_ctas_(slices ? slices->ctas : 1),
+        last_slice_width_(slices && slices->last_width < slices->width ? slices->last_width : 0),
+        row_width_(slices ? slices->row_width() : spec.width),
         spec_(spec),
         kn_(spec.knobs),
         dev_(spec.device),
@@ -216,6 +219,7 @@ class Planner {
                           : WeightGrads::None;
     p_.width = spec_.width;
     p_.cluster_ctas = cluster_ctas_;
+    p_.last_slice_width = last_slice_width_;
     p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
     p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
     const std::uint32_t vectors = ceil_div(p_.width, p_.vec);
@@ -540,7 +544,7 @@ class Planner {
     p_.reduce_unroll = std::clamp(ceil_div(partials, p_.reduce_slices), 4u, 16u);
     // A vector of columns a thread where the CTAs stay at least 4 an SM: wide rows' few partial
     // rows otherwise leave each thread one 4-byte load a round.
-    const std::uint32_t width = p_.width * cluster_ctas_;
+    const std::uint32_t width = row_width_;
     std::uint32_t v = 4;
     while (v > 1 && ceil_div(width, p_.reduce_columns * v) < 4 * p_.sm_count) v /= 2;
     v = kn_.reduce_vector.value_or(v);
@@ -552,7 +556,7 @@ class Planner {
     if (v > 1) p_.reduce_unroll = std::max(1u, std::min(p_.reduce_unroll, 16 / (v * tensors)));
   }
 
-  const std::uint32_t cluster_ctas_;
+  const std::uint32_t cluster_ctas_, last_slice_width_, row_width_;
   const NormSpec& spec_;
   const NormKnobs& kn_;
   const DeviceModel& dev_;
@@ -615,14 +619,38 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   const std::uint32_t allowed =
       is_backward(spec.kind) ? spec.device.largest_cluster() : spec.device.max_cluster_size;
   const std::uint32_t most = std::min(allowed, kMaxClusterCtas);
-  const std::uint32_t vec = 16 / bytes;
+  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
   std::uint32_t best = 1;
   for (std::uint32_t c = 2; c <= most; c *= 2) {
-    if (spec.width % (c * vec) != 0) break;
+    const std::optional<ClusterSlices> slices = cluster_slices(spec.width, c, vec);
+    if (!slices || slices->vec < vec) break;
     best = c;
-    if (spec.width / c * bytes <= slice_bytes) break;
+    if (std::uint64_t{slices->width} * bytes <= slice_bytes) break;
   }
   return best;
+}
+
+std::optional<ClusterSlices> cluster_slices(std::uint32_t width, std::uint32_t ctas,
+                                            std::uint32_t vec) {
+  for (std::uint32_t v = vec; v >= 1; v /= 2) {
+    const std::uint64_t slice = (ceil_div(width, ctas) + v - 1) / v * v;
+    if (slice * (ctas - 1) < width) {
+      const auto s = static_cast<std::uint32_t>(slice);
+      return ClusterSlices{ctas, s, width - s * (ctas - 1), v};
+    }
+  }
+  return std::nullopt;
+}
+
+ClusterSlices split_row(const NormSpec& spec, std::uint32_t ctas) {
+  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+  if (const std::optional<ClusterSlices> slices = cluster_slices(spec.width, ctas, vec)) {
+    return *slices;
+  }
+  throw Error(fmt::format(
+      "cluster_ctas {} is too many CTAs for a {}-wide row: slices of {} columns or more leave the "
+      "last CTA none",
+      ctas, spec.width, ceil_div(spec.width, ctas)));
 }
 
 namespace {
@@ -675,7 +703,6 @@ Plan plan_norm(const NormSpec& spec) {
   if (cluster > 1) {
     // Each CTA of the cluster plans its slice of the row, one row a CTA.
     NormSpec slice = tuned_cluster ? tuned : spec;
-    slice.width = spec.width / cluster;
     slice.knobs.cluster_ctas.reset();
     slice.knobs.rows_per_cta = 1;
     if (is_backward(spec.kind)) {
@@ -685,13 +712,14 @@ Plan plan_norm(const NormSpec& spec) {
     } else if (!slice.knobs.prefetch_rows) {
       slice.knobs.prefetch_rows = 0;
     }
-    // Every slice starts as aligned as the row: vectors no wider than the slice's power of two.
-    const std::uint32_t vec = slice.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
-    slice.knobs.vector_elems = std::min(vec, slice.width & (~slice.width + 1));
-    Plan p = Planner(slice, cluster).plan();
+    // Every slice starts as aligned as the row: whole vectors, the last slice what is left.
+    const ClusterSlices slices = split_row(slice, cluster);
+    slice.width = slices.width;
+    slice.knobs.vector_elems = slices.vec;
+    Plan p = Planner(slice, slices).plan();
     if (p.block() < 32) {  // a narrow slice: a warp at least (cluster_reduce reduces the block)
       slice.knobs.threads_per_row = 32;
-      p = Planner(slice, cluster).plan();
+      p = Planner(slice, slices).plan();
     }
     return p;
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,24 @@ enum class WeightGrads : std::uint8_t {
 // the device's clusters); 1 for one CTA a row.
 std::uint32_t cluster_ctas_for(const NormSpec& spec);
 
+// A row split over `ctas` CTAs of a cluster: each takes `width` columns, whole vectors of `vec` (so
+// every slice starts as aligned as the row), but the last, which takes what is left, `last_width`
+// (≤ width; the same where the row divides evenly).
+struct ClusterSlices {
+  std::uint32_t ctas = 1;
+  std::uint32_t width = 0;
+  std::uint32_t last_width = 0;
+  std::uint32_t vec = 1;
+  std::uint32_t row_width() const { return (ctas - 1) * width + last_width; }
+};
+// The slices of a `width`-wide row over `ctas` CTAs in vectors of `vec` elements, or of the widest
+// narrower vectors that leave the last CTA a column; nullopt where none do.
+std::optional<ClusterSlices> cluster_slices(std::uint32_t width, std::uint32_t ctas,
+                                            std::uint32_t vec);
+// cluster_slices of the spec's row in its vectors (the knob's, else 16 bytes); throws
+// ptxdsl::Error naming the cluster and the width where the last CTA would get no column.
+ClusterSlices split_row(const NormSpec& spec, std::uint32_t ctas);
+
 // Why a row split over `cluster_ctas` CTAs cannot take the spec's knobs (a strategy its slices do
 // not have), as an error message; "" when it can. The planner then keeps one CTA a row, and
 // validate refuses the cluster_ctas knob with them.
@@ -140,6 +159,9 @@ struct Plan {
   // Forward: the CTAs of a thread-block cluster that share each row, `width` (the slice) columns
   // each; they reduce the row's sums through distributed shared memory (1: one CTA a row).
   std::uint32_t cluster_ctas = 1;
+  // The last CTA's slice where it is shorter than `width` (0: every slice is `width`): its row
+  // masks end there, by a predicate on %cluster_ctarank.
+  std::uint32_t last_slice_width = 0;
   // Backward walking whole rows: the CTAs of a cluster whose partial rows add up in distributed
   // shared memory into the cluster's one (the partial_cluster knob; 1: each CTA writes its own).
   std::uint32_t partial_cluster = 1;

@@ -44,6 +44,15 @@ TEST_CASE("RowMap: width to vector, threads and chunks", "[dsl][blocks]") {
   CHECK((one.vec == 1 && one.threads == 32 && one.chunks == 1));
   const RowMap tailed = RowMap::make(1001, 4, 64);
   CHECK((tailed.chunks == 4 && tailed.tail() == 1 && tailed.full_lanes(3) == 58));
+  const RowMap split = RowMap::make(1024, 8, 32, 1001);  // a 1001-wide end: 125 vectors and 1
+  CHECK((split.chunks == 4 && split.common_width() == 1001 && split.tail() == 1));
+  CHECK((split.complete(2) && !split.complete(3) && split.tail_chunk() == 3));
+  CHECK((split.full_lanes(3) == 32 && split.full_lanes(3, 1001) == 29));
+  CHECK_THAT(test::error_of([] { RowMap::make(1024, 8, 32, 1024); }),
+             Contains("a row's short end must be in [1, 1023] and the other slices whole vectors "
+                      "of 8: got short_width 1024 of width 1024"));
+  CHECK_THAT(test::error_of([] { RowMap::make(1001, 8, 32, 900); }),
+             Contains("got short_width 900 of width 1001"));
   CHECK_THAT(test::error_of([] { RowMap::make(0, 1, 32); }),
              Contains("row width must be at least 1"));
   CHECK_THAT(test::error_of([] { RowMap::make(10, 3, 32); }),
@@ -140,6 +149,92 @@ float from_bits(ScalarType t, std::uint16_t b) {
 }
 
 }  // namespace
+
+namespace {
+
+// A row split over `ctas` CTAs: CTA c copies columns [c·S, c·S + S) of it (S = map.width), the
+// last CTA its shorter end (map.short_width), and each thread writes the largest of its elements
+// (mask_past_width: -inf where it holds none).
+void build_slice_kernel(Module& m, ScalarType t, const RowMap& map, std::uint32_t ctas) {
+  Kernel& k = m.kernel("slices");
+  const GlobalDPtr x = param_dptr(k, "x", t);
+  const GlobalDPtr y = param_dptr(k, "y", t);
+  const GlobalPtr<F32> most = k.param_ptr<F32>("most");
+  const Reg<U32> cta = k.ctaid_x();
+  const Reg<U32> lane = k.tid_x();
+  const RowLanes lanes(k, map, lane, k.setp(Cmp::Eq, cta, ctas - 1));
+  const RowMasks masks(k, lanes, std::nullopt);
+  const Reg<U32> first = k.mad(cta, map.width, lanes.first_element());
+  const GlobalDPtr from = at(k, x, first), to = at(k, y, first);
+  Reg<F32> hi = k.mov<F32>(-std::numeric_limits<float>::infinity());
+  for (std::uint32_t j = 0; j < map.chunks; ++j) {
+    const Values v = load_chunk(k, masks, from, j);
+    store_chunk(k, masks, to, j, v);
+    const float kLowest = -std::numeric_limits<float>::infinity();
+    for (const Reg<F32>& e : mask_past_width(k, lanes, j, v, kLowest)) hi = k.max(hi, e);
+  }
+  k.st(k.index(most, k.mad(cta, map.threads, lane)), hi);
+  k.finalize();
+}
+
+}  // namespace
+
+TEST_CASE("a row split over CTAs whose last slice is shorter: masks, tails, nothing past the end",
+          "[dsl][blocks][executor]") {
+  // Slices of whole vectors; the last CTA's end falls inside a chunk, before the last chunk, on a
+  // chunk's edge, and with lone elements, so every kind of mask it takes is run.
+  struct Case {
+    std::uint32_t width, vec, threads, ctas, last;
+  };
+  const Case cases[] = {{256, 8, 32, 3, 251}, {256, 8, 32, 2, 100}, {512, 4, 64, 4, 256},
+                        {64, 2, 32, 5, 1},    {96, 1, 32, 2, 95},   {40, 8, 32, 3, 17}};
+  for (const Case& c : cases) {
+    for (ScalarType t : {ScalarType::F32, ScalarType::BF16}) {
+      if (c.vec > max_vector_elems(t)) continue;
+      const RowMap map = RowMap::make(c.width, c.vec, c.threads, c.last);
+      const std::uint32_t n = (c.ctas - 1) * c.width + c.last;
+      INFO(ptx_name(t) << " slices of " << c.width << " over " << c.ctas << " CTAs, the last "
+                       << c.last << ": vec " << c.vec << ", threads " << c.threads);
+      Module m;
+      build_slice_kernel(m, t, map, c.ctas);
+      std::vector<float> x(n);
+      for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+      // y's allocation runs a whole slice past the row: nothing may land there.
+      const std::size_t padded = std::size_t{c.ctas} * c.width;
+      std::vector<float> y(padded, 1e9f), most(std::size_t{c.ctas} * c.threads);
+      CpuDevice dev;
+      if (t == ScalarType::F32) {
+        dev.launch(*m.kernels()[0], {.grid = c.ctas, .block = c.threads},
+                   {dev.upload<float>(x, "x"), dev.map<float>(y, "y"), dev.map<float>(most, "m")});
+      } else {
+        std::vector<std::uint16_t> xb(n), yb(padded, to_bits(t, 1e9f));
+        for (std::size_t i = 0; i < n; ++i) xb[i] = to_bits(t, x[i]);
+        dev.launch(*m.kernels()[0], {.grid = c.ctas, .block = c.threads},
+                   {dev.upload<std::uint16_t>(xb, "x"), dev.map<std::uint16_t>(yb, "y"),
+                    dev.map<float>(most, "m")});
+        for (std::size_t i = 0; i < padded; ++i) y[i] = from_bits(t, yb[i]);
+      }
+      CHECK(std::equal(x.begin(), x.end(), y.begin()));
+      CHECK(std::all_of(y.begin() + n, y.end(), [&](float v) { return v == y.back(); }));
+      CHECK(y.back() != x.back());
+      for (std::uint32_t cta = 0; cta < c.ctas; ++cta) {
+        for (std::uint32_t lane = 0; lane < c.threads; ++lane) {
+          float want = -std::numeric_limits<float>::infinity();
+          for (std::uint32_t j = 0; j < map.chunks; ++j) {
+            for (std::uint32_t e = 0; e < c.vec; ++e) {
+              const std::uint64_t column = std::uint64_t{(j * c.threads + lane) * c.vec + e};
+              if (column < (cta + 1 == c.ctas ? c.last : c.width)) {
+                want = std::max(want, x[cta * c.width + column]);
+              }
+            }
+          }
+          INFO("CTA " << cta << " lane " << lane);
+          CHECK(most[cta * c.threads + lane] == want);
+        }
+      }
+    }
+  }
+}
 
 TEST_CASE("a row's element I/O and reductions, every element type, masked tails",
           "[dsl][blocks][executor]") {

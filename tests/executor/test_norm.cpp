@@ -392,6 +392,46 @@ TEST_CASE("backwards split over a cluster (cluster_ctas): slices, partial rows a
   CHECK(*build_norm(wide).chosen.cluster_ctas == 1);
 }
 
+TEST_CASE("rows split over a cluster in slices the width does not divide: a shorter last one",
+          "[executor][norm]") {
+  // Slices of whole vectors, the last CTA's what is left (lone elements included), its masks
+  // by %cluster_ctarank; the padding between rows is NaN, so a read past the row shows. The
+  // backwards walk several rows a cluster (few SMs), adding into partial rows that end short.
+  struct Shape {
+    std::uint32_t width, stride;
+  };
+  for (NormKind kind : kKinds) {
+    const bool backward = is_backward(kind);
+    for (DType dtype : kDtypes) {
+      for (std::uint32_t cluster : {2u, 4u, 16u}) {
+        for (const Shape shape : {Shape{1001, 1008}, Shape{4099, 4099}, Shape{333, 336}}) {
+          NormSpec spec = spec_of(kind, dtype, shape.width);
+          spec.knobs.cluster_ctas = cluster;
+          spec.knobs.vector_elems = vector_elems_for(dtype, dtype, shape.stride, 0, 0);
+          if (backward) spec.knobs.sm_count = 4;
+          INFO(kind_name(kind) << " " << dtype_name(dtype) << " cluster " << cluster << " width "
+                               << shape.width << " stride " << shape.stride);
+          run_batch(build_norm(spec), backward ? 37 : 3, shape.stride);
+        }
+      }
+    }
+  }
+  // The planner splits wide rows whatever their width, in slices as wide as the row's allow.
+  NormSpec wide = spec_of(NormKind::LayerNormBwd, DType::BF16, 262143);
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 16);
+  wide.width = 100001;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 8);
+  wide.kind = NormKind::RmsNormFwd;
+  wide.width = 262136;
+  CHECK(*build_norm(wide).chosen.cluster_ctas == 8);
+  // Too many CTAs for the row: the last would get no column.
+  NormSpec narrow = spec_of(NormKind::RmsNormFwd, DType::F16, 100);
+  narrow.knobs.cluster_ctas = 16;
+  REQUIRE_THROWS_WITH(build_norm(narrow),
+                      "cluster_ctas 16 is too many CTAs for a 100-wide row: slices of 7 columns or "
+                      "more leave the last CTA none");
+}
+
 TEST_CASE("f32 weights with 16-bit inputs, and rows with padding between them",
           "[executor][norm]") {
   for (NormKind kind : kKinds) {

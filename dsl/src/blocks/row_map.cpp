@@ -16,7 +16,8 @@ std::optional<Pred> both(Kernel& k, std::optional<Pred> a, std::optional<Pred> b
 
 }  // namespace
 
-RowMap RowMap::make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads) {
+RowMap RowMap::make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads,
+                    std::uint32_t short_width) {
   if (width == 0) throw Error("row width must be at least 1, got 0");
   if (vec == 0 || vec > 8 || !std::has_single_bit(vec)) {
     throw Error(fmt::format("row vector width must be 1, 2, 4 or 8 elements, got {}", vec));
@@ -24,9 +25,20 @@ RowMap RowMap::make(std::uint32_t width, std::uint32_t vec, std::uint32_t thread
   if (threads == 0 || threads > 1024) {
     throw Error(fmt::format("threads per row must be in [1, 1024], got {}", threads));
   }
+  if (short_width > 0 && (short_width >= width || width % vec != 0)) {
+    throw Error(fmt::format(
+        "a row's short end must be in [1, {}] and the other slices whole vectors of {}: got "
+        "short_width {} of width {}",
+        width - 1, vec, short_width, width));
+  }
   const std::uint64_t per_chunk = std::uint64_t{threads} * vec;
   const auto chunks = static_cast<std::uint32_t>((width + per_chunk - 1) / per_chunk);
-  return {width, vec, threads, chunks};
+  return {width, vec, threads, chunks, short_width};
+}
+
+std::uint32_t RowMap::full_lanes(std::uint32_t j, std::uint32_t row_width) const {
+  const std::int64_t lanes = std::int64_t{row_width / vec} - std::int64_t{j} * threads;
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(lanes, 0, threads));
 }
 
 RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads) {
@@ -40,32 +52,56 @@ RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_thre
   return make(width, vec, std::clamp(std::bit_ceil(vectors), 32u, max_threads));
 }
 
-RowLanes::RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane) : map_(m), lane_(lane) {
+RowLanes::RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane, std::optional<Pred> short_row)
+    : map_(m), lane_(lane) {
+  if (m.short_width > 0 && !short_row) {
+    throw Error(fmt::format(
+        "a row map with a short end (short_width {}) needs the predicate of the CTAs whose row "
+        "ends there",
+        m.short_width));
+  }
   first_ = m.vec == 1 ? lane : k.mul(lane, m.vec);
-  const std::uint32_t last = m.chunks - 1;
-  if (m.complete(last)) return;
-  // With full == 0 this is never true: the chunk's elements past the tail are never valid.
-  const std::uint32_t full = m.full_lanes(last);
-  last_full_ = k.setp(Cmp::Lt, lane, full);
+  full_.resize(m.chunks);
+  tail_.resize(m.chunks);
+  any_.resize(m.chunks);
+  for (std::uint32_t j = 0; j < m.chunks; ++j) {
+    if (m.complete(j)) continue;
+    // With no full lane this is never true: the chunk's elements past the tail are never valid.
+    const std::uint32_t whole = m.full_lanes(j, m.width);
+    const std::uint32_t part = m.short_width > 0 ? m.full_lanes(j, m.short_width) : whole;
+    full_[j] = part == whole ? k.setp(Cmp::Lt, lane, whole)
+                             : k.setp(Cmp::Lt, lane, k.selp<U32>(part, whole, *short_row));
+  }
   if (m.tail() > 0) {
-    last_tail_ = k.setp(Cmp::Eq, lane, full);
-    last_any_ = k.setp(Cmp::Le, lane, full);
+    const std::uint32_t j = m.tail_chunk();
+    const std::uint32_t at = m.full_lanes(j, m.common_width());
+    if (m.short_width > 0) {
+      tail_[j] = k.and_(k.setp(Cmp::Eq, lane, at), *short_row);
+      any_[j] = k.or_(*full_[j], *tail_[j]);
+    } else {
+      tail_[j] = k.setp(Cmp::Eq, lane, at);
+      any_[j] = k.setp(Cmp::Le, lane, at);
+    }
   }
 }
 
 std::optional<Pred> RowLanes::element_valid(std::uint32_t j, std::uint32_t e) const {
   if (map_.complete(j)) return std::nullopt;
-  return e < map_.tail() ? last_any_ : last_full_;
+  return e < map_.tail() && tail_[j] ? any_[j] : full_[j];
 }
 
 RowMasks::RowMasks(Kernel& k, const RowLanes& lanes, std::optional<Pred> row_ok)
     : lanes_(&lanes), row_ok_(row_ok) {
-  if (lanes.last_full_) last_vector_ = both(k, row_ok, lanes.last_full_);
-  if (lanes.last_tail_) last_tail_ = both(k, row_ok, lanes.last_tail_);
+  vector_.resize(lanes.full_.size());
+  tail_.resize(lanes.full_.size());
+  for (std::size_t j = 0; j < lanes.full_.size(); ++j) {
+    if (lanes.full_[j]) vector_[j] = both(k, row_ok, lanes.full_[j]);
+    if (lanes.tail_[j]) tail_[j] = both(k, row_ok, lanes.tail_[j]);
+  }
 }
 
 std::optional<Pred> RowMasks::vector(std::uint32_t j) const {
-  return lanes_->map().complete(j) ? row_ok_ : last_vector_;
+  return lanes_->map().complete(j) ? row_ok_ : vector_[j];
 }
 
 bool RowMasks::never(std::uint32_t j) const {
@@ -73,7 +109,7 @@ bool RowMasks::never(std::uint32_t j) const {
 }
 
 std::optional<Pred> RowMasks::tail(std::uint32_t j) const {
-  return lanes_->map().complete(j) ? std::nullopt : last_tail_;
+  return lanes_->map().complete(j) ? std::nullopt : tail_[j];
 }
 
 Values mask_past_width(Kernel& k, const RowLanes& lanes, std::uint32_t j, Values v, float fill) {

@@ -14,6 +14,10 @@
 // Thread `lane` of a group of T threads owns, in chunk j, the vector slot j*T + lane: elements
 // [(j*T + lane)*V, +V). Only the last chunk can run past the width; there the vector is masked and
 // the slot holding the width's end loads its first width % V elements one by one.
+//
+// A row split over several CTAs in slices of `width` elements can end in a shorter slice: the CTA
+// that holds it (a predicate made at run time, such as the cluster's last rank) masks its chunks
+// at `short_width` instead, and only it can have lone elements at the end.
 namespace ptxdsl {
 
 // Build-time facts of the mapping.
@@ -22,10 +26,13 @@ struct RowMap {
   std::uint32_t vec = 1;
   std::uint32_t threads = 1;  // per row
   std::uint32_t chunks = 1;
+  std::uint32_t short_width = 0;  // the shorter slice's width (0: every row is `width` long)
 
   // The fewest chunks that cover `width` with `vec`-element vectors (1, 2, 4 or 8) and `threads`
-  // threads (1 to 1024). Throws ptxdsl::Error naming the bad value.
-  static RowMap make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads);
+  // threads (1 to 1024); with `short_width` (1 to width - 1, and width a whole number of
+  // vectors), some CTAs' rows end there. Throws ptxdsl::Error naming the bad value.
+  static RowMap make(std::uint32_t width, std::uint32_t vec, std::uint32_t threads,
+                     std::uint32_t short_width = 0);
   // The row tile for rows of `width` elements of `dtype`, each row `width` elements after the
   // last: the widest vector whose accesses stay aligned on every row (vector_elems_for), and a
   // power of two of threads from 32 to `max_threads` (at most 1024), the fewest that cover the
@@ -34,16 +41,22 @@ struct RowMap {
   std::int64_t chunk_offset(std::uint32_t j) const {
     return static_cast<std::int64_t>(j) * threads * vec;
   }
-  bool complete(std::uint32_t j) const { return (j + 1ull) * threads * vec <= width; }
-  // In the last chunk: lanes below this load a whole vector.
-  std::uint32_t full_lanes(std::uint32_t j) const { return width / vec - j * threads; }
-  std::uint32_t tail() const { return width % vec; }
+  // The width every CTA's row reaches.
+  std::uint32_t common_width() const { return short_width > 0 ? short_width : width; }
+  // Every lane of chunk j loads a whole vector, in every CTA.
+  bool complete(std::uint32_t j) const { return (j + 1ull) * threads * vec <= common_width(); }
+  // Lanes of chunk j whose vector lies within `row_width` elements (0 to threads).
+  std::uint32_t full_lanes(std::uint32_t j, std::uint32_t row_width) const;
+  std::uint32_t full_lanes(std::uint32_t j) const { return full_lanes(j, width); }
+  std::uint32_t tail() const { return common_width() % vec; }  // the lone elements at the end
+  std::uint32_t tail_chunk() const { return common_width() / vec / threads; }
 };
 
-// Per-thread predicates of the last chunk, made once per kernel.
+// Per-thread predicates of the chunks that not every lane loads whole, made once per kernel.
 class RowLanes {
  public:
-  RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane);
+  // `short_row`: true in the CTAs whose row ends at map.short_width (required with one).
+  RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane, std::optional<Pred> short_row = {});
   const RowMap& map() const { return map_; }
   Reg<U32> lane() const { return lane_; }
   Reg<U32> first_element() const { return first_; }  // lane * V
@@ -55,9 +68,9 @@ class RowLanes {
   RowMap map_;
   Reg<U32> lane_;
   Reg<U32> first_;
-  std::optional<Pred> last_full_;  // lane < full_lanes(last)
-  std::optional<Pred> last_tail_;  // lane == full_lanes(last), when width % V != 0
-  std::optional<Pred> last_any_;   // lane <= full_lanes(last), when width % V != 0
+  // Per chunk (nullopt where complete): the lane loads its whole vector; the lane holds the
+  // row's lone end elements (tail_chunk() only); either (the tail's elements' validity).
+  std::vector<std::optional<Pred>> full_, tail_, any_;
 };
 
 // The masks of every chunk for one row, combined with the row's own predicate (rows past the batch
@@ -70,13 +83,12 @@ class RowMasks {
   // Whole-vector access of chunk j: nullopt = unconditional; `never` = no lane loads a vector.
   std::optional<Pred> vector(std::uint32_t j) const;
   bool never(std::uint32_t j) const;
-  std::optional<Pred> tail(std::uint32_t j) const;  // the lone elements; only in the last chunk
+  std::optional<Pred> tail(std::uint32_t j) const;  // the lone elements; only in the tail chunk
 
  private:
   const RowLanes* lanes_;
   std::optional<Pred> row_ok_;
-  std::optional<Pred> last_vector_;
-  std::optional<Pred> last_tail_;
+  std::vector<std::optional<Pred>> vector_, tail_;  // per chunk, with row_ok
 };
 
 // `v` (chunk j's values) with the elements past the width set to `fill`: the identity of a
