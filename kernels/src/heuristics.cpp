@@ -240,9 +240,10 @@ class Planner {
   // Whether the forward reads its row again from L2 (torch.compile's shape), the cache policies
   // that go with it, one-pass statistics, and the backward's early reduce launch.
   void choose_hints() {
-    // A chunk at a time in 32 registers (48 beside f32 weights: sm_80 spills a word at 40), while
-    // the rows of every resident CTA fit two fifths of the L2.
-    reread_registers_ = wide_weights_ ? 48 : 32;
+    // A chunk at a time in 32 registers (48 beside f32 weights: sm_80 spills a word at 40; 8 more
+    // for a row that ends in lone elements, whose 7 spilled 4-12 bytes), while the rows of every
+    // resident CTA fit two fifths of the L2.
+    reread_registers_ = (wide_weights_ ? 48 : 32) + (lone_elements() > 0 ? 8 : 0);
     const std::uint32_t reread_ctas =
         std::min(dev_.max_threads_per_sm / p_.block(),
                  dev_.registers_per_sm / (round_up(p_.block(), 128) * reread_registers_));
@@ -255,11 +256,13 @@ class Planner {
     // bytes a thread of 512: faster than reading it again or staging it.
     const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
     // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too; rows read again load nothing
-    // ahead.
+    // ahead. Layer norm rows beside f32 weights that end in lone elements are not held: their
+    // registers spilled (4 bytes at 64, ln_fwd bf16 262143).
     const bool placement_unset = !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row;
     const std::uint32_t ahead = kn_.prefetch_rows.value_or(0);
+    const bool held_fits = !(layer_fwd_ && wide_weights_ && lone_elements() > 0);
     held_row_ = !backward_ && placement_unset && ahead != 1 && p_.rows_per_cta == 1 &&
-                row_bytes > 32 * 1024 &&
+                row_bytes > 32 * 1024 && held_fits &&
                 row_bytes <= std::uint64_t{p_.threads_per_row} * kHeldBytesPerThread;
     reread_ = !backward_ && placement_unset && ahead == 0 && !held_row_ &&
               spec_.ptx_version >= PtxVersion{7, 4} && reread_shape &&
@@ -279,7 +282,8 @@ class Planner {
   void cap_registers() {
     // Forward: 72, or what lets two CTAs of the block share an SM (64 past 512 threads); 56 for
     // 16-bit layer norm rows packed two to a register (4 CTAs of 256 an SM; ≥ 128 threads and
-    // weights of the row's dtype, which sm_80 keeps from spilling at 56). Backward: what one CTA
+    // weights of the row's dtype, which sm_80 keeps from spilling at 56), 64 where the row ends
+    // in lone elements (as many CTAs; 7 of them spilled 4-12 bytes at 56). Backward: what one CTA
     // (or ctas_per_sm of them) may use; the grid sizes by it.
     const bool packed_row = !backward_ && narrow_ && layer_fwd_ && p_.chunks * p_.vec <= 32 &&
                             !fwd_.stage_all && p_.threads_per_row >= 128 &&
@@ -288,7 +292,7 @@ class Planner {
         backward_          ? max_registers(dev_, p_.block() * kn_.ctas_per_sm.value_or(1))
         : reread_          ? reread_registers_
         : p_.block() > 512 ? 64
-        : packed_row       ? 56
+        : packed_row       ? (lone_elements() > 0 ? 64u : 56u)
                            : std::min(72u, max_registers(dev_, 2 * p_.block())));
     room_ = value_room(p_.max_registers, p_.vec, spec_.kind);
     // f32 weights beside 16-bit rows: twice the registers for w (and b) of the chunk at hand.
@@ -370,7 +374,7 @@ class Planner {
   // the forward only by knob (the runtime turns it on for small batches).
   void load_ahead() {
     // Registers the prefetched row adds: its raw register chunks and lone tail elements.
-    tail_regs_ = p_.width % p_.vec;
+    tail_regs_ = lone_elements();
     prefetched_ = data_regs_ > 0 ? tensors_ * (data_regs_ * p_.vec * s_ / 4 + tail_regs_) : 0;
     // The backward's registers without prefetching: its values and ~40 + 3 vectors for the rest.
     const std::uint32_t backward_values = data_regs_ * 2 * p_.vec + acc_regs_ * nacc_ * p_.vec;
@@ -408,8 +412,10 @@ class Planner {
     ringed.lookahead = Lookahead::Ring;
     const bool ring_fits = data_regs_ == p_.chunks && p_.vec * s_ >= 4 &&
                            ringed.dynamic_shared_bytes(spec_) <= shared_budget(dev_);
+    // A row that ends in lone elements keeps to one row ahead at most: their registers beside
+    // the ring's spilled (rms_bwd bf16 12287: 28 bytes).
     const bool ring_default =
-        backward_ && ring_fits &&
+        backward_ && ring_fits && tail_regs_ == 0 &&
         ((s_ == 2 && kn_.ctas_per_sm.value_or(backward_fit) == 1) || ring_instead);
     const std::uint32_t depth = kn_.prefetch_rows.value_or(ring_default       ? 2
                                                            : prefetch_default ? 1
@@ -431,14 +437,15 @@ class Planner {
     const std::uint32_t held_regs = p_.chunks * p_.vec * (s_ + 2 * ws) / 4;
     const bool early_default = layer_fwd_ && p_.lookahead == Lookahead::None &&
                                data_regs_ == p_.chunks && p_.chunks * p_.vec >= 16 &&
-                               held_regs <= 48 && p_.block() >= 256 && p_.width % p_.vec == 0 &&
+                               held_regs <= 48 && p_.block() >= 256 && lone_elements() == 0 &&
                                !has_residual(spec_);
     p_.early_weights = kn_.early_weights.value_or(early_default);
     if (p_.early_weights && early_default && !kn_.max_registers) p_.max_registers = 64;
     if (p_.lookahead == Lookahead::NextRow && data_regs_ > 0 && !kn_.max_registers) {
       // The current row decoded, the next one raw, w and b of a chunk, 16 more (f32 rows: 56),
-      // and one a chunk beyond 8 (calibrated on ptxas 13.0, sm_80/sm_90).
-      const std::uint32_t need = data_regs_ * p_.vec + prefetched_ +
+      // one a chunk beyond 8 (calibrated on ptxas 13.0, sm_80/sm_90), and the lone elements'
+      // values (without them ln_fwd bf16 8191 beside f32 weights spilled 4 bytes at 104).
+      const std::uint32_t need = data_regs_ * p_.vec + prefetched_ + tail_regs_ +
                                  (layer_fwd_ ? 2 : 1) * p_.vec * (wide_weights_ ? 2 : 1) +
                                  (s_ == 4 ? 56 : 16) + (data_regs_ > 8 ? data_regs_ - 8 : 0);
       const std::uint32_t ceiling = max_registers(dev_, p_.block());
@@ -554,6 +561,12 @@ class Planner {
     // Vectors: at most 16 floats in flight a thread over dw's and db's loads (more spill on sm_80).
     const std::uint32_t tensors = has_bias(spec_) ? 2 : 1;
     if (v > 1) p_.reduce_unroll = std::max(1u, std::min(p_.reduce_unroll, 16 / (v * tensors)));
+  }
+
+  // The row's lone elements past its last whole vector: a cluster's shorter last slice has them
+  // where the other slices (whole vectors) do not.
+  std::uint32_t lone_elements() const {
+    return (last_slice_width_ > 0 ? last_slice_width_ : p_.width) % p_.vec;
   }
 
   const std::uint32_t cluster_ctas_, last_slice_width_, row_width_;

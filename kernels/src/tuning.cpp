@@ -160,8 +160,13 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
   const auto distance = [&](const TuningEntry* e) {
     return std::abs(std::log(static_cast<double>(e->width) / spec.width));
   };
+  // A row that ends in lone elements (past its last whole vector) takes no entry measured on
+  // whole vectors, nor the reverse: their registers differ (a ring of rows ahead spilled there).
+  const std::uint32_t vec =
+      spec.knobs.vector_elems.value_or(detail::default_vector_elems(spec.dtype));
+  const auto lone = [&](std::uint32_t width) { return width % vec != 0; };
   std::erase_if(candidates, [&](const TuningEntry* e) {
-    return distance(e) > std::log(std::sqrt(2.0)) + 1e-9;
+    return distance(e) > std::log(std::sqrt(2.0)) + 1e-9 || lone(e->width) != lone(spec.width);
   });
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](const TuningEntry* a, const TuningEntry* b) {

@@ -52,6 +52,17 @@ RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_thre
   return make(width, vec, std::clamp(std::bit_ceil(vectors), 32u, max_threads));
 }
 
+std::vector<RowMap::TailPiece> RowMap::tail_pieces() const {
+  std::vector<TailPiece> pieces;
+  std::uint32_t offset = 0;
+  for (std::uint32_t count = 4; count >= 1; count /= 2) {
+    if ((tail() & count) == 0) continue;
+    pieces.push_back({offset, count});
+    offset += count;
+  }
+  return pieces;
+}
+
 RowLanes::RowLanes(Kernel& k, const RowMap& m, Reg<U32> lane, std::optional<Pred> short_row)
     : map_(m), lane_(lane) {
   if (m.short_width > 0 && !short_row) {
@@ -126,7 +137,9 @@ ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::
   ChunkLoad c;
   if (!m.never(j)) c.vector = load_raw(k, p, map.vec, m.vector(j), h);
   if (const auto t = m.tail(j)) {
-    for (std::uint32_t e = 0; e < map.tail(); ++e) c.tail.push_back(load_raw(k, p + e, 1, *t, h));
+    for (const RowMap::TailPiece piece : map.tail_pieces()) {
+      c.tail.push_back(load_raw(k, p + piece.offset, piece.count, *t, h));
+    }
   }
   return c;
 }
@@ -156,12 +169,16 @@ Values decode_chunk(Kernel& k, const RowMasks& m, std::uint32_t j, const ChunkLo
   } else {
     for (std::uint32_t e = 0; e < map.vec; ++e) v.push_back(k.mov<F32>(0.0f));
   }
-  // The lane holding the width's end took its first elements one by one; every other lane's tail
-  // load yielded nothing.
+  // The lane holding the width's end took its first elements in pieces; every other lane's tail
+  // loads yielded nothing.
   if (const auto t = m.tail(j)) {
-    for (std::uint32_t e = 0; e < c.tail.size(); ++e) {
-      const Reg<F32> lone = decode(k, c.tail[e])[0];
-      v[e] = c.vector ? k.selp<F32>(lone, v[e], *t) : lone;
+    const std::vector<RowMap::TailPiece> pieces = map.tail_pieces();
+    for (std::size_t i = 0; i < c.tail.size(); ++i) {
+      const Values lone = decode(k, c.tail[i]);
+      for (std::uint32_t e = 0; e < pieces[i].count; ++e) {
+        Reg<F32>& at = v[pieces[i].offset + e];
+        at = c.vector ? k.selp<F32>(lone[e], at, *t) : lone[e];
+      }
     }
   }
   return v;
@@ -179,8 +196,9 @@ void store_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint3
   const GlobalDPtr q = thread_row + map.chunk_offset(j);
   if (!m.never(j)) store_raw(k, q, encode(k, v, d), m.vector(j), h);
   if (const auto t = m.tail(j)) {
-    for (std::uint32_t e = 0; e < map.tail(); ++e) {
-      store_raw(k, q + e, encode(k, std::span<const Reg<F32>>(&v[e], 1), d), *t, h);
+    for (const RowMap::TailPiece piece : map.tail_pieces()) {
+      const std::span<const Reg<F32>> values(&v[piece.offset], piece.count);
+      store_raw(k, q + piece.offset, encode(k, values, d), *t, h);
     }
   }
 }

@@ -20,8 +20,9 @@ class Staged final : public RowSource {
     const SharedDPtr s = chunks_.in_buffer(k, staging_, j, shift);
     store_raw(k, s, c.vector ? *c.vector : zero_raw(k, row.dtype, map.vec), std::nullopt, kNoHints);
     if (const auto t = m.tail(j)) {
-      for (std::uint32_t e = 0; e < c.tail.size(); ++e)
-        store_raw(k, s + e, c.tail[e], *t, kNoHints);
+      const std::vector<RowMap::TailPiece> pieces = map.tail_pieces();
+      for (std::size_t i = 0; i < c.tail.size(); ++i)
+        store_raw(k, s + pieces[i].offset, c.tail[i], *t, kNoHints);
     }
     if (use) use(j, decode_chunk(k, m, j, c));
   }

@@ -50,6 +50,12 @@ struct RowMap {
   std::uint32_t full_lanes(std::uint32_t j) const { return full_lanes(j, width); }
   std::uint32_t tail() const { return common_width() % vec; }  // the lone elements at the end
   std::uint32_t tail_chunk() const { return common_width() / vec / threads; }
+  // The lone elements as the tail lane moves them: pieces of 4, 2 and 1 elements, each as
+  // aligned as its size within the vector they start (fewer registers than one at a time).
+  struct TailPiece {
+    std::uint32_t offset, count;
+  };
+  std::vector<TailPiece> tail_pieces() const;
 };
 
 // Per-thread predicates of the chunks that not every lane loads whole, made once per kernel.
@@ -98,7 +104,7 @@ Values mask_past_width(Kernel& k, const RowLanes& lanes, std::uint32_t j, Values
 // Masked loads and stores of chunk j at a thread's row pointer (row start + lane * V).
 struct ChunkLoad {
   std::optional<Raw> vector;
-  std::vector<Raw> tail;
+  std::vector<Raw> tail;  // one a piece of RowMap::tail_pieces()
 };
 ChunkLoad issue_chunk(Kernel& k, const RowMasks& m, GlobalDPtr thread_row, std::uint32_t j,
                       MemHints h);
