@@ -258,7 +258,8 @@ TEST_CASE("strided rows and misaligned pointers take narrower vectors, never a f
   PTXDSL_REQUIRE_GPU(ctx);
   std::vector<NormCase> cases;
   for (const Combo& combo : {kCombos[0], kCombos[1], kCombos[4]}) {
-    for (std::uint32_t width : {1000u, 4097u, 8192u}) {
+    // 65529: a row split over a cluster whose last slice ends in lone elements.
+    for (std::uint32_t width : {1000u, 4097u, 8192u, 65529u}) {
       for (bool layer : {true, false}) {
         const std::uint32_t e = static_cast<std::uint32_t>(kernels::dtype_bytes(combo.dtype));
         const std::uint32_t we =
@@ -270,8 +271,8 @@ TEST_CASE("strided rows and misaligned pointers take narrower vectors, never a f
         base.width = width;
         base.batch = 129;
         std::vector<NormCase> variants(8, base);
-        variants[0].stride = width + 8;  // aligned padding
-        variants[1].stride = width + 1;  // rows one element off
+        variants[0].stride = (width + 15) / 8 * 8;  // aligned padding: 16 bytes and more
+        variants[1].stride = width + 1;             // rows one element off
         variants[2].stride = width + 3;
         variants[2].x_offset = e;  // x one element off
         variants[3].x_offset = variants[3].dy_offset = 2 * e;
