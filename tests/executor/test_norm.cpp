@@ -416,6 +416,17 @@ TEST_CASE("rows split over a cluster in slices the width does not divide: a shor
       }
     }
   }
+  // The planners' own wide plans at such a width: 16-byte vectors, 7 lone elements at the end,
+  // the forwards beside f32 weights walking rows with them in shared memory.
+  for (NormKind kind : kKinds) {
+    NormSpec spec = spec_of(kind, DType::BF16, 131071);
+    spec.weight_dtype = DType::F32;
+    spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::F32, 131072, 0, 0);
+    const BuiltNorm built = build_norm(spec);
+    INFO(kind_name(kind) << " 131071: cluster " << *built.chosen.cluster_ctas);
+    CHECK(*built.chosen.cluster_ctas > 1);
+    run_batch(built, 3, 131072);
+  }
   // The planner splits wide rows whatever their width, in slices as wide as the row's allow.
   NormSpec wide = spec_of(NormKind::LayerNormBwd, DType::BF16, 262143);
   CHECK(*build_norm(wide).chosen.cluster_ctas == 16);
