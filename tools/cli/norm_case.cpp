@@ -329,13 +329,14 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   }
   // And the variant it picks for the batch (the prefetching forward, the one-launch backward).
   spec = kernels::spec_for_batch(spec, data.batch);
+  // The preset is the device here: knobs its plan cannot take are bad input (exit 2).
   kernels::BuiltNorm built;
   try {
     built = kernels::build_norm(spec);
   } catch (const Error& e) {
-    if (data.spec.knobs.vector_elems == spec.knobs.vector_elems) throw;
+    if (data.spec.knobs.vector_elems == spec.knobs.vector_elems) throw UsageError(e.what());
     const std::uint32_t vec = *spec.knobs.vector_elems;
-    throw Error(
+    throw UsageError(
         fmt::format("with vectors of {} element{} (the widest that rows {} elements apart "
                     "allow): {}",
                     vec, vec == 1 ? "" : "s", spec.width, e.what()));
