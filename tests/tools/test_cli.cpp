@@ -197,6 +197,10 @@ TEST_CASE("bad input: one line naming the value, exit 2", "[tools]") {
       {"run rms_fwd --width 1024 --dtype f16", "--batch"},
       {"run rms_fwd --batch 8 --width 1024 --dtype f16 --seed x", "--seed"},
       {"run nope --batch 8 --width 1024 --dtype f16", "nope"},
+      {"run rms_fwd --batch 8 --width 1024 --dtype f16 --stride 1000",
+       "--stride must be in [1024, 2147483647], got 1000"},
+      {"bench rms_fwd --batch 8 --width 1024 --dtype f16 --stride 8x", "--stride"},
+      {"bench --suite standard --stride 2048", "--stride"},
       {"bench --suite nope", "nope"},
       {"bench", "--suite"},
       {"bench rms_fwd --width 1024 --dtype f16", "--batch"},
@@ -366,7 +370,12 @@ TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
                            "run ln_bwd --batch 17 --width 1151 --dtype bf16 --cpu",
                            // dx of one-element RMS rows is a difference of near-equal terms
                            // (1 − x̂² ≈ 1e-4): judged against those terms, as the tests judge it
-                           "run rms_bwd --batch 2 --width 1 --dtype f32 --cpu"}) {
+                           "run rms_bwd --batch 2 --width 1 --dtype f32 --cpu",
+                           // rows padded to 16 bytes: whole vectors, the padding NaN and untouched
+                           "run ln_bwd --batch 5 --width 1001 --dtype bf16 --stride 1008 --cpu",
+                           // a cluster's slices, the last ending in lone elements
+                           "run rms_fwd --batch 3 --width 65529 --dtype bf16 --weight-dtype f32 "
+                           "--stride 65536 --cpu"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 0);

@@ -108,6 +108,7 @@ std::vector<Shape> wide_suite() {
 struct CaseResult {
   kernels::NormSpec spec;
   std::uint32_t batch = 0;
+  std::uint32_t stride = 0;  // elements from one row to the next (0: the width)
   std::uint64_t bytes = 0;
   bool pass = false;
   std::string error;  // a failure before or while timing
@@ -128,8 +129,9 @@ struct CaseResult {
     return is_backward(spec.kind) ? kBackwardTargetRatio : kForwardTargetRatio;
   }
   std::string name() const {
-    return fmt::format("{} {} {}x{}", kernels::kind_name(spec.kind),
-                       kernels::dtype_name(spec.dtype), batch, spec.width);
+    const std::string strided = stride == 0 ? "" : fmt::format(" (stride {})", stride);
+    return fmt::format("{} {} {}x{}{}", kernels::kind_name(spec.kind),
+                       kernels::dtype_name(spec.dtype), batch, spec.width, strided);
   }
 };
 
@@ -381,6 +383,7 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
     j.field("outputs", kernels::outputs_name(r.spec.outputs));
     j.field("batch", r.batch);
     j.field("width", r.spec.width);
+    j.field("stride", r.stride == 0 ? r.spec.width : r.stride);
     j.field("bytes", r.bytes);
     j.field("pass", r.pass);
     const auto timed = [&](std::string_view name, double v) {
@@ -433,6 +436,9 @@ class BenchCommand : public Command {
                    "'x65536'), so a suite can be timed in parts");
     options_.add_to(sub, /*required=*/false, /*device_option=*/false);
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647 (one case, without --suite)");
+    sub.add_option("--stride", stride_,
+                   "elements from one row to the next, the width to 2147483647 (one case; "
+                   "default: the width)");
     sub.add_option("--json", json_, "also write the results as JSON to FILE");
     sub.add_flag("--host", host_,
                  "the host-side targets: PTX generation time, and with a driver a launch's host "
@@ -508,10 +514,10 @@ class BenchCommand : public Command {
       const bool backward =
           std::any_of(groups[g].begin(), groups[g].end(),
                       [](const CaseResult& r) { return is_backward(r.spec.kind); });
-      data[g] =
-          std::async(std::launch::async, [spec = lead.spec, batch = lead.batch, seed, backward] {
-            return make_norm_data(spec, batch, seed, backward);
-          });
+      data[g] = std::async(std::launch::async, [spec = lead.spec, batch = lead.batch,
+                                                stride = lead.stride, seed, backward] {
+        return make_norm_data(spec, batch, seed, backward, stride);
+      });
     };
     constexpr std::size_t kAhead = 3;
     for (std::size_t g = 0; g < kAhead; ++g) prepare(g);
@@ -577,7 +583,7 @@ class BenchCommand : public Command {
   }
   bool one_case_given() const {
     return !options_.kernel.empty() || !options_.width.empty() || !options_.dtype.empty() ||
-           !batch_.empty();
+           !batch_.empty() || !stride_.empty();
   }
 
   std::vector<CaseResult> plan() const {
@@ -589,7 +595,8 @@ class BenchCommand : public Command {
       }
       if (one_case) {
         throw UsageError(
-            "--suite takes no KERNEL, --batch, --width or --dtype: give a suite or one case");
+            "--suite takes no KERNEL, --batch, --width, --dtype or --stride: give a suite or one "
+            "case");
       }
       if (options_.any_knob())
         throw UsageError("--suite takes no knobs: the heuristics choose for each case");
@@ -631,13 +638,17 @@ class BenchCommand : public Command {
     CaseResult r;
     r.spec = options_.spec();
     r.batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
+    if (!stride_.empty()) {
+      r.stride =
+          static_cast<std::uint32_t>(parse_uint("--stride", stride_, r.spec.width, 0x7fffffff));
+    }
     cases.push_back(r);
     return cases;
   }
 
   static bool same_shape(const CaseResult& a, const CaseResult& b) {
-    return a.spec.width == b.spec.width && a.batch == b.batch && a.spec.dtype == b.spec.dtype &&
-           is_layer_norm(a.spec.kind) == is_layer_norm(b.spec.kind);
+    return a.spec.width == b.spec.width && a.batch == b.batch && a.stride == b.stride &&
+           a.spec.dtype == b.spec.dtype && is_layer_norm(a.spec.kind) == is_layer_norm(b.spec.kind);
   }
 
   void run_shape(CaseTimer& bench, std::future<NormData>& prepared, std::span<CaseResult> cases,
@@ -688,6 +699,7 @@ class BenchCommand : public Command {
   std::string suite_;
   std::string only_;
   std::string batch_;
+  std::string stride_;
   std::string json_;
   std::string reps_ = std::to_string(Timing{}.reps);
   std::string warmup_ = std::to_string(Timing{}.warmup);

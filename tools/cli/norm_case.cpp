@@ -68,28 +68,52 @@ kernels::HostTensor f32_tensor(const std::vector<double>& values) {
   return kernels::make_tensor(f, DType::F32);
 }
 
-// Output names, dtypes and element counts of a kernel, as its variant writes them.
+// Output names, dtypes and element counts of a kernel, as its variant writes them: row tensors
+// (`rows`) hold `batch` rows `stride` elements apart.
 struct OutputShape {
   const char* name;
   DType dtype;
   std::size_t count;
+  bool rows;
 };
-std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t batch) {
-  const std::size_t rows = std::size_t{batch} * s.width;
+std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t batch,
+                                       std::uint32_t stride) {
+  const std::size_t rows = std::size_t{batch} * stride;
   std::vector<OutputShape> out;
   if (!is_backward(s.kind)) {
-    out.push_back({"y", s.dtype, rows});
-    if (is_layer_norm(s.kind)) out.push_back({"mean", DType::F32, batch});
-    out.push_back({"rstd", DType::F32, batch});
-    if (kernels::has_residual(s)) out.push_back({"h", kernels::residual_dtype(s), rows});
+    out.push_back({"y", s.dtype, rows, true});
+    if (is_layer_norm(s.kind)) out.push_back({"mean", DType::F32, batch, false});
+    out.push_back({"rstd", DType::F32, batch, false});
+    if (kernels::has_residual(s)) out.push_back({"h", kernels::residual_dtype(s), rows, true});
     return out;
   }
-  out.push_back({"dx", s.dtype, rows});
+  out.push_back({"dx", s.dtype, rows, true});
   if (kernels::has_weight_grads(s)) {
-    out.push_back({"dw", s.weight_dtype, s.width});
-    if (kernels::has_bias(s)) out.push_back({"db", s.weight_dtype, s.width});
+    out.push_back({"dw", s.weight_dtype, s.width, false});
+    if (kernels::has_bias(s)) out.push_back({"db", s.weight_dtype, s.width, false});
   }
   return out;
+}
+
+// One output as the kernel left it (its buffer poisoned with 0xFF bytes first), its rows packed
+// densely; an element written between rows is a failure, named.
+Output unpack(const OutputShape& o, std::span<const std::byte> bytes, std::uint32_t batch,
+              std::uint32_t width, std::uint32_t stride) {
+  std::vector<float> values = kernels::to_floats(bytes, o.dtype, o.count);
+  if (!o.rows || stride == width) return {o.name, o.dtype, std::move(values)};
+  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(o.dtype));
+  std::size_t written = 0;
+  for (std::size_t r = 0; r < batch; ++r) {
+    const auto gap = bytes.subspan((r * stride + width) * e, std::size_t{stride - width} * e);
+    written += static_cast<std::size_t>(
+        std::count_if(gap.begin(), gap.end(), [](std::byte b) { return b != std::byte{0xFF}; }));
+  }
+  if (written > 0) {
+    throw std::runtime_error(fmt::format(
+        "{} has {} bytes written between its rows (width {}, stride {}), which it must not touch",
+        o.name, written, width, stride));
+  }
+  return {o.name, o.dtype, kernels::dense_rows(values, batch, width, stride)};
 }
 
 const std::vector<double>& reference_of(const NormData& d, const std::string& name) {
@@ -106,17 +130,18 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
 }  // namespace
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
-                        bool with_backward) {
+                        bool with_backward, std::uint32_t stride) {
   NormData d;
   d.spec = spec;
   d.batch = batch;
+  d.stride = stride == 0 ? spec.width : stride;
   const NormKind forward = is_layer_norm(spec.kind) ? NormKind::LayerNormFwd : NormKind::RmsNormFwd;
   const NormKind backward =
       is_layer_norm(spec.kind) ? NormKind::LayerNormBwd : NormKind::RmsNormBwd;
   const bool backward_too = with_backward || is_backward(spec.kind);
   // The backward's spec first: it refuses what it cannot take before the references run.
   const kernels::NormSpec backward_spec = backward_too ? direction_spec(spec, backward) : spec;
-  d.in = kernels::make_inputs(spec, batch, spec.width, seed);
+  d.in = kernels::make_inputs(spec, batch, d.stride, seed);
   d.forward = reference(direction_spec(spec, forward), d.in);
   if (!backward_too) return d;
   d.backward = reference(backward_spec, d.in);
@@ -162,7 +187,7 @@ std::string CaseCheck::summary() const {
 CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>& got) {
   const kernels::NormSpec spec = direction_spec(data.spec, kind);
   std::vector<kernels::NormOutput> outputs;
-  for (const OutputShape& shape : output_shapes(spec, data.batch)) {
+  for (const OutputShape& shape : output_shapes(spec, data.batch, data.stride)) {
     const auto it =
         std::find_if(got.begin(), got.end(), [&](const Output& o) { return o.name == shape.name; });
     if (it == got.end()) throw std::runtime_error(fmt::format("output '{}' missing", shape.name));
@@ -198,7 +223,11 @@ runtime::DeviceView view(const runtime::DeviceBuffer<std::byte>& buf, DType d) {
 
 GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                  const runtime::NormOptions& options)
-    : ctx_(ctx), spec_(data.spec), batch_(data.batch), b_(std::make_unique<Buffers>()) {
+    : ctx_(ctx),
+      spec_(data.spec),
+      batch_(data.batch),
+      stride_(data.stride),
+      b_(std::make_unique<Buffers>()) {
   b_->x = upload(ctx, data.in.x);
   b_->w = upload(ctx, data.in.w);
   b_->b = upload(ctx, data.in.b);
@@ -214,7 +243,7 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
     if (is_backward(k) && spec_.residual == kernels::Residual::AddF32) continue;
     const kernels::NormSpec s = direction_spec(spec_, k);
-    for (const OutputShape& o : output_shapes(s, batch_)) {
+    for (const OutputShape& o : output_shapes(s, batch_, stride_)) {
       b_->out.emplace(o.name,
                       runtime::DeviceBuffer<std::byte>(
                           ctx, o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype))));
@@ -231,7 +260,7 @@ GpuNorm::~GpuNorm() = default;
 
 void GpuNorm::poison(NormKind kind) {
   const kernels::NormSpec s = direction_spec(spec_, kind);
-  for (const OutputShape& o : output_shapes(s, batch_)) {
+  for (const OutputShape& o : output_shapes(s, batch_, stride_)) {
     const auto& buf = b_->out.at(o.name);
     runtime::fill_u8(ctx_, buf.address(), 0xFF, buf.bytes());
   }
@@ -265,6 +294,7 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
                     .h = out("h", rd),
                     .residual_in_f32 = f32_residual,
                     .batch = batch_,
+                    .stride = stride_,
                     .eps = static_cast<float>(kEps),
                     .stream = stream});
       break;
@@ -279,6 +309,7 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
                      .db = out("db", wd),
                      .dh = in_if(residual, b_->dh, rd),
                      .batch = batch_,
+                     .stride = stride_,
                      .stream = stream});
       break;
     case NormKind::RmsNormFwd:
@@ -290,6 +321,7 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
                      .h = out("h", rd),
                      .residual_in_f32 = f32_residual,
                      .batch = batch_,
+                     .stride = stride_,
                      .eps = static_cast<float>(kEps),
                      .stream = stream});
       break;
@@ -302,6 +334,7 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
                       .dw = out("dw", wd),
                       .dh = in_if(residual, b_->dh, rd),
                       .batch = batch_,
+                      .stride = stride_,
                       .stream = stream});
       break;
   }
@@ -310,9 +343,9 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
 std::vector<Output> GpuNorm::download(NormKind kind) const {
   const kernels::NormSpec s = direction_spec(spec_, kind);
   std::vector<Output> outs;
-  for (const OutputShape& o : output_shapes(s, batch_)) {
+  for (const OutputShape& o : output_shapes(s, batch_, stride_)) {
     const std::vector<std::byte> bytes = b_->out.at(o.name).to_host();
-    outs.push_back({o.name, o.dtype, kernels::to_floats(bytes, o.dtype, o.count)});
+    outs.push_back(unpack(o, bytes, batch_, s.width, stride_));
   }
   return outs;
 }
@@ -321,9 +354,9 @@ std::vector<Output> GpuNorm::download(NormKind kind) const {
 
 std::vector<Output> run_on_cpu(const NormData& data) {
   kernels::NormSpec spec = data.spec;
-  // As the runtime does on a GPU: no wider vectors than rows `width` apart allow.
+  // As the runtime does on a GPU: no wider vectors than rows `stride` apart allow.
   const std::uint32_t widest =
-      kernels::vector_elems_for(spec.dtype, spec.weight_dtype, spec.width, 0, 0);
+      kernels::vector_elems_for(spec.dtype, spec.weight_dtype, data.stride, 0, 0);
   if (!spec.knobs.vector_elems || *spec.knobs.vector_elems > widest) {
     spec.knobs.vector_elems = widest;
   }
@@ -339,7 +372,7 @@ std::vector<Output> run_on_cpu(const NormData& data) {
     throw UsageError(
         fmt::format("with vectors of {} element{} (the widest that rows {} elements apart "
                     "allow): {}",
-                    vec, vec == 1 ? "" : "s", spec.width, e.what()));
+                    vec, vec == 1 ? "" : "s", data.stride, e.what()));
   }
   CpuDevice dev;
   std::map<std::string, ExecutorAddress> ptrs;
@@ -356,20 +389,20 @@ std::vector<Output> run_on_cpu(const NormData& data) {
     put("mean", data.mean_in);
     put("rstd", data.rstd_in);
   }
-  const std::vector<OutputShape> shapes = output_shapes(spec, data.batch);
+  const std::vector<OutputShape> shapes = output_shapes(spec, data.batch, data.stride);
   for (const OutputShape& o : shapes) {
     ptrs[o.name] =
         dev.alloc(o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype)), o.name);
   }
   ExecOptions options;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
-  kernels::run_norm_on_cpu(built, dev, ptrs, data.batch, spec.width, static_cast<float>(kEps),
+  kernels::run_norm_on_cpu(built, dev, ptrs, data.batch, data.stride, static_cast<float>(kEps),
                            options);
   std::vector<Output> outs;
   for (const OutputShape& o : shapes) {
     const auto bytes = dev.download<std::byte>(
         ptrs.at(o.name), o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype)));
-    outs.push_back({o.name, o.dtype, kernels::to_floats(bytes, o.dtype, o.count)});
+    outs.push_back(unpack(o, bytes, data.batch, spec.width, data.stride));
   }
   return outs;
 }

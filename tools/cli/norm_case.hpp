@@ -28,6 +28,7 @@ using kernels::is_layer_norm;
 struct NormData {
   kernels::NormSpec spec;  // kind: the norm and direction asked for
   std::uint32_t batch = 0;
+  std::uint32_t stride = 0;  // elements from one row to the next (≥ the width)
   kernels::NormInputs in;
   kernels::HostTensor mean_in, rstd_in;  // f32, one per row
   kernels::NormReference forward;        // y, mean, rstd (and h)
@@ -36,11 +37,12 @@ struct NormData {
 // `spec` as the kernel of direction `kind` has it (a forward has every output; the backward of an
 // f32 residual add is refused: its h would be f32).
 kernels::NormSpec direction_spec(kernels::NormSpec spec, kernels::NormKind kind);
-// `with_backward`: also the backward reference (always when spec.kind is a backward).
+// `with_backward`: also the backward reference (always when spec.kind is a backward). Rows are
+// `stride` elements apart (0: the width), the padding between them NaN.
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
-                        bool with_backward = false);
+                        bool with_backward = false, std::uint32_t stride = 0);
 
-// What one kernel wrote, as floats, named as its parameter is.
+// What one kernel wrote, as floats, named as its parameter is (rows packed densely).
 struct Output {
   std::string name;
   kernels::DType dtype;
@@ -79,7 +81,7 @@ class GpuNorm {
   struct Buffers;
   const runtime::Context& ctx_;
   kernels::NormSpec spec_;
-  std::uint32_t batch_;
+  std::uint32_t batch_, stride_;
   std::unique_ptr<Buffers> b_;
   std::optional<runtime::LayerNorm> ln_;
   std::optional<runtime::RmsNorm> rms_;

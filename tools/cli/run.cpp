@@ -18,17 +18,18 @@
 namespace ptxdsl::cli {
 namespace {
 
-// Bytes of host memory a run of `spec` over `batch` rows holds at its peak, per element of the
-// batch × width rows: the inputs (floats and their dtype's bytes), the float64 references and the
-// reference functions' own results before they are copied in, what came back as floats, and on
-// the CPU executor its copies of the rows in and out.
-std::uint64_t host_bytes_needed(const kernels::NormSpec& spec, std::uint32_t batch, bool cpu) {
+// Bytes of host memory a run of `spec` over `batch` rows `stride` apart holds at its peak, per
+// element of the rows (their padding included): the inputs (floats and their dtype's bytes), the
+// float64 references and the reference functions' own results before they are copied in, what
+// came back as floats, and on the CPU executor its copies of the rows in and out.
+std::uint64_t host_bytes_needed(const kernels::NormSpec& spec, std::uint32_t batch,
+                                std::uint32_t stride, bool cpu) {
   const std::uint64_t s = static_cast<std::uint64_t>(kernels::dtype_bytes(spec.dtype));
   const std::uint64_t rows_in = is_backward(spec.kind) ? 2 : 1;     // x (and dy)
   const std::uint64_t references = is_backward(spec.kind) ? 2 : 1;  // y (and dx), in float64
   std::uint64_t per_element = rows_in * (4 + s) + references * 2 * 8 + 4;
   if (cpu) per_element += (rows_in + 2) * s;  // the executor's rows in and out, and the download
-  const std::uint64_t elements = std::uint64_t{batch} * spec.width;
+  const std::uint64_t elements = std::uint64_t{batch} * stride;
   // The per-row and per-column vectors, and the process itself, are small beside the rows.
   constexpr std::uint64_t kBase = 64ull << 20;
   return elements * per_element + std::uint64_t{batch} * 64 + kBase;
@@ -63,6 +64,9 @@ class RunCommand : public Command {
   explicit RunCommand(CLI::App& sub) {
     options_.add_to(sub);
     sub.add_option("--batch", batch_, "rows, 1 to 2147483647")->required();
+    sub.add_option("--stride", stride_,
+                   "elements from one row to the next, the width to 2147483647 (default: the "
+                   "width); what lies between rows must stay untouched");
     sub.add_option("--seed", seed_, "input seed (default 1)");
     sub.add_flag("--cpu", cpu_, "run on the CPU executor instead of the GPU");
     sub.add_option("--trace", trace_, "traces one launch of a kernel tool's kernel, not a norm's");
@@ -77,12 +81,14 @@ class RunCommand : public Command {
     }
     const kernels::NormSpec spec = options_.spec();
     const auto batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
+    const auto stride = static_cast<std::uint32_t>(
+        stride_.empty() ? spec.width : parse_uint("--stride", stride_, spec.width, 0x7fffffff));
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = cpu_ ? 0 : options_.gpu_ordinal();
     if (cpu_) options_.device_preset();  // an ordinal means a GPU: refuse it here
     if (!cpu_) require_driver_one_line();
-    const std::uint64_t needed = host_bytes_needed(spec, batch, cpu_);
+    const std::uint64_t needed = host_bytes_needed(spec, batch, stride, cpu_);
     const std::uint64_t available = host_bytes_available();
     if (needed > available) {
       throw std::runtime_error(fmt::format(
@@ -92,7 +98,7 @@ class RunCommand : public Command {
           cpu_ ? ", the CPU executor's copies" : "", gib(available)));
     }
 
-    const NormData data = make_norm_data(spec, batch, seed);
+    const NormData data = make_norm_data(spec, batch, seed, false, stride);
     std::vector<Output> got;
     std::string where;
     if (cpu_) {
@@ -124,6 +130,7 @@ class RunCommand : public Command {
  private:
   SpecOptions options_;
   std::string batch_;
+  std::string stride_;
   std::string seed_ = "1";
   bool cpu_ = false;
   std::string trace_;
