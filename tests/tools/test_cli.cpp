@@ -373,6 +373,8 @@ TEST_CASE("run --cpu compares the CPU executor with the reference", "[tools]") {
                            "run rms_bwd --batch 2 --width 1 --dtype f32 --cpu",
                            // rows padded to 16 bytes: whole vectors, the padding NaN and untouched
                            "run ln_bwd --batch 5 --width 1001 --dtype bf16 --stride 1008 --cpu",
+                           // rows in several blocks of the reference (a MiB of elements each)
+                           "run rms_fwd --batch 70 --width 40000 --dtype f16 --stride 40011 --cpu",
                            // a cluster's slices, the last ending in lone elements
                            "run rms_fwd --batch 3 --width 65529 --dtype bf16 --weight-dtype f32 "
                            "--stride 65536 --cpu"}) {

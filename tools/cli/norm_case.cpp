@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -26,7 +27,8 @@ void append(std::vector<double>& dst, const std::vector<double>& src) {
 }
 
 // kernels::norm_reference over blocks of rows on every core: the blocks' rows in order, dw and db
-// summed in block order (the same numbers however many cores ran them). Rows are `width` apart.
+// summed in block order (the same numbers however many cores ran them). Rows are `in.stride`
+// apart; each block's rows end without their last padding, which the next block's start restores.
 kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::NormInputs& in) {
   const std::vector<kernels::RowBlock> blocks = kernels::row_blocks(in.batch, in.width);
   std::vector<kernels::NormReference> parts(blocks.size());
@@ -45,11 +47,14 @@ kernels::NormReference reference(const kernels::NormSpec& spec, const kernels::N
     for (const kernels::NormReference& p : parts) n += (p.*member).size();
     (r.*member).reserve(n);
   };
-  reserve(&kernels::NormReference::rows);
+  r.rows.reserve((std::size_t{in.batch} - 1) * in.stride + in.width);
   reserve(&kernels::NormReference::y);
   reserve(&kernels::NormReference::h);
   reserve(&kernels::NormReference::dx);
-  for (kernels::NormReference& p : parts) {
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    kernels::NormReference& p = parts[i];
+    r.rows.resize(std::size_t{blocks[i].first} * in.stride,
+                  std::numeric_limits<float>::quiet_NaN());
     r.rows.insert(r.rows.end(), p.rows.begin(), p.rows.end());
     append(r.y, p.y);
     append(r.mean, p.mean);
