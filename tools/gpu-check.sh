@@ -114,7 +114,8 @@ else
   # rows with a ring of two ahead (the slots alternating row by row), and backwards split over
   # clusters by default (32 KiB slices staged and prefetched, the column reduce's vectors); the
   # clusters' sums exchanged by st.async (the default) and, at PTX 7.8, through a cluster barrier;
-  # backwards whose clusters merge their dw/db partial rows through distributed shared memory.
+  # backwards whose clusters merge their dw/db partial rows through distributed shared memory;
+  # widths a cluster does not divide, the last CTA's slice shorter and ending in lone elements.
   cli="$build/tools/ptxdsl"
   if [[ -x "$cli" ]]; then
     for run in "ln_bwd --dtype f16 --width 16384 --batch 7 --single-launch 0" \
@@ -143,7 +144,10 @@ else
       "rms_fwd --dtype f16 --width 1000 --batch 5 --cluster-ctas 8 --ptx-version 7.8" \
       "ln_bwd --dtype bf16 --width 100001 --batch 3 --ptx-version 7.8" \
       "ln_bwd --dtype f16 --width 4096 --batch 301 --partial-cluster 2" \
-      "rms_bwd --dtype bf16 --width 16384 --batch 77 --partial-cluster 4"; do
+      "rms_bwd --dtype bf16 --width 16384 --batch 77 --partial-cluster 4" \
+      "ln_bwd --dtype bf16 --width 262143 --stride 262144 --batch 5 --weight-dtype f32" \
+      "rms_fwd --dtype f16 --width 65529 --stride 65536 --batch 7" \
+      "ln_fwd --dtype bf16 --width 131071 --stride 131072 --batch 3 --weight-dtype f32"; do
       read -r -a rargs <<<"$run"
       for tool in memcheck racecheck; do
         step "$tool ptxdsl run $run" "$logs/$tool.log" \
