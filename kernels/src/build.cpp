@@ -13,7 +13,7 @@ namespace detail {
 
 std::string entry_name(const NormSpec& spec, std::string_view step) {
   // Narrower-vector variants (for unaligned rows) get their own names: "..._n4097_v2".
-  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+  const std::uint32_t vec = vector_elems_of(spec);
   const std::string variant =
       vec == default_vector_elems(spec.dtype) ? "" : fmt::format("_v{}", vec);
   return fmt::format("{}{}{}_{}_w{}_n{}{}{}", kind_name(spec.kind), step.empty() ? "" : "_", step,

@@ -221,7 +221,7 @@ class Planner {
     p_.cluster_ctas = cluster_ctas_;
     p_.last_slice_width = last_slice_width_;
     p_.sm_count = kn_.sm_count.value_or(dev_.sm_count);
-    p_.vec = kn_.vector_elems.value_or(default_vector_elems(spec_.dtype));
+    p_.vec = vector_elems_of(spec_);
     const std::uint32_t vectors = ceil_div(p_.width, p_.vec);
     fwd_ = forward_shape(vectors, p_.vec, narrow_, layer_fwd_);
     // The residual add's chunk at hand does not fit the 64 registers of 1024 threads.
@@ -632,7 +632,7 @@ std::uint32_t cluster_ctas_for(const NormSpec& spec) {
   const std::uint32_t allowed =
       is_backward(spec.kind) ? spec.device.largest_cluster() : spec.device.max_cluster_size;
   const std::uint32_t most = std::min(allowed, kMaxClusterCtas);
-  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+  const std::uint32_t vec = vector_elems_of(spec);
   std::uint32_t best = 1;
   for (std::uint32_t c = 2; c <= most; c *= 2) {
     const std::optional<ClusterSlices> slices = cluster_slices(spec.width, c, vec);
@@ -656,7 +656,7 @@ std::optional<ClusterSlices> cluster_slices(std::uint32_t width, std::uint32_t c
 }
 
 ClusterSlices split_row(const NormSpec& spec, std::uint32_t ctas) {
-  const std::uint32_t vec = spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+  const std::uint32_t vec = vector_elems_of(spec);
   if (const std::optional<ClusterSlices> slices = cluster_slices(spec.width, ctas, vec)) {
     return *slices;
   }

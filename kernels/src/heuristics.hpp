@@ -186,6 +186,10 @@ struct Plan {
 
 // The smallest alignment-free vector: 16 bytes of the dtype.
 std::uint32_t default_vector_elems(DType d);
+// The spec's vector: its vector_elems knob, else default_vector_elems.
+inline std::uint32_t vector_elems_of(const NormSpec& spec) {
+  return spec.knobs.vector_elems.value_or(default_vector_elems(spec.dtype));
+}
 // Shared memory kept back from the dynamic budget for the kernels' static reduction scratch.
 inline constexpr std::uint32_t kStaticScratchBytes = 4096;
 // Dynamic shared memory one CTA may use on the device (opt-in limit minus the static scratch).

@@ -50,8 +50,7 @@ bool sets_shape(const NormSpec& spec) {
   for_each_knob(spec.knobs, [&](const KnobInfo& info, const auto& v) {
     if (v && info.name != "deterministic" && info.name != "vector_elems") shape = true;
   });
-  return shape || spec.knobs.vector_elems.value_or(detail::default_vector_elems(spec.dtype)) !=
-                      detail::default_vector_elems(spec.dtype);
+  return shape || detail::vector_elems_of(spec) != detail::default_vector_elems(spec.dtype);
 }
 
 // The spec planned by the entry's knobs, keeping its own determinism and vector width.
@@ -162,8 +161,7 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
   };
   // A row that ends in lone elements (past its last whole vector) takes no entry measured on
   // whole vectors, nor the reverse: their registers differ (a ring of rows ahead spilled there).
-  const std::uint32_t vec =
-      spec.knobs.vector_elems.value_or(detail::default_vector_elems(spec.dtype));
+  const std::uint32_t vec = detail::vector_elems_of(spec);
   const auto lone = [&](std::uint32_t width) { return width % vec != 0; };
   std::erase_if(candidates, [&](const TuningEntry* e) {
     return distance(e) > std::log(std::sqrt(2.0)) + 1e-9 || lone(e->width) != lone(spec.width);
