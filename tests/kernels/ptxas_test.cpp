@@ -22,9 +22,9 @@ using namespace ptxdsl::kernels;
 namespace {
 
 const std::vector<std::uint32_t> kWidths = {
-    1,     2,     3,     7,     31,    32,     100,    127,    128,   255,
-    256,   1000,  1024,  1151,  2048,  4096,   4097,   5120,   8191,  8192,
-    12287, 12288, 16384, 32768, 65536, 100001, 131072, 262143, 262144};
+    1,     2,     3,     7,     31,    32,    100,    127,    128,    255,
+    256,   1000,  1024,  1151,  2048,  4096,  4097,   5120,   8191,   8192,
+    12287, 12288, 16384, 32768, 65529, 65536, 100001, 131072, 262143, 262144};
 
 // Several built modules as one: the header once, then every module's entries (their names and
 // shared symbols are unique per spec).
