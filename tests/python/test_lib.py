@@ -56,6 +56,27 @@ class LibraryTest(unittest.TestCase):
         self.assertIn("libptxdsl.so not found", out.stdout)
         self.assertIn("/nonexistent/libptxdsl.so", out.stdout)
 
+    def test_not_the_library_is_an_error_naming_it(self):
+        env = dict(os.environ, PTXDSL_LIBRARY="libc.so.6")
+        code = "import ptxdsl\ntry:\n ptxdsl.version()\nexcept ptxdsl.DriverError as e:\n print(e)"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("libc.so.6 is not libptxdsl.so", out.stdout)
+        self.assertIn("has no function ptxdsl_", out.stdout)
+
+    def test_integers_out_of_their_c_range_are_refused_not_wrapped(self):
+        # ctypes passes 2**32 + 1 as an int32 of 1 (F16) and 2**64 + 256 as an int64 of 256.
+        for kwargs, what in (({"dtype": 2**32 + 1}, "dtype must be in [-2147483648, 2147483647]"),
+                             ({"width": 2**64 + 256}, "width must be in"),
+                             ({"batch": -2**63 - 1}, "batch must be in"),
+                             ({"device": 2**31}, "device must be in"),
+                             ({"width": 4.0}, "width must be an integer")):
+            args = dict(device=0, norm=_lib.RMS_NORM, dtype=_lib.F32, weight_dtype=_lib.F32,
+                        width=256, batch=8)
+            args.update(kwargs)
+            with self.assertRaisesRegex(ptxdsl.ArgumentError, what.replace("[", r"\[")):
+                _lib.workspace_bytes(**args)
+
 
 if __name__ == "__main__":
     unittest.main()

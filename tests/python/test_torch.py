@@ -70,6 +70,16 @@ def run(layer, x, w, b, dy, eps, fn=None):
 
 class NormsTest(unittest.TestCase):
 
+    def test_the_path_asked_for(self):
+        # PTXDSL_EXPECT_NATIVE=1 (CTest, where the fast path is built): it must have loaded;
+        # PTXDSL_TORCH_NATIVE=0: the pure-Python path runs.
+        import os
+        from ptxdsl import _native
+        if os.environ.get("PTXDSL_EXPECT_NATIVE") == "1":
+            self.assertIsNotNone(_native.ops(), "the native fast path did not load")
+        if os.environ.get("PTXDSL_TORCH_NATIVE", "").lower() in ("0", "off"):
+            self.assertIsNone(_native.ops())
+
     def check_case(self, layer, shape, dtype, weight_dtype, seed, fn=None):
         x, w, b, dy = inputs(shape, dtype, weight_dtype, seed)
         got = run(layer, x, w, b, dy, 1e-5, fn)

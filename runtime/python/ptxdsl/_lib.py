@@ -112,27 +112,70 @@ def library():
                 "libptxdsl.so not found (set PTXDSL_LIBRARY to its path); tried " + "; ".join(tried),
             )
         for name, args in _SIGNATURES.items():
-            fn = getattr(lib, name)
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise DriverError(
+                    "NOT_FOUND",
+                    f"{lib._name} is not libptxdsl.so: it has no function {name} (set "
+                    f"PTXDSL_LIBRARY to the path of libptxdsl.so)") from None
             fn.argtypes = args
             fn.restype = _RESTYPES.get(name, _i32)
+        _functions.update((name, getattr(lib, name)) for name in _SIGNATURES)
         _library = lib
         return lib
+
+
+_functions = {}
+
+
+def function(name):
+    """The library's C function `name`, declared (loads the library on first use)."""
+    fn = _functions.get(name)
+    if fn is None:
+        library()
+        fn = _functions[name]
+    return fn
+
+
+def exception(status, message):
+    """The exception for a failed call's status and message."""
+    if status == ERROR_OUT_OF_MEMORY:
+        return MemoryError(message)
+    name = library().ptxdsl_status_name(status).decode()
+    return _EXCEPTIONS.get(status, Error)(name, message)
 
 
 def check(status):
     """Raises the exception for a failed call's status, with this thread's message."""
     if status == SUCCESS:
         return
-    lib = library()
-    message = lib.ptxdsl_last_error().decode("utf-8", "replace")
-    if status == ERROR_OUT_OF_MEMORY:
-        raise MemoryError(message)
-    raise _EXCEPTIONS.get(status, Error)(lib.ptxdsl_status_name(status).decode(), message)
+    raise exception(status, library().ptxdsl_last_error().decode("utf-8", "replace"))
 
 
 def call(name, *args):
     """Calls the C function `name` and raises on failure."""
-    check(getattr(library(), name)(*args))
+    check(function(name)(*args))
+
+
+# The C types' ranges: ctypes wraps an integer out of its type's range silently (2**32 + 1 passes
+# as 1), so values from users are checked first.
+_RANGES = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+
+def integer(name, value, ctype="int32"):
+    """`value` as an integer of the C type `ctype`, or ArgumentError naming it and the range."""
+    lo, hi = _RANGES[ctype]
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = value.__index__()
+        except (AttributeError, TypeError):
+            raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
+                                f"{name} must be an integer, got {value!r}") from None
+    if not lo <= value <= hi:
+        raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
+                            f"{name} must be in [{lo}, {hi}] (a C {ctype}_t), got {value}")
+    return value
 
 
 def version():
@@ -151,6 +194,7 @@ def device_count():
 def workspace_bytes(device, norm, dtype, weight_dtype, width, batch):
     """Bytes of workspace a backward of `batch` rows needs."""
     n = _u64(0)
-    call("ptxdsl_norm_workspace_bytes", device, norm, dtype, weight_dtype, width, batch,
-         ctypes.byref(n))
+    call("ptxdsl_norm_workspace_bytes", integer("device", device), integer("norm", norm),
+         integer("dtype", dtype), integer("weight_dtype", weight_dtype),
+         integer("width", width, "int64"), integer("batch", batch, "int64"), ctypes.byref(n))
     return n.value

@@ -1,0 +1,218 @@
+// ptxdsl.torch's compiled fast path: the eager norms as torch operators in C++, each an autograd
+// Function whose forward and backward call the C ABI directly. Python reaches them through
+// torch.ops.ptxdsl_native after binding the C ABI's functions of the libptxdsl.so it loaded (one
+// library, one set of kernel objects), so nothing here links libptxdsl.so or libcuda.
+// torch.compile keeps using the Python custom ops; these serve eager calls, where the host time
+// of Python's dispatch, ctypes and autograd.Function was the whole cost of a small call.
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "ptxdsl/ptxdsl.h"
+
+namespace {
+
+using at::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The C ABI's functions, bound once from the addresses Python's ctypes resolved.
+struct CApi {
+  decltype(&ptxdsl_layer_norm_forward) layer_norm_forward = nullptr;
+  decltype(&ptxdsl_layer_norm_backward) layer_norm_backward = nullptr;
+  decltype(&ptxdsl_rms_norm_forward) rms_norm_forward = nullptr;
+  decltype(&ptxdsl_rms_norm_backward) rms_norm_backward = nullptr;
+  decltype(&ptxdsl_last_error) last_error = nullptr;
+};
+CApi api;
+
+// A failed call as an error Python maps back to its ptxdsl exception by the status in front.
+void check(std::int32_t status) {
+  if (status == PTXDSL_SUCCESS) [[likely]] return;
+  TORCH_CHECK(false, "[ptxdsl status ", status, "] ", api.last_error());
+}
+
+std::int32_t dtype_code(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return PTXDSL_F32;
+    case at::kHalf:
+      return PTXDSL_F16;
+    case at::kBFloat16:
+      return PTXDSL_BF16;
+    default:
+      TORCH_CHECK_TYPE(false, "ptxdsl takes float32, float16 or bfloat16 tensors, got ", t);
+  }
+}
+
+// An absent weight, bias or residual comes as an empty tensor: autograd's records of a Function's
+// inputs and outputs cannot take undefined ones, and none of these is ever empty when present.
+bool present(const Tensor& t) {
+  return t.defined() && t.numel() != 0;
+}
+
+Tensor absent(const Tensor& x) {
+  return at::empty({0}, x.options());
+}
+
+std::int32_t weight_code(const Tensor& x, const Tensor& w) {
+  return dtype_code(present(w) ? w.scalar_type() : x.scalar_type());
+}
+
+const void* ptr(const Tensor& t) {
+  return present(t) ? t.data_ptr() : nullptr;
+}
+void* mutable_ptr(const Tensor& t) {
+  return present(t) ? t.data_ptr() : nullptr;
+}
+
+ptxdsl_stream stream_of(const Tensor& x) {
+  return reinterpret_cast<ptxdsl_stream>(
+      c10::cuda::getCurrentCUDAStream(x.get_device()).stream());
+}
+
+Tensor h_of(const Tensor& x, const Tensor& residual) {
+  return present(residual) ? at::empty_like(x) : absent(x);
+}
+
+Tensor per_row(const Tensor& x) {
+  return at::empty({x.size(0)}, x.options().dtype(at::kFloat));
+}
+
+// The gradient reaching h from its other uses after a residual add (undefined where none).
+Tensor h_grad(bool residual, const Tensor& dh) {
+  return residual && dh.defined() && dh.numel() != 0 ? dh.contiguous() : Tensor();
+}
+
+Tensor dy_of(const Tensor& dy, const Tensor& x) {
+  return dy.defined() ? dy.contiguous() : at::zeros_like(x);
+}
+
+struct RmsNorm : torch::autograd::Function<RmsNorm> {
+  static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
+                               const Tensor& residual, double eps) {
+    ctx->set_materialize_grads(false);
+    Tensor y = at::empty_like(x);
+    Tensor rstd = per_row(x);
+    Tensor h = h_of(x, residual);
+    check(api.rms_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                               x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(residual),
+                               mutable_ptr(h), y.data_ptr(), rstd.data_ptr<float>(),
+                               static_cast<float>(eps), stream_of(x)));
+    // The backward normalizes what the forward did: h with the residual add.
+    ctx->save_for_backward({present(residual) ? h : x, w, rstd});
+    ctx->saved_data["residual"] = present(residual);
+    return {y, h};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1], &rstd = saved[2];
+    const bool residual = ctx->saved_data["residual"].toBool();
+    const bool weight_grad = present(w) && ctx->needs_input_grad(1);
+    const Tensor dy = dy_of(grads[0], x);
+    const Tensor dh = h_grad(residual, grads[1]);
+    Tensor dx = at::empty_like(x);
+    Tensor dw = weight_grad ? at::empty_like(w) : Tensor();
+    check(api.rms_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                                x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
+                                ptr(w), rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw),
+                                nullptr, 0, stream_of(x)));
+    return {dx, dw, residual ? dx : Tensor(), Tensor()};
+  }
+};
+
+struct LayerNorm : torch::autograd::Function<LayerNorm> {
+  static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
+                               const Tensor& b, const Tensor& residual, double eps) {
+    ctx->set_materialize_grads(false);
+    Tensor y = at::empty_like(x);
+    Tensor mean = per_row(x), rstd = per_row(x);
+    Tensor h = h_of(x, residual);
+    check(api.layer_norm_forward(
+        x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
+        x.data_ptr(), ptr(w), ptr(b), ptr(residual), mutable_ptr(h), y.data_ptr(),
+        mean.data_ptr<float>(), rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
+    ctx->save_for_backward({present(residual) ? h : x, w, mean, rstd});
+    ctx->saved_data["residual"] = present(residual);
+    ctx->saved_data["bias"] = present(b);
+    return {y, h};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const Tensor &x = saved[0], &w = saved[1], &mean = saved[2], &rstd = saved[3];
+    const bool residual = ctx->saved_data["residual"].toBool();
+    const bool bias = ctx->saved_data["bias"].toBool();
+    // dw and db only where autograd asks for either: the kernels write db beside dw.
+    const bool weight_grad =
+        present(w) && (ctx->needs_input_grad(1) || (bias && ctx->needs_input_grad(2)));
+    const bool bias_grad = weight_grad && bias;
+    const Tensor dy = dy_of(grads[0], x);
+    const Tensor dh = h_grad(residual, grads[1]);
+    Tensor dx = at::empty_like(x);
+    Tensor dw = weight_grad ? at::empty_like(w) : Tensor();
+    Tensor db = bias_grad ? at::empty_like(w) : Tensor();
+    check(api.layer_norm_backward(
+        x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
+        dy.data_ptr(), ptr(dh), x.data_ptr(), ptr(w), mean.data_ptr<float>(),
+        rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw), mutable_ptr(db), nullptr, 0,
+        stream_of(x)));
+    return {dx, dw, db, residual ? dx : Tensor(), Tensor()};
+  }
+};
+
+Tensor or_absent(const std::optional<Tensor>& t, const Tensor& x) {
+  return t.has_value() && t->defined() ? *t : absent(x);
+}
+
+std::tuple<Tensor, Tensor> rms_norm(const Tensor& x, const std::optional<Tensor>& w,
+                                    const std::optional<Tensor>& residual, double eps) {
+  variable_list out = RmsNorm::apply(x, or_absent(w, x), or_absent(residual, x), eps);
+  return {out[0], out[1]};
+}
+
+std::tuple<Tensor, Tensor> layer_norm(const Tensor& x, const std::optional<Tensor>& w,
+                                      const std::optional<Tensor>& b,
+                                      const std::optional<Tensor>& residual, double eps) {
+  variable_list out =
+      LayerNorm::apply(x, or_absent(w, x), or_absent(b, x), or_absent(residual, x), eps);
+  return {out[0], out[1]};
+}
+
+// addresses: ptxdsl_layer_norm_forward, _backward, ptxdsl_rms_norm_forward, _backward,
+// ptxdsl_last_error, as ctypes resolved them in the library Python loaded.
+void bind(const std::vector<std::int64_t>& addresses) {
+  TORCH_CHECK_VALUE(addresses.size() == 5, "bind takes 5 addresses, got ", addresses.size());
+  auto fn = [&](std::size_t i, auto& slot) {
+    TORCH_CHECK_VALUE(addresses[i] != 0, "bind: address ", i, " is null");
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(addresses[i]);
+  };
+  fn(0, api.layer_norm_forward);
+  fn(1, api.layer_norm_backward);
+  fn(2, api.rms_norm_forward);
+  fn(3, api.rms_norm_backward);
+  fn(4, api.last_error);
+}
+
+}  // namespace
+
+TORCH_LIBRARY(ptxdsl_native, m) {
+  m.def("bind(int[] addresses) -> ()", &bind);
+  // x: (rows, width), rows contiguous; h is empty without a residual.
+  m.def("rms_norm(Tensor x, Tensor? weight, Tensor? residual, float eps) -> (Tensor, Tensor)");
+  m.def(
+      "layer_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps) -> "
+      "(Tensor, Tensor)");
+}
+
+// Autograd's key: the Functions above build their own graph nodes.
+TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
+  m.impl("rms_norm", &rms_norm);
+  m.impl("layer_norm", &layer_norm);
+}

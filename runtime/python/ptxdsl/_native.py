@@ -1,0 +1,77 @@
+"""ptxdsl.torch's compiled fast path (runtime/python/native/torch_ops.cpp): the eager norms as C++
+torch operators with C++ autograd, bound to the C ABI functions of the libptxdsl.so that _lib
+loaded. `ops()` is None where it is not built or does not load; ptxdsl.torch then runs its
+pure-Python path, which computes the same thing. PTXDSL_TORCH_NATIVE names the library to load,
+or turns the fast path off when set to 0, off or empty."""
+
+import ctypes
+import logging
+import os
+import pathlib
+import re
+
+import torch
+
+from . import _lib
+
+_log = logging.getLogger(__name__)
+_NAME = "libptxdsl_torch.so"
+_BOUND = ("ptxdsl_layer_norm_forward", "ptxdsl_layer_norm_backward", "ptxdsl_rms_norm_forward",
+          "ptxdsl_rms_norm_backward", "ptxdsl_last_error")
+
+
+def _candidates():
+    env = os.environ.get("PTXDSL_TORCH_NATIVE")
+    if env is not None:
+        return [] if env.strip().lower() in ("", "0", "off") else [pathlib.Path(env)]
+    # Installed beside this package's files; in a build tree, runtime/python/native beside
+    # runtime/capi, where libptxdsl.so is.
+    found = [pathlib.Path(__file__).resolve().parent / _NAME]
+    library = pathlib.Path(_lib.library()._name)
+    if library.is_absolute() or library.parent != pathlib.Path("."):
+        found.append(library.resolve().parent.parent / "python" / "native" / _NAME)
+    return found
+
+
+class _Ops:
+    """The loaded operators, as the raw callables behind torch.ops (no Python frame between)."""
+
+    def __init__(self):
+        ns = torch.ops.ptxdsl_native
+        addresses = [ctypes.cast(_lib.function(name), ctypes.c_void_p).value for name in _BOUND]
+        ns.bind(addresses)
+        self.rms_norm = getattr(ns.rms_norm.default, "_op", ns.rms_norm.default)
+        self.layer_norm = getattr(ns.layer_norm.default, "_op", ns.layer_norm.default)
+
+
+def _load():
+    try:
+        for path in _candidates():
+            if path.is_file():
+                torch.ops.load_library(str(path))
+                _log.debug("ptxdsl.torch: native fast path from %s", path)
+                return _Ops()
+        _log.debug("ptxdsl.torch: no native fast path; the pure-Python path runs")
+    except Exception as e:  # any failure leaves the pure-Python path, which is always there
+        _log.warning("ptxdsl.torch: native fast path not loaded (%s); the pure-Python path runs",
+                     e)
+    return None
+
+
+_ops = _load()
+
+
+def ops():
+    """The native operators, or None."""
+    return _ops
+
+
+_STATUS = re.compile(r"\[ptxdsl status (\d+)\] (.*)", re.S)
+
+
+def error(e):
+    """The ptxdsl exception a native operator's RuntimeError stands for, else e itself."""
+    found = _STATUS.search(str(e))
+    if found is None:
+        return e
+    return _lib.exception(int(found.group(1)), found.group(2).split("\nException raised from")[0])

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Host time of each ptxdsl.torch entry point beside eager PyTorch's and torch.compile's, in one run.
+
+    PYTHONPATH=runtime/python PTXDSL_LIBRARY=build/runtime/capi/libptxdsl.so \
+        python3 tools/bench/python_host_cost.py [--rows 8] [--width 4096] [--dtype bfloat16]
+                                                [--calls 2000] [--profile] [--decode]
+
+Host time is CPU wall over --calls calls at a shape whose kernels take less time than their launch,
+so that the GPU idles and the loop measures the Python, dispatch and launch path alone (the method
+of docs/performance.md, "Host cost"). --decode adds end-to-end time per call at decode shapes
+(rows 1-64, the given width). --profile prints cProfile's top entries of one ptxdsl forward loop.
+"""
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import ptxdsl.torch as pt
+
+
+def host_us(fn, calls, repeats=5):
+    """Median over `repeats` of the wall time per call of `calls` back-to-back calls, in µs."""
+    for _ in range(max(calls // 10, 20)):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def inputs(rows, width, dtype, grad):
+    x = torch.randn(rows, width, device="cuda", dtype=dtype, requires_grad=grad)
+    r = torch.randn(rows, width, device="cuda", dtype=dtype, requires_grad=grad)
+    w = torch.rand(width, device="cuda", dtype=dtype, requires_grad=grad)
+    b = torch.randn(width, device="cuda", dtype=dtype, requires_grad=grad)
+    dy = torch.randn(rows, width, device="cuda", dtype=dtype)
+    return x, r, w, b, dy
+
+
+def torch_rms(x, w, eps=1e-6):
+    return F.rms_norm(x, (x.shape[-1],), w, eps)
+
+
+def torch_ln(x, w, b, eps=1e-5):
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
+def torch_add_rms(x, r, w, eps=1e-6):
+    h = x + r
+    return F.rms_norm(h, (h.shape[-1],), w, eps), h
+
+
+def ptxdsl_rms(x, w, eps=1e-6):
+    return pt.rms_norm(x, (x.shape[-1],), w, eps)
+
+
+def ptxdsl_ln(x, w, b, eps=1e-5):
+    return pt.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
+def ptxdsl_add_rms(x, r, w, eps=1e-6):
+    return pt.rms_norm(x, (x.shape[-1],), w, eps, residual=r)
+
+
+# (entry, torch's function, ptxdsl's, arguments picked from inputs())
+ENTRIES = [
+    ("rms_norm", torch_rms, ptxdsl_rms, lambda x, r, w, b: (x, w)),
+    ("layer_norm", torch_ln, ptxdsl_ln, lambda x, r, w, b: (x, w, b)),
+    ("rms_norm residual", torch_add_rms, ptxdsl_add_rms, lambda x, r, w, b: (x, r, w)),
+]
+
+
+def forward_only(fn, args):
+    def call():
+        with torch.no_grad():
+            fn(*args)
+    return call
+
+
+def forward_backward(fn, args, dy):
+    def call():
+        out = fn(*args)
+        y = out[0] if isinstance(out, tuple) else out
+        y.backward(dy)
+    return call
+
+
+def compiled(fn):
+    return torch.compile(fn, fullgraph=True, dynamic=False)
+
+
+def table(rows, width, dtype, calls):
+    print(f"host µs per call, {rows} x {width} {dtype}, {calls} calls, median of 5 "
+          f"({torch.cuda.get_device_name()})")
+    print(f"| entry | mode | eager torch | torch.compile | ptxdsl |")
+    print(f"|---|---|---:|---:|---:|")
+    for name, torch_fn, ptxdsl_fn, pick in ENTRIES:
+        for mode in ("forward, no grad", "forward + backward"):
+            grad = mode != "forward, no grad"
+            x, r, w, b, dy = inputs(rows, width, dtype, grad)
+            args = pick(x, r, w, b)
+            make = (lambda f: forward_backward(f, args, dy)) if grad else (
+                lambda f: forward_only(f, args))
+            eager = host_us(make(torch_fn), calls)
+            comp = host_us(make(compiled(torch_fn)), calls)
+            ours = host_us(make(ptxdsl_fn), calls)
+            print(f"| {name} | {mode} | {eager:.1f} | {comp:.1f} | {ours:.1f} |", flush=True)
+
+
+def decode(width, dtype, calls):
+    print(f"\nend-to-end µs per call, forward no grad, rms_norm residual, width {width} {dtype}")
+    print("| rows | eager torch | torch.compile | ptxdsl |")
+    print("|---:|---:|---:|---:|")
+    for rows in (1, 8, 32, 64):
+        x, r, w, b, dy = inputs(rows, width, dtype, False)
+        times = [host_us(forward_only(f, (x, r, w)), calls)
+                 for f in (torch_add_rms, compiled(torch_add_rms), ptxdsl_add_rms)]
+        print(f"| {rows} | " + " | ".join(f"{t:.1f}" for t in times) + " |", flush=True)
+
+
+def profile(rows, width, dtype, calls):
+    x, r, w, b, dy = inputs(rows, width, dtype, False)
+    call = forward_only(ptxdsl_rms, (x, w))
+    host_us(call, 100, 1)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        call()
+    profiler.disable()
+    torch.cuda.synchronize()
+    print("\ncProfile of ptxdsl rms_norm forward, no grad:")
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    x, r, w, b, dy = inputs(rows, width, dtype, True)
+    call = forward_backward(ptxdsl_rms, (x, w), dy)
+    host_us(call, 100, 1)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls // 4):
+        call()
+    profiler.disable()
+    torch.cuda.synchronize()
+    print("\ncProfile of ptxdsl rms_norm forward + backward:")
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--width", type=int, default=4096)
+    parser.add_argument("--dtype", default="bfloat16",
+                        choices=["float32", "float16", "bfloat16"])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--decode", action="store_true")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    table(args.rows, args.width, dtype, args.calls)
+    if args.decode:
+        decode(args.width, dtype, args.calls)
+    if args.profile:
+        profile(args.rows, args.width, dtype, args.calls)
+
+
+if __name__ == "__main__":
+    main()
