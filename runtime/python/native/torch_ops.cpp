@@ -9,9 +9,12 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
-#include <array>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
-#include <string>
+#include <initializer_list>
+#include <optional>
+#include <vector>
 
 #include "ptxdsl/ptxdsl.h"
 
@@ -93,17 +96,39 @@ Tensor dy_of(const Tensor& dy, const Tensor& x) {
   return dy.defined() ? dy.contiguous() : at::zeros_like(x);
 }
 
+struct RmsNormOutputs {
+  Tensor y, rstd, h;
+};
+
+RmsNormOutputs rms_norm_launch(const Tensor& x, const Tensor& w, const Tensor& residual,
+                               double eps) {
+  RmsNormOutputs o{at::empty_like(x), per_row(x), h_of(x, residual)};
+  check(api.rms_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                             x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(residual),
+                             mutable_ptr(o.h), o.y.data_ptr(), o.rstd.data_ptr<float>(),
+                             static_cast<float>(eps), stream_of(x)));
+  return o;
+}
+
+struct LayerNormOutputs {
+  Tensor y, mean, rstd, h;
+};
+
+LayerNormOutputs layer_norm_launch(const Tensor& x, const Tensor& w, const Tensor& b,
+                                   const Tensor& residual, double eps) {
+  LayerNormOutputs o{at::empty_like(x), per_row(x), per_row(x), h_of(x, residual)};
+  check(api.layer_norm_forward(
+      x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
+      x.data_ptr(), ptr(w), ptr(b), ptr(residual), mutable_ptr(o.h), o.y.data_ptr(),
+      o.mean.data_ptr<float>(), o.rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
+  return o;
+}
+
 struct RmsNorm : torch::autograd::Function<RmsNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const Tensor& residual, double eps) {
     ctx->set_materialize_grads(false);
-    Tensor y = at::empty_like(x);
-    Tensor rstd = per_row(x);
-    Tensor h = h_of(x, residual);
-    check(api.rms_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
-                               x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(residual),
-                               mutable_ptr(h), y.data_ptr(), rstd.data_ptr<float>(),
-                               static_cast<float>(eps), stream_of(x)));
+    auto [y, rstd, h] = rms_norm_launch(x, w, residual, eps);
     // The backward normalizes what the forward did: h with the residual add.
     ctx->save_for_backward({present(residual) ? h : x, w, rstd});
     ctx->saved_data["residual"] = present(residual);
@@ -131,13 +156,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const Tensor& b, const Tensor& residual, double eps) {
     ctx->set_materialize_grads(false);
-    Tensor y = at::empty_like(x);
-    Tensor mean = per_row(x), rstd = per_row(x);
-    Tensor h = h_of(x, residual);
-    check(api.layer_norm_forward(
-        x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
-        x.data_ptr(), ptr(w), ptr(b), ptr(residual), mutable_ptr(h), y.data_ptr(),
-        mean.data_ptr<float>(), rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
+    auto [y, mean, rstd, h] = layer_norm_launch(x, w, b, residual, eps);
     ctx->save_for_backward({present(residual) ? h : x, w, mean, rstd});
     ctx->saved_data["residual"] = present(residual);
     ctx->saved_data["bias"] = present(b);
@@ -167,22 +186,109 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
   }
 };
 
-Tensor or_absent(const std::optional<Tensor>& t, const Tensor& x) {
-  return t.has_value() && t->defined() ? *t : absent(x);
+// ---- the user-facing calls: ptxdsl.torch.rms_norm / layer_norm in one C++ call ----
+// Only the common, valid case runs here; anything else (a CPU tensor, a wrong dtype or shape, an
+// odd eps) is handed back to the Python path, which owns the checks and their messages.
+
+constexpr const char* kFallback = "[ptxdsl fallback]";
+
+#define PTXDSL_FAST_REQUIRE(condition) \
+  if (!(condition)) [[unlikely]]       \
+  TORCH_CHECK(false, kFallback)
+
+bool row_dtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
 }
 
-std::tuple<Tensor, Tensor> rms_norm(const Tensor& x, const std::optional<Tensor>& w,
-                                    const std::optional<Tensor>& residual, double eps) {
-  variable_list out = RmsNorm::apply(x, or_absent(w, x), or_absent(residual, x), eps);
-  return {out[0], out[1]};
+std::int64_t width_of(const Tensor& input, at::IntArrayRef shape) {
+  const auto dims = static_cast<std::int64_t>(shape.size());
+  PTXDSL_FAST_REQUIRE(input.defined() && input.is_cuda() && row_dtype(input.scalar_type()));
+  PTXDSL_FAST_REQUIRE(dims >= 1 && input.dim() >= dims);
+  std::int64_t width = 1;
+  for (std::int64_t i = 0; i < dims; ++i) {
+    PTXDSL_FAST_REQUIRE(input.size(input.dim() - dims + i) == shape[i]);
+    width *= shape[i];
+  }
+  return width;
 }
 
-std::tuple<Tensor, Tensor> layer_norm(const Tensor& x, const std::optional<Tensor>& w,
-                                      const std::optional<Tensor>& b,
-                                      const std::optional<Tensor>& residual, double eps) {
-  variable_list out =
-      LayerNorm::apply(x, or_absent(w, x), or_absent(b, x), or_absent(residual, x), eps);
-  return {out[0], out[1]};
+Tensor rows_of(const Tensor& t, std::int64_t width) {
+  return (t.dim() == 2 && t.size(1) == width ? t : t.reshape({-1, width})).contiguous();
+}
+
+// A weight or bias as one contiguous row of the input's dtype or float32 beside 16-bit rows; an
+// absent one as absent(x).
+Tensor param_of(const std::optional<Tensor>& p, const Tensor& input, std::int64_t width,
+                at::ScalarType dtype) {
+  if (!p.has_value() || !p->defined()) return absent(input);
+  PTXDSL_FAST_REQUIRE(p->is_cuda() && p->get_device() == input.get_device());
+  PTXDSL_FAST_REQUIRE(p->scalar_type() == dtype && p->numel() == width);
+  return (p->dim() == 1 ? *p : p->reshape({width})).contiguous();
+}
+
+at::ScalarType weight_dtype(const Tensor& input, const std::optional<Tensor>& w,
+                            const std::optional<Tensor>& b) {
+  const bool has_w = w.has_value() && w->defined(), has_b = b.has_value() && b->defined();
+  const at::ScalarType t = has_w ? w->scalar_type() : has_b ? b->scalar_type() : input.scalar_type();
+  PTXDSL_FAST_REQUIRE(t == input.scalar_type() ||
+                      (t == at::kFloat && input.scalar_type() != at::kFloat));
+  return t;
+}
+
+Tensor residual_of(const std::optional<Tensor>& r, const Tensor& input, std::int64_t width) {
+  if (!r.has_value() || !r->defined()) return absent(input);
+  PTXDSL_FAST_REQUIRE(r->is_cuda() && r->get_device() == input.get_device());
+  PTXDSL_FAST_REQUIRE(r->scalar_type() == input.scalar_type() && r->sizes() == input.sizes());
+  return rows_of(*r, width);
+}
+
+bool needs_grad(std::initializer_list<const Tensor*> tensors) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const Tensor* t : tensors) {
+    if (t->requires_grad()) return true;
+  }
+  return false;
+}
+
+std::tuple<Tensor, Tensor> shaped(const Tensor& y, const Tensor& h, const Tensor& input) {
+  if (y.sizes() == input.sizes()) return {y, h};
+  return {y.view(input.sizes()), h.numel() != 0 ? h.view(input.sizes()) : h};
+}
+
+std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
+                                         const std::optional<Tensor>& weight, double eps,
+                                         const std::optional<Tensor>& residual) {
+  PTXDSL_FAST_REQUIRE(std::isfinite(eps) && std::abs(eps) <= FLT_MAX);
+  const std::int64_t width = width_of(input, normalized_shape);
+  const Tensor x = rows_of(input, width);
+  const Tensor w = param_of(weight, input, width, weight_dtype(input, weight, std::nullopt));
+  const Tensor r = residual_of(residual, input, width);
+  if (needs_grad({&x, &w, &r})) {
+    variable_list out = RmsNorm::apply(x, w, r, eps);
+    return shaped(out[0], out[1], input);
+  }
+  RmsNormOutputs o = rms_norm_launch(x, w, r, eps);
+  return shaped(o.y, o.h, input);
+}
+
+std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
+                                           const std::optional<Tensor>& weight,
+                                           const std::optional<Tensor>& bias, double eps,
+                                           const std::optional<Tensor>& residual) {
+  PTXDSL_FAST_REQUIRE(std::isfinite(eps) && std::abs(eps) <= FLT_MAX);
+  const std::int64_t width = width_of(input, normalized_shape);
+  const Tensor x = rows_of(input, width);
+  const at::ScalarType dtype = weight_dtype(input, weight, bias);
+  const Tensor w = param_of(weight, input, width, dtype);
+  const Tensor b = param_of(bias, input, width, dtype);
+  PTXDSL_FAST_REQUIRE(present(w) || !present(b));
+  const Tensor r = residual_of(residual, input, width);
+  if (needs_grad({&x, &w, &b, &r})) {
+    variable_list out = LayerNorm::apply(x, w, b, r, eps);
+    return shaped(out[0], out[1], input);
+  }
+  LayerNormOutputs o = layer_norm_launch(x, w, b, r, eps);
+  return shaped(o.y, o.h, input);
 }
 
 // addresses: ptxdsl_layer_norm_forward, _backward, ptxdsl_rms_norm_forward, _backward,
@@ -204,15 +310,17 @@ void bind(const std::vector<std::int64_t>& addresses) {
 
 TORCH_LIBRARY(ptxdsl_native, m) {
   m.def("bind(int[] addresses) -> ()", &bind);
-  // x: (rows, width), rows contiguous; h is empty without a residual.
-  m.def("rms_norm(Tensor x, Tensor? weight, Tensor? residual, float eps) -> (Tensor, Tensor)");
+  // ptxdsl.torch.rms_norm / layer_norm's arguments (eps given); (y, h), h empty without residual.
   m.def(
-      "layer_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? residual, float eps) -> "
-      "(Tensor, Tensor)");
+      "rms_norm_call(Tensor input, int[] normalized_shape, Tensor? weight, float eps, "
+      "Tensor? residual) -> (Tensor, Tensor)");
+  m.def(
+      "layer_norm_call(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, "
+      "float eps, Tensor? residual) -> (Tensor, Tensor)");
 }
 
 // Autograd's key: the Functions above build their own graph nodes.
 TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
-  m.impl("rms_norm", &rms_norm);
-  m.impl("layer_norm", &layer_norm);
+  m.impl("rms_norm_call", &rms_norm_call);
+  m.impl("layer_norm_call", &layer_norm_call);
 }

@@ -40,8 +40,9 @@ class _Ops:
         ns = torch.ops.ptxdsl_native
         addresses = [ctypes.cast(_lib.function(name), ctypes.c_void_p).value for name in _BOUND]
         ns.bind(addresses)
-        self.rms_norm = getattr(ns.rms_norm.default, "_op", ns.rms_norm.default)
-        self.layer_norm = getattr(ns.layer_norm.default, "_op", ns.layer_norm.default)
+        self.rms_norm_call = getattr(ns.rms_norm_call.default, "_op", ns.rms_norm_call.default)
+        self.layer_norm_call = getattr(ns.layer_norm_call.default, "_op",
+                                       ns.layer_norm_call.default)
 
 
 def _load():
@@ -64,6 +65,22 @@ _ops = _load()
 def ops():
     """The native operators, or None."""
     return _ops
+
+
+_FALLBACK = "[ptxdsl fallback]"
+
+
+def reraise_unless_fallback(e):
+    """After a native call raised e: returns where the call handed the case back to the Python path
+    (a case it does not take, or arguments it could not even parse: the Python path says what is
+    wrong with them); raises the ptxdsl exception of a library refusal, or e itself otherwise."""
+    text = str(e)
+    if _FALLBACK in text or not isinstance(e, RuntimeError):
+        return
+    converted = error(e)
+    if converted is e:
+        raise e
+    raise converted from None
 
 
 _STATUS = re.compile(r"\[ptxdsl status (\d+)\] (.*)", re.S)

@@ -269,17 +269,11 @@ def _needs_grad(*tensors):
 
 def _layer_norm_rows(x, w, b, r, eps):
     """The layer norm of (rows, width) tensors as the context calls for it: the custom op while
-    torch.compile traces; else the native operator where it is built; else a direct launch (with
-    an autograd Function only where a gradient is asked). Returns (y, h); h is None or empty without r (the caller knows which)."""
+    torch.compile traces; else a direct launch (with an autograd Function only where a gradient is
+    asked). Returns (y, h); h is None or empty without r (the caller knows which)."""
     if torch.compiler.is_compiling():
         y, _, _, h = _layer_norm_forward(x, w, b, r, eps)
         return y, h
-    native = _native.ops()
-    if native is not None:
-        try:
-            return native.layer_norm(x, w, b, r, eps)
-        except RuntimeError as e:
-            raise _native.error(e) from None
     if _needs_grad(x, w, b, r):
         y, _, _, h = _LayerNormFunction.apply(x, w, b, r, eps)
     else:
@@ -292,12 +286,6 @@ def _rms_norm_rows(x, w, r, eps):
     if torch.compiler.is_compiling():
         y, _, h = _rms_norm_forward(x, w, r, eps)
         return y, h
-    native = _native.ops()
-    if native is not None:
-        try:
-            return native.rms_norm(x, w, r, eps)
-        except RuntimeError as e:
-            raise _native.error(e) from None
     if _needs_grad(x, w, r):
         y, _, h = _RmsNormFunction.apply(x, w, r, eps)
     else:
@@ -367,6 +355,7 @@ def _weight_dtype(x, weight, bias=None):
 
 
 _FLOAT32_MAX = 3.4028234663852886e38
+_FINFO_EPS = {dtype: torch.finfo(dtype).eps for dtype in _CODES}
 
 
 def _eps(eps):
@@ -407,6 +396,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residu
     With `residual` (the input's shape and dtype), the fused residual add of flash-attention's
     layer_norm_fn(residual=...): h = input + residual is normalized, and (y, h) is returned; h is
     the next layer's residual. Gradients flow to input and residual through both outputs."""
+    native = _native.ops()
+    if native is not None and not torch.compiler.is_compiling():
+        try:
+            shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
+            y, h = native.layer_norm_call(input, shape, weight, bias, eps, residual)
+            return y if residual is None else (y, h)
+        except (RuntimeError, TypeError) as e:
+            _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
     x = _rows(input, width)
     dtype = _weight_dtype(x, weight, bias)
@@ -423,6 +420,15 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None):
     """torch.nn.functional.rms_norm on ptxdsl's kernels; eps None is the input dtype's epsilon,
     as torch takes it. `residual` as for layer_norm (Liger's and vLLM's fused add + RMS norm):
     returns (y, h), h = input + residual."""
+    native = _native.ops()
+    if native is not None and not torch.compiler.is_compiling():
+        try:
+            shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
+            y, h = native.rms_norm_call(input, shape, weight,
+                                        _FINFO_EPS[input.dtype] if eps is None else eps, residual)
+            return y if residual is None else (y, h)
+        except (RuntimeError, TypeError, KeyError, AttributeError) as e:
+            _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
     x = _rows(input, width)
     w = _param(weight, x, width, "weight", _weight_dtype(x, weight))
