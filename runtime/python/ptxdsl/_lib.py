@@ -79,8 +79,9 @@ def _candidates():
     if env:
         return [env]  # when set, the only place: a wrong path is an error, not a fallback
     here = pathlib.Path(__file__).resolve().parent
-    # Installed: <prefix>/lib/python/ptxdsl beside <prefix>/lib/libptxdsl.so.
-    found = [str(here.parent.parent / "libptxdsl.so")]
+    # pip install: beside this file; cmake --install: <prefix>/lib/python/ptxdsl beside
+    # <prefix>/lib/libptxdsl.so.
+    found = [str(here / "libptxdsl.so"), str(here.parent.parent / "libptxdsl.so")]
     system = ctypes.util.find_library("ptxdsl")
     if system:
         found.append(system)
