@@ -4,6 +4,10 @@
 // library, one set of kernel objects), so nothing here links libptxdsl.so or libcuda.
 // torch.compile keeps using the Python custom ops; these serve eager calls, where the host time
 // of Python's dispatch, ctypes and autograd.Function was the whole cost of a small call.
+#ifdef PTXDSL_TORCH_PYBIND
+#include <torch/python.h>  // first: it includes Python.h, which wants to come first
+#include <pybind11/stl.h>
+#endif
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/autograd.h>
@@ -324,3 +328,24 @@ TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
   m.impl("rms_norm_call", &rms_norm_call);
   m.impl("layer_norm_call", &layer_norm_call);
 }
+
+#ifdef PTXDSL_TORCH_PYBIND
+// The same calls as a Python extension module, where Python's headers were found at build time:
+// a call through pybind11 skips torch.ops' schema-driven argument parsing, most of the host time
+// left of a small eager call. A library refusal or a fallback comes to Python as a RuntimeError
+// with the same text as through torch.ops.
+PYBIND11_MODULE(_ptxdsl_torch, m) {
+  m.def("bind", &bind);
+  m.def("rms_norm_call", [](const Tensor& input, const std::vector<std::int64_t>& shape,
+                            const std::optional<Tensor>& weight, double eps,
+                            const std::optional<Tensor>& residual) {
+    return rms_norm_call(input, shape, weight, eps, residual);
+  });
+  m.def("layer_norm_call", [](const Tensor& input, const std::vector<std::int64_t>& shape,
+                              const std::optional<Tensor>& weight,
+                              const std::optional<Tensor>& bias, double eps,
+                              const std::optional<Tensor>& residual) {
+    return layer_norm_call(input, shape, weight, bias, eps, residual);
+  });
+}
+#endif

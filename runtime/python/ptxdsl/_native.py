@@ -2,7 +2,8 @@
 torch operators with C++ autograd, bound to the C ABI functions of the libptxdsl.so that _lib
 loaded. `ops()` is None where it is not built or does not load; ptxdsl.torch then runs its
 pure-Python path, which computes the same thing. PTXDSL_TORCH_NATIVE names the library to load,
-or turns the fast path off when set to 0, off or empty."""
+or turns the fast path off when set to 0, off or empty; PTXDSL_TORCH_NATIVE_ENTRY=pybind11 calls it
+as a Python extension module instead of through torch.ops (where it was built as one)."""
 
 import ctypes
 import logging
@@ -34,24 +35,49 @@ def _candidates():
 
 
 class _Ops:
-    """The loaded operators, as the raw callables behind torch.ops (no Python frame between)."""
+    """The loaded calls: the Python extension module's where the library is one (the fastest way
+    in), else the raw callables behind torch.ops (no Python frame between)."""
 
-    def __init__(self):
-        ns = torch.ops.ptxdsl_native
-        addresses = [ctypes.cast(_lib.function(name), ctypes.c_void_p).value for name in _BOUND]
-        ns.bind(addresses)
-        self.rms_norm_call = getattr(ns.rms_norm_call.default, "_op", ns.rms_norm_call.default)
-        self.layer_norm_call = getattr(ns.layer_norm_call.default, "_op",
-                                       ns.layer_norm_call.default)
+    def __init__(self, path):
+        # The extension module's entry is taken only when asked for, until it has passed the GPU
+        # tests that torch.ops' entry has.
+        pybind = os.environ.get("PTXDSL_TORCH_NATIVE_ENTRY", "torch.ops") == "pybind11"
+        module = _extension_module(path) if pybind else None
+        if module is None:
+            torch.ops.load_library(str(path))
+            ns = torch.ops.ptxdsl_native
+            module = type("TorchOps", (), {})()
+            for name in ("bind", "rms_norm_call", "layer_norm_call"):
+                overload = getattr(ns, name).default
+                setattr(module, name, getattr(overload, "_op", overload))
+        module.bind([ctypes.cast(_lib.function(name), ctypes.c_void_p).value for name in _BOUND])
+        self.rms_norm_call = module.rms_norm_call
+        self.layer_norm_call = module.layer_norm_call
+        self.entry = "pybind11" if hasattr(module, "__file__") else "torch.ops"
+
+
+def _extension_module(path):
+    """The library imported as the extension module _ptxdsl_torch, or None where it is not one."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.ExtensionFileLoader("_ptxdsl_torch", str(path))
+    spec = importlib.util.spec_from_file_location("_ptxdsl_torch", str(path), loader=loader)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except ImportError as e:  # built without Python's headers: no PyInit__ptxdsl_torch
+        _log.debug("ptxdsl.torch: %s is not an extension module (%s)", path, e)
+        return None
+    return module
 
 
 def _load():
     try:
         for path in _candidates():
             if path.is_file():
-                torch.ops.load_library(str(path))
-                _log.debug("ptxdsl.torch: native fast path from %s", path)
-                return _Ops()
+                ops = _Ops(path)
+                _log.debug("ptxdsl.torch: native fast path from %s through %s", path, ops.entry)
+                return ops
         _log.debug("ptxdsl.torch: no native fast path; the pure-Python path runs")
     except Exception as e:  # any failure leaves the pure-Python path, which is always there
         _log.warning("ptxdsl.torch: native fast path not loaded (%s); the pure-Python path runs",
