@@ -460,6 +460,8 @@ class BenchCommand : public Command {
                    "its own)");
   }
 
+  bool sized_by_options() const override { return true; }
+
   int run() override {
     const std::vector<CaseResult> planned = plan();
     Timing timing;

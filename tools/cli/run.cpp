@@ -72,6 +72,8 @@ class RunCommand : public Command {
     sub.add_option("--trace", trace_, "traces one launch of a kernel tool's kernel, not a norm's");
   }
 
+  bool sized_by_options() const override { return true; }
+
   int run() override {
     if (!trace_.empty()) {
       // A norm runs as the launches of its plan, on rows the executor splits over host threads.
