@@ -7,6 +7,7 @@
 #include "ptxdsl/cli/check.hpp"
 #include "ptxdsl/cli/contract_json.hpp"
 #include "ptxdsl/cli/json.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {

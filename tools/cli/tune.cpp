@@ -19,8 +19,8 @@
 #include "case_timer.hpp"
 #include "cli.hpp"
 #include "ptxdsl/cli/device.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 #include "ptxdsl/kernels/tuning.hpp"
-#include "replacing_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -221,7 +221,7 @@ class TuneCommand : public Command {
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
-    std::optional<ReplacingFile> out_file;
+    std::optional<OutputFile> out_file;
     if (!out_.empty()) out_file.emplace(out_);
     require_driver_one_line();
 

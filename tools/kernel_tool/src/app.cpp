@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <new>
 #include <system_error>
@@ -84,16 +83,6 @@ std::string read_text_file(const std::string& path, std::size_t max_bytes) {
   }
   close(fd);
   return text;
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  out << text;
-  out.close();
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
 }
 
 namespace {

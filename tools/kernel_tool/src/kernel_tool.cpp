@@ -11,6 +11,7 @@
 #include "ptxdsl/cli/contract_json.hpp"
 #include "ptxdsl/cli/gpu_run.hpp"
 #include "ptxdsl/cli/json.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/tool/registry.hpp"
 #include "ptxdsl/tool/run.hpp"

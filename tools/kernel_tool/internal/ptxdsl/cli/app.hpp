@@ -78,9 +78,7 @@ int run_app(int argc, char** argv, const ToolInfo& info,
 // The most read_text_file reads: far beyond any PTX file, far below the host's memory.
 inline constexpr std::size_t kMaxInputBytes = std::size_t{256} << 20;
 // The whole of a file, or a runtime_error naming it and why it could not be read (a folder, a
-// file longer than `max_bytes`).
+// file longer than `max_bytes`). Files are written through OutputFile (ptxdsl/cli/output_file.hpp).
 std::string read_text_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
-// `text` as the whole of a file, or a runtime_error naming it and why it could not be written.
-void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace ptxdsl::cli
