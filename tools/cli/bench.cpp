@@ -22,10 +22,10 @@
 #include "norm_case.hpp"
 #include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/cli/json.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/stream.hpp"
-#include "replacing_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -460,6 +460,8 @@ class BenchCommand : public Command {
                    "its own)");
   }
 
+  bool sized_by_options() const override { return true; }
+
   int run() override {
     const std::vector<CaseResult> planned = plan();
     Timing timing;
@@ -476,7 +478,7 @@ class BenchCommand : public Command {
     timing.default_stream = stream_ == "default";
     // Opened first, beside the file: a path that cannot be written fails before minutes of work,
     // and the file itself changes only when the results are complete.
-    std::optional<ReplacingFile> json_out;
+    std::optional<OutputFile> json_out;
     if (!json_.empty()) json_out.emplace(json_);
     if (host_ && !one_case_given() && suite_.empty()) {
       const HostResults host = measure_host(device);

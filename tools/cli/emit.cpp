@@ -7,6 +7,7 @@
 #include "ptxdsl/cli/check.hpp"
 #include "ptxdsl/cli/contract_json.hpp"
 #include "ptxdsl/cli/json.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -159,8 +160,12 @@ class EmitCommand : public Command {
     sub.add_option("--batch", batch_, "with --json: also the grid and workspace for B rows");
   }
   int run() override {
+    options_.device_preset();  // the plan is a preset's: an ordinal names no GPU here
     const kernels::NormSpec spec = options_.spec();
     std::optional<std::uint32_t> batch;
+    if (!batch_.empty() && !json_) {
+      throw UsageError("--batch sizes the launch contract's grid and workspace: give --json too");
+    }
     if (!batch_.empty())
       batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     const kernels::BuiltNorm built = kernels::build_norm(spec);
@@ -186,6 +191,7 @@ class NormSource : public PtxSource {
   void add_options(CLI::App& sub) override { options_.add_to(sub, false); }
   CheckedPtx build() override {
     options_.require_named();
+    options_.device_preset();  // the plan is a preset's: an ordinal names no GPU here
     const kernels::NormSpec spec = options_.spec();
     return {kernels::build_norm(spec).ptx, std::string(arch_name(spec.arch))};
   }

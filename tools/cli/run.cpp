@@ -2,61 +2,89 @@
 // executor), compared with the float64 reference; the exit status follows PASS/FAIL.
 #include <fmt/format.h>
 
-#include <sys/resource.h>
-#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <vector>
 
 #include "cli.hpp"
 #include "norm_case.hpp"
 #include "ptxdsl/cli/device.hpp"
+#include "ptxdsl/cli/host_memory.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
 namespace ptxdsl::cli {
 namespace {
 
-// Bytes of host memory a run of `spec` over `batch` rows `stride` apart holds at its peak, per
-// element of the rows (their padding included): the inputs (floats and their dtype's bytes), the
-// float64 references and the reference functions' own results before they are copied in, what
-// came back as floats, and on the CPU executor its copies of the rows in and out.
+// Bytes a run holds per element of its row tensors (batch × stride: the rows and their padding),
+// at the peak of each phase. Inputs and float64 references are held throughout; then come the
+// references' own copies of their inputs, or the run (the CPU executor's copies of the inputs and
+// outputs, and each output downloaded: its bytes, as floats, and packed densely), or the check
+// (each output as floats and the accuracy rule's float64 scales).
+std::uint64_t bytes_per_element(const kernels::NormSpec& spec, bool strided, bool cpu) {
+  const std::uint64_t s = kernels::dtype_bytes(spec.dtype);
+  const std::uint64_t r = kernels::dtype_bytes(kernels::residual_dtype(spec));
+  const bool residual = kernels::has_residual(spec), backward = is_backward(spec.kind);
+  // x and dy (made for every kind), residual and dh: their dtype's bytes and floats.
+  const std::uint64_t inputs = 2 * (s + 4) + (residual ? 2 * (r + 4) : 0);
+  // The forward's rows (floats) and y (and h), and a backward's rows and dx.
+  const std::uint64_t references = 4 + 8 + (residual ? 8 : 0) + (backward ? 4 + 8 : 0);
+  const std::uint64_t reference_copies = backward ? 4 + (residual ? 8 : 0) : (residual ? 4 : 0);
+  // Outputs a row long: y (and h), or dx.
+  const std::vector<std::uint64_t> outputs = backward   ? std::vector{s}
+                                             : residual ? std::vector{s, r}
+                                                        : std::vector{s};
+  std::uint64_t running = cpu ? 2 * s + (residual ? 2 * r : 0) : 0;
+  std::uint64_t checking = 0;
+  for (std::uint64_t out : outputs) {
+    running += (cpu ? out : 0) + out + 4 + (strided ? 4 : 0);
+    checking += 4 + 8;
+  }
+  const std::uint64_t buffers =
+      inputs + references + std::max({reference_copies, running, checking});
+  // And an eighth more for what the allocator holds beside the buffers.
+  return buffers + buffers / 8;
+}
+
+// Bytes of host memory a run of `spec` over `batch` rows `stride` apart holds at its peak; a
+// UsageError where they do not fit 64 bits.
 std::uint64_t host_bytes_needed(const kernels::NormSpec& spec, std::uint32_t batch,
                                 std::uint32_t stride, bool cpu) {
-  const std::uint64_t s = static_cast<std::uint64_t>(kernels::dtype_bytes(spec.dtype));
-  const std::uint64_t rows_in = is_backward(spec.kind) ? 2 : 1;     // x (and dy)
-  const std::uint64_t references = is_backward(spec.kind) ? 2 : 1;  // y (and dx), in float64
-  std::uint64_t per_element = rows_in * (4 + s) + references * 2 * 8 + 4;
-  if (cpu) per_element += (rows_in + 2) * s;  // the executor's rows in and out, and the download
-  const std::uint64_t elements = std::uint64_t{batch} * stride;
-  // The per-row and per-column vectors, and the process itself, are small beside the rows.
-  constexpr std::uint64_t kBase = 64ull << 20;
-  return elements * per_element + std::uint64_t{batch} * 64 + kBase;
+  // Per row: statistics in float64 and f32, downloaded and scaled; per column: the weights and
+  // their gradients; and the process itself, its threads and the kernels' IR.
+  constexpr std::uint64_t kPerRow = 128, kPerColumn = 128, kBase = 64ull << 20;
+  const std::uint64_t per_element = bytes_per_element(spec, stride != spec.width, cpu);
+  const std::uint64_t elements = std::uint64_t{batch} * stride;  // < 2^62
+  std::uint64_t rows = 0, total = 0;
+  const bool overflow = __builtin_mul_overflow(elements, per_element, &total) ||
+                        __builtin_mul_overflow(std::uint64_t{batch}, kPerRow, &rows) ||
+                        __builtin_add_overflow(total, rows, &total) ||
+                        __builtin_add_overflow(total, spec.width * kPerColumn + kBase, &total);
+  if (overflow) {
+    throw UsageError(fmt::format(
+        "{} {} rows {} elements apart need more host memory than 2^64 bytes; use a smaller "
+        "--batch or --stride",
+        kernels::kind_name(spec.kind), batch, stride));
+  }
+  return total;
 }
 
-// The host memory this process may still take: MemAvailable, and an address-space limit if set.
-std::uint64_t host_bytes_available() {
-  std::uint64_t available = std::numeric_limits<std::uint64_t>::max();
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    std::istringstream fields(line);
-    std::string key;
-    std::uint64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") available = kib * 1024;
-  }
-  if (available == std::numeric_limits<std::uint64_t>::max()) {
-    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) available = static_cast<std::uint64_t>(pages) * page;
-  }
-  rlimit limit{};
-  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    available = std::min<std::uint64_t>(available, limit.rlim_cur);
-  return available;
+// What one phase freed goes back to the system before the next allocates: the allocator keeps
+// freed blocks it cannot reuse for the next phase's larger ones, which the estimate, a maximum
+// over the phases, does not count.
+void release_freed_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
-std::string gib(std::uint64_t bytes) {
-  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
+// "412 MiB", "2.56 GiB".
+std::string memory_text(std::uint64_t bytes) {
+  if (bytes < (1ull << 30)) return fmt::format("{} MiB", (bytes + (1ull << 20) - 1) >> 20);
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
 }
 
 class RunCommand : public Command {
@@ -71,6 +99,8 @@ class RunCommand : public Command {
     sub.add_flag("--cpu", cpu_, "run on the CPU executor instead of the GPU");
     sub.add_option("--trace", trace_, "traces one launch of a kernel tool's kernel, not a norm's");
   }
+
+  bool sized_by_options() const override { return true; }
 
   int run() override {
     if (!trace_.empty()) {
@@ -89,16 +119,18 @@ class RunCommand : public Command {
     if (cpu_) options_.device_preset();  // an ordinal means a GPU: refuse it here
     if (!cpu_) require_driver_one_line();
     const std::uint64_t needed = host_bytes_needed(spec, batch, stride, cpu_);
-    const std::uint64_t available = host_bytes_available();
-    if (needed > available) {
+    const HostMemory available = host_memory_available();
+    if (needed > available.bytes) {
       throw std::runtime_error(fmt::format(
           "{} {}x{} needs about {} of host memory (inputs, float64 references, outputs{}), and "
-          "{} is available; use a smaller --batch or --width",
-          kernels::kind_name(spec.kind), batch, spec.width, gib(needed),
-          cpu_ ? ", the CPU executor's copies" : "", gib(available)));
+          "{} is available (limited by {}); use a smaller --batch or --width",
+          kernels::kind_name(spec.kind), batch, spec.width, memory_text(needed),
+          cpu_ ? ", the CPU executor's copies" : "", memory_text(available.bytes),
+          available.limited_by));
     }
 
     const NormData data = make_norm_data(spec, batch, seed, false, stride);
+    release_freed_memory();
     std::vector<Output> got;
     std::string where;
     if (cpu_) {
@@ -114,6 +146,7 @@ class RunCommand : public Command {
       stream.synchronize();
       got = norm.download(spec.kind);
     }
+    release_freed_memory();
     const CaseCheck check = compare(spec.kind, data, got);
     fmt::print("{} {} {}x{}, seed {}, on {}\n", kernels::kind_name(spec.kind),
                kernels::dtype_name(spec.dtype), batch, spec.width, seed, where);

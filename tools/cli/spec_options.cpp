@@ -78,6 +78,8 @@ kernels::NormSpec SpecOptions::spec() const {
                                  kernels::dtype_name(s.dtype), weight_dtype));
   }
   s.width = static_cast<std::uint32_t>(parse_uint("--width", width, 1, kernels::kMaxWidth));
+  // An ordinal is a GPU's, which plans again for itself; it must still be one.
+  if (is_ordinal(device)) gpu_ordinal();
   s.device = is_ordinal(device) ? default_device() : device_preset();
   s.arch = arch.empty() ? s.device.arch() : usage([&] { return parse_arch(arch); });
   s.ptx_version = ptx_version.empty() ? kernels::default_ptx_version(s.arch)

@@ -19,8 +19,8 @@
 #include "case_timer.hpp"
 #include "cli.hpp"
 #include "ptxdsl/cli/device.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 #include "ptxdsl/kernels/tuning.hpp"
-#include "replacing_file.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -131,6 +131,26 @@ std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t wi
   return out;
 }
 
+// The items of a comma-separated option, given once or more; an empty one is refused, named (it
+// would read as not given).
+std::vector<std::string> comma_items(std::string_view flag, const std::vector<std::string>& given) {
+  std::vector<std::string> items;
+  for (const std::string& text : given) {
+    std::size_t at = 0;
+    for (std::size_t index = 1;; ++index) {
+      const std::size_t comma = text.find(',', at);
+      std::string item = text.substr(at, comma == std::string::npos ? comma : comma - at);
+      if (item.empty()) {
+        throw UsageError(fmt::format("{}: item {} of '{}' is empty", flag, index, text));
+      }
+      items.push_back(std::move(item));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  }
+  return items;
+}
+
 struct Candidate {
   NormKnobs knobs;                // none: the heuristic
   std::unique_ptr<GpuNorm> norm;  // its kernels and buffers, checked at the first timing
@@ -170,15 +190,13 @@ class TuneCommand : public Command {
  public:
   explicit TuneCommand(CLI::App& sub) {
     sub.add_option("kernels", kernels_, "ln_fwd, ln_bwd, rms_fwd, rms_bwd (default: all four)");
-    sub.add_option("--dtype", dtypes_, "f32, f16, bf16, comma-separated (default: all three)")
-        ->delimiter(',');
+    sub.add_option("--dtype", dtypes_, "f32, f16, bf16, comma-separated (default: all three)");
     sub.add_option("--weight-dtype", weights_,
                    "same (the input's; default), f32, or both: which weight dtypes to tune");
     sub.add_option("--widths", widths_,
                    fmt::format("comma-separated widths (default: {} to {}, {} of them)",
                                std::begin(kDefaultWidths)[0], std::end(kDefaultWidths)[-1],
-                               std::size(kDefaultWidths)))
-        ->delimiter(',');
+                               std::size(kDefaultWidths)));
     sub.add_option("--out", out_, "write the table to FILE (default: stdout)");
     sub.add_option("--rounds", rounds_,
                    "rounds the best alternative and the heuristic are timed, "
@@ -191,6 +209,8 @@ class TuneCommand : public Command {
     sub.add_option("--device", device_, "GPU ordinal (default 0)");
   }
 
+  bool sized_by_options() const override { return true; }
+
   int run() override {
     const std::vector<Shape> shapes = plan();
     const std::set<NormKind> kinds = selected_kinds();
@@ -201,7 +221,7 @@ class TuneCommand : public Command {
     const std::uint64_t seed =
         parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
     const int device = static_cast<int>(parse_uint("--device", device_, 0, 1023));
-    std::optional<ReplacingFile> out_file;
+    std::optional<OutputFile> out_file;
     if (!out_.empty()) out_file.emplace(out_);
     require_driver_one_line();
 
@@ -430,7 +450,7 @@ class TuneCommand : public Command {
   std::vector<Shape> plan() const {
     const std::set<NormKind> kinds = selected_kinds();
     std::vector<DType> dtypes;
-    for (const std::string& d : dtypes_) {
+    for (const std::string& d : comma_items("--dtype", dtypes_)) {
       try {
         dtypes.push_back(kernels::parse_dtype(d));
       } catch (const Error& e) {
@@ -442,7 +462,7 @@ class TuneCommand : public Command {
       throw UsageError(fmt::format("--weight-dtype must be same, f32 or both, got '{}'", weights_));
     }
     std::vector<std::uint32_t> widths;
-    for (const std::string& w : widths_) {
+    for (const std::string& w : comma_items("--widths", widths_)) {
       widths.push_back(
           static_cast<std::uint32_t>(parse_uint("--widths", w, 1, kernels::kMaxWidth)));
     }

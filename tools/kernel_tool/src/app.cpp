@@ -7,15 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <new>
-#include <sstream>
 #include <system_error>
 
 namespace ptxdsl::cli {
@@ -55,25 +54,35 @@ void refuse_empty_values(const CLI::App& sub) {
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  return text.str();
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  out << text;
-  out.close();
-  if (!out)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+std::string read_text_file(const std::string& path, std::size_t max_bytes) {
+  const auto fail = [&](int error) {
+    return std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(error)));
+  };
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw fail(errno);
+  std::string text;
+  std::array<char, 65536> buffer;
+  for (;;) {
+    const ssize_t n = read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;  // EISDIR for a folder
+      close(fd);
+      throw fail(error);
+    }
+    if (n == 0) break;
+    // An endless or huge input (/dev/zero, a device) ends here rather than in the OOM killer.
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes) {
+      close(fd);
+      throw std::runtime_error(
+          fmt::format("cannot read '{}': it is longer than {} MiB, the most "
+                      "read from a file",
+                      path, max_bytes >> 20));
+    }
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return text;
 }
 
 namespace {
@@ -102,8 +111,10 @@ std::string command_names(const std::vector<Registered>& commands) {
   return names;
 }
 
+// `sized` tells run_app whether the command that ran is sized by its options.
 int parse_and_run(int argc, char** argv, const ToolInfo& info,
-                  const std::function<std::vector<Registered>(CLI::App&)>& add_commands) {
+                  const std::function<std::vector<Registered>(CLI::App&)>& add_commands,
+                  bool& sized) {
   CLI::App app{info.description, info.name};
   app.require_subcommand(1);
   app.fallthrough(false);
@@ -147,6 +158,7 @@ int parse_and_run(int argc, char** argv, const ToolInfo& info,
   for (auto& [sub, command] : commands) {
     if (!sub->parsed()) continue;
     refuse_empty_values(*sub);
+    sized = command->sized_by_options();
     return command->run();
   }
   throw UsageError(fmt::format("a command is required: {}", names));
@@ -172,8 +184,9 @@ void check_stdout() {
 int run_app(int argc, char** argv, const ToolInfo& info,
             const std::function<std::vector<Registered>(CLI::App&)>& commands) {
   const char* name = info.name.c_str();
+  bool sized = false;
   try {
-    const int status = parse_and_run(argc, argv, info, commands);
+    const int status = parse_and_run(argc, argv, info, commands, sized);
     check_stdout();
     return status;
   } catch (const UsageError& e) {
@@ -189,8 +202,12 @@ int run_app(int argc, char** argv, const ToolInfo& info,
     }
     return kExitFailure;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of host memory (std::bad_alloc); %s\n", name,
-                 info.memory_hint.c_str());
+    if (sized) {
+      std::fprintf(stderr, "%s: error: out of host memory (std::bad_alloc); %s\n", name,
+                   info.memory_hint.c_str());
+    } else {
+      std::fprintf(stderr, "%s: error: out of host memory (std::bad_alloc)\n", name);
+    }
     return kExitFailure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", name, e.what());

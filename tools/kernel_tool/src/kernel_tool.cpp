@@ -11,6 +11,7 @@
 #include "ptxdsl/cli/contract_json.hpp"
 #include "ptxdsl/cli/gpu_run.hpp"
 #include "ptxdsl/cli/json.hpp"
+#include "ptxdsl/cli/output_file.hpp"
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/tool/registry.hpp"
 #include "ptxdsl/tool/run.hpp"
@@ -245,8 +246,11 @@ class RunCommand : public Command {
     sub.add_option(
         "--trace", trace_,
         "with --cpu: print each instruction thread [CTA:]THREAD runs and what it writes");
-    sub.add_option("--trace-limit", trace_limit_, "at most N traced instructions (default 10000)");
+    trace_limit_option_ = sub.add_option("--trace-limit", trace_limit_,
+                                         "at most N traced instructions (default 10000)");
   }
+
+  bool sized_by_options() const override { return true; }
 
   int run() override {
     const KernelDefinition& def = options_.definition();
@@ -260,6 +264,9 @@ class RunCommand : public Command {
     }
     if (!cpu_ && !trace_.empty()) {
       throw UsageError("--trace needs --cpu: the trace is the CPU executor's");
+    }
+    if (trace_.empty() && trace_limit_option_->count() > 0) {
+      throw UsageError("--trace-limit bounds a trace: give --trace [CTA:]THREAD too");
     }
     const int ordinal =
         device_.empty() ? 0 : static_cast<int>(parse_uint("--device", device_, 0, 1023));
@@ -327,6 +334,7 @@ class RunCommand : public Command {
   std::string device_;
   std::string trace_;
   std::string trace_limit_ = "10000";
+  const CLI::Option* trace_limit_option_ = nullptr;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,6 +53,9 @@ class Command {
  public:
   virtual ~Command() = default;
   virtual int run() = 0;
+  // Whether the host memory it takes grows with its options (a batch, a width): only then does
+  // running out of it suggest ToolInfo::memory_hint.
+  virtual bool sized_by_options() const { return false; }
 };
 
 using Registered = std::pair<CLI::App*, std::unique_ptr<Command>>;
@@ -61,7 +65,7 @@ struct ToolInfo {
   std::string name;         // in messages: "<name>: error: ..."
   std::string description;  // the first line of --help
   std::string version;      // what --version prints
-  // What the out-of-host-memory line suggests.
+  // What the out-of-host-memory line suggests, after a command sized by its options.
   std::string memory_hint = "try a smaller problem";
 };
 
@@ -71,9 +75,10 @@ struct ToolInfo {
 int run_app(int argc, char** argv, const ToolInfo& info,
             const std::function<std::vector<Registered>(CLI::App&)>& commands);
 
-// The whole of a file, or a runtime_error naming it and why it could not be read.
-std::string read_text_file(const std::string& path);
-// `text` as the whole of a file, or a runtime_error naming it and why it could not be written.
-void write_text_file(const std::string& path, const std::string& text);
+// The most read_text_file reads: far beyond any PTX file, far below the host's memory.
+inline constexpr std::size_t kMaxInputBytes = std::size_t{256} << 20;
+// The whole of a file, or a runtime_error naming it and why it could not be read (a folder, a
+// file longer than `max_bytes`). Files are written through OutputFile (ptxdsl/cli/output_file.hpp).
+std::string read_text_file(const std::string& path, std::size_t max_bytes = kMaxInputBytes);
 
 }  // namespace ptxdsl::cli
