@@ -56,7 +56,8 @@ PTXDSL_C_API int32_t ptxdsl_version(void);
 /* "PTXDSL_ERROR_INVALID_ARGUMENT" for its code; "unknown status" for a value not in the enum. */
 PTXDSL_C_API const char* ptxdsl_status_name(int32_t status);
 /* This thread's message of its last call that failed; "" when its last call succeeded. Valid
- * until this thread's next call into the library. */
+ * until this thread's next call into the library; a message longer than 4095 bytes (a long JIT
+ * log) is cut there, ending in " [... truncated]". */
 PTXDSL_C_API const char* ptxdsl_last_error(void);
 /* Loads the CUDA driver: PTXDSL_SUCCESS, or PTXDSL_ERROR_NO_DRIVER with the reason. The other
  * calls load it themselves; this one asks without doing anything else. */
