@@ -93,14 +93,7 @@ void detail::check_spec(const NormSpec& spec) {
   check_dtype(spec.dtype, "dtype");
   check_dtype(spec.weight_dtype, "weight dtype");
   check_variant(spec);
-  if (spec.weight_dtype != spec.dtype && spec.weight_dtype != DType::F32) {
-    if (spec.dtype == DType::F32) {
-      throw Error(fmt::format("weight dtype must be f32 for f32 inputs, got {}",
-                              dtype_name(spec.weight_dtype)));
-    }
-    throw Error(fmt::format("weight dtype must be {} (the input's) or f32, got {}",
-                            dtype_name(spec.dtype), dtype_name(spec.weight_dtype)));
-  }
+  check_weight_dtype(spec.dtype, spec.weight_dtype);
   if (spec.width < 1 || spec.width > kMaxWidth) {
     throw Error(fmt::format("width must be in [1, {}], got {}", kMaxWidth, spec.width));
   }
@@ -251,6 +244,17 @@ void check_knobs_apply(const NormSpec& spec) {
     }
   }
   validate(spec);
+}
+
+void check_weight_dtype(DType dtype, DType weight_dtype) {
+  if (weight_dtype != dtype && weight_dtype != DType::F32) {
+    if (dtype == DType::F32) {
+      throw Error(
+          fmt::format("weight dtype must be f32 for f32 inputs, got {}", dtype_name(weight_dtype)));
+    }
+    throw Error(fmt::format("weight dtype must be {} (the input's) or f32, got {}",
+                            dtype_name(dtype), dtype_name(weight_dtype)));
+  }
 }
 
 void check_batch(std::uint32_t batch) {

@@ -1,6 +1,7 @@
 /* The C ABI from C (compiled as C99): argument errors come back as a status and a message naming
  * the argument, before any driver is needed; without a driver a valid call says so. Needs no GPU;
  * with a driver, host memory is refused as memory the GPU cannot address. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,7 +112,50 @@ int main(void) {
          PTXDSL_ERROR_INVALID_ARGUMENT, "width must be in [1, 262144], got 0");
   EXPECT(ptxdsl_device_count(NULL), PTXDSL_ERROR_INVALID_ARGUMENT, "count is NULL");
 
-  /* A batch of 0 does nothing, whatever the pointers, and leaves no message. */
+  /* What the norms refuse without a device is refused before any driver loads: the dtype pair,
+   * a stride below the width, eps, outputs overlapping inputs, a misaligned workspace. */
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_BF16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT,
+      "ptxdsl_layer_norm_forward: weight dtype must be f16 (the input's) or f32, got bf16");
+  EXPECT(ptxdsl_norm_prepare(0, PTXDSL_RMS_NORM, PTXDSL_F32, PTXDSL_BF16, 256),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "weight dtype must be f32 for f32 inputs, got bf16");
+  EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_LAYER_NORM, PTXDSL_BF16, PTXDSL_F16, 256, 8, &bytes),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "weight dtype must be bf16 (the input's) or f32, got f16");
+  EXPECT(
+      ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 255, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(4)),
+      PTXDSL_ERROR_INVALID_ARGUMENT,
+      "LayerNorm(f16, weights f16, width 256).forward: stride must be at least the width 256, "
+      "got 255");
+  EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL, NULL,
+                                 FAKE(4), (float*)FAKE(5), NAN, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "eps must be a finite number ≥ 0, got nan");
+  EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL, NULL,
+                                 FAKE(4), (float*)FAKE(5), INFINITY, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "eps must be a finite number ≥ 0, got inf");
+  EXPECT(ptxdsl_rms_norm_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), NULL, NULL,
+                                 FAKE(4), (float*)FAKE(5), -1.0f, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "eps must be a finite number ≥ 0, got -1");
+  EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), FAKE(2), FAKE(3), NULL, FAKE(1)),
+         PTXDSL_ERROR_INVALID_ARGUMENT,
+         "y overlaps x: in-place calls are not supported; give y a buffer of its own");
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_BF16, PTXDSL_F32, 8, 256, 0, FAKE(1), NULL, FAKE(2),
+                                  FAKE(3), (float*)FAKE(4), FAKE(1), FAKE(6), NULL, 0, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT,
+         "RmsNorm(bf16, weights f32, width 256).backward: dx overlaps dy");
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, FAKE(1), NULL, FAKE(2),
+                                  FAKE(3), (float*)FAKE(4), FAKE(5), FAKE(6),
+                                  (void*)(uintptr_t)0x700008, 4096, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "the workspace at 0x700008 is not 16-byte aligned");
+
+  /* A batch of 0 does nothing, whatever the pointers, and leaves no message; the pointers that
+   * choose the variant must still fit one. */
+  EXPECT(ptxdsl_layer_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, NULL, NULL, NULL, NULL,
+                                    NULL, NULL, NULL, FAKE(1), NULL, NULL, 0, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "dw is given without w");
+  EXPECT(ptxdsl_rms_norm_backward(0, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, NULL, NULL, NULL, NULL,
+                                  NULL, NULL, FAKE(1), NULL, 0, NULL),
+         PTXDSL_ERROR_INVALID_ARGUMENT, "dw is given without w");
   EXPECT(ln_forward(0, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, NULL, NULL, NULL, NULL, NULL),
          PTXDSL_SUCCESS, "");
   EXPECT(ptxdsl_norm_workspace_bytes(0, PTXDSL_LAYER_NORM, PTXDSL_F16, PTXDSL_F16, 256, 0, &bytes),

@@ -24,19 +24,18 @@ Objects& objects() {
 }
 
 const runtime::Context& context_for(Objects& all, int device) {
-  std::unique_ptr<runtime::Context>& slot = all.contexts[device];
-  if (!slot) {
-    std::string why;
-    if (!runtime::driver_available(&why)) throw CallError(PTXDSL_ERROR_NO_DRIVER, why);
-    const int count = runtime::device_count();
-    if (device < 0 || device >= count) {
-      throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
-                      fmt::format("device must be in [0, {}) (the devices the driver sees), got {}",
-                                  count, device));
-    }
-    slot = std::make_unique<runtime::Context>(device);
+  if (const auto found = all.contexts.find(device); found != all.contexts.end()) {
+    return *found->second;
   }
-  return *slot;
+  std::string why;
+  if (!runtime::driver_available(&why)) throw CallError(PTXDSL_ERROR_NO_DRIVER, why);
+  const int count = runtime::device_count();
+  if (device < 0 || device >= count) {
+    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
+                    fmt::format("device must be in [0, {}) (the devices the driver sees), got {}",
+                                count, device));
+  }
+  return *all.contexts.emplace(device, std::make_unique<runtime::Context>(device)).first->second;
 }
 
 }  // namespace
@@ -44,19 +43,22 @@ const runtime::Context& context_for(Objects& all, int device) {
 NormObject& norm_object(const NormKey& key) {
   Objects& all = objects();
   const std::lock_guard<std::mutex> lock(all.mutex);
-  std::unique_ptr<NormObject>& slot = all.norms[key];
-  if (!slot) {
-    auto made = std::make_unique<NormObject>();
-    const runtime::Context& ctx = context_for(all, key.device);
-    if (key.layer) {
-      made->layer =
-          std::make_unique<runtime::LayerNorm>(ctx, key.dtype, key.weight_dtype, key.width);
-    } else {
-      made->rms = std::make_unique<runtime::RmsNorm>(ctx, key.dtype, key.weight_dtype, key.width);
-    }
-    slot = std::move(made);
+  if (const auto found = all.norms.find(key); found != all.norms.end()) return *found->second;
+  // Entered only once built: a key whose context or object fails keeps no entry.
+  auto made = std::make_unique<NormObject>();
+  const runtime::Context& ctx = context_for(all, key.device);
+  if (key.layer) {
+    made->layer = std::make_unique<runtime::LayerNorm>(ctx, key.dtype, key.weight_dtype, key.width);
+  } else {
+    made->rms = std::make_unique<runtime::RmsNorm>(ctx, key.dtype, key.weight_dtype, key.width);
   }
-  return *slot;
+  return *all.norms.emplace(key, std::move(made)).first->second;
+}
+
+HeldObjects held_objects() {
+  Objects& all = objects();
+  const std::lock_guard<std::mutex> lock(all.mutex);
+  return {all.contexts.size(), all.norms.size()};
 }
 
 }  // namespace ptxdsl::capi

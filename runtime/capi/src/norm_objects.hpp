@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,5 +35,12 @@ struct NormObject {
 // for a device the driver does not have, NO_DRIVER without a driver, and whatever the object's
 // constructor throws (a width or dtype pair the kernels refuse).
 NormObject& norm_object(const NormKey& key);
+
+// How many contexts and norm objects are kept (for tests: a failed build keeps nothing).
+struct HeldObjects {
+  std::size_t contexts = 0;
+  std::size_t norms = 0;
+};
+HeldObjects held_objects();
 
 }  // namespace ptxdsl::capi

@@ -1,5 +1,6 @@
-// The exported functions: the C layer's own checks (what it takes before any driver is loaded),
-// then the norms' C++ API, which checks everything else and picks vectors by alignment.
+// The exported functions: every argument check that needs no driver (the C layer's own, then the
+// norms' check_call), then the norms' C++ API, which asks the driver about the pointers and picks
+// vectors by alignment.
 #include "ptxdsl/ptxdsl.h"
 
 #include <cstdint>
@@ -16,6 +17,8 @@ static_assert(PTXDSL_VERSION_MAJOR == PTXDSL_PROJECT_VERSION_MAJOR &&
                   PTXDSL_VERSION_MINOR == PTXDSL_PROJECT_VERSION_MINOR &&
                   PTXDSL_VERSION_PATCH == PTXDSL_PROJECT_VERSION_PATCH,
               "ptxdsl.h's version must be the project's (CMakeLists.txt)");
+static_assert(PTXDSL_MAX_WIDTH == ptxdsl::kernels::kMaxWidth,
+              "ptxdsl.h's widest row must be the kernels' (kernels/norm.hpp)");
 
 namespace ptxdsl::capi {
 namespace {
@@ -69,6 +72,7 @@ NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_
   k.device = static_cast<int>(range_arg("device", device, 0, INT32_MAX));
   k.dtype = dtype_arg("dtype", dtype);
   k.weight_dtype = dtype_arg("weight_dtype", weight_dtype);
+  kernels::check_weight_dtype(k.dtype, k.weight_dtype);
   k.width = range_arg("width", width, 1, kernels::kMaxWidth);
   return k;
 }
@@ -94,14 +98,18 @@ DeviceView optional_arg(const void* p) {
   return DeviceView(reinterpret_cast<std::uint64_t>(p));
 }
 
-// The variant the pointers ask for, checked before any driver loads (runtime::variant_of).
+// The variant the pointers ask for (runtime::variant_of), checked at any batch: ptxdsl::Error is
+// PTXDSL_ERROR_INVALID_ARGUMENT.
 template <class Args>
 void check_variant(const Args& a) {
-  try {
-    ptxdsl::runtime::variant_of(a);
-  } catch (const ptxdsl::Error& e) {
-    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, e.what());
-  }
+  ptxdsl::runtime::variant_of(a);
+}
+
+// Everything else the call would be refused for without a device (runtime::check_call), so that
+// no argument error waits for the driver to load.
+template <class Args>
+void check_call(const NormKey& key, const Args& a) {
+  ptxdsl::runtime::check_call(key.dtype, key.weight_dtype, key.width, a);
 }
 
 runtime::Workspace workspace_arg(void* workspace, std::uint64_t bytes) {
@@ -184,6 +192,7 @@ int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_
     a.y = pointer_arg("y", y);
     a.mean = pointer_arg("mean", mean);
     a.rstd = pointer_arg("rstd", rstd);
+    check_call(s.key, a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.layer->forward(a);
@@ -197,22 +206,22 @@ int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight
                                    uint64_t workspace_bytes, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
     const Shape s = shape_arg(true, device, dtype, weight_dtype, batch, width, stride);
-    if (s.batch == 0) return;
-    ptxdsl::runtime::LayerNormBackwardArgs a{
-        .dy = pointer_arg("dy", dy),
-        .x = pointer_arg("x", x),
-        .w = optional_arg(w),
-        .mean = pointer_arg("mean", mean),
-        .rstd = pointer_arg("rstd", rstd),
-        .dx = pointer_arg("dx", dx),
-        .dw = optional_arg(dw),
-        .db = optional_arg(db),
-        .dh = optional_arg(dh),
-        .batch = s.batch,
-        .stride = s.stride,
-        .stream = stream,
-        .workspace = workspace_arg(workspace, workspace_bytes)};
+    ptxdsl::runtime::LayerNormBackwardArgs a{.w = optional_arg(w),
+                                             .dw = optional_arg(dw),
+                                             .db = optional_arg(db),
+                                             .dh = optional_arg(dh),
+                                             .batch = s.batch,
+                                             .stride = s.stride,
+                                             .stream = stream};
     check_variant(a);
+    if (s.batch == 0) return;
+    a.dy = pointer_arg("dy", dy);
+    a.x = pointer_arg("x", x);
+    a.mean = pointer_arg("mean", mean);
+    a.rstd = pointer_arg("rstd", rstd);
+    a.dx = pointer_arg("dx", dx);
+    a.workspace = workspace_arg(workspace, workspace_bytes);
+    check_call(s.key, a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.layer->backward(a);
@@ -237,6 +246,7 @@ int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dt
     a.x = pointer_arg("x", x);
     a.y = pointer_arg("y", y);
     a.rstd = pointer_arg("rstd", rstd);
+    check_call(s.key, a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.rms->forward(a);
@@ -250,19 +260,20 @@ int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_d
                                  ptxdsl_stream stream) {
   return guarded(__func__, [&] {
     const Shape s = shape_arg(false, device, dtype, weight_dtype, batch, width, stride);
-    if (s.batch == 0) return;
-    ptxdsl::runtime::RmsNormBackwardArgs a{.dy = pointer_arg("dy", dy),
-                                           .x = pointer_arg("x", x),
-                                           .w = optional_arg(w),
-                                           .rstd = pointer_arg("rstd", rstd),
-                                           .dx = pointer_arg("dx", dx),
+    ptxdsl::runtime::RmsNormBackwardArgs a{.w = optional_arg(w),
                                            .dw = optional_arg(dw),
                                            .dh = optional_arg(dh),
                                            .batch = s.batch,
                                            .stride = s.stride,
-                                           .stream = stream,
-                                           .workspace = workspace_arg(workspace, workspace_bytes)};
+                                           .stream = stream};
     check_variant(a);
+    if (s.batch == 0) return;
+    a.dy = pointer_arg("dy", dy);
+    a.x = pointer_arg("x", x);
+    a.rstd = pointer_arg("rstd", rstd);
+    a.dx = pointer_arg("dx", dx);
+    a.workspace = workspace_arg(workspace, workspace_bytes);
+    check_call(s.key, a);
     NormObject& o = norm_object(s.key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.rms->backward(a);

@@ -1,7 +1,9 @@
 #include "status.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <new>
-#include <string>
+#include <string_view>
 
 #include "ptxdsl/runtime/error.hpp"
 
@@ -11,22 +13,37 @@ namespace {
 // The CUresult for CUDA_ERROR_OUT_OF_MEMORY, which cuda.h (not seen here) names.
 constexpr int kDriverOutOfMemory = 2;
 
-thread_local std::string last_error;
+// What ends a message too long for the buffer (a long JIT log keeps its first errors).
+constexpr std::string_view kTruncated = " [... truncated]";
+
+// A plain array, not a std::string: trivially destructible, it is still there for calls made after
+// the thread's thread_local destructors have run (from atexit handlers and static destructors),
+// and recording a message never allocates.
+thread_local char last_error[4096];
+
+// Appends `text` at `used`, cutting it (and marking the cut) where the buffer ends.
+std::size_t append(std::size_t used, std::string_view text) noexcept {
+  constexpr std::size_t kRoom = sizeof(last_error) - 1;
+  if (used + text.size() > kRoom) {
+    const std::size_t keep = kRoom - kTruncated.size();
+    std::memcpy(last_error + std::min(used, keep), text.data(), keep - std::min(used, keep));
+    std::memcpy(last_error + keep, kTruncated.data(), kTruncated.size());
+    last_error[kRoom] = '\0';
+    return kRoom;
+  }
+  std::memcpy(last_error + used, text.data(), text.size());
+  last_error[used + text.size()] = '\0';
+  return used + text.size();
+}
 
 }  // namespace
 
 void clear_last_error() noexcept {
-  last_error.clear();  // keeps its capacity: never allocates
+  last_error[0] = '\0';
 }
 
 std::int32_t fail(const char* function, ptxdsl_status status, const char* message) noexcept {
-  try {
-    last_error.assign(function);
-    last_error.append(": ");
-    last_error.append(message);
-  } catch (...) {
-    last_error.clear();  // no memory for the message: the status still says what happened
-  }
+  append(append(append(0, function), ": "), message);
   return status;
 }
 
@@ -54,5 +71,5 @@ std::int32_t fail_current(const char* function) noexcept {
 }  // namespace ptxdsl::capi
 
 extern "C" const char* ptxdsl_last_error(void) {
-  return ptxdsl::capi::last_error.c_str();
+  return ptxdsl::capi::last_error;
 }

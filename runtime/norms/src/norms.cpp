@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -180,6 +181,227 @@ struct PointerArgs {
   std::span<const PointerArg> view() const { return {args.data(), count}; }
 };
 
+constexpr std::uint64_t kMaxSpanElements = std::uint64_t{1} << 48;
+// Of a caller's workspace: the partial sums are read and written in 16-byte vectors.
+constexpr std::uint64_t kWorkspaceAlignment = 16;
+
+template <class Args>
+constexpr bool is_backward =
+    std::is_same_v<Args, LayerNormBackwardArgs> || std::is_same_v<Args, RmsNormBackwardArgs>;
+
+// A call's shape as its checks read it.
+struct CallShape {
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  int residual_elem = 2;  // bytes of the residual add's elements: f32 with AddF32, else the dtype's
+};
+
+// A forward's views in the order of the kernel's parameters (layer norm's args have b and mean).
+template <class Args>
+PointerArgs forward_pointers(const Args& a) {
+  PointerArgs ptrs;
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  if constexpr (requires { a.b; }) ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
+  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
+  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
+  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
+  if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+  return ptrs;
+}
+
+// A backward's views (layer norm's args have mean and db).
+template <class Args>
+PointerArgs backward_pointers(const Args& a) {
+  PointerArgs ptrs;
+  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
+  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
+  if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
+  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
+  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
+  if constexpr (requires { a.db; }) ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
+  return ptrs;
+}
+
+// The checks of a call that need no device, and the errors that name the object: what an object's
+// forward and backward check first, and all that check_call() checks (before any driver loads).
+class CallChecks {
+ public:
+  CallChecks(bool layer, DType dtype, DType weight_dtype, std::uint32_t width)
+      : layer_(layer), dtype_(dtype), weight_dtype_(weight_dtype), width_(width) {}
+
+  // A call of batch ≥ 1: the variant its views ask for, its shape, each view, the overlaps of
+  // the outputs, the forward's eps and the backward's workspace alignment. Returns the variant.
+  template <class Args>
+  NormVariant check(const Args& a, const PointerArgs& ptrs) const {
+    constexpr bool backward = is_backward<Args>;
+    const NormVariant variant = variant_for(backward, a);
+    const CallShape shape = shape_of(a, variant);
+    check_shape(backward, shape, a.width);
+    check_views(backward, ptrs.view(), shape);
+    if constexpr (requires { a.eps; }) {
+      if (!(std::isfinite(a.eps) && a.eps >= 0)) [[unlikely]] {
+        fail(false, fmt::format("eps must be a finite number ≥ 0, got {}", a.eps));
+      }
+    }
+    if constexpr (requires { a.workspace; }) {
+      if (a.workspace.address % kWorkspaceAlignment != 0) [[unlikely]] {
+        fail(true, fmt::format("the workspace at 0x{:x} is not {}-byte aligned",
+                               a.workspace.address, kWorkspaceAlignment));
+      }
+    }
+    return variant;
+  }
+
+  template <class Args>
+  CallShape shape_of(const Args& a, const NormVariant& variant) const {
+    return {a.batch, a.stride != 0 ? a.stride : width_,  // 0: contiguous rows
+            variant.residual == kernels::Residual::AddF32 ? 4 : elem()};
+  }
+
+  std::string describe(bool backward) const {
+    return fmt::format("{}({}, weights {}, width {}).{}", layer_ ? "LayerNorm" : "RmsNorm",
+                       kernels::dtype_name(dtype_), kernels::dtype_name(weight_dtype_), width_,
+                       backward ? "backward" : "forward");
+  }
+
+  [[noreturn]] void fail(bool backward, const std::string& problem) const {
+    throw Error(fmt::format("{}: {}", describe(backward), problem));
+  }
+
+  int elem() const { return kernels::dtype_bytes(dtype_); }
+  int weight_elem() const { return kernels::dtype_bytes(weight_dtype_); }
+
+  std::uint32_t expected_elem(Role r, const CallShape& shape) const {
+    switch (r) {
+      case Role::Rows:
+        return static_cast<std::uint32_t>(elem());
+      case Role::ResidualRows:
+        return static_cast<std::uint32_t>(shape.residual_elem);
+      case Role::Weights:
+        return static_cast<std::uint32_t>(weight_elem());
+      case Role::PerRow:
+        return 4;
+    }
+    return 0;
+  }
+
+  std::uint64_t needed_bytes(Role r, const CallShape& shape) const {
+    const std::uint64_t row_span = std::uint64_t{shape.batch - 1} * shape.stride + width_;
+    switch (r) {
+      case Role::Rows:
+        return row_span * static_cast<std::uint64_t>(elem());
+      case Role::ResidualRows:
+        return row_span * static_cast<std::uint64_t>(shape.residual_elem);
+      case Role::Weights:
+        return std::uint64_t{width_} * static_cast<std::uint64_t>(weight_elem());
+      case Role::PerRow:
+        return std::uint64_t{shape.batch} * 4;
+    }
+    return 0;
+  }
+
+ private:
+  // The variant of a call's views (variant_of), refused with this object's name.
+  template <class Args>
+  NormVariant variant_for(bool backward, const Args& a) const {
+    try {
+      return variant_of(a);
+    } catch (const Error& e) {
+      fail(backward, e.what());
+    }
+  }
+
+  void check_shape(bool backward, const CallShape& shape, std::uint32_t width_check) const {
+    if (width_check != 0 && width_check != width_) [[unlikely]] {
+      fail(backward, fmt::format("called with width {}; this object was built for width {} "
+                                 "(make one object per width)",
+                                 width_check, width_));
+    }
+    if (shape.stride < width_) [[unlikely]] {
+      fail(backward,
+           fmt::format("stride must be at least the width {}, got {}", width_, shape.stride));
+    }
+    if (shape.batch > kernels::kMaxBatch) [[unlikely]] {
+      fail(backward,
+           fmt::format("batch must be at most {} rows, got {}", kernels::kMaxBatch, shape.batch));
+    }
+    // (batch − 1) × stride < 2^63 cannot wrap; past 2^48 elements no GPU holds the rows, and the
+    // byte counts below could.
+    if (const std::uint64_t span = std::uint64_t{shape.batch - 1} * shape.stride + width_;
+        span > kMaxSpanElements) [[unlikely]] {
+      fail(backward, fmt::format("batch {} × stride {} spans {} elements, more than a GPU "
+                                 "addresses (2^48)",
+                                 shape.batch, shape.stride, span));
+    }
+  }
+
+  // Each view not null, of its element size, aligned to it and long enough; then no output
+  // overlapping another argument: it would be read after it is written, or written twice, so
+  // in-place calls (y = x, dx = dy) are refused, not computed wrongly.
+  void check_views(bool backward, std::span<const PointerArg> args, const CallShape& shape) const {
+    for (const PointerArg& a : args) {
+      const std::uint32_t e = expected_elem(a.role, shape);
+      const DeviceView& v = *a.view;
+      if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
+          (v.bytes != 0 && v.bytes < needed_bytes(a.role, shape))) [[unlikely]] {
+        fail_pointer(backward, a, shape);
+      }
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      for (std::size_t j = i + 1; j < args.size(); ++j) {
+        const PointerArg& a = args[i];
+        const PointerArg& b = args[j];
+        if (!written(a.bind, backward) && !written(b.bind, backward)) continue;
+        const std::uint64_t a_end = a.view->address + needed_bytes(a.role, shape);
+        const std::uint64_t b_end = b.view->address + needed_bytes(b.role, shape);
+        if (a.view->address < b_end && b.view->address < a_end) [[unlikely]] {
+          const PointerArg& out = written(a.bind, backward) ? a : b;
+          const PointerArg& other = &out == &a ? b : a;
+          fail(backward, fmt::format("{} overlaps {}: in-place calls are not supported; give {} a "
+                                     "buffer of its own",
+                                     out.name, other.name, out.name));
+        }
+      }
+    }
+  }
+
+  [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, const CallShape& shape) const {
+    const DeviceView& v = *a.view;
+    const std::uint32_t e = expected_elem(a.role, shape);
+    const std::string_view type =
+        a.role == Role::Rows ? kernels::dtype_name(dtype_)
+        : a.role == Role::ResidualRows
+            ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : dtype_)
+        : a.role == Role::Weights ? kernels::dtype_name(weight_dtype_)
+                                  : "f32";
+    if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", a.name));
+    if (v.element_bytes != 0 && v.element_bytes != e) {
+      fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)", a.name,
+                                 v.element_bytes, type, e));
+    }
+    if (v.address % e != 0) {
+      fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements", a.name,
+                                 v.address, e, type));
+    }
+    const bool rows = a.role == Role::Rows || a.role == Role::ResidualRows;
+    const std::string described =
+        rows ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, width_)
+        : a.role == Role::Weights ? fmt::format("width {}", width_)
+                                  : fmt::format("batch {}", shape.batch);
+    fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes,
+                               described, needed_bytes(a.role, shape), type));
+  }
+
+  bool layer_;
+  DType dtype_, weight_dtype_;
+  std::uint32_t width_;
+};
+
 }  // namespace
 
 // What the kernels read at launch: every parameter of every step points into one of these.
@@ -215,8 +437,6 @@ struct VariantKey {
   bool operator<(const VariantKey& o) const { return tie() < o.tie(); }
 };
 
-constexpr std::uint64_t kMaxSpanElements = std::uint64_t{1} << 48;
-
 // One norm (layer or RMS) at one (dtype, weight dtype, width): its forward and backward variants by
 // vector width, the workspace, and the values the launches read. Heap-allocated so the parameter
 // pointers stay valid when the public object moves.
@@ -224,7 +444,10 @@ class NormPair {
  public:
   NormPair(const Context& ctx, bool layer, DType dtype, DType weight_dtype, std::uint32_t width,
            NormOptions options)
-      : ctx_(ctx.share()), layer_(layer), options_(options) {
+      : ctx_(ctx.share()),
+        layer_(layer),
+        options_(options),
+        checks_(layer, dtype, weight_dtype, width) {
     spec_.dtype = dtype;
     spec_.weight_dtype = weight_dtype;
     spec_.width = width;
@@ -278,47 +501,15 @@ class NormPair {
   DType weight_dtype() const { return spec_.weight_dtype; }
   std::uint32_t last_vec() const { return last_vec_; }
 
-  std::string describe(bool backward) const {
-    return fmt::format("{}({}, weights {}, width {}).{}", layer_ ? "LayerNorm" : "RmsNorm",
-                       kernels::dtype_name(spec_.dtype), kernels::dtype_name(spec_.weight_dtype),
-                       spec_.width, backward ? "backward" : "forward");
-  }
+  std::string describe(bool backward) const { return checks_.describe(backward); }
 
-  // Checks every pointer and the shape, picks the vector width, fills values_, and returns the
-  // variant to launch. Formats nothing unless a check fails.
-  const Variant& check_and_bind(bool backward, std::span<const PointerArg> args,
-                                std::uint32_t batch, std::uint32_t stride,
-                                std::uint32_t width_check, const NormVariant& variant = {}) {
-    residual_elem_ = variant.residual == kernels::Residual::AddF32 ? 4 : elem();
-    if (width_check != 0 && width_check != spec_.width) [[unlikely]] {
-      fail(backward, fmt::format("called with width {}; this object was built for width {} "
-                                 "(make one object per width)",
-                                 width_check, spec_.width));
-    }
-    if (stride < spec_.width) [[unlikely]] {
-      fail(backward,
-           fmt::format("stride must be at least the width {}, got {}", spec_.width, stride));
-    }
-    if (batch > kernels::kMaxBatch) [[unlikely]] {
-      fail(backward,
-           fmt::format("batch must be at most {} rows, got {}", kernels::kMaxBatch, batch));
-    }
-    // (batch − 1) × stride < 2^63 cannot wrap; past 2^48 elements no GPU holds the rows, and the
-    // byte counts below could.
-    if (const std::uint64_t span = std::uint64_t{batch - 1} * stride + spec_.width;
-        span > kMaxSpanElements) [[unlikely]] {
-      fail(backward, fmt::format("batch {} × stride {} spans {} elements, more than a GPU "
-                                 "addresses (2^48)",
-                                 batch, stride, span));
-    }
+  // Binds a call whose checks passed (CallChecks::check): asks the driver whether each view is
+  // memory it knows, picks the vector width, fills values_, and returns the variant to launch.
+  const Variant& bind(bool backward, std::span<const PointerArg> args, const CallShape& shape,
+                      const NormVariant& variant) {
     std::uint64_t row_bits = 0, weight_bits = 0, residual_bits = 0;
     for (const PointerArg& a : args) {
-      const std::uint32_t e = expected_elem(a.role);
       const DeviceView& v = *a.view;
-      if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
-          (v.bytes != 0 && v.bytes < needed_bytes(a.role, batch, stride))) [[unlikely]] {
-        fail_pointer(backward, a, batch, stride);
-      }
       if (!known_allocation(v.address)) [[unlikely]] {
         fail(backward, fmt::format("{} at 0x{:x} is not memory the GPU can address (a host pointer "
                                    "from malloc or new, or freed memory?): allocate it on the "
@@ -330,88 +521,37 @@ class NormPair {
       if (a.role == Role::Weights) weight_bits |= v.address;
       if (a.role == Role::ResidualRows) residual_bits |= v.address;
     }
-    // A buffer written that overlaps another argument would be read after it is written, or
-    // written twice: in-place calls (y = x, dx = dy) are refused, not computed wrongly.
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      for (std::size_t j = i + 1; j < args.size(); ++j) {
-        const PointerArg& a = args[i];
-        const PointerArg& b = args[j];
-        if (!written(a.bind, backward) && !written(b.bind, backward)) continue;
-        const std::uint64_t a_end = a.view->address + needed_bytes(a.role, batch, stride);
-        const std::uint64_t b_end = b.view->address + needed_bytes(b.role, batch, stride);
-        if (a.view->address < b_end && b.view->address < a_end) [[unlikely]] {
-          const PointerArg& out = written(a.bind, backward) ? a : b;
-          const PointerArg& other = &out == &a ? b : a;
-          fail(backward, fmt::format("{} overlaps {}: in-place calls are not supported; give {} a "
-                                     "buffer of its own",
-                                     out.name, other.name, out.name));
-        }
-      }
-    }
-    const DType residual_dtype = residual_elem_ == 4 ? DType::F32 : spec_.dtype;
+    const DType residual_dtype = shape.residual_elem == 4 ? DType::F32 : spec_.dtype;
     const std::uint32_t vec =
         std::min(max_vec_[backward ? 1 : 0],
-                 kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, stride, row_bits,
+                 kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, shape.stride, row_bits,
                                            weight_bits, residual_dtype, residual_bits));
     last_vec_ = vec;
-    values_.batch = batch;
-    values_.stride = stride;
-    return built_variant({backward, alternate_pays(backward, vec, batch, variant), vec, variant});
+    values_.batch = shape.batch;
+    values_.stride = shape.stride;
+    return built_variant(
+        {backward, alternate_pays(backward, vec, shape.batch, variant), vec, variant});
   }
 
-  // A forward call of either norm (layer norm's args have b and mean): its views checked in the
-  // order of the kernel's parameters, bound, and launched.
+  // A forward call of either norm: checked, bound and launched.
   template <class Args>
   void forward(const Args& a) {
     if (a.batch == 0) return;
-    const NormVariant variant = variant_for(false, a);
-    PointerArgs ptrs;
-    ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-    ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-    if constexpr (requires { a.b; }) ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
-    ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
-    ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
-    ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
-    if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-    ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-    const Variant& v = check_and_bind(false, ptrs.view(), a.batch, stride_of(a), a.width, variant);
-    set_eps(a.eps);
+    const PointerArgs ptrs = forward_pointers(a);
+    const NormVariant variant = checks_.check(a, ptrs);
+    const Variant& v = bind(false, ptrs.view(), checks_.shape_of(a, variant), variant);
+    values_.eps = a.eps;
     launch_steps(v, a.batch, a.stream);
   }
 
-  // A backward call of either norm (layer norm's args have mean and db).
+  // A backward call of either norm.
   template <class Args>
   void backward(const Args& a) {
     if (a.batch == 0) return;
-    const NormVariant variant = variant_for(true, a);
-    PointerArgs ptrs;
-    ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
-    ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-    ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-    if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-    ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-    ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
-    ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
-    ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
-    if constexpr (requires { a.db; }) ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
-    const Variant& v = check_and_bind(true, ptrs.view(), a.batch, stride_of(a), a.width, variant);
+    const PointerArgs ptrs = backward_pointers(a);
+    const NormVariant variant = checks_.check(a, ptrs);
+    const Variant& v = bind(true, ptrs.view(), checks_.shape_of(a, variant), variant);
     launch_backward(v, a.batch, a.workspace, a.stream);
-  }
-
-  // A call's row stride: its own, or the width (0: contiguous rows).
-  template <class Args>
-  std::uint32_t stride_of(const Args& a) const {
-    return a.stride != 0 ? a.stride : spec_.width;
-  }
-
-  // The variant of a call's views (variant_of), refused with this object's name.
-  template <class Args>
-  NormVariant variant_for(bool backward, const Args& a) const {
-    try {
-      return variant_of(a);
-    } catch (const Error& e) {
-      fail(backward, e.what());
-    }
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -419,13 +559,6 @@ class NormPair {
       launch_raw(s.function, s.grid.grid(batch, spec_.width), s.block, s.shared, stream,
                  const_cast<void**>(s.params.data()));
     }
-  }
-
-  void set_eps(float eps) {
-    if (!(std::isfinite(eps) && eps >= 0)) [[unlikely]] {
-      fail(false, fmt::format("eps must be a finite number ≥ 0, got {}", eps));
-    }
-    values_.eps = eps;
   }
 
   // Binds the partial sums (and the row counter) and launches a backward. The workspace is the
@@ -438,7 +571,7 @@ class NormPair {
     const std::uint64_t need = v.built.workspace_bytes(batch);
     std::uint64_t base = ws.address;
     if (base != 0) {
-      if (ws.bytes < need || base % 16 != 0) [[unlikely]] {
+      if (ws.bytes < need || base % kWorkspaceAlignment != 0) [[unlikely]] {
         fail(true, fmt::format("the workspace at 0x{:x} holds {} bytes; a batch of {} needs "
                                "{} bytes, 16-byte aligned (workspace_bytes(batch) says how many)",
                                base, ws.bytes, batch, need));
@@ -503,36 +636,6 @@ class NormPair {
   }
 
  private:
-  std::uint32_t expected_elem(Role r) const {
-    switch (r) {
-      case Role::Rows:
-        return static_cast<std::uint32_t>(elem());
-      case Role::ResidualRows:
-        return static_cast<std::uint32_t>(residual_elem_);
-      case Role::Weights:
-        return static_cast<std::uint32_t>(weight_elem());
-      case Role::PerRow:
-        return 4;
-    }
-    return 0;
-  }
-
-  std::uint64_t needed_bytes(Role r, std::uint32_t batch, std::uint32_t stride) const {
-    switch (r) {
-      case Role::Rows:
-        return (std::uint64_t{batch - 1} * stride + spec_.width) *
-               static_cast<std::uint64_t>(elem());
-      case Role::ResidualRows:
-        return (std::uint64_t{batch - 1} * stride + spec_.width) *
-               static_cast<std::uint64_t>(residual_elem_);
-      case Role::Weights:
-        return std::uint64_t{spec_.width} * static_cast<std::uint64_t>(weight_elem());
-      case Role::PerRow:
-        return std::uint64_t{batch} * 4;
-    }
-    return 0;
-  }
-
   // Whether the driver knows `address` as memory a kernel may address: the allocations found
   // before are remembered, so that a caller who reuses its buffers asks the driver once.
   bool known_allocation(std::uint64_t address) {
@@ -546,35 +649,7 @@ class NormPair {
   }
 
   [[noreturn]] void fail(bool backward, const std::string& problem) const {
-    throw Error(fmt::format("{}: {}", describe(backward), problem));
-  }
-
-  [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, std::uint32_t batch,
-                                 std::uint32_t stride) const {
-    const DeviceView& v = *a.view;
-    const std::uint32_t e = expected_elem(a.role);
-    const std::string_view type =
-        a.role == Role::Rows ? kernels::dtype_name(spec_.dtype)
-        : a.role == Role::ResidualRows
-            ? kernels::dtype_name(residual_elem_ == 4 ? DType::F32 : spec_.dtype)
-        : a.role == Role::Weights ? kernels::dtype_name(spec_.weight_dtype)
-                                  : "f32";
-    if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", a.name));
-    if (v.element_bytes != 0 && v.element_bytes != e) {
-      fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)", a.name,
-                                 v.element_bytes, type, e));
-    }
-    if (v.address % e != 0) {
-      fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements", a.name,
-                                 v.address, e, type));
-    }
-    const bool rows = a.role == Role::Rows || a.role == Role::ResidualRows;
-    const std::string shape =
-        rows ? fmt::format("batch {} × stride {} (width {})", batch, stride, spec_.width)
-        : a.role == Role::Weights ? fmt::format("width {}", spec_.width)
-                                  : fmt::format("batch {}", batch);
-    fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes, shape,
-                               needed_bytes(a.role, batch, stride), type));
+    checks_.fail(backward, problem);
   }
 
   // Each direction comes as two variants picked per batch unless the options fix the knob: the
@@ -695,13 +770,47 @@ class NormPair {
   ModuleCache* cache_ = nullptr;
   std::map<VariantKey, std::unique_ptr<Variant>> variants_;
   std::map<VariantKey, std::uint32_t> alternate_limit_;  // keyed with alternate false
-  int residual_elem_ = 2;  // bytes of the residual add's elements in the call being checked
   std::optional<MemoryPool> pool_;  // the backward's workspace when the caller gives none
   std::string pool_error_;          // why there is no pool
   CallValues values_;
+  CallChecks checks_;
 };
 
+namespace {
+
+// A call's checks with no object: the dtype pair first (an object's construction checks it).
+template <class Args>
+void check_call_of(bool layer, DType dtype, DType weight_dtype, std::uint32_t width,
+                   const Args& a) {
+  kernels::check_weight_dtype(dtype, weight_dtype);
+  if (a.batch == 0) return;
+  const CallChecks checks(layer, dtype, weight_dtype, width);
+  if constexpr (is_backward<Args>) {
+    checks.check(a, backward_pointers(a));
+  } else {
+    checks.check(a, forward_pointers(a));
+  }
+}
+
+}  // namespace
 }  // namespace detail
+
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const LayerNormForwardArgs& args) {
+  detail::check_call_of(true, dtype, weight_dtype, width, args);
+}
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const LayerNormBackwardArgs& args) {
+  detail::check_call_of(true, dtype, weight_dtype, width, args);
+}
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const RmsNormForwardArgs& args) {
+  detail::check_call_of(false, dtype, weight_dtype, width, args);
+}
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const RmsNormBackwardArgs& args) {
+  detail::check_call_of(false, dtype, weight_dtype, width, args);
+}
 
 Norm::Norm(const Context& ctx, bool layer_norm, DType dtype, DType weight_dtype,
            std::uint32_t width, NormOptions options)

@@ -94,6 +94,8 @@ void validate(const NormSpec& spec);
 // (row_order tickets with single_launch 1). validate() lets those pass because one set of runtime
 // knobs serves both directions and spec_for_batch turns on single_launch per call.
 void check_knobs_apply(const NormSpec& spec);
+// The weights' dtype: the rows' or f32. Throws ptxdsl::Error naming both (validate() checks it).
+void check_weight_dtype(DType dtype, DType weight_dtype);
 // Host-side checks before a launch: batch in [1, kMaxBatch], stride ≥ width. Throw ptxdsl::Error.
 void check_batch(std::uint32_t batch);
 void check_stride(std::uint32_t width, std::uint32_t stride);

@@ -30,6 +30,9 @@ extern "C" {
 #define PTXDSL_VERSION \
   (PTXDSL_VERSION_MAJOR * 10000 + PTXDSL_VERSION_MINOR * 100 + PTXDSL_VERSION_PATCH)
 
+/* The widest row the norms take, in elements. */
+#define PTXDSL_MAX_WIDTH 262144
+
 /* What a call returned. */
 typedef enum ptxdsl_status {
   PTXDSL_SUCCESS = 0,
@@ -56,7 +59,8 @@ PTXDSL_C_API int32_t ptxdsl_version(void);
 /* "PTXDSL_ERROR_INVALID_ARGUMENT" for its code; "unknown status" for a value not in the enum. */
 PTXDSL_C_API const char* ptxdsl_status_name(int32_t status);
 /* This thread's message of its last call that failed; "" when its last call succeeded. Valid
- * until this thread's next call into the library. */
+ * until this thread's next call into the library; a message longer than 4095 bytes (a long JIT
+ * log) is cut there, ending in " [... truncated]". */
 PTXDSL_C_API const char* ptxdsl_last_error(void);
 /* Loads the CUDA driver: PTXDSL_SUCCESS, or PTXDSL_ERROR_NO_DRIVER with the reason. The other
  * calls load it themselves; this one asks without doing anything else. */
@@ -69,20 +73,25 @@ PTXDSL_C_API int32_t ptxdsl_device_count(int32_t* count);
  *                 context is used, as the CUDA runtime and frameworks built on it do)
  *   dtype         ptxdsl_dtype of x, y, dy, dx
  *   weight_dtype  ptxdsl_dtype of w, b, dw, db: the dtype, or PTXDSL_F32 with 16-bit rows
- *   batch         rows, in [0, 2147483647]; 0 returns at once
- *   width         elements a row, in [1, 65536]
- *   stride        elements from one row's start to the next (x, y, dy, dx); 0 means width
+ *   batch         rows, in [0, 2147483647]; 0 returns at once (after checking the enums, the
+ *                 ranges and that the pointers left NULL choose a variant)
+ *   width         elements a row, in [1, PTXDSL_MAX_WIDTH]
+ *   stride        elements from one row's start to the next (x, y, dy, dx), at least width; 0
+ *                 means width
  *   stream        where the launches are enqueued; nothing waits for the device, so calls may be
  *                 captured into a CUDA graph (ptxdsl_norm_prepare first keeps the JIT out of it)
  * Pointers are device memory the driver knows (cudaMalloc, cuMemAlloc, pools, managed or pinned);
  * each aligned to its element. Rows and weights 16-byte aligned, with a stride of a multiple of 16
  * bytes, are read in 16-byte vectors; others in the widest vectors they allow. mean and rstd are
  * float, one per row. Outputs may not overlap any other argument (no in-place calls).
+ * Every argument is checked before the driver is loaded, except what only the driver knows: that
+ * the device exists and that the pointers are memory it can address.
  * The objects behind the calls are built (and their kernels JIT-compiled) on the first call per
  * (device, norm, dtype, weight dtype, width) and kept until the process exits; calls from any
  * thread are safe, and calls for one such object are serialized while they enqueue. */
 
-/* y = (x - mean) * rstd * w + b per row; writes mean and rstd.
+/* y = (x - mean) * rstd * w + b per row; writes mean and rstd. eps, added to the variance, is a
+ * finite number >= 0 (NaN, infinities and negative numbers are refused).
  * w NULL: no affine (y is the normalized row; b must be NULL too); b NULL with a w: w alone.
  * residual, residual_out: the fused residual add, both or neither (NULL): h = x + residual, in
  * the dtype, is written to residual_out and normalized (in f32, before h is rounded); the
@@ -110,7 +119,8 @@ PTXDSL_C_API int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, i
                                                 void* dx, void* dw, void* db, void* workspace,
                                                 uint64_t workspace_bytes, ptxdsl_stream stream);
 
-/* y = x * rstd * w per row; writes rstd. residual and residual_out as for the layer norm. */
+/* y = x * rstd * w per row; writes rstd. eps (added to the mean square), residual and
+ * residual_out as for the layer norm. */
 PTXDSL_C_API int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dtype,
                                              int64_t batch, int64_t width, int64_t stride,
                                              const void* x, const void* w, const void* residual,

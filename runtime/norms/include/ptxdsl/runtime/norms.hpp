@@ -140,6 +140,20 @@ NormVariant variant_of(const LayerNormBackwardArgs& args);
 NormVariant variant_of(const RmsNormForwardArgs& args);
 NormVariant variant_of(const RmsNormBackwardArgs& args);
 
+// What a call on an object of this dtype, weight dtype and width is refused for before the
+// device is asked: the dtype pair, the variant, the stride, the rows' span, views that are null,
+// misaligned, too short or overlapping an output, eps, a misaligned workspace. Throws
+// ptxdsl::Error with the message the call would give; at batch 0 (a call that returns at once),
+// the dtype pair alone. Needs no driver (the C ABI checks this before it loads one).
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const LayerNormForwardArgs& args);
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const LayerNormBackwardArgs& args);
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const RmsNormForwardArgs& args);
+void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
+                const RmsNormBackwardArgs& args);
+
 namespace detail {
 class NormPair;
 }
