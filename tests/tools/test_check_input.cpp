@@ -137,6 +137,7 @@ TEST_CASE("check --ptx refuses what it cannot read or assemble, in one line", "[
     CHECK(r.out.empty());
     CHECK(r.err.find(c.says) != std::string::npos);
     CHECK(ends_in_one_error(r));
+    if (c.status == 2) CHECK(ptxdsl::test::lines(r.err) == 1);  // bad input is one line alone
     // No shell stands between us and ptxas, and the memory hint is for commands sized by options.
     CHECK(r.err.find("Unterminated") == std::string::npos);
     CHECK(r.err.find("--batch") == std::string::npos);

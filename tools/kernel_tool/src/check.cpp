@@ -67,11 +67,11 @@ int assemble_and_report(const CheckedPtx& in, std::chrono::seconds timeout) {
                     in.arch, timeout.count()));
   }
   if (!r.ok()) {
-    print_log(r.log);
     // A well-formed target that this ptxas does not know is the command line's, as a bad --arch.
     if (r.log.find("is not defined for option 'gpu-name'") != std::string::npos) {
       throw UsageError(fmt::format("ptxas ({}) knows no target '{}'", ptxas_path(), in.arch));
     }
+    print_log(r.log);
     throw std::runtime_error(
         fmt::format("ptxas -arch={} failed with exit status {}", in.arch, r.exit_code));
   }
