@@ -17,7 +17,7 @@ export PTXDSL_BUILD_DIR="$scratch/build" PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_
 cd "$scratch"
 unset PYTHONPATH PTXDSL_LIBRARY
 "$py" -c "import ptxdsl, pathlib; print('ptxdsl', ptxdsl.version(), 'from', pathlib.Path(ptxdsl.__file__).parent)"
-"$py" -c "import ptxdsl; assert '$source_dir' not in ptxdsl.__file__, ptxdsl.__file__"
+"$py" -c "import ptxdsl, sys; assert ptxdsl.__file__.startswith(sys.prefix), ptxdsl.__file__"
 "$py" -m pip show ptxdsl | grep '^Version:' >/dev/null
 "$py" -m pip uninstall -y ptxdsl
 if "$py" -c "import ptxdsl" 2>/dev/null; then

@@ -6,10 +6,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -67,13 +69,13 @@ class Scratch {
     return p;
   }
   // The names in the folder, sorted.
+  // The folder's entries, sorted (read here: test cases run in parallel processes).
   std::vector<std::string> names() const {
-    const std::string list = "/tmp/ptxdsl-output-test-list";
-    REQUIRE(std::system(("ls -A '" + dir_ + "' >" + list).c_str()) == 0);
-    std::istringstream in(read_file(list));
-    std::remove(list.c_str());
     std::vector<std::string> out;
-    for (std::string n; std::getline(in, n);) out.push_back(n);
+    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+      out.push_back(entry.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
     return out;
   }
   const std::string& dir() const { return dir_; }
