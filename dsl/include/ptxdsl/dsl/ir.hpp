@@ -79,31 +79,6 @@ enum class Op : std::uint8_t {
 inline constexpr std::uint32_t kMbarrierMaxCount = (1u << 20) - 1;
 inline constexpr std::uint32_t kBulkCopyMaxBytes = (1u << 20) - 16;
 
-// The arithmetic families: one rounding/precision/ftz/sat modifier scheme, integer or float.
-constexpr bool is_math_op(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Mad:
-    case Op::Fma:
-    case Op::Div:
-    case Op::Rem:
-    case Op::Min:
-    case Op::Max:
-    case Op::Abs:
-    case Op::Neg:
-    case Op::Rcp:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Ex2:
-    case Op::Lg2:
-      return true;
-    default:
-      return false;
-  }
-}
-
 enum class Rounding : std::uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
 enum class Cmp : std::uint8_t {
   Eq,
