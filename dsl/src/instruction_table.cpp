@@ -40,6 +40,17 @@ Handler select_barrier_cluster_arrive(const Instr& in);
 Handler select_cluster_ordering(const Instr& in);
 Handler select_st_async(const Instr& in);
 Handler select_red_async(const Instr& in);
+Handler select_popc(const Instr& in);
+Handler select_clz(const Instr& in);
+Handler select_brev(const Instr& in);
+Handler select_bfind(const Instr& in);
+Handler select_bfe(const Instr& in);
+Handler select_bfi(const Instr& in);
+Handler select_prmt(const Instr& in);
+Handler select_lop3(const Instr& in);
+Handler select_shf(const Instr& in);
+Handler select_dp4a(const Instr& in);
+Handler select_dp2a(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -739,6 +750,88 @@ constexpr std::array kTable = {
                     .types = kUntyped,
                     .least = kSm90Ptx78,
                     .semantics = select_grid_dependency},
+    InstructionInfo{.op = Op::Popc,
+                    .spelling = "popc",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_popc},
+    InstructionInfo{.op = Op::Clz,
+                    .spelling = "clz",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_clz},
+    InstructionInfo{.op = Op::Brev,
+                    .spelling = "brev",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_brev},
+    InstructionInfo{.op = Op::Bfind,
+                    .spelling = "bfind",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return (in.shift_amount ? ".shiftamt" : "") + type_suffix(in.type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfind},
+    InstructionInfo{.op = Op::Bfe,
+                    .spelling = "bfe",
+                    .modifiers = type_only,
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfe},
+    InstructionInfo{.op = Op::Bfi,
+                    .spelling = "bfi",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfi},
+    InstructionInfo{.op = Op::Prmt,
+                    .spelling = "prmt",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_prmt},
+    InstructionInfo{.op = Op::Lop3,
+                    .spelling = "lop3",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_lop3},
+    InstructionInfo{.op = Op::Shf,
+                    .spelling = "shf",
+                    .modifiers =
+                        [](const Instr& in) {
+                          static constexpr std::string_view kModes[] = {".l.wrap", ".l.clamp",
+                                                                        ".r.wrap", ".r.clamp"};
+                          return std::string(kModes[static_cast<int>(in.funnel)]) +
+                                 type_suffix(in.type);
+                        },
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_shf},
+    // dp4a.atype.btype: the types of a and b (u32 or s32); d and c are s32 unless both are u32.
+    InstructionInfo{
+        .op = Op::Dp4a,
+        .spelling = "dp4a",
+        .modifiers =
+            [](const Instr& in) { return type_suffix(in.type) + type_suffix(in.src_type); },
+        .types = {ScalarType::U32, ScalarType::S32},
+        .operands = Operands::DestSources,
+        .semantics = select_dp4a},
+    InstructionInfo{.op = Op::Dp2a,
+                    .spelling = "dp2a",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return (in.high_half ? ".hi" : ".lo") + type_suffix(in.type) +
+                                 type_suffix(in.src_type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_dp2a},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -68,6 +68,18 @@ enum class Op : std::uint8_t {
   RedAsync,       // red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.T
   GridDepLaunch,  // griddepcontrol.launch_dependents
   GridDepWait,    // griddepcontrol.wait
+  // Bits: counts, reversal, fields, byte permutes, three-input logic, funnel shifts, dot products.
+  Popc,   // popc.b32 d, a (d: u32)
+  Clz,    // clz.b32 d, a (d: u32)
+  Brev,   // brev.b32 d, a
+  Bfind,  // bfind{.shiftamt}.u32 d, a (d: u32)
+  Bfe,    // bfe.u32 d, a, pos, len
+  Bfi,    // bfi.b32 d, bits, base, pos, len
+  Prmt,   // prmt.b32 d, a, b, selector
+  Lop3,   // lop3.b32 d, a, b, c, lut
+  Shf,    // shf.{l,r}.{wrap,clamp}.b32 d, lo, hi, n
+  Dp4a,   // dp4a.atype.btype d, a, b, c
+  Dp2a,   // dp2a.{lo,hi}.atype.btype d, a, b, c
   Shfl,
   Bar,
   Bra,
@@ -116,6 +128,9 @@ enum class L2Evict : std::uint8_t { Normal, First, Last, Unchanged };
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
 // Where `prefetch` brings a line: L1, L2, or L2 with an eviction priority (sm_80, PTX 7.4).
 enum class PrefetchLevel : std::uint8_t { L1, L2, L2EvictLast, L2EvictNormal };
+// shf: the high 32 bits of {hi, lo} << n (Left) or the low 32 bits of {hi, lo} >> n (Right); n
+// taken mod 32 (Wrap) or capped at 32 (Clamp).
+enum class Funnel : std::uint8_t { LeftWrap, LeftClamp, RightWrap, RightClamp };
 // atom.add, or atom.inc (old >= b ? 0 : old + 1).
 enum class AtomOp : std::uint8_t { Add, Inc };
 enum class Special : std::uint8_t {
@@ -207,11 +222,14 @@ struct Instr {
   int vec = 1;                                 // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
-  bool uniform = false;       // bra.uni
-  MemSem sem = MemSem::None;  // barrier.cluster, mbarrier waits
-  Scope scope = Scope::Cta;   // mbarrier waits
-  bool aligned = false;       // barrier.cluster .aligned
-  std::vector<Operand> ops;   // destinations first, then sources, as PTX writes them
+  Funnel funnel = Funnel::LeftWrap;  // shf
+  bool shift_amount = false;         // bfind.shiftamt
+  bool high_half = false;            // dp2a.hi
+  bool uniform = false;              // bra.uni
+  MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits
+  Scope scope = Scope::Cta;          // mbarrier waits
+  bool aligned = false;              // barrier.cluster .aligned
+  std::vector<Operand> ops;          // destinations first, then sources, as PTX writes them
   // Guard predicate: `@%p1` / `@!%p1`.
   bool guarded = false;
   bool guard_negated = false;
