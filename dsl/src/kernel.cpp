@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "instruction_table.hpp"
 #include "param_alignment.hpp"
 #include "ptxdsl/dsl/emit.hpp"
 #include "ptxdsl/dsl/module.hpp"
@@ -151,8 +152,8 @@ void Kernel::commit(Instr in) {
       !problem.empty()) {
     fail(in, problem);
   }
-  if (!in.ops.empty() && in.ops[0].kind == Operand::Kind::Reg && in.op != Op::St &&
-      in.op != Op::Red) {
+  if (!in.ops.empty() && in.ops[0].kind == Operand::Kind::Reg &&
+      detail::writes_first_operand(detail::instruction(in.op).operands)) {
     in.comment = reg_name(in.ops[0].reg);
   }
   body_.push_back(std::move(in));

@@ -1,5 +1,7 @@
 #include "param_alignment.hpp"
 
+#include "instruction_table.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -194,29 +196,31 @@ class Analysis {
     }
   }
 
+  // A global access's address must be aligned to the bytes it moves: to the element vector of
+  // ld/st/atom/red, to the copy size of cp.async, to 16 bytes for a bulk copy's source.
   void access(const Instr& in) {
-    const auto bytes = [&](int vec) {
-      return static_cast<std::uint32_t>(size_bytes(in.type)) * static_cast<std::uint32_t>(vec);
+    const InstructionInfo& row = instruction(in.op);
+    const MemoryEffect m = row.memory;
+    const auto global = [&](Mem e) {
+      return e == Mem::Global || (e == Mem::InstrSpace && in.space == Space::Global);
     };
-    switch (in.op) {
-      case Op::Ld:
-        if (in.space == Space::Global && in.ops.size() >= 2) require(in.ops[1], bytes(in.vec));
+    if (!global(m.reads) && !global(m.writes)) return;
+    const auto elements = static_cast<std::uint32_t>(size_bytes(in.type) * in.vec);
+    switch (row.operands) {
+      case Operands::Load:
+      case Operands::AtomResult:
+        if (in.ops.size() >= 2) require(in.ops[1], elements);
         return;
-      case Op::St:
-        if (in.space == Space::Global && !in.ops.empty()) require(in.ops[0], bytes(in.vec));
+      case Operands::Store:
+      case Operands::AtomNoResult:
+        if (!in.ops.empty()) require(in.ops[0], elements);
         return;
-      case Op::Atom:
-        if (in.space == Space::Global && in.ops.size() >= 2) require(in.ops[1], bytes(1));
-        return;
-      case Op::Red:
-        if (in.space == Space::Global && !in.ops.empty()) require(in.ops[0], bytes(1));
-        return;
-      case Op::CpAsync:  // [dst], [src], cp-size: the source aligned to the copy
+      case Operands::CpAsync:  // [dst], [src], cp-size
         if (in.ops.size() >= 3) {
           require(in.ops[1], static_cast<std::uint32_t>(immediate(in.ops[2])));
         }
         return;
-      case Op::CpAsyncBulk:  // 16-byte aligned source
+      case Operands::BulkCopy:
         if (in.ops.size() >= 2) require(in.ops[1], 16);
         return;
       default:

@@ -2,17 +2,16 @@
 
 #include <fmt/format.h>
 
+#include "instruction_table.hpp"
+
 namespace ptxdsl::detail {
 namespace {
 
 bool is_f16_kind(ScalarType t) {
   return t == ScalarType::F16 || t == ScalarType::F16x2;
 }
-bool is_bf16_kind(ScalarType t) {
-  return t == ScalarType::BF16 || t == ScalarType::BF16x2;
-}
 bool is_16bit_float(ScalarType t) {
-  return is_f16_kind(t) || is_bf16_kind(t);
+  return is_f16_kind(t) || t == ScalarType::BF16 || t == ScalarType::BF16x2;
 }
 
 bool is_float_rounding(Rounding r) {
@@ -22,84 +21,63 @@ bool is_integer_rounding(Rounding r) {
   return r == Rounding::Rni || r == Rounding::Rzi || r == Rounding::Rmi || r == Rounding::Rpi;
 }
 
-bool is_add_sub_mul(Op op) {
-  return op == Op::Add || op == Op::Sub || op == Op::Mul;
+std::string check_l2_prefetch(const Instr& in) {
+  if (in.l2_prefetch != 0 && in.l2_prefetch != 64 && in.l2_prefetch != 128 &&
+      in.l2_prefetch != 256) {
+    return fmt::format("the L2 prefetch size must be 64, 128 or 256 bytes, got {}", in.l2_prefetch);
+  }
+  return {};
 }
 
-std::string check_integer_math(const Instr& in) {
+std::string check_integer_math(const Instr& in, const MathForms& m) {
   if (in.precision != Precision::Exact || in.rounding != Rounding::None) {
     return "rounding modes and .approx/.full apply to floating-point types only";
   }
   if (in.ftz) return ".ftz applies to floating-point types only";
-  if (in.sat && !((in.op == Op::Add || in.op == Op::Sub) && in.type == ScalarType::S32)) {
+  if (in.sat && !(m.sat_s32 && in.type == ScalarType::S32)) {
     return ".sat applies to add.s32 and sub.s32 among the integer forms";
   }
   return {};
 }
 
-bool approx_allowed(const Instr& in) {
+std::string check_float_math(const Instr& in, const MathForms& m) {
   const ScalarType t = in.type;
-  switch (in.op) {
-    case Op::Div:
-    case Op::Sqrt:
-    case Op::Lg2:
-      return t == ScalarType::F32;
-    case Op::Rcp:
-    case Op::Rsqrt:
-      return t == ScalarType::F32 || t == ScalarType::F64;
-    case Op::Ex2:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool ftz_allowed(const Instr& in) {
-  const ScalarType t = in.type;
-  if (t == ScalarType::F32) return true;
-  if (is_f16_kind(t)) return in.op != Op::Ex2;
-  if (is_bf16_kind(t)) return in.op == Op::Ex2;
-  return t == ScalarType::F64 && (in.op == Op::Rcp || in.op == Op::Rsqrt) &&
-         in.precision == Precision::Approx;
-}
-
-std::string check_float_math(const Instr& in) {
-  const ScalarType t = in.type;
-  const bool approx_only = in.op == Op::Rsqrt || in.op == Op::Ex2 || in.op == Op::Lg2;
+  const bool approx = in.precision == Precision::Approx;
   if (is_integer_rounding(in.rounding)) {
     return "integer rounding modes (.rni, .rzi, .rmi, .rpi) apply to cvt only";
   }
   if (in.precision != Precision::Exact && in.rounding != Rounding::None) {
     return "choose .approx/.full or a rounding mode, not both";
   }
-  if (in.precision == Precision::Approx && !approx_allowed(in)) return "has no .approx form";
-  if (in.precision == Precision::Full && !(in.op == Op::Div && t == ScalarType::F32)) {
+  if (approx && !m.approx.has(t)) return "has no .approx form";
+  if (in.precision == Precision::Full && !(m.full && t == ScalarType::F32)) {
     return ".full exists for div.f32 only";
   }
-  if (approx_only && in.precision != Precision::Approx) {
-    return "has only the .approx form (MathMode kApprox)";
-  }
+  if (m.approx_only && !approx) return "has only the .approx form (MathMode kApprox)";
   if (in.rounding != Rounding::None) {
-    const bool takes_rounding = is_add_sub_mul(in.op) || in.op == Op::Fma || in.op == Op::Div ||
-                                in.op == Op::Rcp || in.op == Op::Sqrt;
-    if (!takes_rounding) return "takes no rounding mode";
+    if (!m.rounding) return "takes no rounding mode";
     if (is_16bit_float(t) && in.rounding != Rounding::Rn) {
       return "the 16-bit float forms round to nearest (.rn) only";
     }
   }
-  if (in.ftz && !ftz_allowed(in)) return ".ftz does not apply to this form";
-  if (!in.ftz && is_bf16_kind(t) && in.op == Op::Ex2) {
-    return "ex2.approx on bf16 needs .ftz (MathMode kApproxFtz)";
+  if (in.ftz && !(m.ftz.has(t) || (approx && m.ftz_approx.has(t)))) {
+    return ".ftz does not apply to this form";
   }
-  if (!in.ftz && t == ScalarType::F64 && in.op == Op::Rcp && in.precision == Precision::Approx) {
-    return "rcp.approx.f64 needs .ftz (MathMode kApproxFtz)";
+  if (!in.ftz && approx && m.approx_needs_ftz.has(t)) {
+    return fmt::format("{}.approx.{} needs .ftz (MathMode kApproxFtz)", instruction(in.op).spelling,
+                       ptx_name(t));
   }
-  if (in.sat) {
-    const bool sat_ok =
-        (t == ScalarType::F32 || is_f16_kind(t)) && (is_add_sub_mul(in.op) || in.op == Op::Fma);
-    if (!sat_ok) return ".sat applies to add, sub, mul and fma on f32 and f16 only";
+  if (in.sat && !(m.sat && (t == ScalarType::F32 || is_f16_kind(t)))) {
+    return ".sat applies to add, sub, mul and fma on f32 and f16 only";
   }
   return {};
+}
+
+}  // namespace
+
+std::string check_math(const Instr& in) {
+  const MathForms& m = instruction(in.op).math;
+  return is_float(in.type) ? check_float_math(in, m) : check_integer_math(in, m);
 }
 
 std::string check_setp(const Instr& in) {
@@ -172,20 +150,17 @@ std::string check_memory(const Instr& in) {
     return "L2 cache hints apply to global memory only";
   }
   if (in.l2_prefetch != 0 && in.op != Op::Ld) return "an L2 prefetch size applies to loads only";
-  if (in.l2_prefetch != 0 && in.l2_prefetch != 64 && in.l2_prefetch != 128 &&
-      in.l2_prefetch != 256) {
-    return fmt::format("the L2 prefetch size must be 64, 128 or 256 bytes, got {}", in.l2_prefetch);
-  }
+  if (std::string p = check_l2_prefetch(in); !p.empty()) return p;
   const int bytes = in.vec * size_bytes(in.type);
   if (bytes > 16) return fmt::format("one access moves at most 16 bytes, got {}", bytes);
   return {};
 }
 
+namespace {
+
 // 16-bit float values have no immediate form in arithmetic; only data movement takes their bits.
 std::string check_immediates(const Instr& in) {
-  if (!is_16bit_float(in.type) || in.op == Op::Mov || in.op == Op::Selp || in.op == Op::St) {
-    return {};
-  }
+  if (!is_16bit_float(in.type) || instruction(in.op).float16_immediates) return {};
   for (const Operand& o : in.ops) {
     if (o.kind == Operand::Kind::Imm) {
       return "16-bit float immediates are not operands of arithmetic in PTX; mov the value into a "
@@ -195,116 +170,43 @@ std::string check_immediates(const Instr& in) {
   return {};
 }
 
-std::string check_form(const Instr& in) {
-  if (std::string p = check_immediates(in); !p.empty()) return p;
-  if (is_math_op(in.op)) return is_float(in.type) ? check_float_math(in) : check_integer_math(in);
-  switch (in.op) {
-    case Op::Setp:
-      return check_setp(in);
-    case Op::Cvt:
-      return check_cvt(in);
-    case Op::CvtPack:
-      if (in.rounding != Rounding::Rn && in.rounding != Rounding::Rz) {
-        return "a cvt to a 16-bit float pair rounds with .rn or .rz";
-      }
-      return {};
-    case Op::Ld:
-    case Op::St:
-      return check_memory(in);
-    case Op::CpAsync:
-      if (in.cache == CacheOp::Cg && in.ops.size() > 2 && in.ops[2].imm_bits != 16) {
-        return "cp.async.cg copies 16 bytes only; narrower copies take .ca";
-      }
-      if (in.l2_prefetch != 0 && in.l2_prefetch != 64 && in.l2_prefetch != 128 &&
-          in.l2_prefetch != 256) {
-        return fmt::format("the L2 prefetch size must be 64, 128 or 256 bytes, got {}",
-                           in.l2_prefetch);
-      }
-      return {};
-    default:
-      return {};
+std::string check_types(const Instr& in) {
+  const InstructionInfo& row = instruction(in.op);
+  if (row.types.has(in.type)) return {};
+  std::string allowed;
+  for (int t = 0; t <= static_cast<int>(ScalarType::F64); ++t) {
+    if (row.types.has(static_cast<ScalarType>(t))) {
+      allowed +=
+          fmt::format("{}.{}", allowed.empty() ? "" : ", ", ptx_name(static_cast<ScalarType>(t)));
+    }
   }
-}
-
-struct Requirement {
-  Arch arch = Arch::Sm80;
-  PtxVersion version{7, 0};
-};
-
-// Clusters came with sm_90 and PTX 7.8; the memory-ordering qualifiers, the async proxy fence and
-// the transaction-count mbarrier operations with PTX 8.0; st.async and red.async with PTX 8.1.
-// sm_80 (the default Requirement) where the form is not a cluster one.
-Requirement cluster_requirement(const Instr& in) {
-  switch (in.op) {
-    case Op::Mov:
-      if (in.ops.size() == 2 && in.ops[1].kind == Operand::Kind::Special &&
-          is_cluster_special(in.ops[1].special)) {
-        return {Arch::Sm90, {7, 8}};
-      }
-      return {};
-    case Op::Ld:
-    case Op::St:
-      return in.space == Space::SharedCluster ? Requirement{Arch::Sm90, {7, 8}} : Requirement{};
-    case Op::Mapa:
-    case Op::FenceCluster:
-      return {Arch::Sm90, {7, 8}};
-    case Op::BarClusterArrive:
-    case Op::BarClusterWait:
-      return {Arch::Sm90, in.sem == MemSem::None ? PtxVersion{7, 8} : PtxVersion{8, 0}};
-    case Op::MbarrierArrive:
-    case Op::MbarrierWait:
-      return in.sem == MemSem::None ? Requirement{} : Requirement{Arch::Sm90, {8, 0}};
-    case Op::FenceProxyAsync:
-    case Op::MbarrierExpectTx:
-    case Op::MbarrierCompleteTx:
-      return {Arch::Sm90, {8, 0}};
-    case Op::StAsync:
-    case Op::RedAsync:
-      return {Arch::Sm90, {8, 1}};
-    default:
-      return {};
-  }
-}
-
-// The oldest target and PTX version an instruction form needs, where that is newer than sm_80 /
-// PTX 7.0 (the oldest pair a module may have).
-Requirement requirement(const Instr& in) {
-  const ScalarType t = in.type;
-  if (is_bf16_kind(t) && (is_add_sub_mul(in.op) || in.op == Op::Ex2)) return {Arch::Sm90, {7, 8}};
-  if (in.op == Op::Setp && t == ScalarType::BF16) return {Arch::Sm90, {7, 8}};
-  if (in.op == Op::Cvt && (t == ScalarType::BF16 || in.src_type == ScalarType::BF16)) {
-    // sm_80 converts bf16 only to and from f32.
-    if (t == ScalarType::F32) return {Arch::Sm80, {7, 1}};
-    if (in.src_type != ScalarType::F32) return {Arch::Sm90, {7, 8}};
-  }
-  if ((in.op == Op::Ld || in.op == Op::St) &&
-      (in.eviction != Eviction::None || in.l2_cache_hint || in.l2_prefetch != 0)) {
-    return {Arch::Sm80, {7, 4}};
-  }
-  if (in.op == Op::CreatePolicy) return {Arch::Sm80, {7, 4}};
-  if (Requirement r = cluster_requirement(in); r.arch != Arch::Sm80) return r;
-  if (in.op == Op::GridDepLaunch || in.op == Op::GridDepWait) return {Arch::Sm90, {7, 8}};
-  // mbarrier.init is sm_80's; arrive with the sink `_` and try_wait sm_90's (PTX 7.8); expect_tx,
-  // the bulk copy and the init fence came with PTX 8.0.
-  if (in.op == Op::MbarrierWait) return {Arch::Sm90, {7, 8}};
-  if (in.op == Op::MbarrierArrive)
-    return {Arch::Sm90, in.ops.size() > 1 ? PtxVersion{8, 0} : PtxVersion{7, 8}};
-  if (in.op == Op::CpAsyncBulk || in.op == Op::FenceMbarrierInit) return {Arch::Sm90, {8, 0}};
-  if (in.op == Op::Prefetch &&
-      (in.prefetch == PrefetchLevel::L2EvictLast || in.prefetch == PrefetchLevel::L2EvictNormal)) {
-    return {Arch::Sm80, {7, 4}};
-  }
-  if (in.op == Op::CpAsync && (in.l2_cache_hint || in.l2_prefetch != 0)) {
-    return {Arch::Sm80, {7, 4}};
-  }
-  return {};
+  return fmt::format("{} takes the types {}, got .{}", row.spelling, allowed, ptx_name(in.type));
 }
 
 }  // namespace
 
+std::string check_cvt_pack(const Instr& in) {
+  if (in.rounding != Rounding::Rn && in.rounding != Rounding::Rz) {
+    return "a cvt to a 16-bit float pair rounds with .rn or .rz";
+  }
+  return {};
+}
+
+std::string check_cp_async(const Instr& in) {
+  if (in.cache == CacheOp::Cg && in.ops.size() > 2 && in.ops[2].imm_bits != 16) {
+    return "cp.async.cg copies 16 bytes only; narrower copies take .ca";
+  }
+  return check_l2_prefetch(in);
+}
+
 std::string check_instr(const Instr& in, Arch arch, PtxVersion version) {
-  if (std::string problem = check_form(in); !problem.empty()) return problem;
-  const Requirement need = requirement(in);
+  const InstructionInfo& row = instruction(in.op);
+  if (std::string problem = check_types(in); !problem.empty()) return problem;
+  if (std::string problem = check_immediates(in); !problem.empty()) return problem;
+  if (row.check != nullptr) {
+    if (std::string problem = row.check(in); !problem.empty()) return problem;
+  }
+  const Requirement need = row.form_needs ? newest(row.least, row.form_needs(in)) : row.least;
   if (arch < need.arch) {
     return fmt::format("needs {} or newer; the module targets {}", arch_name(need.arch),
                        arch_name(arch));

@@ -755,6 +755,43 @@ std::vector<Row> control_flow() {
   };
 }
 
+std::vector<Row> bits() {
+  return {
+      ROW("popc.b32 %r16, %r1;", k.popc(x.u[0])),
+      ROW("popc.b64 %r16, %rd1;", k.popc(x.ud[0])),
+      ROW("clz.b32 %r16, %r13;", k.clz(x.b32[0])),
+      ROW("clz.b64 %r16, %rd6;", k.clz(x.b64[0])),
+      ROW("brev.b32 %r16, %r4;", k.brev(x.s[0])),
+      ROW("brev.b64 %rd9, %rd1;", k.brev(x.ud[0])),
+      ROW("bfind.u32 %r16, %r1;", k.bfind(x.u[0])),
+      ROW("bfind.s32 %r16, %r4;", k.bfind(x.s[0])),
+      ROW("bfind.shiftamt.u64 %r16, %rd1;", k.bfind(x.ud[0], true)),
+      ROW("bfind.shiftamt.s64 %r16, %rd4;", k.bfind(x.sd[0], true)),
+      ROW("bfe.u32 %r16, %r1, 8, 4;", k.bfe(x.u[0], 8u, 4u)),
+      ROW("bfe.s32 %r16, %r4, %r1, %r2;", k.bfe(x.s[0], x.u[0], x.u[1])),
+      ROW("bfe.u64 %rd9, %rd1, %r1, 16;", k.bfe(x.ud[0], x.u[0], 16u)),
+      ROW("bfe.s64 %rd9, %rd4, 40, 8;", k.bfe(x.sd[0], 40u, 8u)),
+      ROW("bfi.b32 %r16, %r13, %r14, 4, 8;", k.bfi(x.b32[0], x.b32[1], 4u, 8u)),
+      ROW("bfi.b32 %r16, %r1, 0, %r2, %r3;", k.bfi(x.u[0], 0u, x.u[1], x.u[2])),
+      ROW("bfi.b64 %rd9, %rd6, %rd7, %r1, 12;", k.bfi(x.b64[0], x.b64[1], x.u[0], 12u)),
+      ROW("prmt.b32 %r16, %r1, %r2, 12816;", k.prmt(x.u[0], x.u[1], 0x3210u)),
+      ROW("prmt.b32 %r16, %r13, %r14, %r3;", k.prmt(x.b32[0], x.b32[1], x.u[2])),
+      ROW("lop3.b32 %r16, %r1, %r2, %r3, 0xEA;", k.lop3(x.u[0], x.u[1], x.u[2], 0xEA)),
+      ROW("lop3.b32 %r16, %r13, 0xFF, %r14, 0x96;", k.lop3(x.b32[0], 0xFFu, x.b32[1], 0x96)),
+      ROW("shf.l.wrap.b32 %r16, %r1, %r2, %r3;", k.shf(Funnel::LeftWrap, x.u[0], x.u[1], x.u[2])),
+      ROW("shf.l.clamp.b32 %r16, %r1, %r2, 8;", k.shf(Funnel::LeftClamp, x.u[0], x.u[1], 8u)),
+      ROW("shf.r.wrap.b32 %r16, %r13, %r14, %r1;",
+          k.shf(Funnel::RightWrap, x.b32[0], x.b32[1], x.u[0])),
+      ROW("shf.r.clamp.b32 %r16, %r4, %r5, 40;", k.shf(Funnel::RightClamp, x.s[0], x.s[1], 40u)),
+      ROW("dp4a.u32.u32 %r16, %r1, %r2, %r3;", k.dp4a(x.u[0], x.u[1], x.u[2])),
+      ROW("dp4a.s32.u32 %r16, %r4, %r1, %r5;", k.dp4a(x.s[0], x.u[0], x.s[1])),
+      ROW("dp4a.u32.s32 %r16, %r1, %r4, 0;", k.dp4a(x.u[0], x.s[0], 0)),
+      ROW("dp4a.s32.s32 %r16, %r4, %r5, -7;", k.dp4a(x.s[0], x.s[1], -7)),
+      ROW("dp2a.lo.u32.u32 %r16, %r1, %r2, %r3;", k.dp2a(x.u[0], x.u[1], x.u[2])),
+      ROW("dp2a.hi.s32.u32 %r16, %r4, %r1, %r5;", k.dp2a(x.s[0], x.u[0], x.s[1], true)),
+  };
+}
+
 std::vector<Row> operators() {
   return {
       ROW("add.f32 %f4, %f1, %f2;", x.a + x.b),
@@ -821,6 +858,10 @@ TEST_CASE("arithmetic: add sub mul mad fma div rem min max abs neg", "[dsl][inst
 
 TEST_CASE("logic and shifts", "[dsl][instructions]") {
   check_table(logic(), "logic");
+}
+
+TEST_CASE("bits: popc clz brev bfind bfe bfi prmt lop3 shf dp4a dp2a", "[dsl][instructions]") {
+  check_table(bits(), "bits");
 }
 
 TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]") {

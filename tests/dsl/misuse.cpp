@@ -402,7 +402,7 @@ TEST_CASE("precision and rounding modifiers must exist for the form", "[dsl][mis
   CHECK_MISUSE(k.fma(bh, bh, bh, MathMode{Precision::Exact, Rounding::Rn, true}), "k",
                "instruction 'fma.rn.ftz.bf16'", ".ftz does not apply to this form");
   CHECK_MISUSE(k.ex2(k.reg<BF16>()), "k", "instruction 'ex2.approx.bf16'",
-               "ex2.approx on bf16 needs .ftz (MathMode kApproxFtz)");
+               "ex2.approx.bf16 needs .ftz (MathMode kApproxFtz)");
   CHECK_MISUSE(k.ex2(h, kApproxFtz), "k", "instruction 'ex2.approx.ftz.f16'",
                ".ftz does not apply to this form");
   CHECK_MISUSE(k.min(x.f, x.f, MathMode{.sat = true}), "k", "instruction 'min.sat.f32'",

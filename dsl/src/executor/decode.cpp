@@ -3,6 +3,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "../instruction_table.hpp"
 #include "program.hpp"
 #include "ptxdsl/dsl/emit.hpp"
 
@@ -173,7 +174,7 @@ class Decoder {
     add_src(d, reg_slot(in, o.reg));
   }
 
-  void memory(const Instr& in, DInstr& d) {
+  void memory(const Instr& in, DInstr& d, Operands layout) {
     d.vec = static_cast<std::uint8_t>(in.vec);
     d.elem_bytes = static_cast<std::uint8_t>(size_bytes(in.type));
     if (in.ops.size() < 2) fail(in, "missing operands");
@@ -189,22 +190,22 @@ class Decoder {
       }
       return slots;
     };
-    switch (in.op) {
-      case Op::Ld:
+    switch (layout) {
+      case Operands::Load:
         address(in, d, in.ops[1]);
         for (std::uint32_t s : values(in.ops[0], true)) add_dst(d, s);
         break;
-      case Op::St:
+      case Operands::Store:
         address(in, d, in.ops[0]);
         for (std::uint32_t s : values(in.ops[1], false)) add_src(d, s);
         break;
-      case Op::Atom:
+      case Operands::AtomResult:
         if (in.ops.size() != 3) fail(in, "atom takes d, [a], b");
         add_dst(d, dest(in, in.ops[0]));
         address(in, d, in.ops[1]);
         add_src(d, source(in, in.ops[2]));
         break;
-      default:  // Red
+      default:  // AtomNoResult
         address(in, d, in.ops[0]);
         add_src(d, source(in, in.ops[1]));
         break;
@@ -254,30 +255,34 @@ class Decoder {
       d.guard = reg_slot(in, in.guard);
       d.guard_negated = in.guard_negated;
     }
-    switch (in.op) {
-      case Op::Bra:
-        d.flow = Flow::Bra;
-        return d;
-      case Op::Ret:
-        d.flow = Flow::Ret;
-        return d;
-      case Op::Bar:
-        d.flow = Flow::Bar;
+    const InstructionInfo& row = instruction(in.op);
+    d.flow = row.flow;
+    switch (row.operands) {
+      case Operands::Label:
+        fail(in, "label");
+      case Operands::Branch:
+      case Operands::None:
+        break;
+      case Operands::Count:
         if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
-          fail(in, "bar.sync takes one immediate barrier id");
+          fail(in, fmt::format("{} takes one immediate count", mnemonic(in)));
         }
         d.aux = static_cast<std::uint32_t>(in.ops[0].imm_bits);
-        return d;
-      case Op::Mov:
+        break;
+      case Operands::DestSources:
+        if (in.ops.empty()) fail(in, "no operands");
+        operands_in_order(in, d, 1);
+        break;
+      case Operands::Mov:
         mov(in, d);
         break;
-      case Op::Ld:
-      case Op::St:
-      case Op::Atom:
-      case Op::Red:
-        memory(in, d);
+      case Operands::Load:
+      case Operands::Store:
+      case Operands::AtomResult:
+      case Operands::AtomNoResult:
+        memory(in, d, row.operands);
         break;
-      case Op::CpAsync: {
+      case Operands::CpAsync:
         // src: shared destination base, global source base, [src-size]; offsets: aux (shared),
         // offset (global); elem_bytes: the copy size.
         if (in.ops.size() < 3) fail(in, "cp.async takes [dst], [src], cp-size{, src-size}");
@@ -288,28 +293,25 @@ class Decoder {
         // A cache policy, last where there is one, is a hint: not read here.
         if (in.ops.size() > (in.l2_cache_hint ? 4u : 3u)) add_src(d, source(in, in.ops[3]));
         break;
-      }
-      case Op::Prefetch:
-        if (in.ops.size() != 1) fail(in, "prefetch takes [a]");
+      case Operands::Address:
+        if (in.ops.size() != 1) fail(in, "takes [a]");
         address(in, d, in.ops[0]);
         break;
-      case Op::MbarrierInit:
-      case Op::MbarrierArrive:
+      case Operands::Mbarrier:
         // src: mbarrier base, then the count (init) or the transaction bytes (expect_tx).
         if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes [bar] and at most one value");
         address(in, d, in.ops[0]);
         if (in.ops.size() == 2) add_src(d, source(in, in.ops[1]));
         if (in.op == Op::MbarrierInit && in.ops.size() != 2) fail(in, "takes [bar], count");
         break;
-      case Op::MbarrierWait:
+      case Operands::MbarrierWait:
         // dst: the predicate; src: mbarrier base, parity.
         if (in.ops.size() != 3) fail(in, "takes p, [bar], parity");
-        d.flow = Flow::MbarWait;
         add_dst(d, dest(in, in.ops[0]));
         address(in, d, in.ops[1]);
         add_src(d, source(in, in.ops[2]));
         break;
-      case Op::CpAsyncBulk: {
+      case Operands::BulkCopy:
         // src: destination base, mbarrier base, source base, size; offsets: aux (destination),
         // offset2 (mbarrier), offset (source).
         if (in.ops.size() != 4) fail(in, "takes [dst], [src], size, [bar]");
@@ -320,24 +322,13 @@ class Decoder {
         address(in, d, in.ops[1]);
         add_src(d, source(in, in.ops[2]));
         break;
-      }
-      case Op::FenceMbarrierInit:
-      case Op::BarClusterArrive:
-      case Op::FenceCluster:
-      case Op::FenceProxyAsync:
-        break;
-      case Op::BarClusterWait:
-        d.flow = Flow::ClusterWait;
-        break;
-      case Op::MbarrierExpectTx:
-      case Op::MbarrierCompleteTx:
+      case Operands::TxCount:
         // src: mbarrier base, the transaction bytes.
         if (in.ops.size() != 2) fail(in, "takes [bar], tx-count");
         address(in, d, in.ops[0]);
         add_src(d, source(in, in.ops[1]));
         break;
-      case Op::StAsync:
-      case Op::RedAsync: {
+      case Operands::AsyncRemote: {
         // src: destination base, value, mbarrier base; offsets: offset (destination), offset2
         // (mbarrier).
         if (in.ops.size() != 3) fail(in, "takes [a], b, [bar]");
@@ -350,84 +341,14 @@ class Decoder {
         d.elem_bytes = static_cast<std::uint8_t>(size_bytes(in.type));
         break;
       }
-      case Op::CpAsyncCommit:
-      case Op::GridDepLaunch:
-      case Op::GridDepWait:
-      case Op::FenceGpu:
-        break;
-      case Op::CpAsyncWait:
-        if (in.ops.size() != 1 || in.ops[0].kind != Operand::Kind::Imm) {
-          fail(in, "cp.async.wait_group takes one immediate group count");
-        }
-        d.aux = static_cast<std::uint32_t>(in.ops[0].imm_bits);
-        break;
-      case Op::Label:
-        fail(in, "label");
-      default: {
-        std::size_t ndst = 1;
-        if (in.ops.empty()) fail(in, "no operands");
-        operands_in_order(in, d, ndst);
-        break;
-      }
     }
-    d.fn = select(in);
+    // Branches, barriers and ret are the scheduler's; every other form has a handler.
+    if (d.flow == Flow::Bra || d.flow == Flow::Bar || d.flow == Flow::Ret) return d;
+    d.fn = row.semantics != nullptr ? row.semantics(in) : nullptr;
     if (d.fn == nullptr) {
       fail(in, fmt::format("{} is not supported for type {}", mnemonic(in), ptx_name(in.type)));
     }
     return d;
-  }
-
-  Handler select(const Instr& in) {
-    switch (in.op) {
-      case Op::Mov:
-      case Op::Setp:
-      case Op::Selp:
-      case Op::Shfl:
-      case Op::Cvta:
-      case Op::CreatePolicy:
-      case Op::GridDepLaunch:
-      case Op::GridDepWait:
-      case Op::FenceGpu:
-        return select_misc(in);
-      case Op::Cvt:
-      case Op::CvtPack:
-        return select_convert(in);
-      case Op::Ld:
-      case Op::St:
-        return in.space == Space::SharedCluster ? select_cluster(in) : select_memory(in);
-      case Op::Atom:
-      case Op::Red:
-      case Op::CpAsync:
-      case Op::CpAsyncCommit:
-      case Op::CpAsyncWait:
-      case Op::Prefetch:
-        return select_memory(in);
-      case Op::MbarrierInit:
-      case Op::MbarrierArrive:
-      case Op::MbarrierWait:
-      case Op::MbarrierExpectTx:
-      case Op::MbarrierCompleteTx:
-      case Op::FenceMbarrierInit:
-      case Op::CpAsyncBulk:
-        return select_mbarrier(in);
-      case Op::Mapa:
-      case Op::BarClusterArrive:
-      case Op::BarClusterWait:
-      case Op::FenceCluster:
-      case Op::FenceProxyAsync:
-      case Op::StAsync:
-      case Op::RedAsync:
-        return select_cluster(in);
-      case Op::And:
-      case Op::Or:
-      case Op::Xor:
-      case Op::Not:
-      case Op::Shl:
-      case Op::Shr:
-        return select_int(in);
-      default:
-        return is_float(in.type) ? select_float(in) : select_int(in);
-    }
   }
 
   const Kernel& k_;

@@ -193,27 +193,29 @@ ClusterAddress resolve_cluster(Ctx& c, const DInstr& in, std::uint32_t lane,
   return {&owner, address & ((1u << kClusterRankShift) - 1)};
 }
 
-Handler select_cluster(const Instr& in) {
-  switch (in.op) {
-    case Op::Mapa:
-      return &mapa;
-    case Op::Ld:
-      return &ld_cluster;
-    case Op::St:
-      return &st_cluster;
-    case Op::BarClusterArrive:
-      return &barrier_cluster_arrive;
-    case Op::BarClusterWait:
-    case Op::FenceCluster:
-    case Op::FenceProxyAsync:
-      return &no_effect;
-    case Op::StAsync:
-      return size_bytes(in.type) == 4 || size_bytes(in.type) == 8 ? &async_remote<false> : nullptr;
-    case Op::RedAsync:
-      return size_bytes(in.type) == 4 ? &async_remote<true> : nullptr;
-    default:
-      return nullptr;
-  }
+// The semantics the instruction table names.
+Handler select_mapa(const Instr&) {
+  return &mapa;
+}
+Handler select_ld_cluster(const Instr&) {
+  return &ld_cluster;
+}
+Handler select_st_cluster(const Instr&) {
+  return &st_cluster;
+}
+Handler select_barrier_cluster_arrive(const Instr&) {
+  return &barrier_cluster_arrive;
+}
+// barrier.cluster.wait (the scheduler blocks it), fence.acq_rel.cluster and fence.proxy.async:
+// the executor's memory is one coherent proxy, which these order nothing further in.
+Handler select_cluster_ordering(const Instr&) {
+  return &no_effect;
+}
+Handler select_st_async(const Instr& in) {
+  return size_bytes(in.type) == 4 || size_bytes(in.type) == 8 ? &async_remote<false> : nullptr;
+}
+Handler select_red_async(const Instr& in) {
+  return size_bytes(in.type) == 4 ? &async_remote<true> : nullptr;
 }
 
 }  // namespace ptxdsl::detail

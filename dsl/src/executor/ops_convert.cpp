@@ -192,13 +192,15 @@ void pack_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
 
 }  // namespace
 
-Handler select_convert(const Instr& in) {
-  if (in.op == Op::CvtPack) {
-    if (in.src_type != ScalarType::F32) return nullptr;
-    if (in.type == ScalarType::F16x2) return &pack_pair<Fmt::F16>;
-    if (in.type == ScalarType::BF16x2) return &pack_pair<Fmt::BF16>;
-    return nullptr;
-  }
+// The semantics the instruction table names.
+Handler select_cvt_pack(const Instr& in) {
+  if (in.src_type != ScalarType::F32) return nullptr;
+  if (in.type == ScalarType::F16x2) return &pack_pair<Fmt::F16>;
+  if (in.type == ScalarType::BF16x2) return &pack_pair<Fmt::BF16>;
+  return nullptr;
+}
+
+Handler select_cvt(const Instr& in) {
   const auto ok = [](ScalarType t) {
     return t != ScalarType::Pred && t != ScalarType::F16x2 && t != ScalarType::BF16x2;
   };

@@ -208,53 +208,34 @@ void generic_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
   });
 }
 
+// f32 in round-to-nearest without ftz or sat: the host FPU's own operations.
+template <Op O>
 Handler fast_f32(const Instr& in) {
   const bool nearest = in.rounding == Rounding::None || in.rounding == Rounding::Rn;
   if (in.ftz || in.sat || !nearest) return nullptr;
-  switch (in.op) {
-    case Op::Add:
-      return &fast_f32_binary<Op::Add>;
-    case Op::Sub:
-      return &fast_f32_binary<Op::Sub>;
-    case Op::Mul:
-      return &fast_f32_binary<Op::Mul>;
-    case Op::Div:
-      return &fast_f32_binary<Op::Div>;
-    case Op::Min:
-      return &fast_f32_binary<Op::Min>;
-    case Op::Max:
-      return &fast_f32_binary<Op::Max>;
-    case Op::Fma:
-    case Op::Mad:
-      return &fast_f32_fma;
-    case Op::Sqrt:
-      return &fast_f32_unary<Op::Sqrt>;
-    case Op::Rcp:
-      return &fast_f32_unary<Op::Rcp>;
-    case Op::Rsqrt:
-      return &fast_f32_unary<Op::Rsqrt>;
-    case Op::Ex2:
-      return &fast_f32_unary<Op::Ex2>;
-    case Op::Lg2:
-      return &fast_f32_unary<Op::Lg2>;
-    default:
-      return nullptr;
+  if constexpr (O == Op::Add || O == Op::Sub || O == Op::Mul || O == Op::Div || O == Op::Min ||
+                O == Op::Max) {
+    return &fast_f32_binary<O>;
+  } else if constexpr (O == Op::Fma || O == Op::Mad) {
+    return &fast_f32_fma;
+  } else if constexpr (O == Op::Sqrt || O == Op::Rcp || O == Op::Rsqrt || O == Op::Ex2 ||
+                       O == Op::Lg2) {
+    return &fast_f32_unary<O>;
+  } else {
+    return nullptr;
   }
-}
-
-// Every arithmetic family has a float form except rem.
-bool is_float_op(Op op) {
-  return is_math_op(op) && op != Op::Rem;
 }
 
 }  // namespace
 
-Handler select_float(const Instr& in) {
-  if (!is_float_op(in.op)) return nullptr;
+// The semantics the instruction table names: op O over the float types.
+template <Op O>
+Handler select_float_op(const Instr& in) {
+  if constexpr (O == Op::Rem) return nullptr;  // integers only
   if (in.mul == MulMode::Hi || in.mul == MulMode::Wide) return nullptr;
   switch (in.type) {
     case ScalarType::F32:
-      if (Handler h = fast_f32(in)) return h;
+      if (Handler h = fast_f32<O>(in)) return h;
       return &generic<Fmt::F32>;
     case ScalarType::F64:
       return &generic<Fmt::F64>;
@@ -270,5 +251,22 @@ Handler select_float(const Instr& in) {
       return nullptr;
   }
 }
+
+template Handler select_float_op<Op::Add>(const Instr&);
+template Handler select_float_op<Op::Sub>(const Instr&);
+template Handler select_float_op<Op::Mul>(const Instr&);
+template Handler select_float_op<Op::Mad>(const Instr&);
+template Handler select_float_op<Op::Fma>(const Instr&);
+template Handler select_float_op<Op::Div>(const Instr&);
+template Handler select_float_op<Op::Rem>(const Instr&);
+template Handler select_float_op<Op::Min>(const Instr&);
+template Handler select_float_op<Op::Max>(const Instr&);
+template Handler select_float_op<Op::Abs>(const Instr&);
+template Handler select_float_op<Op::Neg>(const Instr&);
+template Handler select_float_op<Op::Rcp>(const Instr&);
+template Handler select_float_op<Op::Sqrt>(const Instr&);
+template Handler select_float_op<Op::Rsqrt>(const Instr&);
+template Handler select_float_op<Op::Ex2>(const Instr&);
+template Handler select_float_op<Op::Lg2>(const Instr&);
 
 }  // namespace ptxdsl::detail

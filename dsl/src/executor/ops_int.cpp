@@ -214,96 +214,97 @@ void not_pred(Ctx& c, const DInstr& in, std::uint32_t exec) {
   each_lane(exec, [&](std::uint32_t l) { d[l] = a[l] ? 0 : 1; });
 }
 
-template <class T>
+// The handler of op O on integers of type T (T: the register's bits for logic on other types).
+template <class T, Op O>
 Handler for_type(const Instr& in) {
-  switch (in.op) {
-    case Op::Add:
-      return &binary<T, Op::Add>;
-    case Op::Sub:
-      return &binary<T, Op::Sub>;
-    case Op::Mul:
-      if (in.mul == MulMode::Hi) return &mul_hi<T>;
-      if (in.mul == MulMode::Wide) {
-        if constexpr (sizeof(T) == 2) return &mul_wide<T, std::uint32_t>;
-        if constexpr (sizeof(T) == 4) {
-          return &mul_wide<T, std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
-        }
-        return nullptr;
-      }
-      return &binary<T, Op::Mul>;
-    case Op::Mad:
-      if (in.mul == MulMode::Hi) return &mad_hi<T>;
-      if (in.mul == MulMode::Wide) {
-        if constexpr (sizeof(T) == 2) return &mad_wide<T, std::uint32_t>;
-        if constexpr (sizeof(T) == 4) {
-          return &mad_wide<T, std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
-        }
-        return nullptr;
-      }
-      return &mad_lo<T>;
-    case Op::Div:
-      return &binary<T, Op::Div>;
-    case Op::Rem:
-      return &binary<T, Op::Rem>;
-    case Op::Min:
-      return &binary<T, Op::Min>;
-    case Op::Max:
-      return &binary<T, Op::Max>;
-    case Op::And:
-      return &binary<T, Op::And>;
-    case Op::Or:
-      return &binary<T, Op::Or>;
-    case Op::Xor:
-      return &binary<T, Op::Xor>;
-    case Op::Shl:
-      return &binary<T, Op::Shl>;
-    case Op::Shr:
-      return &binary<T, Op::Shr>;
-    case Op::Neg:
-      return &unary<T, Op::Neg>;
-    case Op::Abs:
-      return &unary<T, Op::Abs>;
-    case Op::Not:
-      return &unary<T, Op::Not>;
-    default:
+  constexpr bool kBinary = O == Op::Add || O == Op::Sub || O == Op::Div || O == Op::Rem ||
+                           O == Op::Min || O == Op::Max || O == Op::And || O == Op::Or ||
+                           O == Op::Xor || O == Op::Shl || O == Op::Shr;
+  using Wide =
+      std::conditional_t<sizeof(T) == 2, std::uint32_t,
+                         std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>;
+  if constexpr (kBinary) {
+    return &binary<T, O>;
+  } else if constexpr (O == Op::Neg || O == Op::Abs || O == Op::Not) {
+    return &unary<T, O>;
+  } else if constexpr (O == Op::Mul) {
+    if (in.mul == MulMode::Hi) return &mul_hi<T>;
+    if (in.mul == MulMode::Wide) {
+      if constexpr (sizeof(T) <= 4) return &mul_wide<T, Wide>;
       return nullptr;
+    }
+    return &binary<T, Op::Mul>;
+  } else if constexpr (O == Op::Mad) {
+    if (in.mul == MulMode::Hi) return &mad_hi<T>;
+    if (in.mul == MulMode::Wide) {
+      if constexpr (sizeof(T) <= 4) return &mad_wide<T, Wide>;
+      return nullptr;
+    }
+    return &mad_lo<T>;
+  } else {
+    return nullptr;  // a float-only op
   }
 }
 
 }  // namespace
 
-Handler select_int(const Instr& in) {
+// The semantics the instruction table names: op O over the integer and bit types.
+template <Op O>
+Handler select_int_op(const Instr& in) {
   switch (in.type) {
     case ScalarType::Pred:
-      if (in.op == Op::Not) return &not_pred;
-      if (in.op == Op::And || in.op == Op::Or || in.op == Op::Xor)
-        return for_type<std::uint8_t>(in);
+      if constexpr (O == Op::Not) return &not_pred;
+      if constexpr (O == Op::And || O == Op::Or || O == Op::Xor)
+        return for_type<std::uint8_t, O>(in);
       return nullptr;
     case ScalarType::B16:
     case ScalarType::U16:
-      return for_type<std::uint16_t>(in);
+      return for_type<std::uint16_t, O>(in);
     case ScalarType::B32:
     case ScalarType::U32:
-      return for_type<std::uint32_t>(in);
+      return for_type<std::uint32_t, O>(in);
     case ScalarType::S32:
-      return for_type<std::int32_t>(in);
+      return for_type<std::int32_t, O>(in);
     case ScalarType::B64:
     case ScalarType::U64:
-      return for_type<std::uint64_t>(in);
+      return for_type<std::uint64_t, O>(in);
     case ScalarType::S64:
-      return for_type<std::int64_t>(in);
+      return for_type<std::int64_t, O>(in);
     // Logic on 16/32-bit floats' registers is spelled with the bit type (and.b32 on f32 regs).
     case ScalarType::F16:
     case ScalarType::BF16:
-      return for_type<std::uint16_t>(in);
+      return for_type<std::uint16_t, O>(in);
     case ScalarType::F16x2:
     case ScalarType::BF16x2:
     case ScalarType::F32:
-      return for_type<std::uint32_t>(in);
+      return for_type<std::uint32_t, O>(in);
     case ScalarType::F64:
-      return for_type<std::uint64_t>(in);
+      return for_type<std::uint64_t, O>(in);
   }
   return nullptr;
 }
+
+template Handler select_int_op<Op::Add>(const Instr&);
+template Handler select_int_op<Op::Sub>(const Instr&);
+template Handler select_int_op<Op::Mul>(const Instr&);
+template Handler select_int_op<Op::Mad>(const Instr&);
+template Handler select_int_op<Op::Fma>(const Instr&);
+template Handler select_int_op<Op::Div>(const Instr&);
+template Handler select_int_op<Op::Rem>(const Instr&);
+template Handler select_int_op<Op::Min>(const Instr&);
+template Handler select_int_op<Op::Max>(const Instr&);
+template Handler select_int_op<Op::Abs>(const Instr&);
+template Handler select_int_op<Op::Neg>(const Instr&);
+template Handler select_int_op<Op::And>(const Instr&);
+template Handler select_int_op<Op::Or>(const Instr&);
+template Handler select_int_op<Op::Xor>(const Instr&);
+template Handler select_int_op<Op::Not>(const Instr&);
+template Handler select_int_op<Op::Shl>(const Instr&);
+template Handler select_int_op<Op::Shr>(const Instr&);
+template Handler select_int_op<Op::Rcp>(const Instr&);
+template Handler select_int_op<Op::Sqrt>(const Instr&);
+template Handler select_int_op<Op::Rsqrt>(const Instr&);
+template Handler select_int_op<Op::Ex2>(const Instr&);
+template Handler select_int_op<Op::Lg2>(const Instr&);
 
 }  // namespace ptxdsl::detail

@@ -203,25 +203,27 @@ std::string describe_mbarrier_wait(Ctx& c, const DInstr& in, std::uint32_t lane)
       c.row(in.src[1])[lane], address, m.pending, m.count, m.tx);
 }
 
-Handler select_mbarrier(const Instr& in) {
-  switch (in.op) {
-    case Op::MbarrierInit:
-      return &mbarrier_init;
-    case Op::MbarrierArrive:
-      return in.space == Space::SharedCluster ? &mbarrier_arrive_remote : &mbarrier_arrive;
-    case Op::MbarrierExpectTx:
-      return &mbarrier_tx<true>;
-    case Op::MbarrierCompleteTx:
-      return &mbarrier_tx<false>;
-    case Op::MbarrierWait:
-      return &mbarrier_wait;
-    case Op::FenceMbarrierInit:
-      return &fence_mbarrier_init;
-    case Op::CpAsyncBulk:
-      return &cp_async_bulk;
-    default:
-      return nullptr;
-  }
+// The semantics the instruction table names.
+Handler select_mbarrier_init(const Instr&) {
+  return &mbarrier_init;
+}
+Handler select_mbarrier_arrive(const Instr& in) {
+  return in.space == Space::SharedCluster ? &mbarrier_arrive_remote : &mbarrier_arrive;
+}
+Handler select_mbarrier_expect_tx(const Instr&) {
+  return &mbarrier_tx<true>;
+}
+Handler select_mbarrier_complete_tx(const Instr&) {
+  return &mbarrier_tx<false>;
+}
+Handler select_mbarrier_wait(const Instr&) {
+  return &mbarrier_wait;
+}
+Handler select_fence_mbarrier_init(const Instr&) {
+  return &fence_mbarrier_init;
+}
+Handler select_cp_async_bulk(const Instr&) {
+  return &cp_async_bulk;
 }
 
 }  // namespace ptxdsl::detail

@@ -491,38 +491,53 @@ std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64
   return a->host + (address - a->base);
 }
 
-Handler select_memory(const Instr& in) {
-  if (in.op == Op::Prefetch) return in.space == Space::Global ? &prefetch_global : nullptr;
+namespace {
+
+// Scalar and vector accesses of 2-, 4- and 8-byte elements.
+bool plain_access(const Instr& in) {
   const int elem = size_bytes(in.type);
-  if (elem != 2 && elem != 4 && elem != 8) return nullptr;
-  if (in.vec != 1 && in.vec != 2 && in.vec != 4) return nullptr;
-  switch (in.op) {
-    case Op::Ld:
-      if (in.space == Space::Global) return &ld_global;
-      if (in.space == Space::Shared) return &ld_shared;
-      if (in.space == Space::Param) return &ld_param;
-      return nullptr;
-    case Op::St:
-      if (in.space == Space::Global) return &st_global;
-      if (in.space == Space::Shared) return &st_shared;
-      return nullptr;
-    case Op::Atom:
-      if (in.space != Space::Global) return nullptr;
-      if (in.type == ScalarType::U32) {
-        return in.atom == AtomOp::Inc ? &atom_inc_global_u32 : &atom_global_u32;
-      }
-      return in.type == ScalarType::F32 ? &atom_global : nullptr;
-    case Op::Red:
-      return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
-    case Op::CpAsync:
-      return &cp_async;
-    case Op::CpAsyncCommit:
-      return &cp_async_commit;
-    case Op::CpAsyncWait:
-      return &cp_async_wait;
-    default:
-      return nullptr;
+  return (elem == 2 || elem == 4 || elem == 8) && (in.vec == 1 || in.vec == 2 || in.vec == 4);
+}
+
+}  // namespace
+
+// The semantics the instruction table names.
+Handler select_ld(const Instr& in) {
+  if (in.space == Space::SharedCluster) return select_ld_cluster(in);
+  if (!plain_access(in)) return nullptr;
+  if (in.space == Space::Global) return &ld_global;
+  if (in.space == Space::Shared) return &ld_shared;
+  if (in.space == Space::Param) return &ld_param;
+  return nullptr;
+}
+Handler select_st(const Instr& in) {
+  if (in.space == Space::SharedCluster) return select_st_cluster(in);
+  if (!plain_access(in)) return nullptr;
+  if (in.space == Space::Global) return &st_global;
+  if (in.space == Space::Shared) return &st_shared;
+  return nullptr;
+}
+Handler select_atom(const Instr& in) {
+  if (!plain_access(in) || in.space != Space::Global) return nullptr;
+  if (in.type == ScalarType::U32) {
+    return in.atom == AtomOp::Inc ? &atom_inc_global_u32 : &atom_global_u32;
   }
+  return in.type == ScalarType::F32 ? &atom_global : nullptr;
+}
+Handler select_red(const Instr& in) {
+  return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
+}
+Handler select_cp_async(const Instr&) {
+  return &cp_async;
+}
+Handler select_cp_async_commit(const Instr&) {
+  return &cp_async_commit;
+}
+Handler select_cp_async_wait(const Instr&) {
+  return &cp_async_wait;
+}
+Handler select_prefetch(const Instr& in) {
+  return in.space == Space::Global ? &prefetch_global : nullptr;
 }
 
 }  // namespace ptxdsl::detail

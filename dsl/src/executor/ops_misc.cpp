@@ -344,8 +344,6 @@ void shfl(Ctx& c, const DInstr& in, std::uint32_t exec) {
   });
 }
 
-}  // namespace
-
 // An opaque policy: a hint to the GPU's L2, nothing to the values the executor computes.
 void create_policy(Ctx& c, const DInstr& in, std::uint32_t exec) {
   std::uint64_t* d = c.row(in.dst[0]);
@@ -362,54 +360,58 @@ void fence_gpu(Ctx&, const DInstr&, std::uint32_t) {
   std::atomic_thread_fence(std::memory_order_acq_rel);
 }
 
-Handler select_misc(const Instr& in) {
-  switch (in.op) {
-    case Op::GridDepLaunch:
-    case Op::GridDepWait:
-      return &grid_dependency;
-    case Op::FenceGpu:
-      return &fence_gpu;
-    case Op::CreatePolicy:
-      return &create_policy;
-    case Op::Mov:
-      if (in.ops.at(0).kind == Operand::Kind::Vec) return &mov_unpack;
-      if (in.ops.at(1).kind == Operand::Kind::Vec) return &mov_pack;
-      if (in.ops.at(1).kind == Operand::Kind::Special) return &mov_special;
-      return &mov_copy;
-    case Op::Cvta:
-      return &cvta;
-    case Op::Selp:
-      return &selp;
-    case Op::Shfl:
-      return &shfl;
-    case Op::Setp:
-      switch (in.type) {
-        case ScalarType::B16:
-        case ScalarType::U16:
-          return &setp_int<std::uint16_t>;
-        case ScalarType::B32:
-        case ScalarType::U32:
-          return &setp_int<std::uint32_t>;
-        case ScalarType::S32:
-          return &setp_int<std::int32_t>;
-        case ScalarType::B64:
-        case ScalarType::U64:
-          return &setp_int<std::uint64_t>;
-        case ScalarType::S64:
-          return &setp_int<std::int64_t>;
-        case ScalarType::F32:
-          return &setp_f32;
-        case ScalarType::F64:
-          return &setp_float<Fmt::F64>;
-        case ScalarType::F16:
-          return &setp_float<Fmt::F16>;
-        case ScalarType::BF16:
-          return &setp_float<Fmt::BF16>;
-        default:
-          return nullptr;  // f16x2 compares give two predicates; the DSL has one
-      }
+}  // namespace
+
+// The semantics the instruction table names.
+Handler select_grid_dependency(const Instr&) {
+  return &grid_dependency;
+}
+Handler select_fence_gpu(const Instr&) {
+  return &fence_gpu;
+}
+Handler select_create_policy(const Instr&) {
+  return &create_policy;
+}
+Handler select_mov(const Instr& in) {
+  if (in.ops.at(0).kind == Operand::Kind::Vec) return &mov_unpack;
+  if (in.ops.at(1).kind == Operand::Kind::Vec) return &mov_pack;
+  if (in.ops.at(1).kind == Operand::Kind::Special) return &mov_special;
+  return &mov_copy;
+}
+Handler select_cvta(const Instr&) {
+  return &cvta;
+}
+Handler select_selp(const Instr&) {
+  return &selp;
+}
+Handler select_shfl(const Instr&) {
+  return &shfl;
+}
+Handler select_setp(const Instr& in) {
+  switch (in.type) {
+    case ScalarType::B16:
+    case ScalarType::U16:
+      return &setp_int<std::uint16_t>;
+    case ScalarType::B32:
+    case ScalarType::U32:
+      return &setp_int<std::uint32_t>;
+    case ScalarType::S32:
+      return &setp_int<std::int32_t>;
+    case ScalarType::B64:
+    case ScalarType::U64:
+      return &setp_int<std::uint64_t>;
+    case ScalarType::S64:
+      return &setp_int<std::int64_t>;
+    case ScalarType::F32:
+      return &setp_f32;
+    case ScalarType::F64:
+      return &setp_float<Fmt::F64>;
+    case ScalarType::F16:
+      return &setp_float<Fmt::F16>;
+    case ScalarType::BF16:
+      return &setp_float<Fmt::BF16>;
     default:
-      return nullptr;
+      return nullptr;  // f16x2 compares give two predicates; the DSL has one
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../instruction_table.hpp"
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/dsl/ir.hpp"
 #include "ptxdsl/dsl/kernel.hpp"
@@ -26,16 +27,6 @@ inline constexpr std::uint8_t kManyRanks = 0xFFu;
 // shared memory; one below 2^kClusterRankShift is the accessing CTA's own (a `.shared::cta`
 // address names the same byte in both windows).
 inline constexpr std::uint32_t kClusterRankShift = 24;
-
-struct Ctx;
-struct DInstr;
-// Runs one instruction for the lanes in `exec` (active and guard true, never 0).
-using Handler = void (*)(Ctx&, const DInstr&, std::uint32_t exec);
-
-// MbarWait: mbarrier.try_wait.parity, which the executor lets block (as a try_wait may, until its
-// time limit) until the phase completes, so that a thread never spins on another warp.
-// ClusterWait: barrier.cluster.wait, blocking until every thread of the cluster has arrived.
-enum class Flow : std::uint8_t { Normal, Bra, Bar, MbarWait, ClusterWait, Ret };
 
 // One instruction, decoded once: every register operand and immediate is a slot of the warp's
 // register file (immediates live in constant slots, filled for all lanes at launch).
@@ -317,13 +308,8 @@ inline void each_lane(std::uint32_t mask, F&& f) {
   }
 }
 
-// Handler selection, one family per file.
-Handler select_int(const Instr& in);       // ops_int.cpp: integer and logic
-Handler select_float(const Instr& in);     // ops_float.cpp
-Handler select_convert(const Instr& in);   // ops_convert.cpp: cvt, cvt pack
-Handler select_memory(const Instr& in);    // ops_memory.cpp
-Handler select_misc(const Instr& in);      // ops_misc.cpp: mov, setp, selp, shfl, cvta
-Handler select_mbarrier(const Instr& in);  // ops_mbarrier.cpp: mbarriers and bulk copies
-Handler select_cluster(const Instr& in);   // ops_cluster.cpp: DSMEM, barrier.cluster, st.async
+// Where a `.shared::cluster` ld/st finds its handler (ops_cluster.cpp).
+Handler select_ld_cluster(const Instr& in);
+Handler select_st_cluster(const Instr& in);
 
 }  // namespace ptxdsl::detail

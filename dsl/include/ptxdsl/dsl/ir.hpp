@@ -68,6 +68,18 @@ enum class Op : std::uint8_t {
   RedAsync,       // red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.T
   GridDepLaunch,  // griddepcontrol.launch_dependents
   GridDepWait,    // griddepcontrol.wait
+  // Bits: counts, reversal, fields, byte permutes, three-input logic, funnel shifts, dot products.
+  Popc,   // popc.b32 d, a (d: u32)
+  Clz,    // clz.b32 d, a (d: u32)
+  Brev,   // brev.b32 d, a
+  Bfind,  // bfind{.shiftamt}.u32 d, a (d: u32)
+  Bfe,    // bfe.u32 d, a, pos, len
+  Bfi,    // bfi.b32 d, bits, base, pos, len
+  Prmt,   // prmt.b32 d, a, b, selector
+  Lop3,   // lop3.b32 d, a, b, c, lut
+  Shf,    // shf.{l,r}.{wrap,clamp}.b32 d, lo, hi, n
+  Dp4a,   // dp4a.atype.btype d, a, b, c
+  Dp2a,   // dp2a.{lo,hi}.atype.btype d, a, b, c
   Shfl,
   Bar,
   Bra,
@@ -78,31 +90,6 @@ enum class Op : std::uint8_t {
 // The arrivals an mbarrier phase counts, and the bytes one bulk copy (or expect_tx) may move.
 inline constexpr std::uint32_t kMbarrierMaxCount = (1u << 20) - 1;
 inline constexpr std::uint32_t kBulkCopyMaxBytes = (1u << 20) - 16;
-
-// The arithmetic families: one rounding/precision/ftz/sat modifier scheme, integer or float.
-constexpr bool is_math_op(Op op) {
-  switch (op) {
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Mad:
-    case Op::Fma:
-    case Op::Div:
-    case Op::Rem:
-    case Op::Min:
-    case Op::Max:
-    case Op::Abs:
-    case Op::Neg:
-    case Op::Rcp:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Ex2:
-    case Op::Lg2:
-      return true;
-    default:
-      return false;
-  }
-}
 
 enum class Rounding : std::uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
 enum class Cmp : std::uint8_t {
@@ -141,6 +128,9 @@ enum class L2Evict : std::uint8_t { Normal, First, Last, Unchanged };
 enum class ShflMode : std::uint8_t { Up, Down, Bfly, Idx };
 // Where `prefetch` brings a line: L1, L2, or L2 with an eviction priority (sm_80, PTX 7.4).
 enum class PrefetchLevel : std::uint8_t { L1, L2, L2EvictLast, L2EvictNormal };
+// shf: the high 32 bits of {hi, lo} << n (Left) or the low 32 bits of {hi, lo} >> n (Right); n
+// taken mod 32 (Wrap) or capped at 32 (Clamp).
+enum class Funnel : std::uint8_t { LeftWrap, LeftClamp, RightWrap, RightClamp };
 // atom.add, or atom.inc (old >= b ? 0 : old + 1).
 enum class AtomOp : std::uint8_t { Add, Inc };
 enum class Special : std::uint8_t {
@@ -232,11 +222,14 @@ struct Instr {
   int vec = 1;                                 // 1, 2 or 4
   ShflMode shfl = ShflMode::Bfly;
   AtomOp atom = AtomOp::Add;
-  bool uniform = false;       // bra.uni
-  MemSem sem = MemSem::None;  // barrier.cluster, mbarrier waits
-  Scope scope = Scope::Cta;   // mbarrier waits
-  bool aligned = false;       // barrier.cluster .aligned
-  std::vector<Operand> ops;   // destinations first, then sources, as PTX writes them
+  Funnel funnel = Funnel::LeftWrap;  // shf
+  bool shift_amount = false;         // bfind.shiftamt
+  bool high_half = false;            // dp2a.hi
+  bool uniform = false;              // bra.uni
+  MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits
+  Scope scope = Scope::Cta;          // mbarrier waits
+  bool aligned = false;              // barrier.cluster .aligned
+  std::vector<Operand> ops;          // destinations first, then sources, as PTX writes them
   // Guard predicate: `@%p1` / `@!%p1`.
   bool guarded = false;
   bool guard_negated = false;

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -255,6 +256,79 @@ class Kernel {
   template <LogicTag T>
   Reg<T> shr(Reg<T> a, Src<U32> amount) {
     return shift(Op::Shr, a, amount);
+  }
+
+  // ---- bits: counts, reversal, fields, byte permutes, three-input logic, funnel shifts, dots ----
+  // popc: the set bits of a 32- or 64-bit value; clz: its leading zeros (32 or 64 for zero).
+  template <LogicTag T>
+  requires(T::kBytes >= 4) Reg<U32> popc(Reg<T> a) {
+    return bits_op<U32>(Op::Popc, bits_type(T::kBytes), {use(a)});
+  }
+  template <LogicTag T>
+  requires(T::kBytes >= 4) Reg<U32> clz(Reg<T> a) {
+    return bits_op<U32>(Op::Clz, bits_type(T::kBytes), {use(a)});
+  }
+  // brev: the bits in reverse order.
+  template <LogicTag T>
+  requires(T::kBytes >= 4) Reg<T> brev(Reg<T> a) {
+    return bits_op<T>(Op::Brev, bits_type(T::kBytes), {use(a)});
+  }
+  // bfind: the position of the most significant bit unlike the sign (the highest 1 of unsigned
+  // and non-negative values, the highest 0 of negative ones), 0xFFFFFFFF when there is none; with
+  // `shift_amount`, the left shift that brings that bit to the top instead.
+  template <IntTag T>
+  requires(T::kBytes >= 4) Reg<U32> bfind(Reg<T> a, bool shift_amount = false) {
+    Reg<U32> d = reg<U32>();
+    Instr in = make(Op::Bfind, T::kType);
+    in.shift_amount = shift_amount;
+    in.ops = {def(d), use(a)};
+    commit(std::move(in));
+    return d;
+  }
+  // bfe: `len` bits of `a` from bit `pos` (each taken mod 256), zero-extended for unsigned T and
+  // sign-extended for signed T.
+  template <IntTag T>
+  requires(T::kBytes >= 4) Reg<T> bfe(Reg<T> a, Src<U32> pos, Src<U32> len) {
+    return bits_op<T>(Op::Bfe, T::kType, {use(a), use(pos), use(len)});
+  }
+  // bfi: `base` with its `len` bits from bit `pos` replaced by the low bits of `bits`.
+  template <LogicTag T>
+  requires(T::kBytes >= 4) Reg<T> bfi(Reg<T> bits, SrcOf<T> base, Src<U32> pos, Src<U32> len) {
+    return bits_op<T>(Op::Bfi, bits_type(T::kBytes), {use(bits), use(base), use(pos), use(len)});
+  }
+  // prmt: byte i of the result is byte (selector >> 4i) & 7 of the eight of {b, a} (a's bytes are
+  // 0-3); with bit 3 of that nibble set, the byte's sign bit fills it instead.
+  template <LogicTag T>
+  requires(T::kBytes == 4) Reg<T> prmt(Reg<T> a, SrcOf<T> b, Src<U32> selector) {
+    return bits_op<T>(Op::Prmt, ScalarType::B32, {use(a), use(b), use(selector)});
+  }
+  // lop3: any function of three inputs, bit by bit. `lut` is its truth table, written as the
+  // function of a = 0xF0, b = 0xCC, c = 0xAA: `(a & b) | c` is `(0xF0 & 0xCC) | 0xAA` = 0xEA.
+  template <LogicTag T>
+  requires(T::kBytes == 4) Reg<T> lop3(Reg<T> a, SrcOf<T> b, SrcOf<T> c, std::uint8_t lut) {
+    return bits_op<T>(Op::Lop3, ScalarType::B32, {use(a), use(b), use(c), use(Src<B32>(lut))});
+  }
+  // shf: a funnel shift of the 64 bits {hi, lo}: the high word after a left shift by n, or the
+  // low word after a right shift (n mod 32 with Wrap, at most 32 with Clamp).
+  template <LogicTag T>
+  requires(T::kBytes == 4) Reg<T> shf(Funnel mode, Reg<T> lo, SrcOf<T> hi, Src<U32> n) {
+    Reg<T> d = reg<T>();
+    Instr in = make(Op::Shf, ScalarType::B32);
+    in.funnel = mode;
+    in.ops = {def(d), use(lo), use(hi), use(n)};
+    commit(std::move(in));
+    return d;
+  }
+  // dp4a: c plus the dot product of the four bytes of a and of b (each signed or unsigned as its
+  // type is); the sum is u32 when both are unsigned, else s32, and wraps.
+  template <DotTag A, DotTag B>
+  Reg<DotSum<A, B>> dp4a(Reg<A> a, Reg<B> b, SrcOf<DotSum<A, B>> c) {
+    return dot_op<A, B>(Op::Dp4a, a, b, c, false);
+  }
+  // dp2a: c plus a's two 16-bit halves times b's bytes 0-1 (or 2-3 with `high`).
+  template <DotTag A, DotTag B>
+  Reg<DotSum<A, B>> dp2a(Reg<A> a, Reg<B> b, SrcOf<DotSum<A, B>> c, bool high = false) {
+    return dot_op<A, B>(Op::Dp2a, a, b, c, high);
   }
 
   // ---- special functions: the precision is always explicit in the PTX ----
@@ -762,6 +836,26 @@ class Kernel {
     if (op == Op::Shl || is_unsigned_int(t)) t = bits_type(T::kBytes);
     Instr in = make(op, op == Op::Shr && is_unsigned_int(T::kType) ? T::kType : t);
     in.ops = {def(d), use(a), use(amount)};
+    commit(std::move(in));
+    return d;
+  }
+
+  template <TypeTag D>
+  Reg<D> bits_op(Op op, ScalarType type, std::initializer_list<Operand> sources) {
+    Reg<D> d = reg<D>();
+    Instr in = make(op, type);
+    in.ops = {def(d)};
+    in.ops.insert(in.ops.end(), sources);
+    commit(std::move(in));
+    return d;
+  }
+  template <DotTag A, DotTag B>
+  Reg<DotSum<A, B>> dot_op(Op op, Reg<A> a, Reg<B> b, SrcOf<DotSum<A, B>> c, bool high) {
+    Reg<DotSum<A, B>> d = reg<DotSum<A, B>>();
+    Instr in = make(op, A::kType);
+    in.src_type = B::kType;
+    in.high_half = high;
+    in.ops = {def(d), use(a), use(b), use(c)};
     commit(std::move(in));
     return d;
   }

@@ -3,6 +3,7 @@
 #include <concepts>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 namespace ptxdsl {
 
@@ -225,5 +226,13 @@ template <class T>
 concept CvtTag = TypeTag<T> &&
     (is_int(T::kType) || T::kType == ScalarType::F16 || T::kType == ScalarType::BF16 ||
      T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
+
+// dp4a / dp2a operands: 32-bit words of signed or unsigned bytes (halves).
+template <class T>
+concept DotTag = TypeTag<T> &&(T::kType == ScalarType::U32 || T::kType == ScalarType::S32);
+// The type a dot product sums in: u32 when both operands are unsigned, else s32.
+template <DotTag A, DotTag B>
+using DotSum =
+    std::conditional_t<A::kType == ScalarType::U32 && B::kType == ScalarType::U32, U32, S32>;
 
 }  // namespace ptxdsl

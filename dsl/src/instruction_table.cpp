@@ -1,0 +1,891 @@
+#include "instruction_table.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "validate.hpp"
+
+namespace ptxdsl::detail {
+
+// The executor's semantics of each family (dsl/src/executor/ops_*.cpp): given a form, the handler
+// that runs it, or nullptr where the executor does not run that form.
+Handler select_mov(const Instr& in);
+Handler select_setp(const Instr& in);
+Handler select_selp(const Instr& in);
+Handler select_cvta(const Instr& in);
+Handler select_shfl(const Instr& in);
+Handler select_create_policy(const Instr& in);
+Handler select_fence_gpu(const Instr& in);
+Handler select_grid_dependency(const Instr& in);
+Handler select_cvt(const Instr& in);
+Handler select_cvt_pack(const Instr& in);
+Handler select_ld(const Instr& in);
+Handler select_st(const Instr& in);
+Handler select_atom(const Instr& in);
+Handler select_red(const Instr& in);
+Handler select_cp_async(const Instr& in);
+Handler select_cp_async_commit(const Instr& in);
+Handler select_cp_async_wait(const Instr& in);
+Handler select_prefetch(const Instr& in);
+Handler select_mbarrier_init(const Instr& in);
+Handler select_mbarrier_arrive(const Instr& in);
+Handler select_mbarrier_expect_tx(const Instr& in);
+Handler select_mbarrier_complete_tx(const Instr& in);
+Handler select_mbarrier_wait(const Instr& in);
+Handler select_fence_mbarrier_init(const Instr& in);
+Handler select_cp_async_bulk(const Instr& in);
+Handler select_mapa(const Instr& in);
+Handler select_barrier_cluster_arrive(const Instr& in);
+Handler select_cluster_ordering(const Instr& in);
+Handler select_st_async(const Instr& in);
+Handler select_red_async(const Instr& in);
+Handler select_popc(const Instr& in);
+Handler select_clz(const Instr& in);
+Handler select_brev(const Instr& in);
+Handler select_bfind(const Instr& in);
+Handler select_bfe(const Instr& in);
+Handler select_bfi(const Instr& in);
+Handler select_prmt(const Instr& in);
+Handler select_lop3(const Instr& in);
+Handler select_shf(const Instr& in);
+Handler select_dp4a(const Instr& in);
+Handler select_dp2a(const Instr& in);
+// Arithmetic and logic: one handler template per op, over the integer or float types.
+template <Op O>
+Handler select_int_op(const Instr& in);
+template <Op O>
+Handler select_float_op(const Instr& in);
+
+namespace {
+
+template <Op O>
+Handler select_arith(const Instr& in) {
+  return is_float(in.type) ? select_float_op<O>(in) : select_int_op<O>(in);
+}
+
+// ---- the spellings of modifiers ----
+
+std::string_view rounding_name(Rounding r) {
+  static constexpr std::string_view kNames[] = {"",     ".rn",  ".rz",  ".rm", ".rp",
+                                                ".rni", ".rzi", ".rmi", ".rpi"};
+  return kNames[static_cast<int>(r)];
+}
+
+std::string_view cmp_name(Cmp c) {
+  static constexpr std::string_view kNames[] = {"eq",  "ne",  "lt",  "le",  "gt",  "ge",
+                                                "lo",  "ls",  "hi",  "hs",  "equ", "neu",
+                                                "ltu", "leu", "gtu", "geu", "num", "nan"};
+  return kNames[static_cast<int>(c)];
+}
+
+std::string_view space_name(Space s) {
+  static constexpr std::string_view kNames[] = {"", ".global", ".shared", ".param",
+                                                ".shared::cluster"};
+  return kNames[static_cast<int>(s)];
+}
+
+std::string_view cache_name(CacheOp c) {
+  static constexpr std::string_view kNames[] = {"",    ".ca", ".cg", ".cs",
+                                                ".lu", ".cv", ".wb", ".wt"};
+  return kNames[static_cast<int>(c)];
+}
+
+std::string_view eviction_name(Eviction e) {
+  static constexpr std::string_view kNames[] = {"", ".L1::no_allocate", ".L1::evict_last",
+                                                ".L1::evict_first"};
+  return kNames[static_cast<int>(e)];
+}
+
+std::string_view l2_evict_name(L2Evict e) {
+  static constexpr std::string_view kNames[] = {".L2::evict_normal", ".L2::evict_first",
+                                                ".L2::evict_last", ".L2::evict_unchanged"};
+  return kNames[static_cast<int>(e)];
+}
+
+std::string_view prefetch_level_name(PrefetchLevel level) {
+  static constexpr std::string_view kNames[] = {".L1", ".L2", ".L2::evict_last",
+                                                ".L2::evict_normal"};
+  return kNames[static_cast<int>(level)];
+}
+
+std::string_view sem_name(MemSem m) {
+  static constexpr std::string_view kNames[] = {"", ".relaxed", ".release", ".acquire"};
+  return kNames[static_cast<int>(m)];
+}
+
+std::string_view shfl_name(ShflMode m) {
+  static constexpr std::string_view kNames[] = {".up", ".down", ".bfly", ".idx"};
+  return kNames[static_cast<int>(m)];
+}
+
+std::string_view mul_name(MulMode m) {
+  static constexpr std::string_view kNames[] = {"", ".lo", ".hi", ".wide"};
+  return kNames[static_cast<int>(m)];
+}
+
+std::string type_suffix(ScalarType t) {
+  return fmt::format(".{}", ptx_name(t));
+}
+
+// `.sem.scope` of an mbarrier operation, when it has them.
+std::string mbarrier_order(const Instr& in) {
+  if (in.sem == MemSem::None) return {};
+  return std::string(sem_name(in.sem)) + (in.scope == Scope::Cluster ? ".cluster" : ".cta");
+}
+
+// The state space an mbarrier operation names: its own CTA's (`.shared::cta`) or a cluster
+// address (`.shared::cluster`).
+std::string_view mbarrier_space(const Instr& in) {
+  return in.space == Space::SharedCluster ? ".shared::cluster" : ".shared::cta";
+}
+
+std::string l2_hints(const Instr& in) {
+  std::string s = in.l2_cache_hint ? ".L2::cache_hint" : "";
+  if (in.l2_prefetch != 0) s += fmt::format(".L2::{}B", in.l2_prefetch);
+  return s;
+}
+
+// Types as logic instructions spell them: and/or/xor/not/shl take bit types.
+ScalarType logic_type(ScalarType t) {
+  return t == ScalarType::Pred ? t : bits_type(size_bytes(t));
+}
+
+// The arithmetic scheme: `.lo/.hi/.wide`, then `.approx`/`.full` or a rounding, `.ftz`, `.sat`.
+std::string math_modifiers(const Instr& in) {
+  std::string s(mul_name(in.mul));
+  if (is_float(in.type)) {
+    if (in.precision == Precision::Approx) {
+      s += ".approx";
+    } else if (in.precision == Precision::Full) {
+      s += ".full";
+    } else {
+      const bool names_rounding = instruction(in.op).math.prints_rounding;
+      s += rounding_name(in.rounding == Rounding::None && names_rounding ? Rounding::Rn
+                                                                         : in.rounding);
+    }
+    if (in.ftz) s += ".ftz";
+  }
+  if (in.sat) s += ".sat";
+  return s + type_suffix(in.type);
+}
+
+std::string no_modifiers(const Instr&) {
+  return {};
+}
+std::string storage_type_only(const Instr& in) {
+  return type_suffix(storage_type(in.type));
+}
+std::string logic_modifiers(const Instr& in) {
+  return type_suffix(logic_type(in.type));
+}
+std::string type_only(const Instr& in) {
+  return type_suffix(in.type);
+}
+std::string ld_st_modifiers(const Instr& in) {
+  return std::string(space_name(in.space)) + std::string(cache_name(in.cache)) +
+         (in.non_coherent ? ".nc" : "") + std::string(eviction_name(in.eviction)) + l2_hints(in) +
+         (in.vec > 1 ? fmt::format(".v{}", in.vec) : "") + type_suffix(storage_type(in.type));
+}
+std::string atom_modifiers(const Instr& in) {
+  return std::string(space_name(in.space)) + (in.atom == AtomOp::Inc ? ".inc" : ".add") +
+         type_suffix(in.type);
+}
+std::string mbarrier_tx_modifiers(const Instr& in) {
+  return mbarrier_order(in) + std::string(mbarrier_space(in)) + ".b64";
+}
+std::string barrier_cluster_modifiers(const Instr& in) {
+  return std::string(sem_name(in.sem)) + (in.aligned ? ".aligned" : "");
+}
+
+// ---- the forms that need more than sm_80 and PTX 7.0 ----
+
+constexpr Requirement kSm80Ptx71{Arch::Sm80, {7, 1}};
+constexpr Requirement kSm80Ptx74{Arch::Sm80, {7, 4}};
+constexpr Requirement kSm90Ptx78{Arch::Sm90, {7, 8}};
+constexpr Requirement kSm90Ptx80{Arch::Sm90, {8, 0}};
+constexpr Requirement kSm90Ptx81{Arch::Sm90, {8, 1}};
+
+bool is_bf16_kind(ScalarType t) {
+  return t == ScalarType::BF16 || t == ScalarType::BF16x2;
+}
+
+// bf16 arithmetic beyond fma came with sm_90.
+Requirement bf16_math_needs(const Instr& in) {
+  return is_bf16_kind(in.type) ? kSm90Ptx78 : Requirement{};
+}
+
+// The L1/L2 cache hints came with PTX 7.4; `.shared::cluster` with sm_90.
+Requirement ld_st_needs(const Instr& in) {
+  Requirement r;
+  if (in.eviction != Eviction::None || in.l2_cache_hint || in.l2_prefetch != 0) r = kSm80Ptx74;
+  if (in.space == Space::SharedCluster) r = newest(r, kSm90Ptx78);
+  return r;
+}
+
+// ---- the types families take ----
+
+constexpr TypeSet kInts{ScalarType::U16, ScalarType::U32, ScalarType::U64, ScalarType::S32,
+                        ScalarType::S64};
+constexpr TypeSet kFloats{ScalarType::F16,    ScalarType::BF16, ScalarType::F16x2,
+                          ScalarType::BF16x2, ScalarType::F32,  ScalarType::F64};
+constexpr TypeSet kF32F64{ScalarType::F32, ScalarType::F64};
+constexpr TypeSet kAnyType{ScalarType::Pred,   ScalarType::B16, ScalarType::B32,  ScalarType::B64,
+                           ScalarType::U16,    ScalarType::U32, ScalarType::U64,  ScalarType::S32,
+                           ScalarType::S64,    ScalarType::F16, ScalarType::BF16, ScalarType::F16x2,
+                           ScalarType::BF16x2, ScalarType::F32, ScalarType::F64};
+constexpr TypeSet kData{ScalarType::B16, ScalarType::B32,  ScalarType::B64,   ScalarType::U16,
+                        ScalarType::U32, ScalarType::U64,  ScalarType::S32,   ScalarType::S64,
+                        ScalarType::F16, ScalarType::BF16, ScalarType::F16x2, ScalarType::BF16x2,
+                        ScalarType::F32, ScalarType::F64};
+constexpr TypeSet kLogic =
+    kInts | TypeSet{ScalarType::B16, ScalarType::B32, ScalarType::B64, ScalarType::Pred};
+// ftz on the 32-bit and the IEEE half floats: what most float arithmetic takes.
+constexpr TypeSet kFtz{ScalarType::F32, ScalarType::F16, ScalarType::F16x2};
+// Untyped families carry B32, which they do not print.
+constexpr TypeSet kUntyped{ScalarType::B32};
+
+// add/sub/mul: one rounding, ftz and sat scheme.
+constexpr MathForms kAddSubMul{.rounding = true, .ftz = kFtz, .sat = true, .sat_s32 = true};
+constexpr MathForms kMinMax{.ftz = kFtz};
+
+constexpr std::array kTable = {
+    InstructionInfo{.op = Op::Mov,
+                    .spelling = "mov",
+                    .modifiers = storage_type_only,
+                    .types = kAnyType,
+                    .operands = Operands::Mov,
+                    // The cluster special registers came with sm_90.
+                    .form_needs = [](const Instr& in) -> Requirement {
+                      const bool cluster = in.ops.size() == 2 &&
+                                           in.ops[1].kind == Operand::Kind::Special &&
+                                           is_cluster_special(in.ops[1].special);
+                      return cluster ? kSm90Ptx78 : Requirement{};
+                    },
+                    .float16_immediates = true,
+                    .semantics = select_mov},
+    InstructionInfo{.op = Op::Add,
+                    .spelling = "add",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = kAddSubMul,
+                    .semantics = select_arith<Op::Add>},
+    InstructionInfo{.op = Op::Sub,
+                    .spelling = "sub",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = kAddSubMul,
+                    .semantics = select_arith<Op::Sub>},
+    InstructionInfo{.op = Op::Mul,
+                    .spelling = "mul",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = {.rounding = true, .ftz = kFtz, .sat = true},
+                    .semantics = select_arith<Op::Mul>},
+    InstructionInfo{.op = Op::Mad,
+                    .spelling = "mad",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.prints_rounding = true, .ftz = kFtz},
+                    .semantics = select_arith<Op::Mad>},
+    InstructionInfo{.op = Op::Fma,
+                    .spelling = "fma",
+                    .modifiers = math_modifiers,
+                    .types = kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.rounding = true, .prints_rounding = true, .ftz = kFtz, .sat = true},
+                    .semantics = select_arith<Op::Fma>},
+    InstructionInfo{.op = Op::Div,
+                    .spelling = "div",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kF32F64,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32},
+                             .full = true,
+                             .rounding = true,
+                             .prints_rounding = true,
+                             .ftz = kFtz},
+                    .semantics = select_arith<Op::Div>},
+    InstructionInfo{.op = Op::Rem,
+                    .spelling = "rem",
+                    .modifiers = math_modifiers,
+                    .types = kInts,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {},
+                    .semantics = select_arith<Op::Rem>},
+    InstructionInfo{.op = Op::Min,
+                    .spelling = "min",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = kMinMax,
+                    .semantics = select_arith<Op::Min>},
+    InstructionInfo{.op = Op::Max,
+                    .spelling = "max",
+                    .modifiers = math_modifiers,
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = kMinMax,
+                    .semantics = select_arith<Op::Max>},
+    InstructionInfo{.op = Op::Abs,
+                    .spelling = "abs",
+                    .modifiers = math_modifiers,
+                    .types = TypeSet{ScalarType::S32, ScalarType::S64} | kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = kMinMax,
+                    .semantics = select_arith<Op::Abs>},
+    InstructionInfo{.op = Op::Neg,
+                    .spelling = "neg",
+                    .modifiers = math_modifiers,
+                    .types = TypeSet{ScalarType::S32, ScalarType::S64} | kFloats,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = kMinMax,
+                    .semantics = select_arith<Op::Neg>},
+    InstructionInfo{.op = Op::And,
+                    .spelling = "and",
+                    .modifiers = logic_modifiers,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::And>},
+    InstructionInfo{.op = Op::Or,
+                    .spelling = "or",
+                    .modifiers = logic_modifiers,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::Or>},
+    InstructionInfo{.op = Op::Xor,
+                    .spelling = "xor",
+                    .modifiers = logic_modifiers,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::Xor>},
+    InstructionInfo{.op = Op::Not,
+                    .spelling = "not",
+                    .modifiers = logic_modifiers,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::Not>},
+    InstructionInfo{.op = Op::Shl,
+                    .spelling = "shl",
+                    .modifiers = logic_modifiers,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::Shl>},
+    // Logical for unsigned and bit types, arithmetic for signed ones: spelled with the type.
+    InstructionInfo{.op = Op::Shr,
+                    .spelling = "shr",
+                    .modifiers = type_only,
+                    .types = kLogic,
+                    .operands = Operands::DestSources,
+                    .semantics = select_int_op<Op::Shr>},
+    InstructionInfo{.op = Op::Rcp,
+                    .spelling = "rcp",
+                    .modifiers = math_modifiers,
+                    .types = kF32F64,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = kF32F64,
+                             .rounding = true,
+                             .prints_rounding = true,
+                             .ftz = kFtz,
+                             .ftz_approx = {ScalarType::F64},
+                             .approx_needs_ftz = {ScalarType::F64}},
+                    .semantics = select_arith<Op::Rcp>},
+    InstructionInfo{.op = Op::Sqrt,
+                    .spelling = "sqrt",
+                    .modifiers = math_modifiers,
+                    .types = kF32F64,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32},
+                             .rounding = true,
+                             .prints_rounding = true,
+                             .ftz = kFtz},
+                    .semantics = select_arith<Op::Sqrt>},
+    InstructionInfo{.op = Op::Rsqrt,
+                    .spelling = "rsqrt",
+                    .modifiers = math_modifiers,
+                    .types = kF32F64,
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = kF32F64,
+                             .approx_only = true,
+                             .ftz = kFtz,
+                             .ftz_approx = {ScalarType::F64}},
+                    .semantics = select_arith<Op::Rsqrt>},
+    InstructionInfo{.op = Op::Ex2,
+                    .spelling = "ex2",
+                    .modifiers = math_modifiers,
+                    .types = kFloats,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = {.approx = kFloats,
+                             .approx_only = true,
+                             .ftz = {ScalarType::F32, ScalarType::BF16, ScalarType::BF16x2},
+                             .approx_needs_ftz = {ScalarType::BF16, ScalarType::BF16x2}},
+                    .semantics = select_arith<Op::Ex2>},
+    InstructionInfo{.op = Op::Lg2,
+                    .spelling = "lg2",
+                    .modifiers = math_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32}, .approx_only = true, .ftz = kFtz},
+                    .semantics = select_arith<Op::Lg2>},
+    InstructionInfo{.op = Op::Setp,
+                    .spelling = "setp",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return fmt::format(".{}{}{}", cmp_name(in.cmp), in.ftz ? ".ftz" : "",
+                                             type_suffix(in.type));
+                        },
+                    .types = kData,
+                    .operands = Operands::DestSources,
+                    .form_needs =
+                        [](const Instr& in) {
+                          return in.type == ScalarType::BF16 ? kSm90Ptx78 : Requirement{};
+                        },
+                    .check = check_setp,
+                    .semantics = select_setp},
+    InstructionInfo{.op = Op::Selp,
+                    .spelling = "selp",
+                    .modifiers = storage_type_only,
+                    .types = kData,
+                    .operands = Operands::DestSources,
+                    .float16_immediates = true,
+                    .semantics = select_selp},
+    InstructionInfo{.op = Op::Cvt,
+                    .spelling = "cvt",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(rounding_name(in.rounding)) + (in.ftz ? ".ftz" : "") +
+                                 (in.sat ? ".sat" : "") + type_suffix(in.type) +
+                                 type_suffix(in.src_type);
+                        },
+                    .types = kInts | kFloats,
+                    .operands = Operands::DestSources,
+                    // sm_80 converts bf16 only to and from f32.
+                    .form_needs = [](const Instr& in) -> Requirement {
+                      if (in.type != ScalarType::BF16 && in.src_type != ScalarType::BF16) return {};
+                      if (in.type == ScalarType::F32) return kSm80Ptx71;
+                      return in.src_type == ScalarType::F32 ? Requirement{} : kSm90Ptx78;
+                    },
+                    .check = check_cvt,
+                    .semantics = select_cvt},
+    // Two f32 values to one 16-bit float pair: `cvt.rn.f16x2.f32 d, hi, lo`.
+    InstructionInfo{.op = Op::CvtPack,
+                    .spelling = "cvt",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(rounding_name(in.rounding)) +
+                                 (in.sat ? ".satfinite" : "") + type_suffix(in.type) +
+                                 type_suffix(in.src_type);
+                        },
+                    .types = {ScalarType::F16x2, ScalarType::BF16x2},
+                    .operands = Operands::DestSources,
+                    .check = check_cvt_pack,
+                    .semantics = select_cvt_pack},
+    InstructionInfo{.op = Op::Cvta,
+                    .spelling = "cvta",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return fmt::format(".to{}{}", space_name(in.space), type_suffix(in.type));
+                        },
+                    .types = {ScalarType::U64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_cvta},
+    InstructionInfo{.op = Op::Ld,
+                    .spelling = "ld",
+                    .modifiers = ld_st_modifiers,
+                    .types = kData,
+                    .operands = Operands::Load,
+                    .form_needs = ld_st_needs,
+                    .check = check_memory,
+                    .memory = {.reads = Mem::InstrSpace},
+                    .semantics = select_ld},
+    InstructionInfo{.op = Op::St,
+                    .spelling = "st",
+                    .modifiers = ld_st_modifiers,
+                    .types = kData,
+                    .operands = Operands::Store,
+                    .form_needs = ld_st_needs,
+                    .check = check_memory,
+                    .memory = {.writes = Mem::InstrSpace},
+                    .float16_immediates = true,
+                    .semantics = select_st},
+    InstructionInfo{.op = Op::Atom,
+                    .spelling = "atom",
+                    .modifiers = atom_modifiers,
+                    .types = {ScalarType::U32, ScalarType::F32},
+                    .operands = Operands::AtomResult,
+                    .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
+                    .semantics = select_atom},
+    InstructionInfo{.op = Op::Red,
+                    .spelling = "red",
+                    .modifiers = atom_modifiers,
+                    .types = {ScalarType::U32, ScalarType::F32},
+                    .operands = Operands::AtomNoResult,
+                    .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
+                    .semantics = select_red},
+    InstructionInfo{
+        .op = Op::CpAsync,
+        .spelling = "cp.async",
+        .modifiers =
+            [](const Instr& in) {
+              return std::string(cache_name(in.cache)) + ".shared.global" + l2_hints(in);
+            },
+        .types = kUntyped,
+        .operands = Operands::CpAsync,
+        .form_needs =
+            [](const Instr& in) {
+              return in.l2_cache_hint || in.l2_prefetch != 0 ? kSm80Ptx74 : Requirement{};
+            },
+        .check = check_cp_async,
+        .memory = {.reads = Mem::Global, .writes = Mem::Shared},
+        .semantics = select_cp_async},
+    InstructionInfo{.op = Op::CpAsyncCommit,
+                    .spelling = "cp.async.commit_group",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .semantics = select_cp_async_commit},
+    InstructionInfo{.op = Op::CpAsyncWait,
+                    .spelling = "cp.async.wait_group",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Count,
+                    .semantics = select_cp_async_wait},
+    InstructionInfo{
+        .op = Op::CreatePolicy,
+        .spelling = "createpolicy.fractional",
+        .modifiers =
+            [](const Instr& in) {
+              return std::string(l2_evict_name(in.l2_primary)) +
+                     (in.l2_secondary ? std::string(l2_evict_name(*in.l2_secondary)) : "") + ".b64";
+            },
+        .types = {ScalarType::B64},
+        .operands = Operands::DestSources,
+        .least = kSm80Ptx74,
+        .semantics = select_create_policy},
+    InstructionInfo{.op = Op::Prefetch,
+                    .spelling = "prefetch",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(space_name(in.space)) +
+                                 std::string(prefetch_level_name(in.prefetch));
+                        },
+                    .types = kUntyped,
+                    .operands = Operands::Address,
+                    .form_needs =
+                        [](const Instr& in) {
+                          const bool evict = in.prefetch == PrefetchLevel::L2EvictLast ||
+                                             in.prefetch == PrefetchLevel::L2EvictNormal;
+                          return evict ? kSm80Ptx74 : Requirement{};
+                        },
+                    .semantics = select_prefetch},
+    InstructionInfo{.op = Op::MbarrierInit,
+                    .spelling = "mbarrier.init",
+                    .modifiers = [](const Instr&) { return std::string(".shared.b64"); },
+                    .types = {ScalarType::B64},
+                    .operands = Operands::Mbarrier,
+                    .memory = {.writes = Mem::Shared},
+                    .semantics = select_mbarrier_init},
+    // Arrive with the sink `_` is sm_90's (PTX 7.8); its expect_tx form and orderings PTX 8.0's.
+    InstructionInfo{.op = Op::MbarrierArrive,
+                    .spelling = "mbarrier.arrive",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return fmt::format("{}{}", in.ops.size() > 1 ? ".expect_tx" : "",
+                                             mbarrier_tx_modifiers(in));
+                        },
+                    .types = {ScalarType::B64},
+                    .operands = Operands::Mbarrier,
+                    .least = kSm90Ptx78,
+                    .form_needs =
+                        [](const Instr& in) {
+                          return in.ops.size() > 1 || in.sem != MemSem::None ? kSm90Ptx80
+                                                                             : Requirement{};
+                        },
+                    .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
+                    .semantics = select_mbarrier_arrive},
+    InstructionInfo{
+        .op = Op::MbarrierWait,
+        .spelling = "mbarrier.try_wait.parity",
+        .modifiers = [](const Instr& in) { return mbarrier_order(in) + ".shared::cta.b64"; },
+        .types = {ScalarType::B64},
+        .operands = Operands::MbarrierWait,
+        .least = kSm90Ptx78,
+        .form_needs =
+            [](const Instr& in) { return in.sem != MemSem::None ? kSm90Ptx80 : Requirement{}; },
+        .memory = {.reads = Mem::Shared},
+        .flow = Flow::MbarWait,
+        .semantics = select_mbarrier_wait},
+    InstructionInfo{.op = Op::FenceMbarrierInit,
+                    .spelling = "fence.mbarrier_init.release.cluster",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx80,
+                    .semantics = select_fence_mbarrier_init},
+    InstructionInfo{.op = Op::FenceGpu,
+                    .spelling = "fence.acq_rel.gpu",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .semantics = select_fence_gpu},
+    InstructionInfo{.op = Op::CpAsyncBulk,
+                    .spelling = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::BulkCopy,
+                    .least = kSm90Ptx80,
+                    .memory = {.reads = Mem::Global, .writes = Mem::Shared},
+                    .semantics = select_cp_async_bulk},
+    InstructionInfo{.op = Op::Mapa,
+                    .spelling = "mapa",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(space_name(in.space)) + type_suffix(in.type);
+                        },
+                    .types = {ScalarType::U32},
+                    .operands = Operands::DestSources,
+                    .least = kSm90Ptx78,
+                    .semantics = select_mapa},
+    InstructionInfo{
+        .op = Op::BarClusterArrive,
+        .spelling = "barrier.cluster.arrive",
+        .modifiers = barrier_cluster_modifiers,
+        .types = kUntyped,
+        .least = kSm90Ptx78,
+        .form_needs =
+            [](const Instr& in) { return in.sem != MemSem::None ? kSm90Ptx80 : Requirement{}; },
+        .semantics = select_barrier_cluster_arrive},
+    InstructionInfo{
+        .op = Op::BarClusterWait,
+        .spelling = "barrier.cluster.wait",
+        .modifiers = barrier_cluster_modifiers,
+        .types = kUntyped,
+        .least = kSm90Ptx78,
+        .form_needs =
+            [](const Instr& in) { return in.sem != MemSem::None ? kSm90Ptx80 : Requirement{}; },
+        .flow = Flow::ClusterWait,
+        .semantics = select_cluster_ordering},
+    InstructionInfo{.op = Op::FenceCluster,
+                    .spelling = "fence.acq_rel.cluster",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx78,
+                    .semantics = select_cluster_ordering},
+    InstructionInfo{.op = Op::FenceProxyAsync,
+                    .spelling = "fence.proxy.async",
+                    .modifiers = [](const Instr&) { return std::string(".shared::cta"); },
+                    .types = kUntyped,
+                    .least = kSm90Ptx80,
+                    .semantics = select_cluster_ordering},
+    InstructionInfo{.op = Op::MbarrierExpectTx,
+                    .spelling = "mbarrier.expect_tx",
+                    .modifiers = mbarrier_tx_modifiers,
+                    .types = {ScalarType::B64},
+                    .operands = Operands::TxCount,
+                    .least = kSm90Ptx80,
+                    .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
+                    .semantics = select_mbarrier_expect_tx},
+    InstructionInfo{.op = Op::MbarrierCompleteTx,
+                    .spelling = "mbarrier.complete_tx",
+                    .modifiers = mbarrier_tx_modifiers,
+                    .types = {ScalarType::B64},
+                    .operands = Operands::TxCount,
+                    .least = kSm90Ptx80,
+                    .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
+                    .semantics = select_mbarrier_complete_tx},
+    InstructionInfo{.op = Op::StAsync,
+                    .spelling = "st.async",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return fmt::format(".shared::cluster.mbarrier::complete_tx::bytes{}",
+                                             type_suffix(in.type));
+                        },
+                    .types = kData,
+                    .operands = Operands::AsyncRemote,
+                    .least = kSm90Ptx81,
+                    .memory = {.writes = Mem::SharedCluster},
+                    .semantics = select_st_async},
+    InstructionInfo{.op = Op::RedAsync,
+                    .spelling = "red.async.relaxed.cluster",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return fmt::format(".shared::cluster.mbarrier::complete_tx::bytes.add{}",
+                                             type_suffix(in.type));
+                        },
+                    .types = kData,
+                    .operands = Operands::AsyncRemote,
+                    .least = kSm90Ptx81,
+                    .memory = {.reads = Mem::SharedCluster, .writes = Mem::SharedCluster},
+                    .semantics = select_red_async},
+    InstructionInfo{.op = Op::GridDepLaunch,
+                    .spelling = "griddepcontrol.launch_dependents",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx78,
+                    .semantics = select_grid_dependency},
+    InstructionInfo{.op = Op::GridDepWait,
+                    .spelling = "griddepcontrol.wait",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx78,
+                    .semantics = select_grid_dependency},
+    InstructionInfo{.op = Op::Popc,
+                    .spelling = "popc",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_popc},
+    InstructionInfo{.op = Op::Clz,
+                    .spelling = "clz",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_clz},
+    InstructionInfo{.op = Op::Brev,
+                    .spelling = "brev",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_brev},
+    InstructionInfo{.op = Op::Bfind,
+                    .spelling = "bfind",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return (in.shift_amount ? ".shiftamt" : "") + type_suffix(in.type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfind},
+    InstructionInfo{.op = Op::Bfe,
+                    .spelling = "bfe",
+                    .modifiers = type_only,
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfe},
+    InstructionInfo{.op = Op::Bfi,
+                    .spelling = "bfi",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .semantics = select_bfi},
+    InstructionInfo{.op = Op::Prmt,
+                    .spelling = "prmt",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_prmt},
+    InstructionInfo{.op = Op::Lop3,
+                    .spelling = "lop3",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_lop3},
+    InstructionInfo{.op = Op::Shf,
+                    .spelling = "shf",
+                    .modifiers =
+                        [](const Instr& in) {
+                          static constexpr std::string_view kModes[] = {".l.wrap", ".l.clamp",
+                                                                        ".r.wrap", ".r.clamp"};
+                          return std::string(kModes[static_cast<int>(in.funnel)]) +
+                                 type_suffix(in.type);
+                        },
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_shf},
+    // dp4a.atype.btype: the types of a and b (u32 or s32); d and c are s32 unless both are u32.
+    InstructionInfo{
+        .op = Op::Dp4a,
+        .spelling = "dp4a",
+        .modifiers =
+            [](const Instr& in) { return type_suffix(in.type) + type_suffix(in.src_type); },
+        .types = {ScalarType::U32, ScalarType::S32},
+        .operands = Operands::DestSources,
+        .semantics = select_dp4a},
+    InstructionInfo{.op = Op::Dp2a,
+                    .spelling = "dp2a",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return (in.high_half ? ".hi" : ".lo") + type_suffix(in.type) +
+                                 type_suffix(in.src_type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_dp2a},
+    InstructionInfo{
+        .op = Op::Shfl,
+        .spelling = "shfl.sync",
+        .modifiers =
+            [](const Instr& in) { return std::string(shfl_name(in.shfl)) + type_suffix(in.type); },
+        .types = {ScalarType::B32},
+        .operands = Operands::DestSources,
+        .warp_collective = true,
+        .semantics = select_shfl},
+    InstructionInfo{.op = Op::Bar,
+                    .spelling = "bar.sync",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Count,
+                    .flow = Flow::Bar},
+    InstructionInfo{
+        .op = Op::Bra,
+        .spelling = "bra",
+        .modifiers = [](const Instr& in) { return std::string(in.uniform ? ".uni" : ""); },
+        .types = kUntyped,
+        .operands = Operands::Branch,
+        .flow = Flow::Bra},
+    InstructionInfo{.op = Op::Label,
+                    .spelling = "",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Label},
+    InstructionInfo{.op = Op::Ret,
+                    .spelling = "ret",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .flow = Flow::Ret},
+};
+
+// One row per Op, in the enum's order: `instruction(op)` is an index.
+constexpr bool rows_follow_ops() {
+  for (std::size_t i = 0; i < kTable.size(); ++i) {
+    if (static_cast<std::size_t>(kTable[i].op) != i || kTable[i].modifiers == nullptr) {
+      return false;
+    }
+  }
+  return kTable.size() == static_cast<std::size_t>(Op::Ret) + 1;
+}
+static_assert(rows_follow_ops(), "the instruction table has one row per Op, in Op's order");
+
+}  // namespace
+
+const InstructionInfo& instruction(Op op) {
+  return kTable[static_cast<std::size_t>(op)];
+}
+
+std::string mnemonic_of(const Instr& in) {
+  const InstructionInfo& row = instruction(in.op);
+  return std::string(row.spelling) + row.modifiers(in);
+}
+
+}  // namespace ptxdsl::detail
