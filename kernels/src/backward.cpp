@@ -51,22 +51,22 @@ LaunchStep build_backward(Module& m, const NormSpec& spec, const Plan& plan) {
   k.max_registers(plan.max_registers);
 
   // Parameters, in the contract's order.
-  const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
+  const GlobalDPtr x = param_dptr(k, NormArg::X, spec.dtype);
   std::optional<GlobalDPtr> w;
-  if (has_weight(spec)) w = param_dptr(k, "w", spec.weight_dtype);
+  if (has_weight(spec)) w = param_dptr(k, NormArg::W, spec.weight_dtype);
   std::optional<GlobalDPtr> mean_in;
-  if (ln) mean_in = param_dptr(k, "mean", DType::F32);
-  const GlobalDPtr rstd_in = param_dptr(k, "rstd", DType::F32);
-  const GlobalDPtr dy = param_dptr(k, "dy", spec.dtype);
+  if (ln) mean_in = param_dptr(k, NormArg::Mean, DType::F32);
+  const GlobalDPtr rstd_in = param_dptr(k, NormArg::Rstd, DType::F32);
+  const GlobalDPtr dy = param_dptr(k, NormArg::Dy, spec.dtype);
   // The residual add's h gradient from h's other uses: dx is h's whole gradient.
   std::optional<GlobalDPtr> dh;
-  if (has_residual(spec)) dh = param_dptr(k, "dh", residual_dtype(spec));
-  const GlobalDPtr dx = param_dptr(k, "dx", spec.dtype);
+  if (has_residual(spec)) dh = param_dptr(k, NormArg::Dh, residual_dtype(spec));
+  const GlobalDPtr dx = param_dptr(k, NormArg::Dx, spec.dtype);
   grad_sums->declare(k);
   std::optional<GlobalPtr<U32>> row_counter;
-  if (ticketed) row_counter = k.param_ptr<U32>("row_counter");
-  const Reg<U32> batch = k.param<U32>("batch");
-  const Reg<U32> stride = k.param<U32>("stride");
+  if (ticketed) row_counter = k.param_ptr<U32>(arg_name(NormArg::RowCounter));
+  const Reg<U32> batch = k.param<U32>(arg_name(NormArg::Batch));
+  const Reg<U32> stride = k.param<U32>(arg_name(NormArg::Stride));
 
   const CtaLayout cta = cta_layout(k, plan);
   const RowMap map = row_map(plan);

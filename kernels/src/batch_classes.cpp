@@ -66,7 +66,12 @@ NormSpec small_batch_spec(NormSpec spec) {
 }
 
 BatchPlans resolve_batches(const NormSpec& spec) {
-  BatchPlans plans{resolve(spec), std::nullopt, 0};
+  return resolve_batches(resolve(spec));
+}
+
+BatchPlans resolve_batches(Plan large) {
+  const NormSpec spec = large.spec;
+  BatchPlans plans{std::move(large), std::nullopt, 0};
   if (one_class(spec)) return plans;
   // The limits were measured against the heuristic's plan of the spec (a tuning table's entries
   // were timed at batches past them).

@@ -411,6 +411,7 @@ BuiltNorm build(const Plan& plan) {
   out.chosen.row_nc = plan.row_nc;
   if (spec.kind == NormKind::LayerNormFwd) out.chosen.one_pass_stats = plan.one_pass_stats;
   out.tuned_by = plan.tuned_by;
+  for (LaunchStep& step : out.steps) step.args = args_of(step.contract);
   out.ptx = module->emit();
   out.module = std::move(module);
   out.plan = plan;

@@ -22,20 +22,20 @@ LaunchStep build_forward(Module& m, const NormSpec& spec, const Plan& plan) {
   k.max_registers(plan.max_registers);
 
   // Parameters, in the contract's order.
-  const GlobalDPtr x = param_dptr(k, "x", spec.dtype);
+  const GlobalDPtr x = param_dptr(k, NormArg::X, spec.dtype);
   std::optional<GlobalDPtr> residual, h;
-  if (has_residual(spec)) residual = param_dptr(k, "residual", residual_dtype(spec));
+  if (has_residual(spec)) residual = param_dptr(k, NormArg::Residual, residual_dtype(spec));
   std::optional<GlobalDPtr> w, b;
-  if (has_weight(spec)) w = param_dptr(k, "w", spec.weight_dtype);
-  if (has_bias(spec)) b = param_dptr(k, "b", spec.weight_dtype);
-  const GlobalDPtr y = param_dptr(k, "y", spec.dtype);
-  if (residual) h = param_dptr(k, "h", residual_dtype(spec));
+  if (has_weight(spec)) w = param_dptr(k, NormArg::W, spec.weight_dtype);
+  if (has_bias(spec)) b = param_dptr(k, NormArg::B, spec.weight_dtype);
+  const GlobalDPtr y = param_dptr(k, NormArg::Y, spec.dtype);
+  if (residual) h = param_dptr(k, NormArg::H, residual_dtype(spec));
   std::optional<GlobalDPtr> mean_out;
-  if (ln) mean_out = param_dptr(k, "mean", DType::F32);
-  const GlobalDPtr rstd_out = param_dptr(k, "rstd", DType::F32);
-  const Reg<U32> batch = k.param<U32>("batch");
-  const Reg<U32> stride = k.param<U32>("stride");
-  const Reg<F32> eps = k.param<F32>("eps");
+  if (ln) mean_out = param_dptr(k, NormArg::Mean, DType::F32);
+  const GlobalDPtr rstd_out = param_dptr(k, NormArg::Rstd, DType::F32);
+  const Reg<U32> batch = k.param<U32>(arg_name(NormArg::Batch));
+  const Reg<U32> stride = k.param<U32>(arg_name(NormArg::Stride));
+  const Reg<F32> eps = k.param<F32>(arg_name(NormArg::Eps));
 
   const CtaLayout cta = cta_layout(k, plan);
   const RowMap map = row_map(plan);

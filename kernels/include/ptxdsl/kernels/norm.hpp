@@ -7,6 +7,7 @@
 
 #include "ptxdsl/dsl/contract.hpp"
 #include "ptxdsl/dsl/module.hpp"
+#include "ptxdsl/kernels/params.hpp"
 #include "ptxdsl/kernels/plan.hpp"
 #include "ptxdsl/kernels/spec.hpp"
 
@@ -42,11 +43,11 @@ struct GridRule {
 struct LaunchStep {
   KernelContract contract;
   GridRule grid;
+  std::vector<NormArg> args;  // contract.params[i] is args[i]: a host binds by index
 };
 
-// What `build_norm` produces. Parameter names are fixed across the family (x, w, b, y, mean, rstd,
-// dy, dx, dw, db, partial_dw, partial_db, row_counter, batch, stride, eps, partial_rows), so a host
-// binds by name; docs/kernels.md lists each entry's parameters in order.
+// What `build` produces. Each step's parameters are NormArgs (params.hpp), listed in the contract's
+// order by LaunchStep::args; a host binds them by index (a foreign loader by their PTX names).
 struct BuiltNorm {
   NormSpec spec;
   Plan plan;  // what it was built from

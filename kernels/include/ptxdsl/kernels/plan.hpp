@@ -191,6 +191,8 @@ struct BatchPlans {
 // the variant, where a backward writes dx alone (one launch already), and where a row is split over
 // a cluster (its slices take no rows ahead, and sum dw/db by partial rows).
 BatchPlans resolve_batches(const NormSpec& spec);
+// The same from the spec's plan, resolved already.
+BatchPlans resolve_batches(Plan large);
 
 // resolve_batches(spec).small_batch_limit.
 std::uint32_t small_batch_limit(const NormSpec& spec);
