@@ -91,7 +91,7 @@ BatchPlans resolve_batches(Plan large) {
 }
 
 std::uint32_t small_batch_limit(const NormSpec& spec) {
-  return resolve_batches(spec).small_batch_limit;
+  return one_class(spec) ? 0 : resolve_batches(spec).small_batch_limit;
 }
 
 std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {

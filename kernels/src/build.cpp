@@ -241,7 +241,6 @@ void check_knobs_apply(const NormSpec& spec) {
           "second launch (use single_launch 0, or row_order fixed)");
     }
   }
-  validate(spec);
 }
 
 void check_weight_dtype(DType dtype, DType weight_dtype) {

@@ -194,7 +194,7 @@ BatchPlans resolve_batches(const NormSpec& spec);
 // The same from the spec's plan, resolved already.
 BatchPlans resolve_batches(Plan large);
 
-// resolve_batches(spec).small_batch_limit.
+// resolve_batches(spec).small_batch_limit; plans nothing where the spec has one class.
 std::uint32_t small_batch_limit(const NormSpec& spec);
 // The same limit for a spec whose own knob is left out: the forward's prefetching variant, the
 // backward's one launch.

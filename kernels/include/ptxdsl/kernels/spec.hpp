@@ -83,12 +83,13 @@ DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for 
 // every output), else e.g. "_res", "_resf32", "_noaffine", "_wonly", "_dx".
 std::string variant_suffix(const NormSpec& spec);
 
-// Throws ptxdsl::Error naming the bad value and the allowed range.
+// resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
+// allowed range.
 void validate(const NormSpec& spec);
-// validate(), and more for knobs given for this one kernel (the command line's): refuses a knob
-// that the spec's kernel ignores (the other direction's, another norm's) and knobs that conflict
+// For knobs given for this one kernel (the command line's), before resolve(): refuses a knob that
+// the spec's kernel ignores (the other direction's, another norm's) and knobs that conflict
 // (row_order tickets with single_launch 1). validate() lets those pass because one set of runtime
-// knobs serves both directions and spec_for_batch turns on single_launch per call.
+// knobs serves both directions and spec_for_batch turns on single_launch per call. Plans nothing.
 void check_knobs_apply(const NormSpec& spec);
 // The weights' dtype: the rows' or f32. Throws ptxdsl::Error naming both (validate() checks it).
 void check_weight_dtype(DType dtype, DType weight_dtype);
