@@ -206,9 +206,8 @@ class Planner {
     const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
     // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too; rows read again load nothing
     // ahead. Layer norm rows beside f32 weights that end in more than 2 lone elements are not
-    // held: their registers spilled 4-12 bytes at 64 (ln_fwd bf16 65531-65535, 262143), where 1
-    // or 2 do not, and held they keep the copy's speed (H100, ln_fwd bf16 2048x65529: 197.6 µs
-    // held against 251.2 read again, 196.9 at 65536).
+    // held: ptxas spills their registers at 64, where 1 or 2 do not (docs/performance.md,
+    // "Measurements behind the rules").
     const bool placement_unset = !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row;
     const std::uint32_t ahead = kn_.prefetch_rows.value_or(0);
     const bool held_fits = !(layer_fwd_ && wide_weights_ && lone_elements() > 2);
@@ -275,13 +274,10 @@ class Planner {
       std::uint32_t acc_default = room_ / (nacc_ * p_.vec);
       // A cluster's slice that stays out of registers anyway (no chunk of x and dy fits beside
       // the partial sums) holds only the chunk at hand: the sums take kStagedRowRelief registers
-      // of its reserve. On the H100, ln_bwd bf16 (f32 weights) with every dw/db chunk in
-      // registers (127 registers, no spills), not half of them in shared memory: 1024x65536
-      // 187.8 -> 159.6 us, 256x262144 212.6 -> 163.9, 2048x32768 178.3 -> 157.3. The same
-      // placement without a cluster lost 11% (ln_bwd f16 4096x16384 157.2 -> 175.4, rms_bwd bf16
-      // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve; so does a row that does
-      // not fit shared memory whole, whose chunks read again from L2 loop with addresses and
-      // masks of their own (those spilled on the A100 and L40S presets).
+      // of its reserve. Only there: one CTA a row keeps the reserve (measured slower without it,
+      // docs/performance.md, "Measurements behind the rules"); so does a row that does not fit
+      // shared memory whole, whose chunks read again from L2 loop with addresses and masks of
+      // their own (those spilled on the A100 and L40S presets).
       const std::uint32_t row_shared_bytes = p_.row_span() * s_ * tensors_;
       const bool row_staged =
           cluster_ctas_ > 1 && p_.rows_per_cta == 1 && !all_in_registers && !kn_.register_chunks &&
@@ -357,8 +353,8 @@ class Planner {
     }
     // The ring: every chunk in registers, vectors cp.async can copy, both buffers fit; the
     // backward's default for 16-bit rows with one CTA an SM, and in place of the next row where
-    // that does not fit registers: rms_bwd bf16 8192x3072 ran 65.0 µs with nothing ahead, 48.3
-    // with the next row in registers at a lower cap, 34.0 with the ring.
+    // that does not fit registers (faster than either: docs/performance.md, "Measurements behind
+    // the rules").
     Plan ringed = p_;
     ringed.lookahead = Lookahead::Ring;
     const bool ring_fits = data_regs_ == p_.chunks && p_.vec * s_ >= 4 &&
@@ -455,8 +451,8 @@ class Planner {
       const std::uint32_t smem = p_.dynamic_shared_bytes(spec_);
       std::uint32_t fit = ctas_by_registers(dev_, p_.block(), regs);
       if (smem > 0) fit = std::min(fit, ctas_by_shared(dev_, smem));
-      // The one-launch backward takes one CTA an SM, its column pass fewer and wider tiles:
-      // 0-18% faster than two at 256-1024 rows on the H100 (docs/kernels.md).
+      // The one-launch backward takes one CTA an SM, its column pass fewer and wider tiles
+      // (docs/kernels.md, "Backward, small batches: one launch").
       if (p_.weight_grads == WeightGrads::SingleLaunch) fit = 1;
       p_.ctas_per_sm = kn_.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
       // A backward takes what those CTAs leave: ptxas, left at a one-CTA ceiling, can take more
@@ -622,10 +618,8 @@ namespace {
 // walk the rows on persistent clusters of twice as many CTAs, one row ahead, with w (and b)
 // copied into shared memory once, where the weights' bytes a column times the heuristic's CTAs
 // reach this: each CTA otherwise reads its slice of the weights from L2 again for every row, and
-// the wider the cluster, the longer its CTAs wait for their peers with nothing in flight. On the
-// H100 (bf16 rows, f32 weights, the same in two sessions): ln_fwd 1024×131072 (8 bytes × 4 CTAs)
-// 203.9 → 194.3 µs, 512×262144 (8 × 8) 215.0 → 209.3, rms_fwd 512×262144 (4 × 8) 193.4 → 189.7;
-// below it ln_fwd 2048×65536 (8 × 2) gained under 1% and rms_fwd 1024×131072 (4 × 4) nothing.
+// the wider the cluster, the longer its CTAs wait for their peers with nothing in flight
+// (docs/performance.md, "Measurements behind the rules").
 constexpr std::uint32_t kWeightsWalkFromBytesTimesCtas = 32;
 
 // That walk's plan, where it applies and passes validate()'s checks.
