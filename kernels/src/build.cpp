@@ -6,7 +6,6 @@
 
 #include "builders.hpp"
 #include "ptxdsl/dsl/error.hpp"
-#include "ptxdsl/kernels/tuning.hpp"
 
 namespace ptxdsl::kernels {
 namespace detail {
@@ -202,8 +201,7 @@ void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
 }
 
 void validate(const NormSpec& spec) {
-  detail::check_spec(spec);
-  detail::check_plan(spec, detail::plan_norm(spec));
+  resolve(spec);
 }
 
 bool knob_applies(KnobScope scope, NormKind kind) {
@@ -243,7 +241,6 @@ void check_knobs_apply(const NormSpec& spec) {
           "second launch (use single_launch 0, or row_order fixed)");
     }
   }
-  validate(spec);
 }
 
 void check_weight_dtype(DType dtype, DType weight_dtype) {
@@ -360,8 +357,11 @@ std::uint64_t BuiltNorm::workspace_bytes(std::uint32_t batch) const {
 }
 
 BuiltNorm build_norm(const NormSpec& spec) {
-  validate(spec);
-  const detail::Plan plan = detail::plan_norm(spec);
+  return build(resolve(spec));
+}
+
+BuiltNorm build(const Plan& plan) {
+  const NormSpec& spec = plan.spec;
   auto module = std::make_shared<Module>(spec.arch, spec.ptx_version);
   BuiltNorm out;
   out.spec = spec;
@@ -409,15 +409,11 @@ BuiltNorm build_norm(const NormSpec& spec) {
   out.chosen.l1_rereads = plan.l1_rereads;
   out.chosen.row_nc = plan.row_nc;
   if (spec.kind == NormKind::LayerNormFwd) out.chosen.one_pass_stats = plan.one_pass_stats;
-  // A row split over a cluster by the heuristic takes no entry measured for one CTA a row.
-  const TuningEntry* e = applied_tuning(spec);
-  if (e != nullptr && (plan.cluster_ctas == 1 || e->knobs.cluster_ctas)) {
-    out.tuned_by =
-        fmt::format("{} {} {}/{} {}, timed at batch {}", e->device, kind_name(e->kind),
-                    dtype_name(e->dtype), dtype_name(e->weight_dtype), e->width, e->batch);
-  }
+  out.tuned_by = plan.tuned_by;
+  for (LaunchStep& step : out.steps) step.args = args_of(step.contract);
   out.ptx = module->emit();
   out.module = std::move(module);
+  out.plan = plan;
   return out;
 }
 

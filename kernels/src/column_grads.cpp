@@ -92,8 +92,8 @@ class ColumnSums final : public WeightGradSums {
   ColumnSums(const NormSpec& spec, const Plan& plan) : spec_(spec), plan_(plan) {}
   std::string_view entry_step() const override { return "single"; }
   void declare(Kernel& k) override {
-    grads_.push_back(param_dptr(k, "dw", spec_.weight_dtype));
-    if (has_bias(spec_)) grads_.push_back(param_dptr(k, "db", spec_.weight_dtype));
+    grads_.push_back(param_dptr(k, NormArg::Dw, spec_.weight_dtype));
+    if (has_bias(spec_)) grads_.push_back(param_dptr(k, NormArg::Db, spec_.weight_dtype));
   }
   void start(Kernel&, const BackwardRows&) override {}
   std::vector<int> pass_keys(std::vector<int> keys) const override { return keys; }

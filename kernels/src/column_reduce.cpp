@@ -54,11 +54,11 @@ LaunchStep build_column_reduce(Module& m, const NormSpec& spec, const Plan& plan
   const std::uint32_t V = plan.reduce_vector;
   k.require_threads(C * S);
 
-  std::vector<GlobalDPtr> partials{param_dptr(k, "partial_dw", DType::F32)};
-  if (ln) partials.push_back(param_dptr(k, "partial_db", DType::F32));
-  std::vector<GlobalDPtr> outs{param_dptr(k, "dw", spec.weight_dtype)};
-  if (ln) outs.push_back(param_dptr(k, "db", spec.weight_dtype));
-  const Reg<U32> rows = k.param<U32>("partial_rows");
+  std::vector<GlobalDPtr> partials{param_dptr(k, NormArg::PartialDw, DType::F32)};
+  if (ln) partials.push_back(param_dptr(k, NormArg::PartialDb, DType::F32));
+  std::vector<GlobalDPtr> outs{param_dptr(k, NormArg::Dw, spec.weight_dtype)};
+  if (ln) outs.push_back(param_dptr(k, NormArg::Db, spec.weight_dtype));
+  const Reg<U32> rows = k.param<U32>(arg_name(NormArg::PartialRows));
   // Launched while the row step finishes: its partial rows are complete and visible from here on.
   if (plan.overlap_reduce) k.griddep_wait();
 

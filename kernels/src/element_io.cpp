@@ -14,8 +14,8 @@ ScalarType element_type(DType d) {
   return ScalarType::F32;
 }
 
-GlobalDPtr param_dptr(Kernel& k, std::string_view name, DType d) {
-  return ptxdsl::param_dptr(k, name, element_type(d));
+GlobalDPtr param_dptr(Kernel& k, NormArg arg, DType d) {
+  return ptxdsl::param_dptr(k, arg_name(arg), element_type(d));
 }
 
 }  // namespace ptxdsl::kernels::detail

@@ -1,7 +1,6 @@
 #include "heuristics.hpp"
 
 #include "element_io.hpp"
-#include "ptxdsl/kernels/tuning.hpp"
 
 #include <fmt/format.h>
 
@@ -19,12 +18,6 @@ std::uint32_t round_up(std::uint32_t a, std::uint32_t b) {
   return ceil_div(a, b) * b;
 }
 
-// dw and db, or dw. Layer norm's variants without db (or dw) plan as if they had both: its dx
-// keeps more values than RMS norm's, and those plans fit the registers.
-std::uint32_t accumulators(const NormSpec& spec) {
-  return spec.kind == NormKind::LayerNormBwd ? 2 : 1;
-}
-
 // Registers a thread may use so that one CTA of `block` threads fits on an SM.
 std::uint32_t max_registers(const DeviceModel& d, std::uint32_t block) {
   return std::min<std::uint32_t>(d.max_registers_per_thread,
@@ -36,18 +29,6 @@ std::uint32_t max_registers(const DeviceModel& d, std::uint32_t block) {
 std::uint32_t resident_registers(const DeviceModel& d, std::uint32_t threads) {
   return std::min<std::uint32_t>(d.max_registers_per_thread,
                                  d.registers_per_sm / round_up(threads, 32) / 8 * 8);
-}
-
-// CTAs of `block` threads at `registers` a thread that an SM holds by threads and registers.
-std::uint32_t ctas_by_registers(const DeviceModel& d, std::uint32_t block,
-                                std::uint32_t registers) {
-  return std::min(d.max_threads_per_sm / block, d.registers_per_sm / (block * registers));
-}
-
-// CTAs with `smem` bytes of dynamic shared memory (beside the static scratch that shared_budget
-// keeps back) that an SM holds by shared memory.
-std::uint32_t ctas_by_shared(const DeviceModel& d, std::uint32_t smem) {
-  return d.shared_per_block_optin / (smem + d.shared_reserved_per_block);
 }
 
 // f32 values a thread may keep in registers across the passes, under a register ceiling: the rest
@@ -117,6 +98,18 @@ std::uint32_t backward_threads(const DeviceModel& d, std::uint32_t vectors, std:
 
 }  // namespace
 
+// CTAs of `block` threads at `registers` a thread that an SM holds by threads and registers.
+std::uint32_t ctas_by_registers(const DeviceModel& d, std::uint32_t block,
+                                std::uint32_t registers) {
+  return std::min(d.max_threads_per_sm / block, d.registers_per_sm / (block * registers));
+}
+
+// CTAs with `smem` bytes of dynamic shared memory (beside the static scratch that shared_budget
+// keeps back) that an SM holds by shared memory.
+std::uint32_t ctas_by_shared(const DeviceModel& d, std::uint32_t smem) {
+  return d.shared_per_block_optin / (smem + d.shared_reserved_per_block);
+}
+
 std::uint32_t default_vector_elems(DType d) {
   return max_vector_elems(element_type(d));
 }
@@ -126,56 +119,12 @@ std::uint32_t shared_budget(const DeviceModel& d) {
   return d.shared_per_block_optin - kStaticScratchBytes;
 }
 
-std::uint32_t Plan::staged_chunks() const {
-  return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Shared));
-}
-
-std::uint32_t Plan::register_chunks() const {
-  return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Registers));
-}
-
-SharedLayout Plan::shared_layout(const NormSpec& spec) const {
-  const auto s = static_cast<std::uint32_t>(dtype_bytes(spec.dtype));
-  const bool backward = is_backward(spec.kind);
-  const std::uint32_t tensors = backward ? 2 : 1;
-  const std::uint32_t nacc = backward ? accumulators(spec) : 0;
-  const std::uint32_t slots = threads_per_row * vec * rows_per_cta;  // elements a chunk, all rows
-  const auto shared_accumulators =
-      static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Shared));
-  SharedLayout l;
-  l.staged_tensor_bytes = staged_chunks() * slots * s;
-  l.staging = {0, staging_buffers() * tensors * l.staged_tensor_bytes};
-  l.accumulator_bytes = shared_accumulators * threads_per_row * vec * 4;
-  l.accumulators = {l.staging.end(), nacc * l.accumulator_bytes};
-  l.staging_buffer_bytes = tensors * l.staged_tensor_bytes;
-  const bool merges = backward && (rows_per_cta > 1 || partial_cluster > 1) &&
-                      weight_grads == WeightGrads::PartialRows;
-  l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
-  // A cluster's merge comes after the rows, when the staged rows and the ring are spent: it takes
-  // the staging buffers' bytes where they hold it, else shares the ring's.
-  const bool over_staging = partial_cluster > 1 && l.merge.bytes <= l.staging.bytes;
-  if (over_staging) l.merge.offset = 0;
-  const bool ringed = lookahead == Lookahead::Ring;
-  l.ring_tensor_bytes = ringed ? register_chunks() * slots * s : 0;
-  l.ring_buffer_bytes = tensors * l.ring_tensor_bytes;
-  l.ring = {partial_cluster > 1 ? l.accumulators.end() : l.merge.end(),
-            ringed ? ring_rows * l.ring_buffer_bytes : 0};
-  const std::uint32_t weight_tensors =
-      backward || !shared_weights ? 0 : (has_weight(spec) ? 1 : 0) + (has_bias(spec) ? 1 : 0);
-  // Each tensor on a 16-byte boundary (vector accesses; the weight dtype's bytes are 2 or 4).
-  const auto weight_bytes = static_cast<std::uint32_t>(dtype_bytes(spec.weight_dtype));
-  l.weight_tensor_bytes = weight_tensors > 0 ? round_up(row_span() * weight_bytes, 16) : 0;
-  l.weights = {round_up(l.ring.end(), 16), weight_tensors * l.weight_tensor_bytes};
-  l.bytes = l.weights.bytes > 0 ? l.weights.end() : std::max(l.ring.end(), l.merge.end());
-  return l;
-}
-
 namespace {
 
-// plan_norm in stages, in the order each needs the last: the thread mapping, the access hints, the
-// register ceiling, where each chunk lives, how far ahead rows load, the forward's register caps,
-// and the grid. Every stage reads the knob first and decides only what is unset; the measurements
-// behind each rule are in docs/kernels.md and docs/performance.md.
+// plan_heuristic in stages, in the order each needs the last: the thread mapping, the access hints,
+// the register ceiling, where each chunk lives, how far ahead rows load, the forward's register
+// caps, and the grid. Every stage reads the knob first and decides only what is unset; the
+// measurements behind each rule are in docs/kernels.md and docs/performance.md.
 class Planner {
   static constexpr std::uint32_t kHeldBytesPerThread = 128;  // a held row's share of a thread
   // Backward: registers of value_room's reserve that a staged row's partial sums may take.
@@ -257,9 +206,8 @@ class Planner {
     const std::uint64_t row_bytes = std::uint64_t{p_.width} * s_;
     // A ring of rows ahead (prefetch_rows ≥ 2) keeps it there too; rows read again load nothing
     // ahead. Layer norm rows beside f32 weights that end in more than 2 lone elements are not
-    // held: their registers spilled 4-12 bytes at 64 (ln_fwd bf16 65531-65535, 262143), where 1
-    // or 2 do not, and held they keep the copy's speed (H100, ln_fwd bf16 2048x65529: 197.6 µs
-    // held against 251.2 read again, 196.9 at 65536).
+    // held: ptxas spills their registers at 64, where 1 or 2 do not (docs/performance.md,
+    // "Measurements behind the rules").
     const bool placement_unset = !kn_.register_chunks && !kn_.staged_chunks && !kn_.threads_per_row;
     const std::uint32_t ahead = kn_.prefetch_rows.value_or(0);
     const bool held_fits = !(layer_fwd_ && wide_weights_ && lone_elements() > 2);
@@ -326,13 +274,10 @@ class Planner {
       std::uint32_t acc_default = room_ / (nacc_ * p_.vec);
       // A cluster's slice that stays out of registers anyway (no chunk of x and dy fits beside
       // the partial sums) holds only the chunk at hand: the sums take kStagedRowRelief registers
-      // of its reserve. On the H100, ln_bwd bf16 (f32 weights) with every dw/db chunk in
-      // registers (127 registers, no spills), not half of them in shared memory: 1024x65536
-      // 187.8 -> 159.6 us, 256x262144 212.6 -> 163.9, 2048x32768 178.3 -> 157.3. The same
-      // placement without a cluster lost 11% (ln_bwd f16 4096x16384 157.2 -> 175.4, rms_bwd bf16
-      // 4096x16384 153.4 -> 170.7), so one CTA a row keeps the reserve; so does a row that does
-      // not fit shared memory whole, whose chunks read again from L2 loop with addresses and
-      // masks of their own (those spilled on the A100 and L40S presets).
+      // of its reserve. Only there: one CTA a row keeps the reserve (measured slower without it,
+      // docs/performance.md, "Measurements behind the rules"); so does a row that does not fit
+      // shared memory whole, whose chunks read again from L2 loop with addresses and masks of
+      // their own (those spilled on the A100 and L40S presets).
       const std::uint32_t row_shared_bytes = p_.row_span() * s_ * tensors_;
       const bool row_staged =
           cluster_ctas_ > 1 && p_.rows_per_cta == 1 && !all_in_registers && !kn_.register_chunks &&
@@ -408,8 +353,8 @@ class Planner {
     }
     // The ring: every chunk in registers, vectors cp.async can copy, both buffers fit; the
     // backward's default for 16-bit rows with one CTA an SM, and in place of the next row where
-    // that does not fit registers: rms_bwd bf16 8192x3072 ran 65.0 µs with nothing ahead, 48.3
-    // with the next row in registers at a lower cap, 34.0 with the ring.
+    // that does not fit registers (faster than either: docs/performance.md, "Measurements behind
+    // the rules").
     Plan ringed = p_;
     ringed.lookahead = Lookahead::Ring;
     const bool ring_fits = data_regs_ == p_.chunks && p_.vec * s_ >= 4 &&
@@ -506,8 +451,8 @@ class Planner {
       const std::uint32_t smem = p_.dynamic_shared_bytes(spec_);
       std::uint32_t fit = ctas_by_registers(dev_, p_.block(), regs);
       if (smem > 0) fit = std::min(fit, ctas_by_shared(dev_, smem));
-      // The one-launch backward takes one CTA an SM, its column pass fewer and wider tiles:
-      // 0-18% faster than two at 256-1024 rows on the H100 (docs/kernels.md).
+      // The one-launch backward takes one CTA an SM, its column pass fewer and wider tiles
+      // (docs/kernels.md, "Backward, small batches: one launch").
       if (p_.weight_grads == WeightGrads::SingleLaunch) fit = 1;
       p_.ctas_per_sm = kn_.ctas_per_sm.value_or(std::clamp<std::uint32_t>(fit, 1, 16));
       // A backward takes what those CTAs leave: ptxas, left at a one-CTA ceiling, can take more
@@ -673,10 +618,8 @@ namespace {
 // walk the rows on persistent clusters of twice as many CTAs, one row ahead, with w (and b)
 // copied into shared memory once, where the weights' bytes a column times the heuristic's CTAs
 // reach this: each CTA otherwise reads its slice of the weights from L2 again for every row, and
-// the wider the cluster, the longer its CTAs wait for their peers with nothing in flight. On the
-// H100 (bf16 rows, f32 weights, the same in two sessions): ln_fwd 1024×131072 (8 bytes × 4 CTAs)
-// 203.9 → 194.3 µs, 512×262144 (8 × 8) 215.0 → 209.3, rms_fwd 512×262144 (4 × 8) 193.4 → 189.7;
-// below it ln_fwd 2048×65536 (8 × 2) gained under 1% and rms_fwd 1024×131072 (4 × 4) nothing.
+// the wider the cluster, the longer its CTAs wait for their peers with nothing in flight
+// (docs/performance.md, "Measurements behind the rules").
 constexpr std::uint32_t kWeightsWalkFromBytesTimesCtas = 32;
 
 // That walk's plan, where it applies and passes validate()'s checks.
@@ -697,7 +640,7 @@ std::optional<Plan> shared_weights_walk(const NormSpec& spec, std::uint32_t clus
   try {
     // The device's cluster limit, the width's split, the shared memory.
     check_spec(walk);
-    Plan plan = plan_norm(walk);
+    Plan plan = plan_heuristic(walk);
     check_plan(walk, plan);
     return plan;
   } catch (const Error&) {
@@ -706,18 +649,16 @@ std::optional<Plan> shared_weights_walk(const NormSpec& spec, std::uint32_t clus
 }
 }  // namespace
 
-Plan plan_norm(const NormSpec& spec) {
-  // The device's measured knobs where its tuning table has them; the planner fills the rest. An
-  // entry that names cluster_ctas was measured with it; one that does not, for one CTA a row.
-  const NormSpec tuned = with_tuning(spec);
-  const bool tuned_cluster = tuned.knobs.cluster_ctas.has_value();
-  const std::uint32_t cluster = cluster_ctas_for(tuned_cluster ? tuned : spec);
-  if (!tuned_cluster) {
+Plan plan_heuristic(const NormSpec& spec) {
+  // An entry of the tuning table comes in as knobs: one that names cluster_ctas was measured with
+  // it, and a spec without it splits (or walks) by the heuristic.
+  const std::uint32_t cluster = cluster_ctas_for(spec);
+  if (!spec.knobs.cluster_ctas) {
     if (std::optional<Plan> walk = shared_weights_walk(spec, cluster)) return std::move(*walk);
   }
   if (cluster > 1) {
     // Each CTA of the cluster plans its slice of the row, one row a CTA.
-    NormSpec slice = tuned_cluster ? tuned : spec;
+    NormSpec slice = spec;
     slice.knobs.cluster_ctas.reset();
     slice.knobs.rows_per_cta = 1;
     if (is_backward(spec.kind)) {
@@ -738,79 +679,7 @@ Plan plan_norm(const NormSpec& spec) {
     }
     return p;
   }
-  return Planner(tuned).plan();
+  return Planner(spec).plan();
 }
 
 }  // namespace ptxdsl::kernels::detail
-
-namespace ptxdsl::kernels {
-
-std::uint32_t forward_prefetch_batch_limit(const NormSpec& spec) {
-  using detail::Plan;
-  if (detail::cluster_ctas_for(spec) > 1) return 0;  // a cluster's slices take no rows ahead
-  NormSpec one_pass = spec;
-  one_pass.knobs.prefetch_rows = 0;
-  const Plan p = detail::plan_norm(one_pass);
-  NormSpec prefetching = spec;
-  prefetching.knobs.prefetch_rows = 1;
-  if (!detail::plan_norm(prefetching).prefetch_fits) return 0;
-  // Rows all staged: the cp.async prefetch is no faster than one CTA a row at any batch.
-  if (std::count(p.data.begin(), p.data.end(), detail::Place::Registers) == 0) return 0;
-  const std::uint32_t fit =
-      std::max(1u, std::min(detail::ctas_by_registers(spec.device, p.block(), p.max_registers),
-                            detail::ctas_by_shared(spec.device, p.dynamic_shared_bytes(spec))));
-  // Up to about four rows a resident row slot: 4096x1024 and 1151x8192 f16 gained 7-14%,
-  // 4096x4096 to 16384x8192 lost 1-7% (docs/performance.md).
-  return 4 * p.sm_count * fit * p.rows_per_cta;
-}
-
-namespace {
-// Rounds of loads (kColumnRowsInFlight a warp, a round trip to L2 each) a CTA's column pass may
-// take in the one-launch backward: always up to 2; up to 16 where two launches would leave a
-// quarter of the SMs without a CTA (their re-reads then cost less than the idle SMs).
-constexpr std::uint32_t kColumnRoundsAlways = 2;
-constexpr std::uint32_t kColumnRoundsUnderfilled = 16;
-}  // namespace
-
-std::uint32_t small_batch_limit(const NormSpec& spec) {
-  if (is_backward(spec.kind)) {
-    return spec.knobs.single_launch ? 0 : backward_single_launch_batch_limit(spec);
-  }
-  return spec.knobs.prefetch_rows ? 0 : forward_prefetch_batch_limit(spec);
-}
-
-NormSpec spec_for_batch(NormSpec spec, std::uint32_t batch) {
-  if (batch > small_batch_limit(spec)) return spec;
-  if (is_backward(spec.kind)) {
-    spec.knobs.single_launch = true;
-  } else {
-    spec.knobs.prefetch_rows = 1;
-  }
-  return spec;
-}
-
-std::uint32_t backward_single_launch_batch_limit(const NormSpec& spec) {
-  if (detail::cluster_ctas_for(spec) > 1) return 0;  // a cluster's slices sum by partial rows
-  NormSpec single = spec;
-  single.knobs.single_launch = true;
-  const detail::Plan one = detail::plan_norm(single);
-  NormSpec split = spec;
-  split.knobs.single_launch = false;
-  const detail::Plan two = detail::plan_norm(split);
-  // A round: each warp's loads cover kColumnRowsInFlight × column_row_lanes rows of a tile; a CTA
-  // takes its tiles one after another.
-  const std::uint32_t rows_a_round =
-      one.block() / 32 * one.column_row_lanes * detail::kColumnRowsInFlight;
-  const std::uint32_t ctas = one.sm_count * one.ctas_per_sm;
-  const std::uint32_t tiles_a_cta = (one.column_tiles() + ctas - 1) / ctas;
-  const auto rows_within = [&](std::uint32_t rounds) {
-    return rounds / tiles_a_cta * rows_a_round;
-  };
-  // The largest batch whose two launches leave a quarter of the SMs idle.
-  const std::uint32_t underfilled =
-      two.sm_count * 3 / 4 * two.rows_per_cta * two.min_row_groups_per_cta;
-  return std::max(rows_within(kColumnRoundsAlways),
-                  std::min(underfilled, rows_within(kColumnRoundsUnderfilled)));
-}
-
-}  // namespace ptxdsl::kernels

@@ -235,8 +235,8 @@ class PartialRowSums final : public WeightGradSums {
   PartialRowSums(const NormSpec& spec, const Plan& plan) : spec_(spec), plan_(plan) {}
   std::string_view entry_step() const override { return ""; }
   void declare(Kernel& k) override {
-    partials_.push_back(param_dptr(k, "partial_dw", DType::F32));
-    if (has_bias(spec_)) partials_.push_back(param_dptr(k, "partial_db", DType::F32));
+    partials_.push_back(param_dptr(k, NormArg::PartialDw, DType::F32));
+    if (has_bias(spec_)) partials_.push_back(param_dptr(k, NormArg::PartialDb, DType::F32));
   }
   // Accumulators start at zero wherever they live.
   void start(Kernel& k, const BackwardRows& rows) override {

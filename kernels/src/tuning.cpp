@@ -8,6 +8,7 @@
 
 #include "heuristics.hpp"
 #include "ptxdsl/dsl/error.hpp"
+#include "resolve.hpp"
 
 namespace ptxdsl::kernels {
 namespace detail {
@@ -40,30 +41,6 @@ T number(std::string_view text, std::string_view what) {
     throw Error(fmt::format("{} must be a number, got '{}'", what, text));
   }
   return v;
-}
-
-// Knobs that leave the table's plans as they were timed: determinism (the table holds none that
-// depends on it), and the widest vector, which the runtime sets for aligned calls. Narrower
-// vectors (misaligned calls) were not timed: the heuristic plans them.
-bool sets_shape(const NormSpec& spec) {
-  bool shape = false;
-  for_each_knob(spec.knobs, [&](const KnobInfo& info, const auto& v) {
-    if (v && info.name != "deterministic" && info.name != "vector_elems") shape = true;
-  });
-  return shape || detail::vector_elems_of(spec) != detail::default_vector_elems(spec.dtype);
-}
-
-// The spec planned by the entry's knobs, keeping its own determinism and vector width.
-NormSpec with_entry(const NormSpec& spec, const TuningEntry& e) {
-  NormSpec tuned = spec;
-  tuned.knobs = e.knobs;
-  tuned.knobs.deterministic = spec.knobs.deterministic;
-  tuned.knobs.vector_elems = spec.knobs.vector_elems;
-  return tuned;
-}
-
-bool empty(const NormKnobs& knobs) {
-  return knobs == NormKnobs{};
 }
 
 }  // namespace
@@ -146,7 +123,7 @@ std::string TuningTable::to_csv() const {
   return out;
 }
 
-const TuningEntry* TuningTable::find(const NormSpec& spec) const {
+std::vector<const TuningEntry*> TuningTable::candidates(const NormSpec& spec) const {
   std::vector<const TuningEntry*> candidates;
   for (const TuningEntry& e : entries) {
     if (e.device == spec.device.product && e.kind == spec.kind && e.dtype == spec.dtype &&
@@ -171,29 +148,23 @@ const TuningEntry* TuningTable::find(const NormSpec& spec) const {
                      const double da = distance(a), db = distance(b);
                      return da != db ? da < db : a->width < b->width;
                    });
-  for (const TuningEntry* e : candidates) {
-    if (empty(e->knobs)) return e;  // the heuristic's own plan
-    try {
-      validate(with_entry(spec, *e));
-      return e;
-    } catch (const Error&) {
-      // Its knobs do not fit this width: the next nearest.
-    }
-  }
-  return nullptr;
+  return candidates;
+}
+
+const TuningEntry* TuningTable::find(const NormSpec& spec) const {
+  const std::optional<detail::FittingEntry> e = detail::fitting_entry(spec, *this);
+  return e ? e->entry : nullptr;
 }
 
 const TuningEntry* applied_tuning(const NormSpec& spec, const TuningTable& table) {
-  if (!spec.tuning || sets_shape(spec) || spec.knobs.deterministic == false) {
-    return nullptr;
-  }
+  if (!detail::takes_tuning(spec)) return nullptr;
   const TuningEntry* e = table.find(spec);
-  return e == nullptr || empty(e->knobs) ? nullptr : e;
+  return e == nullptr || e->knobs == NormKnobs{} ? nullptr : e;
 }
 
 NormSpec with_tuning(const NormSpec& spec, const TuningTable& table) {
   const TuningEntry* e = applied_tuning(spec, table);
-  return e == nullptr ? spec : with_entry(spec, *e);
+  return e == nullptr ? spec : detail::with_entry(spec, *e);
 }
 
 const TuningTable& builtin_tuning() {

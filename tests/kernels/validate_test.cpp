@@ -232,7 +232,8 @@ TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check
   NormSpec ticketed_fwd = spec_of(NormKind::LayerNormFwd, DType::F16, 1024);
   ticketed_fwd.knobs.row_order = RowOrder::Tickets;
   REQUIRE_THROWS_WITH(check_knobs_apply(ticketed_fwd), Catch::Contains("ln_fwd has none"));
-  // Each direction's own knobs pass, and check_knobs_apply refuses what validate refuses.
+  // Each direction's own knobs pass; check_knobs_apply plans nothing (what the plan refuses,
+  // resolve refuses).
   NormSpec own = spec_of(NormKind::LayerNormFwd, DType::F16, 1024);
   own.knobs.one_pass_stats = true;
   own.knobs.early_weights = true;
@@ -243,6 +244,9 @@ TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check
   own_bwd.knobs.deterministic = false;
   own_bwd.knobs.min_row_groups = 2;
   REQUIRE_NOTHROW(check_knobs_apply(own_bwd));
-  REQUIRE_THROWS_WITH(check_knobs_apply(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
+  const std::uint64_t plans = plans_resolved();
+  REQUIRE_NOTHROW(check_knobs_apply(spec_of(NormKind::RmsNormBwd, DType::F16, 0)));
+  REQUIRE(plans_resolved() == plans);
+  REQUIRE_THROWS_WITH(resolve(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
                       "width must be in [1, 262144], got 0");
 }

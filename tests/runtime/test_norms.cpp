@@ -585,3 +585,17 @@ TEST_CASE("dw and db come out bit-identical run to run, rows split over a cluste
     }
   }
 }
+
+TEST_CASE("a norm object plans each batch class of each direction once", "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  NormOptions options;
+  options.tuning_table = false;  // no heuristic plan beside a tuned one
+  const std::uint64_t before = kernels::plans_resolved();
+  RmsNorm norm(ctx, DType::F16, DType::F16, 4096, options);
+  CHECK(kernels::plans_resolved() - before == 2u);  // forward and backward, checked up front
+  // Both directions' small-batch variants (persistent prefetching forward, one-launch backward).
+  norm.prepare();
+  CHECK(kernels::plans_resolved() - before == 4u);
+  norm.prepare();
+  CHECK(kernels::plans_resolved() - before == 4u);
+}

@@ -40,9 +40,15 @@ struct SpecOptions {
   // KERNEL, --width and --dtype, where add_to did not make CLI11 require them; a UsageError
   // naming the first that is missing.
   void require_named() const;
-  // Parses and validates; throws UsageError. Plans for the --device preset (an ordinal there
-  // leaves the default preset: a GPU run plans again for the GPU itself).
+  // Parses and checks the knobs apply to the kernel; throws UsageError. Plans nothing. For the
+  // --device preset (an ordinal there leaves the default preset: a GPU run plans for the GPU).
+  kernels::NormSpec parsed() const;
+  // parsed(), validated (a plan made and dropped); throws UsageError.
   kernels::NormSpec spec() const;
+  // parsed()'s plan, and both batch classes' (the spec as given and its small-batch variant);
+  // throw UsageError.
+  kernels::Plan plan() const;
+  kernels::BatchPlans batch_plans() const;
   // --device as a preset name (empty: the default); an ordinal is refused, naming the presets.
   const DeviceModel& device_preset() const;
   // --device as a GPU ordinal (empty: 0); a preset name is refused.

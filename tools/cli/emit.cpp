@@ -50,8 +50,8 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
 }
 
 // The launch contract of a built norm: what a foreign loader needs to launch its PTX.
-std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::uint32_t> batch,
-                          const std::string& ptx_file) {
+std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_batch_limit,
+                          std::optional<std::uint32_t> batch, const std::string& ptx_file) {
   const kernels::NormSpec& s = built.spec;
   JsonWriter j;
   j.begin_object();
@@ -102,11 +102,11 @@ std::string contract_json(const kernels::BuiltNorm& built, std::optional<std::ui
   }
   if (!is_backward(s.kind) && !s.knobs.prefetch_rows) {
     // The runtime's choice per call: persistent prefetching CTAs up to this batch.
-    j.field("prefetch_batch_limit", kernels::forward_prefetch_batch_limit(s));
+    j.field("prefetch_batch_limit", small_batch_limit);
   }
   if (is_backward(s.kind) && !s.knobs.single_launch) {
     // The runtime's choice per call: the one-launch backward up to this batch.
-    j.field("single_launch_batch_limit", kernels::backward_single_launch_batch_limit(s));
+    j.field("single_launch_batch_limit", small_batch_limit);
   }
   j.key("scalars").begin_object();
   j.field("batch", "rows in this launch (u32)");
@@ -161,17 +161,20 @@ class EmitCommand : public Command {
   }
   int run() override {
     options_.device_preset();  // the plan is a preset's: an ordinal names no GPU here
-    const kernels::NormSpec spec = options_.spec();
     std::optional<std::uint32_t> batch;
     if (!batch_.empty() && !json_) {
       throw UsageError("--batch sizes the launch contract's grid and workspace: give --json too");
     }
     if (!batch_.empty())
       batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
-    const kernels::BuiltNorm built = kernels::build_norm(spec);
+    // The spec as given, planned once; --json also says up to which batch the runtime takes the
+    // small-batch variant, which plans that variant once more.
+    std::optional<kernels::BatchPlans> plans;
+    if (json_) plans = options_.batch_plans();
+    const kernels::BuiltNorm built = kernels::build(plans ? plans->large : options_.plan());
     if (!output_.empty()) write_text_file(output_, built.ptx);
     if (json_) {
-      std::fputs(contract_json(built, batch, output_).c_str(), stdout);
+      std::fputs(contract_json(built, plans->small_batch_limit, batch, output_).c_str(), stdout);
     } else if (output_.empty()) {
       std::fputs(built.ptx.c_str(), stdout);
     }
@@ -192,8 +195,8 @@ class NormSource : public PtxSource {
   CheckedPtx build() override {
     options_.require_named();
     options_.device_preset();  // the plan is a preset's: an ordinal names no GPU here
-    const kernels::NormSpec spec = options_.spec();
-    return {kernels::build_norm(spec).ptx, std::string(arch_name(spec.arch))};
+    const kernels::Plan plan = options_.plan();
+    return {kernels::build(plan).ptx, std::string(arch_name(plan.spec.arch))};
   }
 
  private:

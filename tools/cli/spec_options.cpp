@@ -67,7 +67,7 @@ bool is_ordinal(std::string_view text) {
 
 }  // namespace
 
-kernels::NormSpec SpecOptions::spec() const {
+kernels::NormSpec SpecOptions::parsed() const {
   kernels::NormSpec s;
   s.kind = usage([&] { return kernels::parse_kind(kernel); });
   s.dtype = usage([&] { return kernels::parse_dtype(dtype); });
@@ -105,6 +105,22 @@ kernels::NormSpec SpecOptions::spec() const {
   // Knobs on the command line are for this one kernel: one it would ignore is a mistake to report.
   usage([&] { kernels::check_knobs_apply(s); });
   return s;
+}
+
+kernels::NormSpec SpecOptions::spec() const {
+  const kernels::NormSpec s = parsed();
+  usage([&] { kernels::validate(s); });
+  return s;
+}
+
+kernels::Plan SpecOptions::plan() const {
+  const kernels::NormSpec s = parsed();
+  return usage([&] { return kernels::resolve(s); });
+}
+
+kernels::BatchPlans SpecOptions::batch_plans() const {
+  const kernels::NormSpec s = parsed();
+  return usage([&] { return kernels::resolve_batches(s); });
 }
 
 const DeviceModel& SpecOptions::device_preset() const {

@@ -99,65 +99,16 @@ NormVariant variant_of(const RmsNormBackwardArgs& a) {
 namespace detail {
 namespace {
 
-// What a kernel parameter is bound to, by its name in the contract.
-enum class Bind : std::uint8_t {
-  X,
-  W,
-  B,
-  Y,
-  Mean,
-  Rstd,
-  Dy,
-  Dx,
-  Dw,
-  Db,
-  Residual,
-  H,
-  Dh,
-  PartialDw,
-  PartialDb,
-  RowCounter,  // pointers
-  Batch,
-  Stride,
-  PartialRows,
-  Eps,
-};
-constexpr int kPointerBinds = 16;
-
-struct BindName {
-  std::string_view name;
-  Bind bind;
-};
-constexpr BindName kBindNames[] = {
-    {"x", Bind::X},
-    {"w", Bind::W},
-    {"b", Bind::B},
-    {"y", Bind::Y},
-    {"mean", Bind::Mean},
-    {"rstd", Bind::Rstd},
-    {"dy", Bind::Dy},
-    {"dx", Bind::Dx},
-    {"dw", Bind::Dw},
-    {"db", Bind::Db},
-    {"residual", Bind::Residual},
-    {"h", Bind::H},
-    {"dh", Bind::Dh},
-    {"partial_dw", Bind::PartialDw},
-    {"partials", Bind::PartialDw},
-    {"partial_db", Bind::PartialDb},
-    {"row_counter", Bind::RowCounter},
-    {"batch", Bind::Batch},
-    {"stride", Bind::Stride},
-    {"partial_rows", Bind::PartialRows},
-    {"eps", Bind::Eps},
-};
+// What a kernel parameter is bound to: the kernels' own list of their arguments (by index into
+// each step's contract, LaunchStep::args).
+using Bind = kernels::NormArg;
+constexpr int kPointerBinds = kernels::kNormPointerArgs;
 
 // How a pointer argument is shaped: rows of the input dtype, rows of the residual add's dtype, a
 // row of weights, or one f32 per row.
 enum class Role : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
 
 struct PointerArg {
-  const char* name;
   Bind bind;
   Role role;
   const DeviceView* view;
@@ -200,14 +151,14 @@ struct CallShape {
 template <class Args>
 PointerArgs forward_pointers(const Args& a) {
   PointerArgs ptrs;
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  if constexpr (requires { a.b; }) ptrs.add_if_given({"b", Bind::B, Role::Weights, &a.b});
-  ptrs.add_if_given({"residual", Bind::Residual, Role::ResidualRows, &a.residual});
-  ptrs.add({"y", Bind::Y, Role::Rows, &a.y});
-  ptrs.add_if_given({"h", Bind::H, Role::ResidualRows, &a.h});
-  if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
+  ptrs.add({Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({Bind::W, Role::Weights, &a.w});
+  if constexpr (requires { a.b; }) ptrs.add_if_given({Bind::B, Role::Weights, &a.b});
+  ptrs.add_if_given({Bind::Residual, Role::ResidualRows, &a.residual});
+  ptrs.add({Bind::Y, Role::Rows, &a.y});
+  ptrs.add_if_given({Bind::H, Role::ResidualRows, &a.h});
+  if constexpr (requires { a.mean; }) ptrs.add({Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({Bind::Rstd, Role::PerRow, &a.rstd});
   return ptrs;
 }
 
@@ -215,15 +166,15 @@ PointerArgs forward_pointers(const Args& a) {
 template <class Args>
 PointerArgs backward_pointers(const Args& a) {
   PointerArgs ptrs;
-  ptrs.add({"dy", Bind::Dy, Role::Rows, &a.dy});
-  ptrs.add({"x", Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({"w", Bind::W, Role::Weights, &a.w});
-  if constexpr (requires { a.mean; }) ptrs.add({"mean", Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({"rstd", Bind::Rstd, Role::PerRow, &a.rstd});
-  ptrs.add_if_given({"dh", Bind::Dh, Role::ResidualRows, &a.dh});
-  ptrs.add({"dx", Bind::Dx, Role::Rows, &a.dx});
-  ptrs.add_if_given({"dw", Bind::Dw, Role::Weights, &a.dw});
-  if constexpr (requires { a.db; }) ptrs.add_if_given({"db", Bind::Db, Role::Weights, &a.db});
+  ptrs.add({Bind::Dy, Role::Rows, &a.dy});
+  ptrs.add({Bind::X, Role::Rows, &a.x});
+  ptrs.add_if_given({Bind::W, Role::Weights, &a.w});
+  if constexpr (requires { a.mean; }) ptrs.add({Bind::Mean, Role::PerRow, &a.mean});
+  ptrs.add({Bind::Rstd, Role::PerRow, &a.rstd});
+  ptrs.add_if_given({Bind::Dh, Role::ResidualRows, &a.dh});
+  ptrs.add({Bind::Dx, Role::Rows, &a.dx});
+  ptrs.add_if_given({Bind::Dw, Role::Weights, &a.dw});
+  if constexpr (requires { a.db; }) ptrs.add_if_given({Bind::Db, Role::Weights, &a.db});
   return ptrs;
 }
 
@@ -364,7 +315,7 @@ class CallChecks {
           const PointerArg& other = &out == &a ? b : a;
           fail(backward, fmt::format("{} overlaps {}: in-place calls are not supported; give {} a "
                                      "buffer of its own",
-                                     out.name, other.name, out.name));
+                                     arg_name(out.bind), arg_name(other.bind), arg_name(out.bind)));
         }
       }
     }
@@ -379,22 +330,22 @@ class CallChecks {
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : dtype_)
         : a.role == Role::Weights ? kernels::dtype_name(weight_dtype_)
                                   : "f32";
-    if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", a.name));
+    if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
-      fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)", a.name,
-                                 v.element_bytes, type, e));
+      fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)",
+                                 arg_name(a.bind), v.element_bytes, type, e));
     }
     if (v.address % e != 0) {
-      fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements", a.name,
-                                 v.address, e, type));
+      fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements",
+                                 arg_name(a.bind), v.address, e, type));
     }
     const bool rows = a.role == Role::Rows || a.role == Role::ResidualRows;
     const std::string described =
         rows ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, width_)
         : a.role == Role::Weights ? fmt::format("width {}", width_)
                                   : fmt::format("batch {}", shape.batch);
-    fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", a.name, v.bytes,
-                               described, needed_bytes(a.role, shape), type));
+    fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
+                               v.bytes, described, needed_bytes(a.role, shape), type));
   }
 
   bool layer_;
@@ -461,15 +412,19 @@ class NormPair {
     knobs_[1] = options.backward_knobs.value_or(options.knobs);
     for (const bool backward : {false, true}) {
       kernels::NormKnobs& kn = knobs_[backward ? 1 : 0];
+      max_vec_[backward ? 1 : 0] =
+          kn.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
+      kn.vector_elems.reset();  // chosen per call, from the alignment
+      // Planned now, at the widest vectors, which checks the knobs; the first call of that width
+      // and variant takes this plan.
+      kernels::NormSpec widest = spec_for(backward);
+      widest.knobs.vector_elems = max_vec_[backward ? 1 : 0];
       try {
-        kernels::validate(spec_for(backward));
+        widest_plan_[backward ? 1 : 0] = kernels::resolve(widest);
       } catch (const Error& e) {
         // The same knobs may serve both directions: say which one refuses them.
         fail(backward, e.what());
       }
-      max_vec_[backward ? 1 : 0] =
-          kn.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
-      kn.vector_elems.reset();  // chosen per call, from the alignment
     }
     cache_ = options.cache != nullptr ? options.cache : &ModuleCache::global();
     // Made now, not at the first backward, which may be under stream capture.
@@ -514,7 +469,7 @@ class NormPair {
         fail(backward, fmt::format("{} at 0x{:x} is not memory the GPU can address (a host pointer "
                                    "from malloc or new, or freed memory?): allocate it on the "
                                    "device, or pin it",
-                                   a.name, v.address));
+                                   arg_name(a.bind), v.address));
       }
       values_.pointers[static_cast<int>(a.bind)] = v.address;
       if (a.role == Role::Rows) row_bits |= v.address;
@@ -652,23 +607,48 @@ class NormPair {
     checks_.fail(backward, problem);
   }
 
-  // Each direction comes as two variants picked per batch unless the options fix the knob: the
-  // forward with one CTA a row group or persistent CTAs that prefetch rows
-  // (kernels::forward_prefetch_batch_limit), the backward with partial rows and a reduce launch
-  // or in one launch (kernels::backward_single_launch_batch_limit).
+  // Each direction comes in two batch classes (kernels::resolve_batches): the forward with one
+  // CTA a row group or persistent CTAs that prefetch rows, the backward with partial rows and a
+  // reduce launch or in one launch; a batch up to the small class's limit takes its variant.
   bool alternate_pays(bool backward, std::uint32_t vec, std::uint32_t batch,
                       const NormVariant& variant) {
+    const kernels::BatchPlans& plans = plans_for(backward, vec, variant);
+    return plans.small && batch <= plans.small_batch_limit;
+  }
+
+  // The plans of a direction at a vector width and variant, each batch class resolved once.
+  const kernels::BatchPlans& plans_for(bool backward, std::uint32_t vec,
+                                       const NormVariant& variant) {
     const VariantKey key{backward, false, vec, variant};
-    auto it = alternate_limit_.find(key);
-    if (it == alternate_limit_.end()) [[unlikely]] {
-      kernels::NormSpec spec = spec_for(backward, variant);
-      spec.knobs.vector_elems = vec;
-      // 0 where the options fix the knob, or the variant has no alternate (a backward of dx alone
-      // is one launch already).
-      const bool one_launch = backward && !kernels::has_weight_grads(spec);
-      it = alternate_limit_.emplace(key, one_launch ? 0 : kernels::small_batch_limit(spec)).first;
+    auto it = plans_.find(key);
+    if (it == plans_.end()) [[unlikely]] {
+      std::optional<kernels::Plan>& widest = widest_plan_[backward ? 1 : 0];
+      const bool is_widest = vec == max_vec_[backward ? 1 : 0] &&
+                             key.tie() == VariantKey{backward, false, vec, {}}.tie();
+      std::optional<kernels::Plan> large;
+      if (is_widest && widest) {
+        large = std::move(widest);
+        widest.reset();
+      } else {
+        kernels::NormSpec spec = spec_for(backward, variant);
+        spec.knobs.vector_elems = vec;
+        try {
+          large = kernels::resolve(spec);
+        } catch (const Error& e) {
+          fail_vector(backward, vec, e);
+        }
+      }
+      it = plans_.emplace(key, kernels::resolve_batches(std::move(*large))).first;
     }
-    return batch <= it->second;
+    return it->second;
+  }
+
+  // The knobs passed at construction with the widest vectors; the alignment of a call's pointers
+  // and stride asked for narrower ones, which they do not fit.
+  [[noreturn]] void fail_vector(bool backward, std::uint32_t vec, const Error& e) const {
+    fail(backward, fmt::format("with vectors of {} element{} (what this call's pointers and "
+                               "stride allow): {}",
+                               vec, vec == 1 ? "" : "s", e.what()));
   }
 
   const Variant& built_variant(const VariantKey& key) {
@@ -680,21 +660,14 @@ class NormPair {
   }
 
   std::unique_ptr<Variant> build(const VariantKey& key) {
-    const bool backward = key.backward, alternate = key.alternate;
+    const bool backward = key.backward;
     const std::uint32_t vec = key.vec;
-    kernels::NormSpec spec = spec_for(backward, key.variant);
-    spec.knobs.vector_elems = vec;
-    if (alternate && backward) spec.knobs.single_launch = 1;
-    if (alternate && !backward) spec.knobs.prefetch_rows = 1;
+    const kernels::BatchPlans& plans = plans_for(backward, vec, key.variant);
     auto v = std::make_unique<Variant>();
     try {
-      v->built = kernels::build_norm(spec);
+      v->built = kernels::build(key.alternate ? *plans.small : plans.large);
     } catch (const Error& e) {
-      // The knobs passed at construction with the widest vectors; the alignment of this call's
-      // pointers and stride asked for narrower ones, which they do not fit.
-      fail(backward, fmt::format("with vectors of {} element{} (what this call's pointers and "
-                                 "stride allow): {}",
-                                 vec, vec == 1 ? "" : "s", e.what()));
+      fail_vector(backward, vec, e);
     }
     const std::string name = fmt::format(
         "{} ({} elements a vector)",
@@ -708,7 +681,7 @@ class NormPair {
                      step.contract.block_threads,
                      step.contract.dynamic_shared_bytes,
                      {}};
-      for (const ParamSpec& param : step.contract.params) p.params.push_back(slot_for(step, param));
+      for (std::size_t i = 0; i < step.args.size(); ++i) p.params.push_back(slot_for(step, i));
       v->steps.push_back(std::move(p));
     }
     return v;
@@ -726,25 +699,9 @@ class NormPair {
     if (resident > 0) g.max_ctas = std::min(g.max_ctas, resident * g.cluster_ctas);
   }
 
-  void* slot_for(const kernels::LaunchStep& step, const ParamSpec& param) {
-    const auto it = std::find_if(std::begin(kBindNames), std::end(kBindNames),
-                                 [&](const BindName& b) { return b.name == param.name; });
-    if (it == std::end(kBindNames)) {
-      throw Error(
-          fmt::format("kernel '{}' has a parameter '{}' the runtime does not know how to "
-                      "bind",
-                      step.contract.entry, param.name));
-    }
-    const int index = static_cast<int>(it->bind);
-    const bool want_pointer = index < kPointerBinds;
-    const ScalarType want = it->bind == Bind::Eps ? ScalarType::F32 : ScalarType::U32;
-    if (param.pointer != want_pointer || (!want_pointer && param.type != want)) {
-      throw Error(fmt::format("kernel '{}' parameter '{}' is a {}; the runtime binds it as {}",
-                              step.contract.entry, param.name,
-                              param.pointer ? "pointer" : ptx_name(param.type),
-                              want_pointer ? "a pointer" : ptx_name(want)));
-    }
-    switch (it->bind) {
+  // The values a step's parameter `i` reads (its type checked when the step was built).
+  void* slot_for(const kernels::LaunchStep& step, std::size_t i) {
+    switch (const Bind arg = step.args[i]) {
       case Bind::Batch:
         return &values_.batch;
       case Bind::Stride:
@@ -754,7 +711,7 @@ class NormPair {
       case Bind::Eps:
         return &values_.eps;
       default:
-        return &values_.pointers[index];
+        return &values_.pointers[static_cast<int>(arg)];
     }
   }
 
@@ -769,7 +726,8 @@ class NormPair {
   std::size_t next_known_ = 0;
   ModuleCache* cache_ = nullptr;
   std::map<VariantKey, std::unique_ptr<Variant>> variants_;
-  std::map<VariantKey, std::uint32_t> alternate_limit_;  // keyed with alternate false
+  std::map<VariantKey, kernels::BatchPlans> plans_;  // keyed with alternate false
+  std::optional<kernels::Plan> widest_plan_[2];      // the constructor's, until a call takes it
   std::optional<MemoryPool> pool_;  // the backward's workspace when the caller gives none
   std::string pool_error_;          // why there is no pool
   CallValues values_;

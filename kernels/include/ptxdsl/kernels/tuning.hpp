@@ -36,8 +36,11 @@ class TuningTable {
   static TuningTable parse_csv(std::string_view text, std::string_view source);
   std::string to_csv() const;
 
-  // The entry for this spec's device, kernel and dtypes nearest in width (within √2) whose knobs
-  // plan validly at spec.width; nullptr where there is none.
+  // The entries for this spec's device, kernel and dtypes within √2 of its width, nearest first
+  // (the table's data alone: nothing is planned).
+  std::vector<const TuningEntry*> candidates(const NormSpec& spec) const;
+  // Of the candidates, the nearest whose knobs plan validly at spec.width (planning each in turn,
+  // as resolve() does); nullptr where there is none.
   const TuningEntry* find(const NormSpec& spec) const;
 
   std::vector<TuningEntry> entries;
@@ -46,7 +49,8 @@ class TuningTable {
 // The tables in kernels/tuning/, one table for all devices.
 const TuningTable& builtin_tuning();
 
-// The spec with its tuning entry's knobs where the table applies: spec.tuning, the spec sets no
+// What resolve() takes from the table, for the tests and `tune`: the spec with its tuning entry's
+// knobs where the table applies: spec.tuning, the spec sets no
 // knob but `deterministic` 1 (the default) and `vector_elems` at the dtype's widest (what the
 // runtime sets for aligned calls; narrower vectors were not timed), and the device has an entry
 // for the kernel and dtypes. The small-batch variants (spec_for_batch) set a knob, so the

@@ -1,0 +1,108 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ptxdsl/dsl/device_model.hpp"
+#include "ptxdsl/dsl/module.hpp"
+#include "ptxdsl/kernels/knobs.hpp"
+
+// What to build: the norm kernel family's spec (kernel, dtypes, width, target, variant, knobs) and
+// the checks on it.
+namespace ptxdsl::kernels {
+
+enum class NormKind { LayerNormFwd, LayerNormBwd, RmsNormFwd, RmsNormBwd };
+enum class DType { F32, F16, BF16 };
+
+std::string_view kind_name(NormKind k);      // "ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"
+bool is_backward(NormKind k);                // ln_bwd, rms_bwd
+bool is_layer_norm(NormKind k);              // ln_fwd, ln_bwd
+NormKind parse_kind(std::string_view name);  // throws Error listing the allowed names
+std::string_view dtype_name(DType d);        // "f32", "f16", "bf16"
+DType parse_dtype(std::string_view name);    // throws Error listing the allowed names
+int dtype_bytes(DType d);
+
+// The variants of a norm, build-time like the dtypes (each its own kernel, named by its suffix).
+// Which affine parameters the norm takes: Full is layer norm's w and b, RMS norm's w; Weight is
+// layer norm's w without b; None takes neither (y is the normalized row).
+enum class Affine { Full, Weight, None };
+// The fused residual add. Forward: h = x + residual is stored and normalized (in f32, before h is
+// rounded). Add: residual and h in the dtype; AddF32: both in f32. Backward: x is the stored h,
+// and dh (h's gradient from its other uses) is added into dx, which is then the residual's
+// gradient too; Add only (its h is in the dtype).
+enum class Residual { None, Add, AddF32 };
+// What a backward writes: dx with dw (and db), or dx alone.
+enum class Outputs { All, Dx };
+std::string_view affine_name(Affine a);      // "full", "weight", "none"
+Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
+std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
+Residual parse_residual(std::string_view name);
+std::string_view outputs_name(Outputs o);  // "all", "dx"
+Outputs parse_outputs(std::string_view name);
+
+inline constexpr std::uint32_t kMaxWidth = 262144;
+// Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
+inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
+
+// Whether a knob of this scope means something to the kernel.
+bool knob_applies(KnobScope scope, NormKind kind);
+
+// The PTX version norms are written in unless the caller names one: the arch's least, and 8.1
+// from sm_90 on, where st.async lets a row's cluster exchange its sums without a cluster barrier
+// (ClusterSlots::Exchange::Transactions). A runtime lowers it to what its driver JITs.
+PtxVersion default_ptx_version(Arch arch);
+
+struct NormSpec {
+  NormKind kind = NormKind::RmsNormFwd;
+  DType dtype = DType::F16;         // x, y, dy, dx
+  DType weight_dtype = DType::F16;  // w (and b, dw, db): dtype or F32
+  std::uint32_t width = 0;          // elements per row, [1, kMaxWidth]
+  // The PTX target: which instructions the kernel may use. It must run on `device`.
+  Arch arch = Arch::Sm90;
+  PtxVersion ptx_version = default_ptx_version(Arch::Sm90);
+  NormKnobs knobs;
+  Affine affine = Affine::Full;
+  Residual residual = Residual::None;
+  Outputs outputs = Outputs::All;  // backward only
+  // Take the device's tuning table's knobs where the table applies (kernels/tuning.hpp); false
+  // plans by the heuristic alone (what `ptxdsl tune` measures the table's entries against).
+  bool tuning = true;
+  // What the kernel is planned for: its SMs, threads, registers and shared memory bound every
+  // choice, and the plan must fit it. The runtime fills it from the driver.
+  DeviceModel device = default_device();
+};
+// The tensors a spec's kernels take, from its variant fields (read by the builders, the
+// references and the hosts alike).
+bool has_weight(const NormSpec& spec);        // w
+bool has_bias(const NormSpec& spec);          // b (layer norm, Affine::Full)
+bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and db when has_bias)
+bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
+DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
+// The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
+// every output), else e.g. "_res", "_resf32", "_noaffine", "_wonly", "_dx".
+std::string variant_suffix(const NormSpec& spec);
+
+// resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
+// allowed range.
+void validate(const NormSpec& spec);
+// For knobs given for this one kernel (the command line's), before resolve(): refuses a knob that
+// the spec's kernel ignores (the other direction's, another norm's) and knobs that conflict
+// (row_order tickets with single_launch 1). validate() lets those pass because one set of runtime
+// knobs serves both directions and spec_for_batch turns on single_launch per call. Plans nothing.
+void check_knobs_apply(const NormSpec& spec);
+// The weights' dtype: the rows' or f32. Throws ptxdsl::Error naming both (validate() checks it).
+void check_weight_dtype(DType dtype, DType weight_dtype);
+// Host-side checks before a launch: batch in [1, kMaxBatch], stride ≥ width. Throw ptxdsl::Error.
+void check_batch(std::uint32_t batch);
+void check_stride(std::uint32_t width, std::uint32_t stride);
+// The widest vector (elements per access) that a launch with this row stride and these addresses
+// may use: `row_address_bits` is the OR of the x/y/dy/dx addresses, `weight_address_bits` that of
+// w/b/dw/db, `residual_address_bits` that of residual/h/dh (in residual_dtype). Build a spec with
+// knobs.vector_elems set to it when it is below the default.
+std::uint32_t vector_elems_for(DType dtype, DType weight_dtype, std::uint32_t stride,
+                               std::uint64_t row_address_bits, std::uint64_t weight_address_bits,
+                               DType residual_dtype = DType::F32,
+                               std::uint64_t residual_address_bits = 0);
+
+}  // namespace ptxdsl::kernels
