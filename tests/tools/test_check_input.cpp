@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "run_binary.hpp"
+#include "scratch.hpp"
 
 #if !defined(PTXDSL_TEST_TOOL) || !defined(PTXDSL_CLI)
 #error "PTXDSL_TEST_TOOL and PTXDSL_CLI must name the test tool and the ptxdsl binary"
@@ -35,33 +36,7 @@ std::string tool_binary() {
   return binary("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL);
 }
 
-// A folder of files for one test, removed with what is in it.
-class Scratch {
- public:
-  Scratch() {
-    std::string pattern = "/tmp/ptxdsl-check-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    dir_ = pattern;
-  }
-  ~Scratch() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  // Writes `text` to the file `name` in the folder; its path.
-  std::string file(const std::string& name, const std::string& text, mode_t mode = 0644) const {
-    const std::string path = dir_ + "/" + name;
-    {
-      std::ofstream out(path, std::ios::binary | std::ios::trunc);
-      out << text;
-      REQUIRE(out.good());
-    }
-    REQUIRE(chmod(path.c_str(), mode) == 0);
-    return path;
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
+using Scratch = ptxdsl::test::Scratch;
 
 std::string module(const std::string& target, const std::string& entry) {
   return ".version 7.8\n.target " + target + "\n.address_size 64\n\n.visible .entry " + entry +
@@ -86,7 +61,7 @@ bool ends_in_one_error(const Result& r, const std::string& tool = "ptxdsl") {
 
 TEST_CASE("check --ptx takes an entry name 50,000 characters long", "[tools][ptxas]") {
   // ptxas's report names the entry on one line, which overflowed a regex's stack (SIGSEGV).
-  const Scratch scratch;
+  const Scratch scratch("check-test");
   const std::string name(50000, 'k');
   const std::string file = scratch.file("long.ptx", module("sm_90", name));
   for (const std::string& tool : {ptxdsl_binary(), tool_binary()}) {
@@ -99,7 +74,7 @@ TEST_CASE("check --ptx takes an entry name 50,000 characters long", "[tools][ptx
 }
 
 TEST_CASE("check --ptx refuses what it cannot read or assemble, in one line", "[tools][ptxas]") {
-  const Scratch scratch;
+  const Scratch scratch("check-test");
   const std::string good = scratch.file("good.ptx", module("sm_90", "k"));
   struct Case {
     std::vector<std::string> args;
@@ -145,7 +120,7 @@ TEST_CASE("check --ptx refuses what it cannot read or assemble, in one line", "[
 }
 
 TEST_CASE("check says when the program it ran is not ptxas, or does not finish", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("check-test");
   const std::string file = scratch.file("k.ptx", module("sm_90", "k"));
   // A program that prints no ptxas report did not assemble anything.
   const Result silent =
@@ -235,7 +210,7 @@ class Fuzz {
 }  // namespace
 
 TEST_CASE("fuzzed PTX files and ptxas reports give a report or one clean error", "[tools][ptxas]") {
-  const Scratch scratch;
+  const Scratch scratch("check-test");
   Fuzz fuzz(5151);
   const std::vector<std::string> ptx_words = {".version 7.8\n",
                                               ".target ",

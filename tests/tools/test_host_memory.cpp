@@ -13,6 +13,7 @@
 
 #include "ptxdsl/cli/host_memory.hpp"
 #include "run_binary.hpp"
+#include "scratch.hpp"
 #include "skip.hpp"
 
 #ifndef PTXDSL_CLI
@@ -30,24 +31,16 @@ std::string ptxdsl_binary() {
   return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
 }
 
+// A cgroup file system's files, written where the test points the check.
 class FakeCgroups {
  public:
-  FakeCgroups() {
-    std::string pattern = "/tmp/ptxdsl-cgroup-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    root_ = pattern;
-  }
-  ~FakeCgroups() { std::system(("rm -rf '" + root_ + "'").c_str()); }
-  FakeCgroups(const FakeCgroups&) = delete;
-  FakeCgroups& operator=(const FakeCgroups&) = delete;
   void write(const std::string& path, const std::string& text) const {
-    std::system(("mkdir -p \"$(dirname '" + root_ + path + "')\"").c_str());
-    std::ofstream(root_ + path) << text;
+    scratch_.file(path.substr(1), text);
   }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return scratch_.dir(); }
 
  private:
-  std::string root_;
+  ptxdsl::test::Scratch scratch_{"cgroup-test"};
 };
 
 constexpr std::uint64_t kMiB = 1 << 20;

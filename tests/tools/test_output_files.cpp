@@ -20,6 +20,7 @@
 
 #include "ptxdsl/runtime/driver.hpp"
 #include "run_binary.hpp"
+#include "scratch.hpp"
 #include "skip.hpp"
 
 #if !defined(PTXDSL_TEST_TOOL) || !defined(PTXDSL_CLI)
@@ -50,39 +51,7 @@ std::vector<std::string> emit_to(const std::string& path) {
   return args;
 }
 
-class Scratch {
- public:
-  Scratch() {
-    std::string pattern = "/tmp/ptxdsl-output-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    dir_ = pattern;
-  }
-  ~Scratch() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string file(const std::string& name, const std::string& text) const {
-    const std::string p = path(name);
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out << text;
-    REQUIRE(out.good());
-    return p;
-  }
-  // The names in the folder, sorted.
-  // The folder's entries, sorted (read here: test cases run in parallel processes).
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-      out.push_back(entry.path().filename().string());
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
+using Scratch = ptxdsl::test::Scratch;
 
 struct stat stat_of(const std::string& path, bool follow = true) {
   struct stat st {};
@@ -95,7 +64,7 @@ const std::string kOld = "the old text\n";
 }  // namespace
 
 TEST_CASE("outputs that are not regular files are written in place, never replaced", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   // A FIFO needs no privilege: a reader takes what is written into it.
   const std::string fifo = scratch.path("pipe");
   REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
@@ -147,7 +116,7 @@ TEST_CASE("outputs that are not regular files are written in place, never replac
 }
 
 TEST_CASE("a symbolic link is followed, and the file it names replaced", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   REQUIRE(mkdir(scratch.path("real").c_str(), 0755) == 0);
   const std::string real = scratch.file("real/out.ptx", kOld);
   const std::string link = scratch.path("link.ptx");
@@ -170,7 +139,7 @@ TEST_CASE("a symbolic link is followed, and the file it names replaced", "[tools
 }
 
 TEST_CASE("a replaced file keeps its mode, and its hard links", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   for (const mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0755}}) {
     CAPTURE(mode);
     const std::string file = scratch.file("out.ptx", kOld);
@@ -204,7 +173,7 @@ TEST_CASE("a replaced file keeps its mode, and its hard links", "[tools]") {
 }
 
 TEST_CASE("a file size limit (EFBIG) leaves the old file whole, for every writer", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   ptxdsl::test::ChildSetup small;
   small.file_size = 512;  // the PTX and the JSON are longer; what is printed is shorter
   const std::vector<std::pair<std::string, std::vector<std::string>>> writers = {
@@ -236,7 +205,7 @@ TEST_CASE("a full disk leaves the old file whole", "[tools]") {
   if (std::system("unshare -m true 2>/dev/null") != 0) {
     PTXDSL_SKIP("no private mount namespace here (unshare -m needs root): ENOSPC untested");
   }
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   const std::string script =
       scratch.file("full-disk.sh",
                    "set -e\n"
@@ -262,7 +231,7 @@ TEST_CASE("a full disk leaves the old file whole", "[tools]") {
 }
 
 TEST_CASE("a folder, or a missing one, is refused before the work", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   REQUIRE(mkdir(scratch.path("adir").c_str(), 0755) == 0);
   const std::string dir = scratch.path("adir"), missing = scratch.path("no/such/x.json");
   struct Case {
@@ -288,7 +257,7 @@ TEST_CASE("a folder, or a missing one, is refused before the work", "[tools]") {
 }
 
 TEST_CASE("SIGINT, SIGTERM and SIGHUP remove the temporary file and end the run", "[tools]") {
-  const Scratch scratch;
+  const Scratch scratch("output-test");
   const std::string file = scratch.file("host.json", kOld);
   for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
     CAPTURE(signal);
