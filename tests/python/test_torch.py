@@ -3,18 +3,9 @@ F.layer_norm / F.rms_norm in float64 at odd shapes, under torch.compile(fullgrap
 into a CUDA graph and replayed, on two streams at once, and their argument errors. Exits 77 (CTest's
 skip) when torch or a GPU is missing."""
 
-import sys
 import unittest
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("skipped: no torch")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("skipped: no CUDA device")
-    sys.exit(77)
+from cuda_torch import F, torch
 
 import ptxdsl
 import ptxdsl.torch as pt

@@ -3,18 +3,9 @@ F.layer_norm, Hugging Face's RMSNorm written out) and the residual add before th
 kernels, the compiled result matches the one without the pass (forward and gradients), and cases
 ptxdsl does not take stay torch's. Exits 77 (CTest's skip) when torch or a GPU is missing."""
 
-import sys
 import unittest
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("skipped: no torch")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("skipped: no CUDA device")
-    sys.exit(77)
+from cuda_torch import F, torch
 
 import ptxdsl.inductor as fusion
 import ptxdsl.torch as pt
