@@ -5,8 +5,8 @@
 // torch.compile keeps using the Python custom ops; these serve eager calls, where the host time
 // of Python's dispatch, ctypes and autograd.Function was the whole cost of a small call.
 #ifdef PTXDSL_TORCH_PYBIND
-#include <torch/python.h>  // first: it includes Python.h, which wants to come first
 #include <pybind11/stl.h>
+#include <torch/python.h>  // first: it includes Python.h, which wants to come first
 #endif
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAStream.h>
@@ -40,7 +40,8 @@ CApi api;
 
 // A failed call as an error Python maps back to its ptxdsl exception by the status in front.
 void check(std::int32_t status) {
-  if (status == PTXDSL_SUCCESS) [[likely]] return;
+  if (status == PTXDSL_SUCCESS) [[likely]]
+    return;
   TORCH_CHECK(false, "[ptxdsl status ", status, "] ", api.last_error());
 }
 
@@ -79,8 +80,7 @@ void* mutable_ptr(const Tensor& t) {
 }
 
 ptxdsl_stream stream_of(const Tensor& x) {
-  return reinterpret_cast<ptxdsl_stream>(
-      c10::cuda::getCurrentCUDAStream(x.get_device()).stream());
+  return reinterpret_cast<ptxdsl_stream>(c10::cuda::getCurrentCUDAStream(x.get_device()).stream());
 }
 
 Tensor h_of(const Tensor& x, const Tensor& residual) {
@@ -121,10 +121,10 @@ struct LayerNormOutputs {
 LayerNormOutputs layer_norm_launch(const Tensor& x, const Tensor& w, const Tensor& b,
                                    const Tensor& residual, double eps) {
   LayerNormOutputs o{at::empty_like(x), per_row(x), per_row(x), h_of(x, residual)};
-  check(api.layer_norm_forward(
-      x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
-      x.data_ptr(), ptr(w), ptr(b), ptr(residual), mutable_ptr(o.h), o.y.data_ptr(),
-      o.mean.data_ptr<float>(), o.rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
+  check(api.layer_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                               x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(b), ptr(residual),
+                               mutable_ptr(o.h), o.y.data_ptr(), o.mean.data_ptr<float>(),
+                               o.rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
   return o;
 }
 
@@ -181,11 +181,11 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     Tensor dx = at::empty_like(x);
     Tensor dw = weight_grad ? at::empty_like(w) : Tensor();
     Tensor db = bias_grad ? at::empty_like(w) : Tensor();
-    check(api.layer_norm_backward(
-        x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w), x.size(0), x.size(1), 0,
-        dy.data_ptr(), ptr(dh), x.data_ptr(), ptr(w), mean.data_ptr<float>(),
-        rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw), mutable_ptr(db), nullptr, 0,
-        stream_of(x)));
+    check(api.layer_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                                  x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
+                                  ptr(w), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                  dx.data_ptr(), mutable_ptr(dw), mutable_ptr(db), nullptr, 0,
+                                  stream_of(x)));
     return {dx, dw, db, residual ? dx : Tensor(), Tensor()};
   }
 };
@@ -233,7 +233,9 @@ Tensor param_of(const std::optional<Tensor>& p, const Tensor& input, std::int64_
 at::ScalarType weight_dtype(const Tensor& input, const std::optional<Tensor>& w,
                             const std::optional<Tensor>& b) {
   const bool has_w = w.has_value() && w->defined(), has_b = b.has_value() && b->defined();
-  const at::ScalarType t = has_w ? w->scalar_type() : has_b ? b->scalar_type() : input.scalar_type();
+  const at::ScalarType t = has_w   ? w->scalar_type()
+                           : has_b ? b->scalar_type()
+                                   : input.scalar_type();
   PTXDSL_FAST_REQUIRE(t == input.scalar_type() ||
                       (t == at::kFloat && input.scalar_type() != at::kFloat));
   return t;
@@ -336,16 +338,16 @@ TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
 // with the same text as through torch.ops.
 PYBIND11_MODULE(_ptxdsl_torch, m) {
   m.def("bind", &bind);
-  m.def("rms_norm_call", [](const Tensor& input, const std::vector<std::int64_t>& shape,
-                            const std::optional<Tensor>& weight, double eps,
-                            const std::optional<Tensor>& residual) {
-    return rms_norm_call(input, shape, weight, eps, residual);
-  });
-  m.def("layer_norm_call", [](const Tensor& input, const std::vector<std::int64_t>& shape,
-                              const std::optional<Tensor>& weight,
-                              const std::optional<Tensor>& bias, double eps,
-                              const std::optional<Tensor>& residual) {
-    return layer_norm_call(input, shape, weight, bias, eps, residual);
-  });
+  m.def("rms_norm_call",
+        [](const Tensor& input, const std::vector<std::int64_t>& shape,
+           const std::optional<Tensor>& weight, double eps, const std::optional<Tensor>& residual) {
+          return rms_norm_call(input, shape, weight, eps, residual);
+        });
+  m.def("layer_norm_call",
+        [](const Tensor& input, const std::vector<std::int64_t>& shape,
+           const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps,
+           const std::optional<Tensor>& residual) {
+          return layer_norm_call(input, shape, weight, bias, eps, residual);
+        });
 }
 #endif
