@@ -115,4 +115,9 @@ Result run_argv(const std::string& binary, const std::vector<std::string>& args,
   return finish(c);
 }
 
+std::string binary_path(const char* env_name, const char* built) {
+  const char* env = std::getenv(env_name);
+  return env != nullptr && *env != '\0' ? env : built;
+}
+
 }  // namespace ptxdsl::test

@@ -23,6 +23,9 @@ struct Result {
 std::string read_file(const std::string& path);
 // A new empty file under /tmp whose name carries `tag`.
 std::string temp_path(const char* tag);
+// A binary the tests run: $env_name where set and not empty (a test binary carried to another
+// machine), else `built`, the build's own.
+std::string binary_path(const char* env_name, const char* built);
 // Runs `binary <args>` through the shell; `args` is shell text. `stdout_to`, when given, is the
 // shell's redirection of stdout (">/dev/full", ">&-") instead of a file the result reads.
 Result run_binary(const std::string& binary, const std::string& args,

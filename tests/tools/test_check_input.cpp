@@ -25,15 +25,11 @@ namespace {
 using ptxdsl::test::Result;
 using ptxdsl::test::run_argv;
 
-std::string binary(const char* env_name, const char* built) {
-  const char* env = std::getenv(env_name);
-  return env != nullptr && *env != '\0' ? env : built;
-}
 std::string ptxdsl_binary() {
-  return binary("PTXDSL_CLI", PTXDSL_CLI);
+  return ptxdsl::test::binary_path("PTXDSL_CLI", PTXDSL_CLI);
 }
 std::string tool_binary() {
-  return binary("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL);
+  return ptxdsl::test::binary_path("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL);
 }
 
 using Scratch = ptxdsl::test::Scratch;

@@ -34,8 +34,7 @@ using ptxdsl::test::temp_path;
 
 // The binary: $PTXDSL_CLI when set (a test binary carried to another machine), else the build's.
 std::string cli_path() {
-  const char* env = std::getenv("PTXDSL_CLI");
-  return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
+  return ptxdsl::test::binary_path("PTXDSL_CLI", PTXDSL_CLI);
 }
 
 Result run_cli(const std::string& args, const std::string& stdout_to = "") {

@@ -27,8 +27,7 @@ using ptxdsl::test::Result;
 using ptxdsl::test::run_argv;
 
 std::string ptxdsl_binary() {
-  const char* env = std::getenv("PTXDSL_CLI");
-  return env != nullptr && *env != '\0' ? env : PTXDSL_CLI;
+  return ptxdsl::test::binary_path("PTXDSL_CLI", PTXDSL_CLI);
 }
 
 // A cgroup file system's files, written where the test points the check.

@@ -27,13 +27,12 @@ using ptxdsl::test::temp_path;
 using namespace ptxdsl::tool;
 
 Result run_tool(const std::string& args) {
-  const char* env = std::getenv("PTXDSL_TEST_TOOL");
-  return ptxdsl::test::run_binary(env != nullptr && *env != '\0' ? env : PTXDSL_TEST_TOOL, args);
+  return ptxdsl::test::run_binary(ptxdsl::test::binary_path("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL),
+                                  args);
 }
 
 Result run_ptxdsl(const std::string& args) {
-  const char* env = std::getenv("PTXDSL_CLI");
-  return ptxdsl::test::run_binary(env != nullptr && *env != '\0' ? env : PTXDSL_CLI, args);
+  return ptxdsl::test::run_binary(ptxdsl::test::binary_path("PTXDSL_CLI", PTXDSL_CLI), args);
 }
 
 KernelDefinition empty_kernel(std::string name) {

@@ -33,15 +33,11 @@ using ptxdsl::test::read_file;
 using ptxdsl::test::Result;
 using ptxdsl::test::run_argv;
 
-std::string binary(const char* env_name, const char* built) {
-  const char* env = std::getenv(env_name);
-  return env != nullptr && *env != '\0' ? env : built;
-}
 std::string ptxdsl_binary() {
-  return binary("PTXDSL_CLI", PTXDSL_CLI);
+  return ptxdsl::test::binary_path("PTXDSL_CLI", PTXDSL_CLI);
 }
 std::string tool_binary() {
-  return binary("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL);
+  return ptxdsl::test::binary_path("PTXDSL_TEST_TOOL", PTXDSL_TEST_TOOL);
 }
 
 const std::vector<std::string> kEmit = {"emit", "rms_fwd", "--width", "64", "--dtype", "f32"};
