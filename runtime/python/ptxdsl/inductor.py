@@ -110,7 +110,7 @@ def _same_output(new_value, old_node):
 
 def _eps(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        abs(float(value)) <= 3.4028234663852886e38
+        abs(float(value)) <= pt._FLOAT32_MAX
 
 
 # ---- the norms: (norm's input, weight, bias, eps, width, nodes the match consumes) ----
