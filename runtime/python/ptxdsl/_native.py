@@ -1,9 +1,11 @@
 """ptxdsl.torch's compiled fast path (runtime/python/native/torch_ops.cpp): the eager norms as C++
 torch operators with C++ autograd, bound to the C ABI functions of the libptxdsl.so that _lib
-loaded. `ops()` is None where it is not built or does not load; ptxdsl.torch then runs its
-pure-Python path, which computes the same thing. PTXDSL_TORCH_NATIVE names the library to load,
-or turns the fast path off when set to 0, off or empty; PTXDSL_TORCH_NATIVE_ENTRY=pybind11 calls it
-as a Python extension module instead of through torch.ops (where it was built as one)."""
+loaded. `ops()` is None where it is not built, not asked for or does not load; ptxdsl.torch then
+runs its pure-Python path, which computes the same thing. PTXDSL_TORCH_NATIVE=1 (or on) takes the
+library installed beside the package or built beside libptxdsl.so, a path names it, and 0, off,
+empty or unset (the default, until the crash noted in _candidates is fixed) turn it off;
+PTXDSL_TORCH_NATIVE_ENTRY=pybind11 calls it as a Python extension module instead of through
+torch.ops (where it was built as one)."""
 
 import ctypes
 import logging
@@ -22,9 +24,14 @@ _BOUND = ("ptxdsl_layer_norm_forward", "ptxdsl_layer_norm_backward", "ptxdsl_rms
 
 
 def _candidates():
-    env = os.environ.get("PTXDSL_TORCH_NATIVE")
-    if env is not None:
-        return [] if env.strip().lower() in ("", "0", "off") else [pathlib.Path(env)]
+    # Off unless asked for: on the H100 (2026-12-07) a call that the fast path hands back to the
+    # Python path (a CPU tensor, a wrong dtype) ended the process with a segmentation fault, and
+    # no GPU was left to find why; tests/python/test_torch.py shows it.
+    env = os.environ.get("PTXDSL_TORCH_NATIVE", "0").strip()
+    if env.lower() in ("", "0", "off"):
+        return []
+    if env.lower() not in ("1", "on"):
+        return [pathlib.Path(env)]
     # Installed beside this package's files; in a build tree, runtime/python/native beside
     # runtime/capi, where libptxdsl.so is.
     found = [pathlib.Path(__file__).resolve().parent / _NAME]
