@@ -426,15 +426,10 @@ const Rule<std::uint32_t> kAccumulatorChunks[] = {
      [](const Ctx& c) { return room_for_values(c) / (c.f.nacc * c.p.vec); }},
 };
 
-std::uint32_t accumulator_register_chunks(const Ctx& c) {
-  return static_cast<std::uint32_t>(
-      std::count(c.p.accum.begin(), c.p.accum.end(), Place::Registers));
-}
-
 // The room the accumulators placed in registers leave for x (and dy).
 std::uint32_t row_room(const Ctx& c) {
   const std::uint32_t room = room_for_values(c);
-  return room - std::min(room, accumulator_register_chunks(c) * c.f.nacc * c.p.vec);
+  return room - std::min(room, c.p.accumulator_register_chunks() * c.f.nacc * c.p.vec);
 }
 
 const Rule<std::uint32_t> kRegisterChunks[] = {
@@ -502,7 +497,8 @@ std::uint32_t prefetched_registers(const Ctx& c) {
 }
 // The backward's values in registers: x and dy, and the partial sums.
 std::uint32_t backward_values(const Ctx& c) {
-  return c.p.register_chunks() * 2 * c.p.vec + accumulator_register_chunks(c) * c.f.nacc * c.p.vec;
+  return c.p.register_chunks() * 2 * c.p.vec +
+         c.p.accumulator_register_chunks() * c.f.nacc * c.p.vec;
 }
 // The backward's registers without prefetching: its values and ~40 + 3 vectors for the rest.
 std::uint32_t backward_registers(const Ctx& c) {
