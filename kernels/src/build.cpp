@@ -373,43 +373,11 @@ BuiltNorm build(const Plan& plan) {
       out.steps.push_back(detail::build_column_reduce(*module, spec, plan));
       out.partial_pitch = detail::partial_pitch(spec.width);
     }
-    out.chosen.single_launch = single;
     out.ticketed_rows = plan.row_order == RowOrder::Tickets;
-    out.chosen.overlap_reduce = plan.overlap_reduce;
-    if (!single) {
-      out.chosen.reduce_slices = plan.reduce_slices;
-      out.chosen.reduce_vector = plan.reduce_vector;
-    }
-    // dw and db add up in a fixed order unless CTAs take their rows from a counter.
-    out.chosen.deterministic = !out.ticketed_rows;
-    out.chosen.accumulator_register_chunks = static_cast<std::uint32_t>(
-        std::count(plan.accum.begin(), plan.accum.end(), detail::Place::Registers));
-    out.chosen.min_row_groups = plan.min_row_groups_per_cta;
-    out.chosen.partial_cluster = plan.partial_cluster;
   } else {
     out.steps.push_back(detail::build_forward(*module, spec, plan));
-    // Held only where some chunk of the row is in registers.
-    out.chosen.early_weights = plan.early_weights && plan.register_chunks() > 0;
-    out.chosen.shared_weights = plan.shared_weights;
   }
-  if (plan.grid == detail::Grid::Persistent) {
-    out.chosen.row_order = plan.row_order;
-    out.chosen.ctas_per_sm = plan.ctas_per_sm;
-    out.chosen.sm_count = plan.sm_count;
-  }
-  out.chosen.cluster_ctas = plan.cluster_ctas;
-  out.chosen.prefetch_rows = plan.rows_in_flight();
-  out.chosen.threads_per_row = plan.threads_per_row;
-  out.chosen.rows_per_cta = plan.rows_per_cta;
-  out.chosen.vector_elems = plan.vec;
-  out.chosen.max_registers = plan.max_registers;
-  out.chosen.register_chunks = plan.register_chunks();
-  out.chosen.staged_chunks = plan.staged_chunks();
-  out.chosen.l2_stream = plan.l2_stream;
-  out.chosen.loop_group = plan.loop_group;
-  out.chosen.l1_rereads = plan.l1_rereads;
-  out.chosen.row_nc = plan.row_nc;
-  if (spec.kind == NormKind::LayerNormFwd) out.chosen.one_pass_stats = plan.one_pass_stats;
+  out.chosen = plan.knobs();
   out.tuned_by = plan.tuned_by;
   for (LaunchStep& step : out.steps) step.args = args_of(step.contract);
   out.ptx = module->emit();

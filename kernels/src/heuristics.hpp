@@ -9,7 +9,7 @@
 
 // Shape heuristics of the norm family, in one place: how threads cover a row, how many rows a CTA
 // takes, where each thread's slice of the row lives, and how big the backward's persistent grid is.
-// Every choice a knob can override is read from NormKnobs first.
+// The rules themselves are tables, in rules.cpp.
 namespace ptxdsl::kernels::detail {
 
 // The plan's types live in ptxdsl/kernels/plan.hpp; the builders name them from here.
@@ -60,8 +60,12 @@ inline constexpr std::uint32_t kStaticScratchBytes = 4096;
 std::uint32_t shared_budget(const DeviceModel& d);
 
 // The heuristic's rules for a spec, keeping every knob it sets (a tuning table's row comes in as
-// knobs): resolve() calls it, and checks what it gives.
+// knobs): resolve() calls it, and checks what it gives. It splits the row over a cluster where
+// cluster_ctas_for says so, and plans each slice by plan_rules.
 Plan plan_heuristic(const NormSpec& spec);
+// The rule tables (rules.cpp) for one CTA a row, or for each CTA's slice of a row split by
+// `slices`: the spec's knobs pin their fields, the tables decide the rest.
+Plan plan_rules(const NormSpec& spec, std::optional<ClusterSlices> slices);
 
 // validate() in two halves, for a planner that checks a plan it then keeps: the spec and its knobs
 // before planning, then the plan made from them (block, shared memory, the device's fit).

@@ -11,8 +11,18 @@
 namespace ptxdsl::kernels {
 
 std::span<const KnobInfo> knob_table() {
-#define PTXDSL_KNOB_INFO(name, type, scope, rule, lo, hi, arch, ptx, help) \
-  KnobInfo{#name, KnobScope::scope, KnobRule::rule, lo, hi, Arch::arch, {ptx / 10, ptx % 10}, help},
+#define PTXDSL_KNOB_INFO(name, type, scope, rule, lo, hi, arch, ptx, planned, move, tried_for, \
+                         help)                                                                 \
+  KnobInfo{#name,                                                                              \
+           KnobScope::scope,                                                                   \
+           KnobRule::rule,                                                                     \
+           lo,                                                                                 \
+           hi,                                                                                 \
+           Arch::arch,                                                                         \
+           {ptx / 10, ptx % 10},                                                               \
+           KnobMove::move,                                                                     \
+           KnobScope::tried_for,                                                               \
+           help},
   static const KnobInfo kTable[] = {PTXDSL_NORM_KNOBS(PTXDSL_KNOB_INFO)};
 #undef PTXDSL_KNOB_INFO
   return kTable;

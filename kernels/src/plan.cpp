@@ -12,6 +12,19 @@ std::uint32_t round_up(std::uint32_t a, std::uint32_t b) {
   return (a + b - 1) / b * b;
 }
 
+// The knob table's `planned` column: knobs that a plan has only with a persistent grid, or only
+// with the backward's second launch.
+template <class T>
+std::optional<T> if_persistent(const Plan& p, T value) {
+  if (p.grid != Grid::Persistent) return std::nullopt;
+  return value;
+}
+template <class T>
+std::optional<T> if_two_launches(const Plan& p, T value) {
+  if (p.weight_grads != WeightGrads::PartialRows) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 namespace detail {
@@ -30,6 +43,20 @@ std::uint32_t Plan::staged_chunks() const {
 
 std::uint32_t Plan::register_chunks() const {
   return static_cast<std::uint32_t>(std::count(data.begin(), data.end(), Place::Registers));
+}
+
+std::uint32_t Plan::accumulator_register_chunks() const {
+  return static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Registers));
+}
+
+NormKnobs Plan::knobs() const {
+  const Plan& p = *this;
+  NormKnobs k;
+#define PTXDSL_KNOB_PLANNED(name, type, scope, rule, lo, hi, arch, ptx, planned, ...) \
+  if (knob_applies(KnobScope::scope, spec.kind)) k.name = planned;
+  PTXDSL_NORM_KNOBS(PTXDSL_KNOB_PLANNED)
+#undef PTXDSL_KNOB_PLANNED
+  return k;
 }
 
 SharedLayout Plan::shared_layout(const NormSpec& spec) const {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "ptxdsl/dsl/error.hpp"
@@ -146,5 +147,47 @@ TEST_CASE("the knobs a build reports give the same kernel when given back", "[tu
         CHECK(build_norm(spec).ptx == built.ptx);
       }
     }
+  }
+}
+
+TEST_CASE("tune's candidates are the knob table's moves, each knob alone, and the joint moves",
+          "[tuning]") {
+  // A knob without a move in the table never appears alone; each knob's move gives what its
+  // row says; every candidate builds or is refused by a message (tune leaves those out).
+  const NormSpec spec = spec_of(NormKind::RmsNormBwd, DType::F16, 16384);
+  const BuiltNorm built = build_norm(spec);
+  const std::vector<NormKnobs> candidates = tune_candidates(spec, built.chosen);
+  std::size_t alone = 0;
+  for (const NormKnobs& k : candidates) {
+    std::size_t set = 0;
+    const KnobInfo* which = nullptr;
+    for_each_knob(k, [&](const KnobInfo& info, const auto& v) {
+      if (!v) return;
+      ++set;
+      which = &info;
+    });
+    REQUIRE(set >= 1);
+    if (set == 1) {
+      ++alone;
+      INFO(which->name);
+      CHECK(which->move != KnobMove::None);
+      CHECK(knob_applies(which->tried_for, spec.kind));
+    }
+  }
+  CHECK(alone > 0);
+  const std::uint32_t threads = *built.chosen.threads_per_row;
+  const auto has = [&](const NormKnobs& want) {
+    return std::find(candidates.begin(), candidates.end(), want) != candidates.end();
+  };
+  NormKnobs halved, pair;
+  halved.threads_per_row = threads / 2;
+  CHECK(has(halved));
+  pair.partial_cluster = 2;
+  CHECK(has(pair));
+  // The forward's rows ahead are not searched (the table tries them for the backwards).
+  const NormSpec fwd = spec_of(NormKind::RmsNormFwd, DType::F16, 16384);
+  for (const NormKnobs& k : tune_candidates(fwd, build_norm(fwd).chosen)) {
+    CHECK_FALSE((k.prefetch_rows && !k.shared_weights));
+    CHECK_FALSE(k.partial_cluster);
   }
 }

@@ -598,4 +598,19 @@ TEST_CASE("a norm object plans each batch class of each direction once", "[runti
   CHECK(kernels::plans_resolved() - before == 4u);
   norm.prepare();
   CHECK(kernels::plans_resolved() - before == 4u);
+  // A cold object and its forwards: the small batch's class once (3 with both directions' large
+  // classes, planned up front), then nothing for the same class or the large one.
+  const std::uint64_t cold = kernels::plans_resolved();
+  RmsNorm fresh(ctx, DType::F16, DType::F16, 4096, options);
+  test::DeviceArray x(ctx, 8192 * 4096, DType::F16), y(ctx, 8192 * 4096, DType::F16);
+  test::DeviceArray w(ctx, 4096, DType::F16), rstd(ctx, 8192, DType::F32);
+  RmsNormForwardArgs args{.x = x.view(), .w = w.view(), .y = y.view(), .rstd = rstd.view()};
+  args.batch = 1;
+  fresh.forward(args);
+  CHECK(kernels::plans_resolved() - cold == 3u);
+  fresh.forward(args);
+  args.batch = 8192;
+  fresh.forward(args);
+  ctx.synchronize();
+  CHECK(kernels::plans_resolved() - cold == 3u);
 }

@@ -41,94 +41,11 @@ constexpr std::uint32_t kMinBatch = 256, kMaxBatch = 65536;
 // where a plan that won with a full grid can lose (on the H100 rms_fwd f32 4096's
 // threads_per_row=128 won by 2.9% at 4224 rows and lost 42% at 256).
 constexpr std::uint32_t kCheckRowsPerSm = 2;
-// Rows wider than this are also timed split over a cluster: backwards from 4 KiB, where a
-// cluster also halves the partial rows and shares the SMs' spread between its CTAs (on the H100 2
-// CTAs won at 16384 16-bit columns, which the heuristic keeps in one).
-constexpr std::uint64_t kForwardClusterCandidateBytes = 16 * 1024;
-constexpr std::uint64_t kBackwardClusterCandidateBytes = 4 * 1024;
-
 std::uint32_t tuning_batch(DType dtype, std::uint32_t width, std::uint32_t sm_count) {
   const std::uint64_t row = std::uint64_t{width} * kernels::dtype_bytes(dtype);
   const std::uint64_t rows =
       std::max<std::uint64_t>((kRowBytes + row - 1) / row, std::uint64_t{kRowsPerSm} * sm_count);
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(rows, kMinBatch, kMaxBatch));
-}
-
-// The alternatives to the heuristic's plan, as knobs over it: the thread mapping halved and
-// doubled; the row held in registers, staged, or read again; for the backward how many rows
-// ahead (also the next row at one CTA an SM fewer) and partial rows added up over a cluster; and
-// the load hints; for rows past 16 KiB (backwards: 4 KiB), the row split over 1 to 16 CTAs of a
-// cluster, and forwards walking rows with their weights in shared memory (those the device and
-// the width do not allow fail to build and are left out). Each stays one strategy at the widths
-// near it.
-std::vector<NormKnobs> alternatives(NormKind kind, DType dtype, std::uint32_t width,
-                                    const NormKnobs& chosen) {
-  std::vector<NormKnobs> out;
-  const auto add = [&](auto&& set) {
-    NormKnobs k;
-    set(k);
-    out.push_back(k);
-  };
-  const std::uint32_t threads = chosen.threads_per_row.value_or(32);
-  if (threads >= 64) add([&](NormKnobs& k) { k.threads_per_row = threads / 2; });
-  if (threads >= 32 && threads <= 512) add([&](NormKnobs& k) { k.threads_per_row = threads * 2; });
-  add([](NormKnobs& k) { k.register_chunks = kernels::kMaxWidth; });
-  add([](NormKnobs& k) { k.register_chunks = 0; });
-  add([](NormKnobs& k) {
-    k.register_chunks = 0;
-    k.staged_chunks = 0;
-  });
-  if (kernels::is_backward(kind)) {
-    for (std::uint32_t ahead : {0u, 1u, 2u}) {
-      if (ahead != chosen.prefetch_rows.value_or(0)) {
-        add([&](NormKnobs& k) { k.prefetch_rows = ahead; });
-      }
-    }
-    // The next row ahead where the heuristic left it out for want of registers: with one CTA an
-    // SM fewer, which leaves each the registers for it.
-    const std::uint32_t ctas = chosen.ctas_per_sm.value_or(1);
-    if (chosen.prefetch_rows.value_or(0) == 0 && ctas >= 2) {
-      add([&](NormKnobs& k) {
-        k.prefetch_rows = 1;
-        k.ctas_per_sm = ctas - 1;
-      });
-    }
-    // The partial rows of clusters of 2 and 4 CTAs added up on chip (devices with clusters).
-    for (std::uint32_t c : {2u, 4u}) add([&](NormKnobs& k) { k.partial_cluster = c; });
-  }
-  add([](NormKnobs& k) { k.row_nc = false; });
-  const bool streamed = chosen.l2_stream.value_or(false);
-  add([&](NormKnobs& k) {
-    k.l2_stream = !streamed;
-    k.l1_rereads = !streamed;
-  });
-  const std::uint64_t cluster_from =
-      kernels::is_backward(kind) ? kBackwardClusterCandidateBytes : kForwardClusterCandidateBytes;
-  if (std::uint64_t{width} * kernels::dtype_bytes(dtype) > cluster_from) {
-    for (std::uint32_t ctas : {1u, 2u, 4u, 8u, 16u}) {
-      if (ctas != chosen.cluster_ctas.value_or(1))
-        add([&](NormKnobs& k) { k.cluster_ctas = ctas; });
-    }
-    // Forwards: a persistent walk that reads w and b from shared memory, at the heuristic's
-    // cluster size and twice it (smaller slices leave the weights room beside the row); where the
-    // heuristic walks so already, at half and twice its size.
-    if (!kernels::is_backward(kind)) {
-      const std::uint32_t ctas = chosen.cluster_ctas.value_or(1);
-      const bool walks = chosen.shared_weights.value_or(false);
-      for (std::uint32_t c : {walks ? ctas / 2 : ctas, 2 * ctas}) {
-        add([&](NormKnobs& k) {
-          k.cluster_ctas = c;
-          k.prefetch_rows = 1;
-          k.shared_weights = true;
-        });
-      }
-    }
-  }
-  // One-pass statistics for 16-bit rows only: f32 rows' error grows 5-fold with them.
-  if (kind == NormKind::LayerNormFwd && dtype != DType::F32) {
-    add([&](NormKnobs& k) { k.one_pass_stats = !chosen.one_pass_stats.value_or(false); });
-  }
-  return out;
 }
 
 // The items of a comma-separated option, given once or more; an empty one is refused, named (it
@@ -307,7 +224,7 @@ class TuneCommand : public Command {
     const kernels::BuiltNorm heuristic = kernels::build_norm(heuristic_spec);
     std::vector<Candidate> candidates(1);  // [0]: the heuristic
     std::set<std::string> seen{heuristic.ptx};
-    for (const NormKnobs& k : alternatives(spec.kind, spec.dtype, spec.width, heuristic.chosen)) {
+    for (const NormKnobs& k : kernels::tune_candidates(spec, heuristic.chosen)) {
       kernels::NormSpec alt = heuristic_spec;
       alt.knobs = k;
       try {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the plan tables of docs/kernels.md from what the heuristics choose and ptxas reports.
+"""Prints the norms' plans by width from what the rules choose and ptxas reports.
 
     python3 tools/docs/plan_tables.py build/tools/ptxdsl > tables.md
 

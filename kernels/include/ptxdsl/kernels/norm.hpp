@@ -56,7 +56,8 @@ struct BuiltNorm {
   // The IR the PTX was printed from (finalized): `module->find(steps[i].contract.entry)` is what
   // the CPU executor runs.
   std::shared_ptr<const Module> module;
-  // Every knob as the heuristics resolved it (the spec's own knobs where it set them).
+  // plan.knobs(): the plan as knobs, every one that applies to the kernel (the spec's own where it
+  // set them).
   NormKnobs chosen;
   // Where the plan's knobs came from: "" for the heuristic alone, else the tuning table's entry
   // ("NVIDIA H200 ln_fwd f16/f16 4096, timed at batch 4096").

@@ -157,8 +157,13 @@ struct Plan {
   std::uint32_t rows_in_flight() const {
     return lookahead == Lookahead::Ring ? ring_rows : lookahead == Lookahead::NextRow ? 1 : 0;
   }
-  std::uint32_t register_chunks() const;  // chunks of x (and dy) placed in Registers
+  std::uint32_t register_chunks() const;              // chunks of x (and dy) placed in Registers
+  std::uint32_t accumulator_register_chunks() const;  // backward: dw/db sums in Registers
   SharedLayout shared_layout(const NormSpec& spec) const;
+  // The plan as knobs: every knob that applies to its kernel, as the knob table's `planned`
+  // column reads it from the plan (BuiltNorm::chosen, `emit --json`'s "chosen"). A spec with
+  // them set plans the same again.
+  NormKnobs knobs() const;
   std::uint32_t dynamic_shared_bytes(const NormSpec& spec) const {
     return shared_layout(spec).bytes;
   }

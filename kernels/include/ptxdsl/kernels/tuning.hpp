@@ -60,6 +60,12 @@ NormSpec with_tuning(const NormSpec& spec, const TuningTable& table = builtin_tu
 const TuningEntry* applied_tuning(const NormSpec& spec,
                                   const TuningTable& table = builtin_tuning());
 
+// The alternatives `ptxdsl tune` times against a plan (`chosen`: its knobs, Plan::knobs()), each as
+// knobs over the heuristic: every knob's move in the knob table (KnobMove), for the kernels its
+// row names, and the moves that set knobs together (search.cpp). Those the device or the width do
+// not allow fail to build, and tune leaves them out.
+std::vector<NormKnobs> tune_candidates(const NormSpec& spec, const NormKnobs& chosen);
+
 // "name=value ..." of every knob set (the table's form), and back (throws ptxdsl::Error).
 std::string format_knobs(const NormKnobs& knobs);
 NormKnobs parse_knobs(std::string_view text);
