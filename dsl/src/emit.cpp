@@ -117,8 +117,12 @@ std::string format_instr(const Kernel& k, const Instr& in) {
   s += mnemonic(in);
   // mbarrier.arrive's state result is not used: the sink `_` takes it.
   if (in.op == Op::MbarrierArrive) s += " _";
+  // match.all and elect.sync write their mask (or lane) and predicate as one operand, `d|p`.
+  const bool pair = detail::instruction(in.op).operands == detail::Operands::DestPair;
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
-    s += (i || in.op == Op::MbarrierArrive ? ", " : " ") + format_operand(in.ops[i]);
+    const char* sep = pair && i == 1 ? "|" : ", ";
+    s += i || in.op == Op::MbarrierArrive ? sep : " ";
+    s += format_operand(in.ops[i]);
   }
   s += ";";
   if (!in.comment.empty()) s += "  // " + in.comment;

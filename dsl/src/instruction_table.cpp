@@ -51,6 +51,12 @@ Handler select_lop3(const Instr& in);
 Handler select_shf(const Instr& in);
 Handler select_dp4a(const Instr& in);
 Handler select_dp2a(const Instr& in);
+Handler select_vote(const Instr& in);
+Handler select_match_any(const Instr& in);
+Handler select_match_all(const Instr& in);
+Handler select_redux(const Instr& in);
+Handler select_activemask(const Instr& in);
+Handler select_elect(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -832,6 +838,72 @@ constexpr std::array kTable = {
                     .types = {ScalarType::U32, ScalarType::S32},
                     .operands = Operands::DestSources,
                     .semantics = select_dp2a},
+    // vote.sync.ballot gives a .b32 mask; .all, .any and .uni a .pred.
+    InstructionInfo{
+        .op = Op::Vote,
+        .spelling = "vote.sync",
+        .modifiers =
+            [](const Instr& in) {
+              static constexpr std::string_view kModes[] = {".all", ".any", ".uni", ".ballot"};
+              return std::string(kModes[static_cast<int>(in.vote)]) + type_suffix(in.type);
+            },
+        .types = {ScalarType::Pred, ScalarType::B32},
+        .operands = Operands::DestSources,
+        .check = [](const Instr& in) -> std::string {
+          const bool ballot = in.vote == VoteMode::Ballot;
+          if (ballot == (in.type == ScalarType::B32)) return {};
+          return "vote.sync.ballot gives a .b32 mask; .all, .any and .uni a .pred";
+        },
+        .warp_collective = true,
+        .semantics = select_vote},
+    InstructionInfo{.op = Op::MatchAny,
+                    .spelling = "match.any.sync",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .warp_collective = true,
+                    .semantics = select_match_any},
+    InstructionInfo{.op = Op::MatchAll,
+                    .spelling = "match.all.sync",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestPair,
+                    .warp_collective = true,
+                    .semantics = select_match_all},
+    InstructionInfo{.op = Op::Redux,
+                    .spelling = "redux.sync",
+                    .modifiers =
+                        [](const Instr& in) {
+                          static constexpr std::string_view kOps[] = {".add", ".min", ".max",
+                                                                      ".and", ".or",  ".xor"};
+                          return std::string(kOps[static_cast<int>(in.redux)]) +
+                                 type_suffix(in.type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .check = [](const Instr& in) -> std::string {
+                      const bool bitwise = in.redux == ReduxOp::And || in.redux == ReduxOp::Or ||
+                                           in.redux == ReduxOp::Xor;
+                      if (bitwise == (in.type == ScalarType::B32)) return {};
+                      return "redux.sync takes .and, .or and .xor on .b32, .add, .min and .max on "
+                             ".u32 and .s32";
+                    },
+                    .warp_collective = true,
+                    .semantics = select_redux},
+    InstructionInfo{.op = Op::Activemask,
+                    .spelling = "activemask",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_activemask},
+    InstructionInfo{.op = Op::Elect,
+                    .spelling = "elect.sync",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::DestPair,
+                    .least = kSm90Ptx80,
+                    .warp_collective = true,
+                    .semantics = select_elect},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -55,12 +55,13 @@ enum class Operands : std::uint8_t {
   BulkCopy,      // [dst], [src], size, [bar]
   TxCount,       // [bar], tx-count
   AsyncRemote,   // [a], b, [bar]
+  DestPair,      // d|p, a...: two destinations joined by `|` (match.all, elect), then sources
 };
 
 // Whether an operand list starts with a register the instruction writes.
 constexpr bool writes_first_operand(Operands o) {
-  return o == Operands::DestSources || o == Operands::Mov || o == Operands::Load ||
-         o == Operands::AtomResult || o == Operands::MbarrierWait;
+  return o == Operands::DestSources || o == Operands::DestPair || o == Operands::Mov ||
+         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait;
 }
 
 // A set of instruction types (the `.type` suffix a family may carry).

@@ -792,6 +792,29 @@ std::vector<Row> bits() {
   };
 }
 
+std::vector<Row> warp_collectives() {
+  return {
+      ROW("vote.sync.all.pred %p3, %p1, 0xFFFFFFFF;", k.vote_all(x.p[0])),
+      ROW("vote.sync.any.pred %p3, %p2, 0xFFFF;", k.vote_any(x.p[1], 0xFFFFu)),
+      ROW("vote.sync.uni.pred %p3, %p1, %r13;", k.vote_uni(x.p[0], x.b32[0])),
+      ROW("vote.sync.ballot.b32 %r16, %p1, 0xFFFFFFFF;", k.vote_ballot(x.p[0])),
+      ROW("match.any.sync.b32 %r16, %r1, 0xFFFFFFFF;", k.match_any(x.u[0])),
+      ROW("match.any.sync.b64 %r16, %rd1, %r13;", k.match_any(x.ud[0], x.b32[0])),
+      ROW("match.all.sync.b32 %r16|%p3, %f1, 0xFFFFFFFF;", k.match_all(x.a)),
+      ROW("match.all.sync.b64 %r16|%p3, %rd4, 0xFF;", k.match_all(x.sd[0], 0xFFu)),
+      ROW("redux.sync.add.u32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::Add, x.u[0])),
+      ROW("redux.sync.add.s32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Add, x.s[0])),
+      ROW("redux.sync.min.u32 %r16, %r1, %r13;", k.redux(ReduxOp::Min, x.u[0], x.b32[0])),
+      ROW("redux.sync.min.s32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Min, x.s[0])),
+      ROW("redux.sync.max.u32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::Max, x.u[0])),
+      ROW("redux.sync.max.s32 %r16, %r4, 0xFFFF0000;", k.redux(ReduxOp::Max, x.s[0], 0xFFFF0000u)),
+      ROW("redux.sync.and.b32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::And, x.u[0])),
+      ROW("redux.sync.or.b32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Or, x.s[0])),
+      ROW("redux.sync.xor.b32 %r16, %r13, 0xFFFFFFFF;", k.redux(ReduxOp::Xor, x.b32[0])),
+      ROW("activemask.b32 %r16;", k.activemask()),
+  };
+}
+
 std::vector<Row> operators() {
   return {
       ROW("add.f32 %f4, %f1, %f2;", x.a + x.b),
@@ -862,6 +885,10 @@ TEST_CASE("logic and shifts", "[dsl][instructions]") {
 
 TEST_CASE("bits: popc clz brev bfind bfe bfi prmt lop3 shf dp4a dp2a", "[dsl][instructions]") {
   check_table(bits(), "bits");
+}
+
+TEST_CASE("warp collectives: vote match redux activemask", "[dsl][instructions]") {
+  check_table(warp_collectives(), "collective");
 }
 
 TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]") {
@@ -976,6 +1003,23 @@ TEST_CASE("mbarriers and bulk copies: exact lines, assembled for sm_90 at PTX 8.
   Module m(Arch::Sm90, {8, 0});
   for (std::size_t i = 0; i < table.size(); ++i) {
     Kernel& k = m.kernel(fmt::format("tma_{}", i));
+    Fx fx(k);
+    INFO("row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  test::require_assembles(m);
+}
+
+// elect.sync came with sm_90 and PTX 8.0: its rows assembled for sm_90 at PTX 8.0.
+TEST_CASE("elect.sync: exact lines, assembled for sm_90 at PTX 8.0", "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("elect.sync %r16|%p3, 0xFFFFFFFF;", k.elect_sync()),
+      ROW("elect.sync %r16|%p3, %r13;", k.elect_sync(x.b32[0])),
+  };
+  Module m(Arch::Sm90, {8, 0});
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("elect_{}", i));
     Fx fx(k);
     INFO("row " << i << ": " << table[i].expected);
     table[i].emit(fx);

@@ -642,3 +642,18 @@ TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checke
   CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 4, tid, scratch, 8, scratch), "k",
                "cluster_reduce", "no more than the block's 4 threads, got 8");
 }
+
+TEST_CASE("warp collectives: targets, PTX versions and operations are checked", "[dsl][misuse]") {
+  Module sm80(Arch::Sm80);
+  Kernel& k80 = sm80.kernel("k80");
+  CHECK_MISUSE(k80.elect_sync(), "k80", "instruction 'elect.sync'",
+               "needs sm_90 or newer; the module targets sm_80");
+  Module ptx78(Arch::Sm90, {7, 8});
+  Kernel& k78 = ptx78.kernel("k78");
+  CHECK_MISUSE(k78.elect_sync(), "k78", "instruction 'elect.sync'",
+               "needs PTX 8.0 or newer; the module is PTX 7.8");
+  Scratch x;
+  const Reg<B32> bits = x.k.reg<B32>();
+  CHECK_MISUSE(x.k.redux(ReduxOp::Add, bits), "k", "instruction 'redux.sync.add.b32'",
+               "redux.sync takes .and, .or and .xor on .b32, .add, .min and .max on .u32 and .s32");
+}

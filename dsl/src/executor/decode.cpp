@@ -273,6 +273,9 @@ class Decoder {
         if (in.ops.empty()) fail(in, "no operands");
         operands_in_order(in, d, 1);
         break;
+      case Operands::DestPair:
+        operands_in_order(in, d, 2);
+        break;
       case Operands::Mov:
         mov(in, d);
         break;

@@ -20,6 +20,9 @@ namespace ptxdsl {
 
 class Module;
 
+// Every lane of a warp: the member mask of a warp collective that the whole warp executes.
+inline constexpr std::uint32_t kAllLanes = 0xFFFFFFFFu;
+
 // A branch target. Made by `Kernel::label`, placed once by `Kernel::bind`.
 struct Label {
   Kernel* kernel = nullptr;
@@ -711,6 +714,73 @@ class Kernel {
     return shfl(ShflMode::Idx, a, lane, width);
   }
 
+  // ---- warp collectives: every live lane of `member` executes them together ----
+  // vote.sync: whether `a` holds in all, any, or all-or-none (uni) of the member lanes; ballot:
+  // the mask of the member lanes where it holds.
+  Pred vote_all(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::All, a, member);
+  }
+  Pred vote_any(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::Any, a, member);
+  }
+  Pred vote_uni(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::Uni, a, member);
+  }
+  Reg<B32> vote_ballot(Pred a, Src<B32> member = kAllLanes) {
+    return vote<B32>(VoteMode::Ballot, a, member);
+  }
+  // match.any.sync: the member lanes whose `a` equals this lane's.
+  template <TypeTag T>
+  requires(T::kBytes == 4 || T::kBytes == 8) Reg<B32> match_any(Reg<T> a,
+                                                                Src<B32> member = kAllLanes) {
+    return bits_op<B32>(Op::MatchAny, bits_type(T::kBytes), {use(a), use(member)});
+  }
+  // match.all.sync: the member lanes and true when every member lane's `a` is the same, else 0
+  // and false.
+  struct MatchAll {
+    Reg<B32> lanes;
+    Pred equal;
+  };
+  template <TypeTag T>
+  requires(T::kBytes == 4 || T::kBytes == 8) MatchAll
+      match_all(Reg<T> a, Src<B32> member = kAllLanes) {
+    MatchAll out{reg<B32>(), reg<PredT>()};
+    Instr in = make(Op::MatchAll, bits_type(T::kBytes));
+    in.ops = {def(out.lanes), def(out.equal), use(a), use(member)};
+    commit(std::move(in));
+    return out;
+  }
+  // redux.sync: the add, min or max of u32/s32 values, or the and, or, xor of 32-bit words, over
+  // the member lanes; every member lane gets it.
+  template <TypeTag T>
+  requires(T::kType == ScalarType::U32 || T::kType == ScalarType::S32 ||
+           T::kType == ScalarType::B32) Reg<T> redux(ReduxOp op, Reg<T> a,
+                                                     Src<B32> member = kAllLanes) {
+    const bool bitwise = op == ReduxOp::And || op == ReduxOp::Or || op == ReduxOp::Xor;
+    Reg<T> d = reg<T>();
+    Instr in = make(Op::Redux, bitwise ? ScalarType::B32 : T::kType);
+    in.redux = op;
+    in.ops = {def(d), use(a), use(member)};
+    commit(std::move(in));
+    return d;
+  }
+  // activemask.b32: the lanes of the warp executing this instruction with this thread (guards
+  // true).
+  Reg<B32> activemask() { return bits_op<B32>(Op::Activemask, ScalarType::B32, {}); }
+  // elect.sync (sm_90, PTX 8.0): one leader among the member lanes: its lane id, and whether this
+  // lane is it.
+  struct Elected {
+    Reg<U32> leader;
+    Pred is_leader;
+  };
+  Elected elect_sync(Src<B32> member = kAllLanes) {
+    Elected out{reg<U32>(), reg<PredT>()};
+    Instr in = make(Op::Elect, ScalarType::B32);
+    in.ops = {def(out.leader), def(out.is_leader), use(member)};
+    commit(std::move(in));
+    return out;
+  }
+
   // ---- control flow ----
   Label label(std::string_view hint = "L");
   void bind(Label l);
@@ -856,6 +926,16 @@ class Kernel {
     in.src_type = B::kType;
     in.high_half = high;
     in.ops = {def(d), use(a), use(b), use(c)};
+    commit(std::move(in));
+    return d;
+  }
+
+  template <TypeTag D>
+  Reg<D> vote(VoteMode mode, Pred a, Src<B32> member) {
+    Reg<D> d = reg<D>();
+    Instr in = make(Op::Vote, D::kType);
+    in.vote = mode;
+    in.ops = {def(d), use(a), use(member)};
     commit(std::move(in));
     return d;
   }
