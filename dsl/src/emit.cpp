@@ -8,9 +8,8 @@
 #include "ptxdsl/dsl/kernel.hpp"
 
 namespace ptxdsl {
-namespace {
 
-std::string_view special_name(Special s) {
+std::string_view special_register_name(Special s) {
   static constexpr std::string_view kNames[] = {"%tid.x",
                                                 "%tid.y",
                                                 "%tid.z",
@@ -40,11 +39,11 @@ std::string_view special_name(Special s) {
                                                 "%cluster_ctaid.z",
                                                 "%cluster_nctaid.x",
                                                 "%cluster_nctaid.y",
-                                                "%cluster_nctaid.z"};
+                                                "%cluster_nctaid.z",
+                                                "%clock64",
+                                                "%globaltimer"};
   return kNames[static_cast<int>(s)];
 }
-
-}  // namespace
 
 std::string mnemonic(const Instr& in) {
   return detail::mnemonic_of(in);
@@ -103,7 +102,7 @@ std::string format_operand(const Operand& o) {
     case Operand::Kind::Symbol:
       return o.symbol;
     case Operand::Kind::Special:
-      return std::string(special_name(o.special));
+      return std::string(special_register_name(o.special));
   }
   return "?";
 }

@@ -57,6 +57,9 @@ Handler select_match_all(const Instr& in);
 Handler select_redux(const Instr& in);
 Handler select_activemask(const Instr& in);
 Handler select_elect(const Instr& in);
+Handler select_bar_arrive(const Instr& in);
+Handler select_setmaxnreg(const Instr& in);
+Handler select_nanosleep(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -904,6 +907,28 @@ constexpr std::array kTable = {
                     .least = kSm90Ptx80,
                     .warp_collective = true,
                     .semantics = select_elect},
+    InstructionInfo{.op = Op::BarArrive,
+                    .spelling = "bar.arrive",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Barrier,
+                    .semantics = select_bar_arrive},
+    InstructionInfo{.op = Op::Setmaxnreg,
+                    .spelling = "setmaxnreg",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(in.grow ? ".inc" : ".dec") + ".sync.aligned.u32";
+                        },
+                    .types = {ScalarType::U32},
+                    .operands = Operands::Count,
+                    .least = kSm90Ptx80,
+                    .semantics = select_setmaxnreg},
+    InstructionInfo{.op = Op::Nanosleep,
+                    .spelling = "nanosleep",
+                    .modifiers = type_only,
+                    .types = {ScalarType::U32},
+                    .operands = Operands::Sources,
+                    .semantics = select_nanosleep},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",
@@ -917,7 +942,7 @@ constexpr std::array kTable = {
                     .spelling = "bar.sync",
                     .modifiers = no_modifiers,
                     .types = kUntyped,
-                    .operands = Operands::Count,
+                    .operands = Operands::Barrier,
                     .flow = Flow::Bar},
     InstructionInfo{
         .op = Op::Bra,

@@ -39,7 +39,7 @@ constexpr Requirement newest(Requirement a, Requirement b) {
 // How the decoder reads a family's operands (PTX order: destinations first, then sources).
 enum class Operands : std::uint8_t {
   None,          // fences, commits, ret
-  Count,         // one immediate: a barrier id, a group count
+  Count,         // one immediate: a group count, a register count
   Branch,        // a label
   Label,         // a label definition; not an instruction
   DestSources,   // d, a{, b{, c}}: registers or immediates
@@ -56,6 +56,8 @@ enum class Operands : std::uint8_t {
   TxCount,       // [bar], tx-count
   AsyncRemote,   // [a], b, [bar]
   DestPair,      // d|p, a...: two destinations joined by `|` (match.all, elect), then sources
+  Barrier,       // a barrier id{, thread count}: immediates
+  Sources,       // a{, b...}: registers or immediates, nothing written
 };
 
 // Whether an operand list starts with a register the instruction writes.

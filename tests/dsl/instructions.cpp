@@ -815,6 +815,19 @@ std::vector<Row> warp_collectives() {
   };
 }
 
+std::vector<Row> scheduling() {
+  return {
+      ROW("bar.sync 0;", k.bar_sync()),
+      ROW("bar.sync 1, 64;", k.bar_sync(1, 64)),
+      ROW("bar.sync 15, 1024;", k.bar_sync(15, 1024)),
+      ROW("bar.arrive 2, 128;", k.bar_arrive(2, 128)),
+      ROW("nanosleep.u32 100;", k.nanosleep(100u)),
+      ROW("nanosleep.u32 %r1;", k.nanosleep(x.u[0])),
+      ROW("mov.u64 %rd9, %clock64;", k.clock64()),
+      ROW("mov.u64 %rd9, %globaltimer;", k.globaltimer()),
+  };
+}
+
 std::vector<Row> operators() {
   return {
       ROW("add.f32 %f4, %f1, %f2;", x.a + x.b),
@@ -889,6 +902,10 @@ TEST_CASE("bits: popc clz brev bfind bfe bfi prmt lop3 shf dp4a dp2a", "[dsl][in
 
 TEST_CASE("warp collectives: vote match redux activemask", "[dsl][instructions]") {
   check_table(warp_collectives(), "collective");
+}
+
+TEST_CASE("scheduling: named barriers, nanosleep, clock64, globaltimer", "[dsl][instructions]") {
+  check_table(scheduling(), "sched");
 }
 
 TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]") {

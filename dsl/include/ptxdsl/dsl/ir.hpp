@@ -87,6 +87,10 @@ enum class Op : std::uint8_t {
   Redux,       // redux.sync.{add,min,max}.u32 / .{and,or,xor}.b32 d, a, member
   Activemask,  // activemask.b32 d
   Elect,       // elect.sync d|p, member
+  // Scheduling: named barriers' arrivals, register reallocation, sleeps.
+  BarArrive,   // bar.arrive id, threads
+  Setmaxnreg,  // setmaxnreg.{inc,dec}.sync.aligned.u32 n
+  Nanosleep,   // nanosleep.u32 t
   Shfl,
   Bar,
   Bra,
@@ -179,10 +183,18 @@ enum class Special : std::uint8_t {
   ClusterNctaidX,
   ClusterNctaidY,
   ClusterNctaidZ,
+  // 64-bit timers: the SM's cycle counter and the GPU's nanosecond clock.
+  Clock64,
+  Globaltimer,
 };
 
 constexpr bool is_cluster_special(Special s) {
-  return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank);
+  return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank) &&
+         static_cast<int>(s) <= static_cast<int>(Special::ClusterNctaidZ);
+}
+// The special registers `mov.u64` reads; the others are 32-bit.
+constexpr bool is_64bit_special(Special s) {
+  return s == Special::Clock64 || s == Special::Globaltimer;
 }
 
 // The CTAs a cluster may hold: 16, the non-portable maximum of sm_90 and sm_100 (8 is the portable
@@ -239,6 +251,7 @@ struct Instr {
   bool high_half = false;            // dp2a.hi
   VoteMode vote = VoteMode::All;     // vote.sync
   ReduxOp redux = ReduxOp::Add;      // redux.sync
+  bool grow = false;                 // setmaxnreg.inc (else .dec)
   bool uniform = false;              // bra.uni
   MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits
   Scope scope = Scope::Cta;          // mbarrier waits

@@ -22,6 +22,8 @@ class Module;
 
 // Every lane of a warp: the member mask of a warp collective that the whole warp executes.
 inline constexpr std::uint32_t kAllLanes = 0xFFFFFFFFu;
+// The most threads a CTA has on any target.
+inline constexpr std::uint32_t kMaxBlockThreads = 1024;
 
 // A branch target. Made by `Kernel::label`, placed once by `Kernel::bind`.
 struct Label {
@@ -673,6 +675,29 @@ class Kernel {
   std::uint32_t laid_out_bytes(const SharedDecl& d) const;
   void bar_sync(std::uint32_t barrier = 0);
 
+  // ---- scheduling: named barriers, register reallocation, sleeps, timers ----
+  // Named barriers: barrier `barrier` (0-15) completes when `threads` (a multiple of 32) have
+  // arrived; `bar_sync` waits for that, `bar_arrive` counts this thread and goes on (a producer
+  // signalling consumers that wait). Every arrival of one phase must name the same count.
+  void bar_sync(std::uint32_t barrier, std::uint32_t threads) {
+    named_barrier(Op::Bar, barrier, threads);
+  }
+  void bar_arrive(std::uint32_t barrier, std::uint32_t threads) {
+    named_barrier(Op::BarArrive, barrier, threads);
+  }
+  // setmaxnreg (sm_90a, PTX 8.0): this warp's register ceiling rises to (inc) or falls to (dec)
+  // `registers`, a multiple of 8 in [24, 256]; every thread of the warp executes it together.
+  // Warp-specialized kernels give producer warps' registers to the consumers.
+  void setmaxnreg_inc(std::uint32_t registers) { setmaxnreg(true, registers); }
+  void setmaxnreg_dec(std::uint32_t registers) { setmaxnreg(false, registers); }
+  // nanosleep.u32: suspends the thread for about `ns` nanoseconds (at most 1 ms); a back-off
+  // in spin loops. The executor does not sleep.
+  void nanosleep(Src<U32> ns);
+  // %clock64: the SM's cycle counter; %globaltimer: the GPU's nanosecond clock. The executor
+  // gives the CTA's warp-instruction count and the host's monotonic clock.
+  Reg<U64> clock64() { return timer(Special::Clock64); }
+  Reg<U64> globaltimer() { return timer(Special::Globaltimer); }
+
   // ---- programmatic dependent launch (sm_90, PTX 7.8) ----
   // `griddepcontrol.launch_dependents`: the grid launched after this one in its stream with the
   // programmatic-serialization attribute may start once every CTA of this one has said so (or
@@ -939,6 +964,10 @@ class Kernel {
     commit(std::move(in));
     return d;
   }
+
+  void named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads);
+  void setmaxnreg(bool grow, std::uint32_t registers);
+  Reg<U64> timer(Special s);
 
   static void apply(Instr& in, MathMode m) {
     in.precision = m.precision;
