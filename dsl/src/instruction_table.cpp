@@ -60,6 +60,7 @@ Handler select_elect(const Instr& in);
 Handler select_bar_arrive(const Instr& in);
 Handler select_setmaxnreg(const Instr& in);
 Handler select_nanosleep(const Instr& in);
+Handler select_copysign(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -253,6 +254,10 @@ constexpr TypeSet kLogic =
 constexpr TypeSet kFtz{ScalarType::F32, ScalarType::F16, ScalarType::F16x2};
 // Untyped families carry B32, which they do not print.
 constexpr TypeSet kUntyped{ScalarType::B32};
+
+// tanh.approx: f32 and the 16-bit floats, single and paired.
+constexpr TypeSet kTanhTypes{ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::F16x2,
+                             ScalarType::BF16x2};
 
 // add/sub/mul: one rounding, ftz and sat scheme.
 constexpr MathForms kAddSubMul{.rounding = true, .ftz = kFtz, .sat = true, .sat_s32 = true};
@@ -929,6 +934,38 @@ constexpr std::array kTable = {
                     .types = {ScalarType::U32},
                     .operands = Operands::Sources,
                     .semantics = select_nanosleep},
+    // tanh.approx: f32, f16 and f16x2 on sm_75 (PTX 7.0), bf16 and bf16x2 on sm_90 (PTX 7.8).
+    InstructionInfo{.op = Op::Tanh,
+                    .spelling = "tanh",
+                    .modifiers = math_modifiers,
+                    .types = kTanhTypes,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = {.approx = kTanhTypes, .approx_only = true},
+                    .semantics = select_float_op<Op::Tanh>},
+    InstructionInfo{.op = Op::Sin,
+                    .spelling = "sin",
+                    .modifiers = math_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32}, .approx_only = true, .ftz = kFtz},
+                    .semantics = select_float_op<Op::Sin>},
+    InstructionInfo{.op = Op::Cos,
+                    .spelling = "cos",
+                    .modifiers = math_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32}, .approx_only = true, .ftz = kFtz},
+                    .semantics = select_float_op<Op::Cos>},
+    InstructionInfo{.op = Op::Copysign,
+                    .spelling = "copysign",
+                    .modifiers = type_only,
+                    .types = kF32F64,
+                    .operands = Operands::DestSources,
+                    .semantics = select_copysign},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

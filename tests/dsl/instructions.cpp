@@ -327,6 +327,18 @@ std::vector<Row> special_functions() {
       ROW_SM90("ex2.approx.ftz.bf16x2 %r16, %r10;", k.ex2(x.bh2[0], kApproxFtz)),
       ROW("lg2.approx.f32 %f4, %f1;", k.lg2(x.a)),
       ROW("lg2.approx.ftz.f32 %f4, %f1;", k.lg2(x.a, kApproxFtz)),
+      ROW("tanh.approx.f32 %f4, %f1;", k.tanh(x.a)),
+      ROW("tanh.approx.f16 %rs10, %rs1;", k.tanh(x.h[0])),
+      ROW("tanh.approx.f16x2 %r16, %r7;", k.tanh(x.h2[0])),
+      ROW_SM90("tanh.approx.bf16 %rs10, %rs4;", k.tanh(x.bh[0])),
+      ROW_SM90("tanh.approx.bf16x2 %r16, %r10;", k.tanh(x.bh2[0])),
+      ROW("sin.approx.f32 %f4, %f1;", k.sin(x.a)),
+      ROW("sin.approx.ftz.f32 %f4, %f1;", k.sin(x.a, kApproxFtz)),
+      ROW("cos.approx.f32 %f4, %f1;", k.cos(x.a)),
+      ROW("cos.approx.ftz.f32 %f4, %f1;", k.cos(x.a, kApproxFtz)),
+      ROW("copysign.f32 %f4, %f1, %f2;", k.copysign(x.a, x.b)),
+      ROW("copysign.f32 %f4, %f1, 0f3F800000;", k.copysign(x.a, 1.0f)),
+      ROW("copysign.f64 %fd4, %fd1, %fd2;", k.copysign(x.d[0], x.d[1])),
   };
 }
 
@@ -828,6 +840,40 @@ std::vector<Row> scheduling() {
   };
 }
 
+// The packed 16-bit float forms of every arithmetic family, each at its oldest target.
+std::vector<Row> packed() {
+  return {
+      ROW("add.f16x2 %r16, %r7, %r8;", k.add(x.h2[0], x.h2[1])),
+      ROW("add.rn.ftz.sat.f16x2 %r16, %r7, %r8;",
+          k.add(x.h2[0], x.h2[1], MathMode{Precision::Exact, Rounding::Rn, true, true})),
+      ROW_SM90("add.rn.bf16x2 %r16, %r10, %r11;", k.add(x.bh2[0], x.bh2[1], kRn)),
+      ROW("sub.f16x2 %r16, %r7, %r8;", k.sub(x.h2[0], x.h2[1])),
+      ROW("sub.rn.ftz.f16x2 %r16, %r7, %r8;",
+          k.sub(x.h2[0], x.h2[1], MathMode{Precision::Exact, Rounding::Rn, true})),
+      ROW_SM90("sub.bf16x2 %r16, %r10, %r11;", k.sub(x.bh2[0], x.bh2[1])),
+      ROW("mul.f16x2 %r16, %r7, %r8;", k.mul(x.h2[0], x.h2[1])),
+      ROW("mul.ftz.sat.f16x2 %r16, %r7, %r8;",
+          k.mul(x.h2[0], x.h2[1], MathMode{.ftz = true, .sat = true})),
+      ROW_SM90("mul.rn.bf16x2 %r16, %r10, %r11;", k.mul(x.bh2[0], x.bh2[1], kRn)),
+      ROW("fma.rn.ftz.sat.f16x2 %r16, %r7, %r8, %r9;",
+          k.fma(x.h2[0], x.h2[1], x.h2[2], MathMode{Precision::Exact, Rounding::Rn, true, true})),
+      ROW("fma.rn.bf16x2 %r16, %r10, %r11, %r12;", k.fma(x.bh2[0], x.bh2[1], x.bh2[2])),
+      ROW("min.f16x2 %r16, %r7, %r8;", k.min(x.h2[0], x.h2[1])),
+      ROW("max.ftz.f16x2 %r16, %r7, %r8;", k.max(x.h2[0], x.h2[1], MathMode{.ftz = true})),
+      ROW("min.bf16x2 %r16, %r10, %r11;", k.min(x.bh2[0], x.bh2[1])),
+      ROW("max.bf16x2 %r16, %r10, %r11;", k.max(x.bh2[0], x.bh2[1])),
+      ROW("neg.f16x2 %r16, %r7;", k.neg(x.h2[0])),
+      ROW("neg.ftz.f16x2 %r16, %r7;", k.neg(x.h2[0], MathMode{.ftz = true})),
+      ROW("neg.bf16x2 %r16, %r10;", k.neg(x.bh2[0])),
+      ROW("abs.f16x2 %r16, %r7;", k.abs(x.h2[0])),
+      ROW("abs.ftz.f16x2 %r16, %r7;", k.abs(x.h2[0], MathMode{.ftz = true})),
+      ROW("abs.bf16x2 %r16, %r10;", k.abs(x.bh2[0])),
+      ROW("neg.bf16 %rs10, %rs4;", k.neg(x.bh[0])),
+      ROW("ex2.approx.f16x2 %r16, %r7;", k.ex2(x.h2[0])),
+      ROW_SM90("ex2.approx.ftz.bf16x2 %r16, %r10;", k.ex2(x.bh2[0], kApproxFtz)),
+  };
+}
+
 std::vector<Row> operators() {
   return {
       ROW("add.f32 %f4, %f1, %f2;", x.a + x.b),
@@ -908,8 +954,13 @@ TEST_CASE("scheduling: named barriers, nanosleep, clock64, globaltimer", "[dsl][
   check_table(scheduling(), "sched");
 }
 
-TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]") {
+TEST_CASE("rcp sqrt rsqrt ex2 lg2 tanh sin cos copysign with explicit precision",
+          "[dsl][instructions]") {
   check_table(special_functions(), "sfu");
+}
+
+TEST_CASE("packed f16x2 and bf16x2 arithmetic at its oldest target", "[dsl][instructions]") {
+  check_table(packed(), "packed");
 }
 
 TEST_CASE("setp with every comparison and selp", "[dsl][instructions]") {

@@ -685,3 +685,16 @@ TEST_CASE("scheduling: barrier ids and counts, register counts, timers are check
   CHECK_MISUSE(k78.setmaxnreg_inc(240), "k78", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
                "needs PTX 8.0 or newer; the module is PTX 7.8");
 }
+
+TEST_CASE("approximate math: targets and precision are checked", "[dsl][misuse]") {
+  Module sm80(Arch::Sm80);
+  Kernel& k = sm80.kernel("k80");
+  CHECK_MISUSE(k.tanh(k.reg<BF16>()), "k80", "instruction 'tanh.approx.bf16'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k.tanh(k.reg<BF16x2>()), "k80", "instruction 'tanh.approx.bf16x2'",
+               "needs sm_90 or newer; the module targets sm_80");
+  Scratch x;
+  CHECK_MISUSE(x.k.sin(x.f, kRn), "k", "instruction 'sin.rn.f32'",
+               "has only the .approx form (MathMode kApprox)");
+  CHECK_MISUSE(x.k.cos(x.f, kRz), "k", "instruction 'cos.rz.f32'", "has only the .approx form");
+}

@@ -91,6 +91,11 @@ enum class Op : std::uint8_t {
   BarArrive,   // bar.arrive id, threads
   Setmaxnreg,  // setmaxnreg.{inc,dec}.sync.aligned.u32 n
   Nanosleep,   // nanosleep.u32 t
+  // Approximate transcendentals and the sign copy.
+  Tanh,      // tanh.approx.f32 d, a (also f16, bf16 and their pairs)
+  Sin,       // sin.approx{.ftz}.f32 d, a
+  Cos,       // cos.approx{.ftz}.f32 d, a
+  Copysign,  // copysign.f32 d, a, b: b's magnitude with a's sign
   Shfl,
   Bar,
   Bra,

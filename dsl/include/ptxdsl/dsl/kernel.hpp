@@ -358,6 +358,26 @@ class Kernel {
     return unary(Op::Lg2, a, m);
   }
 
+  // tanh.approx: f32, f16 and f16x2; bf16 and bf16x2 need sm_90. sin/cos.approx: f32 (radians).
+  template <FloatTag T>
+  requires(T::kType != ScalarType::F64) Reg<T> tanh(Reg<T> a) {
+    return unary(Op::Tanh, a, kApprox);
+  }
+  template <TypeTag T>
+  requires(T::kType == ScalarType::F32) Reg<T> sin(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Sin, a, m);
+  }
+  template <TypeTag T>
+  requires(T::kType == ScalarType::F32) Reg<T> cos(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Cos, a, m);
+  }
+  // copysign: `magnitude` with the sign of `sign`, in PTX's operand order (`copysign d, a, b` is
+  // C's copysign(b, a)).
+  template <F32OrF64Tag T>
+  Reg<T> copysign(Reg<T> sign, SrcOf<T> magnitude) {
+    return binary(Op::Copysign, sign, magnitude, kDefault);
+  }
+
   // ---- comparison and selection ----
   template <CompareTag T>
   Pred setp(Cmp cmp, Reg<T> a, SrcOf<T> b, bool ftz = false) {
