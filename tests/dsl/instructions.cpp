@@ -895,6 +895,9 @@ std::vector<Row> operators() {
       ROW("setp.ne.u64 %p3, %rd1, %rd2;", x.ud[0] != x.ud[1]),
       ROW("mad.wide.u32 %rd9, %r1, 4, %rd8;", x.gp + x.u[0]),
       ROW("mad.lo.u32 %r16, %r1, 4, %r15;", x.sp + x.u[0]),
+      ROW("and.pred %p3, %p1, %p2;", x.p[0] && x.p[1]),
+      ROW("or.pred %p3, %p1, %p2;", x.p[0] || x.p[1]),
+      ROW("not.pred %p3, %p1;", !x.p[0]),
   };
 }
 
