@@ -8,9 +8,8 @@
 #include "ptxdsl/dsl/kernel.hpp"
 
 namespace ptxdsl {
-namespace {
 
-std::string_view special_name(Special s) {
+std::string_view special_register_name(Special s) {
   static constexpr std::string_view kNames[] = {"%tid.x",
                                                 "%tid.y",
                                                 "%tid.z",
@@ -40,11 +39,11 @@ std::string_view special_name(Special s) {
                                                 "%cluster_ctaid.z",
                                                 "%cluster_nctaid.x",
                                                 "%cluster_nctaid.y",
-                                                "%cluster_nctaid.z"};
+                                                "%cluster_nctaid.z",
+                                                "%clock64",
+                                                "%globaltimer"};
   return kNames[static_cast<int>(s)];
 }
-
-}  // namespace
 
 std::string mnemonic(const Instr& in) {
   return detail::mnemonic_of(in);
@@ -103,7 +102,7 @@ std::string format_operand(const Operand& o) {
     case Operand::Kind::Symbol:
       return o.symbol;
     case Operand::Kind::Special:
-      return std::string(special_name(o.special));
+      return std::string(special_register_name(o.special));
   }
   return "?";
 }
@@ -117,8 +116,12 @@ std::string format_instr(const Kernel& k, const Instr& in) {
   s += mnemonic(in);
   // mbarrier.arrive's state result is not used: the sink `_` takes it.
   if (in.op == Op::MbarrierArrive) s += " _";
+  // match.all and elect.sync write their mask (or lane) and predicate as one operand, `d|p`.
+  const bool pair = detail::instruction(in.op).operands == detail::Operands::DestPair;
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
-    s += (i || in.op == Op::MbarrierArrive ? ", " : " ") + format_operand(in.ops[i]);
+    const char* sep = pair && i == 1 ? "|" : ", ";
+    s += i || in.op == Op::MbarrierArrive ? sep : " ";
+    s += format_operand(in.ops[i]);
   }
   s += ";";
   if (!in.comment.empty()) s += "  // " + in.comment;

@@ -51,6 +51,16 @@ Handler select_lop3(const Instr& in);
 Handler select_shf(const Instr& in);
 Handler select_dp4a(const Instr& in);
 Handler select_dp2a(const Instr& in);
+Handler select_vote(const Instr& in);
+Handler select_match_any(const Instr& in);
+Handler select_match_all(const Instr& in);
+Handler select_redux(const Instr& in);
+Handler select_activemask(const Instr& in);
+Handler select_elect(const Instr& in);
+Handler select_bar_arrive(const Instr& in);
+Handler select_setmaxnreg(const Instr& in);
+Handler select_nanosleep(const Instr& in);
+Handler select_copysign(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -244,6 +254,10 @@ constexpr TypeSet kLogic =
 constexpr TypeSet kFtz{ScalarType::F32, ScalarType::F16, ScalarType::F16x2};
 // Untyped families carry B32, which they do not print.
 constexpr TypeSet kUntyped{ScalarType::B32};
+
+// tanh.approx: f32 and the 16-bit floats, single and paired.
+constexpr TypeSet kTanhTypes{ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::F16x2,
+                             ScalarType::BF16x2};
 
 // add/sub/mul: one rounding, ftz and sat scheme.
 constexpr MathForms kAddSubMul{.rounding = true, .ftz = kFtz, .sat = true, .sat_s32 = true};
@@ -832,6 +846,126 @@ constexpr std::array kTable = {
                     .types = {ScalarType::U32, ScalarType::S32},
                     .operands = Operands::DestSources,
                     .semantics = select_dp2a},
+    // vote.sync.ballot gives a .b32 mask; .all, .any and .uni a .pred.
+    InstructionInfo{
+        .op = Op::Vote,
+        .spelling = "vote.sync",
+        .modifiers =
+            [](const Instr& in) {
+              static constexpr std::string_view kModes[] = {".all", ".any", ".uni", ".ballot"};
+              return std::string(kModes[static_cast<int>(in.vote)]) + type_suffix(in.type);
+            },
+        .types = {ScalarType::Pred, ScalarType::B32},
+        .operands = Operands::DestSources,
+        .check = [](const Instr& in) -> std::string {
+          const bool ballot = in.vote == VoteMode::Ballot;
+          if (ballot == (in.type == ScalarType::B32)) return {};
+          return "vote.sync.ballot gives a .b32 mask; .all, .any and .uni a .pred";
+        },
+        .warp_collective = true,
+        .semantics = select_vote},
+    InstructionInfo{.op = Op::MatchAny,
+                    .spelling = "match.any.sync",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestSources,
+                    .warp_collective = true,
+                    .semantics = select_match_any},
+    InstructionInfo{.op = Op::MatchAll,
+                    .spelling = "match.all.sync",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32, ScalarType::B64},
+                    .operands = Operands::DestPair,
+                    .warp_collective = true,
+                    .semantics = select_match_all},
+    InstructionInfo{.op = Op::Redux,
+                    .spelling = "redux.sync",
+                    .modifiers =
+                        [](const Instr& in) {
+                          static constexpr std::string_view kOps[] = {".add", ".min", ".max",
+                                                                      ".and", ".or",  ".xor"};
+                          return std::string(kOps[static_cast<int>(in.redux)]) +
+                                 type_suffix(in.type);
+                        },
+                    .types = {ScalarType::U32, ScalarType::S32, ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .check = [](const Instr& in) -> std::string {
+                      const bool bitwise = in.redux == ReduxOp::And || in.redux == ReduxOp::Or ||
+                                           in.redux == ReduxOp::Xor;
+                      if (bitwise == (in.type == ScalarType::B32)) return {};
+                      return "redux.sync takes .and, .or and .xor on .b32, .add, .min and .max on "
+                             ".u32 and .s32";
+                    },
+                    .warp_collective = true,
+                    .semantics = select_redux},
+    InstructionInfo{.op = Op::Activemask,
+                    .spelling = "activemask",
+                    .modifiers = type_only,
+                    .types = {ScalarType::B32},
+                    .operands = Operands::DestSources,
+                    .semantics = select_activemask},
+    InstructionInfo{.op = Op::Elect,
+                    .spelling = "elect.sync",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::DestPair,
+                    .least = kSm90Ptx80,
+                    .warp_collective = true,
+                    .semantics = select_elect},
+    InstructionInfo{.op = Op::BarArrive,
+                    .spelling = "bar.arrive",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Barrier,
+                    .semantics = select_bar_arrive},
+    InstructionInfo{.op = Op::Setmaxnreg,
+                    .spelling = "setmaxnreg",
+                    .modifiers =
+                        [](const Instr& in) {
+                          return std::string(in.grow ? ".inc" : ".dec") + ".sync.aligned.u32";
+                        },
+                    .types = {ScalarType::U32},
+                    .operands = Operands::Count,
+                    .least = kSm90Ptx80,
+                    .semantics = select_setmaxnreg},
+    InstructionInfo{.op = Op::Nanosleep,
+                    .spelling = "nanosleep",
+                    .modifiers = type_only,
+                    .types = {ScalarType::U32},
+                    .operands = Operands::Sources,
+                    .semantics = select_nanosleep},
+    // tanh.approx: f32, f16 and f16x2 on sm_75 (PTX 7.0), bf16 and bf16x2 on sm_90 (PTX 7.8).
+    InstructionInfo{.op = Op::Tanh,
+                    .spelling = "tanh",
+                    .modifiers = math_modifiers,
+                    .types = kTanhTypes,
+                    .operands = Operands::DestSources,
+                    .form_needs = bf16_math_needs,
+                    .check = check_math,
+                    .math = {.approx = kTanhTypes, .approx_only = true},
+                    .semantics = select_float_op<Op::Tanh>},
+    InstructionInfo{.op = Op::Sin,
+                    .spelling = "sin",
+                    .modifiers = math_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32}, .approx_only = true, .ftz = kFtz},
+                    .semantics = select_float_op<Op::Sin>},
+    InstructionInfo{.op = Op::Cos,
+                    .spelling = "cos",
+                    .modifiers = math_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::DestSources,
+                    .check = check_math,
+                    .math = {.approx = {ScalarType::F32}, .approx_only = true, .ftz = kFtz},
+                    .semantics = select_float_op<Op::Cos>},
+    InstructionInfo{.op = Op::Copysign,
+                    .spelling = "copysign",
+                    .modifiers = type_only,
+                    .types = kF32F64,
+                    .operands = Operands::DestSources,
+                    .semantics = select_copysign},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",
@@ -845,7 +979,7 @@ constexpr std::array kTable = {
                     .spelling = "bar.sync",
                     .modifiers = no_modifiers,
                     .types = kUntyped,
-                    .operands = Operands::Count,
+                    .operands = Operands::Barrier,
                     .flow = Flow::Bar},
     InstructionInfo{
         .op = Op::Bra,

@@ -41,7 +41,7 @@ inline Requirement newest(Requirement a, Requirement b) {
 // How the decoder reads a family's operands (PTX order: destinations first, then sources).
 enum class Operands : std::uint8_t {
   None,          // fences, commits, ret
-  Count,         // one immediate: a barrier id, a group count
+  Count,         // one immediate: a group count, a register count
   Branch,        // a label
   Label,         // a label definition; not an instruction
   DestSources,   // d, a{, b{, c}}: registers or immediates
@@ -57,12 +57,15 @@ enum class Operands : std::uint8_t {
   BulkCopy,      // [dst], [src], size, [bar]
   TxCount,       // [bar], tx-count
   AsyncRemote,   // [a], b, [bar]
+  DestPair,      // d|p, a...: two destinations joined by `|` (match.all, elect), then sources
+  Barrier,       // a barrier id{, thread count}: immediates
+  Sources,       // a{, b...}: registers or immediates, nothing written
 };
 
 // Whether an operand list starts with a register the instruction writes.
 constexpr bool writes_first_operand(Operands o) {
-  return o == Operands::DestSources || o == Operands::Mov || o == Operands::Load ||
-         o == Operands::AtomResult || o == Operands::MbarrierWait;
+  return o == Operands::DestSources || o == Operands::DestPair || o == Operands::Mov ||
+         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait;
 }
 
 // A set of instruction types (the `.type` suffix a family may carry).

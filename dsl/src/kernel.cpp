@@ -100,7 +100,13 @@ void Kernel::fail(const Instr& in, const std::string& problem) const {
   if (in.op == Op::Label && !in.ops.empty()) {
     fail(fmt::format("label '{}'", in.ops[0].symbol), problem);
   }
-  fail(fmt::format("instruction '{}'", mnemonic(in)), problem);
+  // A special register's move is named with the register: `mov.u32 %cluster_ctarank`.
+  const bool special =
+      in.op == Op::Mov && in.ops.size() == 2 && in.ops[1].kind == Operand::Kind::Special;
+  const std::string what =
+      special ? fmt::format("{} {}", mnemonic(in), special_register_name(in.ops[1].special))
+              : mnemonic(in);
+  fail(fmt::format("instruction '{}'", what), problem);
 }
 
 // Registers are free to make even after finalize: the instruction that would use one is what fails,
@@ -184,6 +190,21 @@ std::uint32_t Kernel::shfl_c_operand(const Instr& in, std::uint32_t width) const
 Reg<U32> Kernel::special(Special s) {
   Reg<U32> d = reg<U32>();
   Instr in = make(Op::Mov, ScalarType::U32);
+  Operand src;
+  src.kind = Operand::Kind::Special;
+  src.special = s;
+  in.ops = {def(d), src};
+  if (is_64bit_special(s)) {
+    fail(in, fmt::format("{} is a 64-bit register: read it with clock64() or globaltimer()",
+                         special_register_name(s)));
+  }
+  commit(std::move(in));
+  return d;
+}
+
+Reg<U64> Kernel::timer(Special s) {
+  Reg<U64> d = reg<U64>();
+  Instr in = make(Op::Mov, ScalarType::U64);
   Operand src;
   src.kind = Operand::Kind::Special;
   src.special = s;
@@ -591,6 +612,36 @@ void Kernel::bar_sync(std::uint32_t barrier) {
   commit(std::move(in));
 }
 
+void Kernel::named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads) {
+  Instr in = make(op, ScalarType::B32);
+  in.ops = {use(Src<U32>(barrier)), use(Src<U32>(threads))};
+  if (barrier > 15) {
+    fail(in, fmt::format("barrier id must be in [0, 15], got {}", barrier));
+  }
+  if (threads == 0 || threads > kMaxBlockThreads || threads % 32 != 0) {
+    fail(in, fmt::format("the thread count must be a multiple of 32 in [32, {}], got {}",
+                         kMaxBlockThreads, threads));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::setmaxnreg(bool grow, std::uint32_t registers) {
+  Instr in = make(Op::Setmaxnreg, ScalarType::U32);
+  in.grow = grow;
+  in.ops = {use(Src<U32>(registers))};
+  if (registers < 24 || registers > 256 || registers % 8 != 0) {
+    fail(in,
+         fmt::format("the register count must be a multiple of 8 in [24, 256], got {}", registers));
+  }
+  commit(std::move(in));
+}
+
+void Kernel::nanosleep(Src<U32> ns) {
+  Instr in = make(Op::Nanosleep, ScalarType::U32);
+  in.ops = {use(ns)};
+  commit(std::move(in));
+}
+
 Label Kernel::label(std::string_view hint) {
   if (std::string problem = identifier_problem("hint", hint); !problem.empty()) {
     fail("label", problem);
@@ -729,7 +780,7 @@ void Kernel::while_(const std::function<Pred()>& cond, const std::function<void(
 
 void Kernel::require_threads(std::uint32_t x) {
   if (finalized_) fail("require_threads", "called after finalize");
-  if (x == 0 || x > 1024)
+  if (x == 0 || x > kMaxBlockThreads)
     fail("require_threads", fmt::format("block size must be in [1, 1024], got {}", x));
   block_threads_ = x;
   block_required_ = true;
@@ -737,7 +788,7 @@ void Kernel::require_threads(std::uint32_t x) {
 
 void Kernel::max_threads(std::uint32_t x) {
   if (finalized_) fail("max_threads", "called after finalize");
-  if (x == 0 || x > 1024)
+  if (x == 0 || x > kMaxBlockThreads)
     fail("max_threads", fmt::format("block size must be in [1, 1024], got {}", x));
   block_threads_ = x;
   block_required_ = false;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -105,16 +106,14 @@ TEST_CASE("element I/O and reducer misuse is refused by name", "[dsl][blocks]") 
 namespace {
 
 // One CTA a row: copies the row through RowPerCta's load and store, and reduces it by max, min,
-// sum and a user's absolute maximum at once, lane 0 writing the four results and one more.
+// sum and absolute maximum at once, lane 0 writing the four results and one more.
 void build_row_kernel(Module& m, ScalarType t, const RowMap& map) {
   Kernel& k = m.kernel("row");
   const GlobalDPtr x = param_dptr(k, "x", t);
   const GlobalDPtr y = param_dptr(k, "y", t);
   const GlobalPtr<F32> stats = k.param_ptr<F32>("stats");
   RowPerCta row(k, map);
-  const Reduction absmax = Reduction::of(
-      "absmax", [](Kernel& kk, Reg<F32> a, Reg<F32> b) { return kk.max(kk.abs(a), kk.abs(b)); },
-      0.0f);
+  const Reduction absmax = Reduction::absmax();
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const std::vector<Values> v = row.load(k, x);
   row.store(k, y, v);
@@ -280,5 +279,103 @@ TEST_CASE("a row's element I/O and reductions, every element type, masked tails"
         CHECK(stats[r * 5 + 4] == stats[r * 5 + 2]);  // exact sums: any order agrees
       }
     }
+  }
+}
+
+namespace {
+
+// f(x) for each x in one CTA on the executor.
+std::vector<float> run_math(const std::function<Reg<F32>(Kernel&, Reg<F32>)>& f,
+                            const std::vector<float>& xs) {
+  Module m;
+  Kernel& k = m.kernel("math_values");
+  const GlobalPtr<F32> in = k.param_ptr<F32>("in");
+  const GlobalPtr<F32> out = k.param_ptr<F32>("out");
+  const Reg<U32> t = k.tid_x();
+  k.st(k.index(out, t), f(k, k.ld(k.index(in, t))));
+  k.finalize();
+  std::vector<float> got(xs.size(), -1.0f);
+  CpuDevice dev;
+  dev.launch(k, {1, static_cast<std::uint32_t>(xs.size())},
+             {dev.upload<float>(xs, "in"), dev.map<float>(got, "out")});
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("sigmoid, silu and gelu: instructions, and values within their stated error",
+          "[dsl][blocks][executor]") {
+  Module m;
+  Kernel& k = m.kernel("act");
+  const Reg<F32> x = k.param<F32>("x");
+  sigmoid(k, x);
+  const std::string body = test::body_text(k);
+  INFO(body);
+  CHECK_THAT(body, Contains("neg.f32 %f2, %f1;\nmul.f32 %f3, %f2, 0f3FB8AA3B;\n"
+                            "ex2.approx.f32 %f4, %f3;\nadd.f32 %f5, %f4, 0f3F800000;\n"
+                            "rcp.approx.f32 %f6, %f5;"));
+
+  std::vector<float> xs;
+  for (int i = -40; i <= 40; ++i) xs.push_back(static_cast<float>(i) * 0.37f);
+  const auto sig = run_math([](Kernel& kk, Reg<F32> v) { return sigmoid(kk, v); }, xs);
+  const auto swish = run_math([](Kernel& kk, Reg<F32> v) { return silu(kk, v); }, xs);
+  const auto g = run_math([](Kernel& kk, Reg<F32> v) { return gelu(kk, v); }, xs);
+  const auto ulp = [](double v) {
+    const auto f = static_cast<float>(std::fabs(v));
+    return static_cast<double>(std::nextafter(f, INFINITY) - f);
+  };
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    const double s = 1.0 / (1.0 + std::exp(-x));
+    // exp_approx's bound at -x (2 + |1.173·x| ulp), plus the add, the rcp and the product.
+    const double exp_ulps = 2 + std::floor(std::fabs(1.173 * x));
+    INFO("x = " << x);
+    CHECK(std::fabs(sig[i] - s) <= (exp_ulps + 2) * ulp(s));
+    // A subnormal sigmoid's rounding (half of 2^-149) grows by |x| in the product.
+    const double tiny = (std::fabs(x) + 2) * std::numeric_limits<float>::denorm_min();
+    CHECK(std::fabs(swish[i] - x * s) <= (exp_ulps + 3) * ulp(x * s) + tiny);
+    const double u = std::sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x);
+    // 0.5·x·(1 + tanh(u)) without the cancellation of 1 + tanh(u) for large negative u.
+    const double want = x / (1 + std::exp(-2 * u));
+    // sigmoid's bound at 2u, plus 2u's own rounding (about 1.5 ulp of it) carried through e^-2u.
+    const double gelu_ulps = 2 + std::floor(std::fabs(1.173 * 2 * u)) + 1.5 * std::fabs(2 * u) + 4;
+    // Past v = -88 (x below about -10.2) e^-v overflows: 0 for what is subnormal.
+    const double floor = std::fabs(want) < std::numeric_limits<float>::min()
+                             ? std::numeric_limits<float>::min()
+                             : tiny;
+    INFO("gelu " << g[i] << ", want " << want);
+    CHECK(std::fabs(g[i] - want) <= gelu_ulps * ulp(want) + floor);
+  }
+}
+
+TEST_CASE("warp_compact: kept lanes packed in lane order, per warp", "[dsl][blocks][executor]") {
+  Module m;
+  Kernel& k = m.kernel("compact");
+  const GlobalPtr<U32> in = k.param_ptr<U32>("in");
+  const GlobalPtr<U32> out = k.param_ptr<U32>("out");
+  const GlobalPtr<U32> counts = k.param_ptr<U32>("counts");
+  const Reg<U32> t = k.tid_x();
+  const Reg<U32> v = k.ld(k.index(in, t));
+  const Pred keep = k.setp(Cmp::Ne, k.and_(v, 1u), 0u) && k.setp(Cmp::Lt, v, 200u);
+  const WarpCompaction c = warp_compact(k, keep);
+  const Reg<U32> base = k.mul(k.shr(t, 5u), 32u);
+  k.st_if(keep, k.index(out, k.add(base, c.slot)), v);
+  k.st_if(k.setp(Cmp::Eq, k.laneid(), 0u), k.index(counts, k.shr(t, 5u)), c.count);
+  k.finalize();
+  std::vector<std::uint32_t> x(64), got(64, 0), n(2, 0);
+  for (std::uint32_t i = 0; i < 64; ++i) x[i] = (i * 37 + 11) % 251;
+  CpuDevice dev;
+  dev.launch(k, {1, 64},
+             {dev.upload<std::uint32_t>(x, "in"), dev.map<std::uint32_t>(got, "out"),
+              dev.map<std::uint32_t>(n, "counts")});
+  for (std::uint32_t w = 0; w < 2; ++w) {
+    std::vector<std::uint32_t> want;
+    for (std::uint32_t i = 32 * w; i < 32 * w + 32; ++i) {
+      if (x[i] % 2 == 1 && x[i] < 200) want.push_back(x[i]);
+    }
+    INFO("warp " << w);
+    CHECK(n[w] == want.size());
+    CHECK(std::vector<std::uint32_t>(got.begin() + 32 * w, got.begin() + 32 * w + want.size()) ==
+          want);
   }
 }

@@ -327,6 +327,18 @@ std::vector<Row> special_functions() {
       ROW_SM90("ex2.approx.ftz.bf16x2 %r16, %r10;", k.ex2(x.bh2[0], kApproxFtz)),
       ROW("lg2.approx.f32 %f4, %f1;", k.lg2(x.a)),
       ROW("lg2.approx.ftz.f32 %f4, %f1;", k.lg2(x.a, kApproxFtz)),
+      ROW("tanh.approx.f32 %f4, %f1;", k.tanh(x.a)),
+      ROW("tanh.approx.f16 %rs10, %rs1;", k.tanh(x.h[0])),
+      ROW("tanh.approx.f16x2 %r16, %r7;", k.tanh(x.h2[0])),
+      ROW_SM90("tanh.approx.bf16 %rs10, %rs4;", k.tanh(x.bh[0])),
+      ROW_SM90("tanh.approx.bf16x2 %r16, %r10;", k.tanh(x.bh2[0])),
+      ROW("sin.approx.f32 %f4, %f1;", k.sin(x.a)),
+      ROW("sin.approx.ftz.f32 %f4, %f1;", k.sin(x.a, kApproxFtz)),
+      ROW("cos.approx.f32 %f4, %f1;", k.cos(x.a)),
+      ROW("cos.approx.ftz.f32 %f4, %f1;", k.cos(x.a, kApproxFtz)),
+      ROW("copysign.f32 %f4, %f1, %f2;", k.copysign(x.a, x.b)),
+      ROW("copysign.f32 %f4, %f1, 0f3F800000;", k.copysign(x.a, 1.0f)),
+      ROW("copysign.f64 %fd4, %fd1, %fd2;", k.copysign(x.d[0], x.d[1])),
   };
 }
 
@@ -792,6 +804,76 @@ std::vector<Row> bits() {
   };
 }
 
+std::vector<Row> warp_collectives() {
+  return {
+      ROW("vote.sync.all.pred %p3, %p1, 0xFFFFFFFF;", k.vote_all(x.p[0])),
+      ROW("vote.sync.any.pred %p3, %p2, 0xFFFF;", k.vote_any(x.p[1], 0xFFFFu)),
+      ROW("vote.sync.uni.pred %p3, %p1, %r13;", k.vote_uni(x.p[0], x.b32[0])),
+      ROW("vote.sync.ballot.b32 %r16, %p1, 0xFFFFFFFF;", k.vote_ballot(x.p[0])),
+      ROW("match.any.sync.b32 %r16, %r1, 0xFFFFFFFF;", k.match_any(x.u[0])),
+      ROW("match.any.sync.b64 %r16, %rd1, %r13;", k.match_any(x.ud[0], x.b32[0])),
+      ROW("match.all.sync.b32 %r16|%p3, %f1, 0xFFFFFFFF;", k.match_all(x.a)),
+      ROW("match.all.sync.b64 %r16|%p3, %rd4, 0xFF;", k.match_all(x.sd[0], 0xFFu)),
+      ROW("redux.sync.add.u32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::Add, x.u[0])),
+      ROW("redux.sync.add.s32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Add, x.s[0])),
+      ROW("redux.sync.min.u32 %r16, %r1, %r13;", k.redux(ReduxOp::Min, x.u[0], x.b32[0])),
+      ROW("redux.sync.min.s32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Min, x.s[0])),
+      ROW("redux.sync.max.u32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::Max, x.u[0])),
+      ROW("redux.sync.max.s32 %r16, %r4, 0xFFFF0000;", k.redux(ReduxOp::Max, x.s[0], 0xFFFF0000u)),
+      ROW("redux.sync.and.b32 %r16, %r1, 0xFFFFFFFF;", k.redux(ReduxOp::And, x.u[0])),
+      ROW("redux.sync.or.b32 %r16, %r4, 0xFFFFFFFF;", k.redux(ReduxOp::Or, x.s[0])),
+      ROW("redux.sync.xor.b32 %r16, %r13, 0xFFFFFFFF;", k.redux(ReduxOp::Xor, x.b32[0])),
+      ROW("activemask.b32 %r16;", k.activemask()),
+  };
+}
+
+std::vector<Row> scheduling() {
+  return {
+      ROW("bar.sync 0;", k.bar_sync()),
+      ROW("bar.sync 1, 64;", k.bar_sync(1, 64)),
+      ROW("bar.sync 15, 1024;", k.bar_sync(15, 1024)),
+      ROW("bar.arrive 2, 128;", k.bar_arrive(2, 128)),
+      ROW("nanosleep.u32 100;", k.nanosleep(100u)),
+      ROW("nanosleep.u32 %r1;", k.nanosleep(x.u[0])),
+      ROW("mov.u64 %rd9, %clock64;", k.clock64()),
+      ROW("mov.u64 %rd9, %globaltimer;", k.globaltimer()),
+  };
+}
+
+// The packed 16-bit float forms of every arithmetic family, each at its oldest target.
+std::vector<Row> packed() {
+  return {
+      ROW("add.f16x2 %r16, %r7, %r8;", k.add(x.h2[0], x.h2[1])),
+      ROW("add.rn.ftz.sat.f16x2 %r16, %r7, %r8;",
+          k.add(x.h2[0], x.h2[1], MathMode{Precision::Exact, Rounding::Rn, true, true})),
+      ROW_SM90("add.rn.bf16x2 %r16, %r10, %r11;", k.add(x.bh2[0], x.bh2[1], kRn)),
+      ROW("sub.f16x2 %r16, %r7, %r8;", k.sub(x.h2[0], x.h2[1])),
+      ROW("sub.rn.ftz.f16x2 %r16, %r7, %r8;",
+          k.sub(x.h2[0], x.h2[1], MathMode{Precision::Exact, Rounding::Rn, true})),
+      ROW_SM90("sub.bf16x2 %r16, %r10, %r11;", k.sub(x.bh2[0], x.bh2[1])),
+      ROW("mul.f16x2 %r16, %r7, %r8;", k.mul(x.h2[0], x.h2[1])),
+      ROW("mul.ftz.sat.f16x2 %r16, %r7, %r8;",
+          k.mul(x.h2[0], x.h2[1], MathMode{.ftz = true, .sat = true})),
+      ROW_SM90("mul.rn.bf16x2 %r16, %r10, %r11;", k.mul(x.bh2[0], x.bh2[1], kRn)),
+      ROW("fma.rn.ftz.sat.f16x2 %r16, %r7, %r8, %r9;",
+          k.fma(x.h2[0], x.h2[1], x.h2[2], MathMode{Precision::Exact, Rounding::Rn, true, true})),
+      ROW("fma.rn.bf16x2 %r16, %r10, %r11, %r12;", k.fma(x.bh2[0], x.bh2[1], x.bh2[2])),
+      ROW("min.f16x2 %r16, %r7, %r8;", k.min(x.h2[0], x.h2[1])),
+      ROW("max.ftz.f16x2 %r16, %r7, %r8;", k.max(x.h2[0], x.h2[1], MathMode{.ftz = true})),
+      ROW("min.bf16x2 %r16, %r10, %r11;", k.min(x.bh2[0], x.bh2[1])),
+      ROW("max.bf16x2 %r16, %r10, %r11;", k.max(x.bh2[0], x.bh2[1])),
+      ROW("neg.f16x2 %r16, %r7;", k.neg(x.h2[0])),
+      ROW("neg.ftz.f16x2 %r16, %r7;", k.neg(x.h2[0], MathMode{.ftz = true})),
+      ROW("neg.bf16x2 %r16, %r10;", k.neg(x.bh2[0])),
+      ROW("abs.f16x2 %r16, %r7;", k.abs(x.h2[0])),
+      ROW("abs.ftz.f16x2 %r16, %r7;", k.abs(x.h2[0], MathMode{.ftz = true})),
+      ROW("abs.bf16x2 %r16, %r10;", k.abs(x.bh2[0])),
+      ROW("neg.bf16 %rs10, %rs4;", k.neg(x.bh[0])),
+      ROW("ex2.approx.f16x2 %r16, %r7;", k.ex2(x.h2[0])),
+      ROW_SM90("ex2.approx.ftz.bf16x2 %r16, %r10;", k.ex2(x.bh2[0], kApproxFtz)),
+  };
+}
+
 std::vector<Row> operators() {
   return {
       ROW("add.f32 %f4, %f1, %f2;", x.a + x.b),
@@ -813,6 +895,9 @@ std::vector<Row> operators() {
       ROW("setp.ne.u64 %p3, %rd1, %rd2;", x.ud[0] != x.ud[1]),
       ROW("mad.wide.u32 %rd9, %r1, 4, %rd8;", x.gp + x.u[0]),
       ROW("mad.lo.u32 %r16, %r1, 4, %r15;", x.sp + x.u[0]),
+      ROW("and.pred %p3, %p1, %p2;", x.p[0] && x.p[1]),
+      ROW("or.pred %p3, %p1, %p2;", x.p[0] || x.p[1]),
+      ROW("not.pred %p3, %p1;", !x.p[0]),
   };
 }
 
@@ -864,8 +949,21 @@ TEST_CASE("bits: popc clz brev bfind bfe bfi prmt lop3 shf dp4a dp2a", "[dsl][in
   check_table(bits(), "bits");
 }
 
-TEST_CASE("rcp sqrt rsqrt ex2 lg2 with explicit precision", "[dsl][instructions]") {
+TEST_CASE("warp collectives: vote match redux activemask", "[dsl][instructions]") {
+  check_table(warp_collectives(), "collective");
+}
+
+TEST_CASE("scheduling: named barriers, nanosleep, clock64, globaltimer", "[dsl][instructions]") {
+  check_table(scheduling(), "sched");
+}
+
+TEST_CASE("rcp sqrt rsqrt ex2 lg2 tanh sin cos copysign with explicit precision",
+          "[dsl][instructions]") {
   check_table(special_functions(), "sfu");
+}
+
+TEST_CASE("packed f16x2 and bf16x2 arithmetic at its oldest target", "[dsl][instructions]") {
+  check_table(packed(), "packed");
 }
 
 TEST_CASE("setp with every comparison and selp", "[dsl][instructions]") {
@@ -976,6 +1074,23 @@ TEST_CASE("mbarriers and bulk copies: exact lines, assembled for sm_90 at PTX 8.
   Module m(Arch::Sm90, {8, 0});
   for (std::size_t i = 0; i < table.size(); ++i) {
     Kernel& k = m.kernel(fmt::format("tma_{}", i));
+    Fx fx(k);
+    INFO("row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  test::require_assembles(m);
+}
+
+// elect.sync came with sm_90 and PTX 8.0: its rows assembled for sm_90 at PTX 8.0.
+TEST_CASE("elect.sync: exact lines, assembled for sm_90 at PTX 8.0", "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("elect.sync %r16|%p3, 0xFFFFFFFF;", k.elect_sync()),
+      ROW("elect.sync %r16|%p3, %r13;", k.elect_sync(x.b32[0])),
+  };
+  Module m(Arch::Sm90, {8, 0});
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("elect_{}", i));
     Fx fx(k);
     INFO("row " << i << ": " << table[i].expected);
     table[i].emit(fx);

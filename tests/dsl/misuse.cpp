@@ -168,7 +168,7 @@ TEST_CASE("nothing is emitted into a finalized kernel", "[dsl][misuse]") {
   const std::string after = "emitted after the kernel was finalized";
   CHECK_MISUSE(x.k.add(x.f, x.f), "k", "instruction 'add.f32'", after);
   CHECK_MISUSE(x.k.ld_v<4>(x.g), "k", "instruction 'ld.global.v4.f32'", after);
-  CHECK_MISUSE(x.k.tid_x(), "k", "instruction 'mov.u32'", after);
+  CHECK_MISUSE(x.k.tid_x(), "k", "instruction 'mov.u32 %tid.x'", after);
   CHECK_MISUSE(x.k.bar_sync(), "k", "instruction 'bar.sync'", after);
   CHECK_MISUSE(x.k.ret(), "k", "instruction 'ret'", after);
   CHECK_MISUSE(x.k.bind(x.k.label("late")), "k", "label '$L__late_0'", after);
@@ -600,7 +600,8 @@ TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checke
   CHECK_MISUSE(k80.explicit_cluster(), "k80", ".explicitcluster", "needs sm_90 or newer");
   CHECK_MISUSE(k80.mapa(s80, 1u), "k80", "instruction 'mapa.shared::cluster.u32'",
                "needs sm_90 or newer; the module targets sm_80");
-  CHECK_MISUSE(k80.cluster_ctarank(), "k80", "instruction 'mov.u32'", "needs sm_90 or newer");
+  CHECK_MISUSE(k80.cluster_ctarank(), "k80", "instruction 'mov.u32 %cluster_ctarank'",
+               "needs sm_90 or newer");
   CHECK_MISUSE(k80.ld(ClusterPtr<F32>{k80.reg<U32>(), 0}), "k80",
                "instruction 'ld.shared::cluster.f32'", "needs sm_90 or newer");
   CHECK_MISUSE(k80.barrier_cluster_arrive(), "k80", "instruction 'barrier.cluster.arrive.aligned'",
@@ -641,4 +642,59 @@ TEST_CASE("clusters: targets, ranks, sizes, alignments and qualifiers are checke
                "cluster_reduce", "the cluster must have 1 to 16 CTAs");
   CHECK_MISUSE(cluster_reduce_sum(k, k.reg<F32>(), 4, tid, scratch, 8, scratch), "k",
                "cluster_reduce", "no more than the block's 4 threads, got 8");
+}
+
+TEST_CASE("warp collectives: targets, PTX versions and operations are checked", "[dsl][misuse]") {
+  Module sm80(Arch::Sm80);
+  Kernel& k80 = sm80.kernel("k80");
+  CHECK_MISUSE(k80.elect_sync(), "k80", "instruction 'elect.sync'",
+               "needs sm_90 or newer; the module targets sm_80");
+  Module ptx78(Arch::Sm90, {7, 8});
+  Kernel& k78 = ptx78.kernel("k78");
+  CHECK_MISUSE(k78.elect_sync(), "k78", "instruction 'elect.sync'",
+               "needs PTX 8.0 or newer; the module is PTX 7.8");
+  Scratch x;
+  const Reg<B32> bits = x.k.reg<B32>();
+  CHECK_MISUSE(x.k.redux(ReduxOp::Add, bits), "k", "instruction 'redux.sync.add.b32'",
+               "redux.sync takes .and, .or and .xor on .b32, .add, .min and .max on .u32 and .s32");
+}
+
+TEST_CASE("scheduling: barrier ids and counts, register counts, timers are checked",
+          "[dsl][misuse]") {
+  Scratch x;
+  CHECK_MISUSE(x.k.bar_sync(16, 64), "k", "instruction 'bar.sync'",
+               "barrier id must be in [0, 15], got 16");
+  CHECK_MISUSE(x.k.bar_arrive(1, 48), "k", "instruction 'bar.arrive'",
+               "the thread count must be a multiple of 32 in [32, 1024], got 48");
+  CHECK_MISUSE(x.k.bar_sync(1, 0), "k", "instruction 'bar.sync'", "got 0");
+  CHECK_MISUSE(x.k.bar_sync(1, 2048), "k", "instruction 'bar.sync'", "got 2048");
+  CHECK_MISUSE(x.k.special(Special::Clock64), "k", "instruction 'mov.u32 %clock64'",
+               "%clock64 is a 64-bit register: read it with clock64() or globaltimer()");
+  Module ptx80(Arch::Sm90, {8, 0});
+  Kernel& k = ptx80.kernel("k80");
+  CHECK_MISUSE(k.setmaxnreg_inc(20), "k80", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
+               "the register count must be a multiple of 8 in [24, 256], got 20");
+  CHECK_MISUSE(k.setmaxnreg_dec(100), "k80", "instruction 'setmaxnreg.dec.sync.aligned.u32'",
+               "got 100");
+  Module sm80(Arch::Sm80);
+  Kernel& old = sm80.kernel("old");
+  CHECK_MISUSE(old.setmaxnreg_dec(40), "old", "instruction 'setmaxnreg.dec.sync.aligned.u32'",
+               "needs sm_90 or newer; the module targets sm_80");
+  Module ptx78(Arch::Sm90, {7, 8});
+  Kernel& k78 = ptx78.kernel("k78");
+  CHECK_MISUSE(k78.setmaxnreg_inc(240), "k78", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
+               "needs PTX 8.0 or newer; the module is PTX 7.8");
+}
+
+TEST_CASE("approximate math: targets and precision are checked", "[dsl][misuse]") {
+  Module sm80(Arch::Sm80);
+  Kernel& k = sm80.kernel("k80");
+  CHECK_MISUSE(k.tanh(k.reg<BF16>()), "k80", "instruction 'tanh.approx.bf16'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k.tanh(k.reg<BF16x2>()), "k80", "instruction 'tanh.approx.bf16x2'",
+               "needs sm_90 or newer; the module targets sm_80");
+  Scratch x;
+  CHECK_MISUSE(x.k.sin(x.f, kRn), "k", "instruction 'sin.rn.f32'",
+               "has only the .approx form (MathMode kApprox)");
+  CHECK_MISUSE(x.k.cos(x.f, kRz), "k", "instruction 'cos.rz.f32'", "has only the .approx form");
 }

@@ -11,6 +11,7 @@
 #include "ptxdsl/dsl/blocks/row_map.hpp"
 #include "ptxdsl/dsl/blocks/row_per_cta.hpp"
 #include "ptxdsl/dsl/blocks/vector.hpp"
+#include "ptxdsl/dsl/blocks/warp_vote.hpp"
 #include "ptxdsl/dsl/contract.hpp"
 #include "ptxdsl/dsl/device_model.hpp"
 #include "ptxdsl/dsl/emit.hpp"

@@ -26,6 +26,11 @@ Reduction Reduction::min() {
           std::numeric_limits<float>::infinity()};
 }
 
+Reduction Reduction::absmax() {
+  return {"absmax", [](Kernel& k, Reg<F32> a, Reg<F32> b) { return k.max(k.abs(a), k.abs(b)); },
+          0.0f};
+}
+
 Reduction Reduction::of(std::string name, Fn combine, float identity) {
   if (!combine) throw Error(fmt::format("reduction '{}' has no combine function", name));
   return {std::move(name), std::move(combine), identity};

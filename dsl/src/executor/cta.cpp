@@ -176,6 +176,47 @@ void check_sources(Ctx& c, const DInstr& in, std::uint32_t exec) {
   }
 }
 
+// Lanes `lanes` of the running warp join the current phase of the named barrier `in` names
+// (waiting at bar.sync, or going on after bar.arrive). The phase completes, as on the GPU, the
+// moment its count of threads has arrived: every thread waiting at it goes on.
+void join_named_barrier(Ctx& c, const DInstr& in, std::uint32_t lanes) {
+  NamedBarrier& b = c.named[in.aux];
+  const auto first = static_cast<std::uint32_t>(std::countr_zero(lanes));
+  if (b.count == 0) {
+    b = NamedBarrier{in.threads, 0, c.w->index, first, in.index};
+  } else if (b.count != in.threads) {
+    const Dim3 t = c.thread_of(b.first_warp, b.first_lane);
+    fault(c, in, first,
+          fmt::format("arrives at barrier {} with a thread count of {}, but thread ({}, {}, {}) "
+                      "arrived at it with {} in this phase (instruction #{}): the arrivals of one "
+                      "phase must name the same count",
+                      in.aux, in.threads, t.x, t.y, t.z, b.count, b.first_instr));
+  }
+  b.arrived += static_cast<std::uint32_t>(std::popcount(lanes));
+  if (b.arrived > b.count) {
+    fault(c, in, first,
+          fmt::format("{} threads arrive at barrier {} in one phase, more than its count {}",
+                      b.arrived, in.aux, b.count));
+  }
+  if (b.arrived < b.count) return;
+  for (Warp& w : c.warps) {
+    each_lane(w.waiting, [&](std::uint32_t l) {
+      const DInstr& at = c.prog->code[w.bar_pc[l]];
+      if (at.flow != Flow::Bar || at.threads == 0 || at.aux != in.aux) return;
+      w.lane_pc[l] = w.bar_pc[l] + 1;
+      w.waiting &= ~(1u << l);
+    });
+  }
+  recompute_parked(*c.w);
+  b = NamedBarrier{};
+  ++c.epoch;
+}
+
+// bar.arrive: the executing threads count towards the phase and go on.
+void bar_arrive(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  join_named_barrier(c, in, exec);
+}
+
 // Lanes `blocked` of the running group wait at this instruction; the rest go on.
 void wait_or_go_on(Warp& w, std::uint32_t blocked) {
   each_lane(blocked, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
@@ -255,6 +296,7 @@ void run_warp(Ctx& c, Warp& w) {
         each_lane(exec, [&](std::uint32_t l) { w.bar_pc[l] = w.pc; });
         w.waiting |= exec;
         w.active &= ~exec;
+        if (in.threads != 0 && exec != 0) join_named_barrier(c, in, exec);
         if (w.active != 0) advance(w, w.pc + 1);
         break;
       case Flow::ClusterWait: {
@@ -305,6 +347,10 @@ enum class Wake { Done, Progress, Blocked };
 // barrier), or say that the CTA is done or waits for something only its cluster can release.
 Wake wake_cta(Ctx& c) {
   const Program& p = *c.prog;
+  // A named barrier that completed released threads of warps that had already stopped.
+  for (const Warp& w : c.warps) {
+    if ((w.exists & ~w.exited & ~w.waiting) != 0) return Wake::Progress;
+  }
   std::uint64_t waiting = 0, exited = 0;
   const Warp* first_waiting = nullptr;
   const Warp* first_exited = nullptr;
@@ -341,6 +387,18 @@ Wake wake_cta(Ctx& c) {
   }
   if (woke) return Wake::Progress;
   if (blocked) return Wake::Blocked;
+  // A named barrier with a count completes as its threads arrive: one still waited at never will.
+  for (Warp& w : c.warps) {
+    each_lane(w.waiting, [&](std::uint32_t l) {
+      const DInstr& at = p.code[w.bar_pc[l]];
+      if (at.flow != Flow::Bar || at.threads == 0) return;
+      c.w = &w;
+      fault(c, at, l,
+            fmt::format("waits at barrier {} for {} threads, but {} arrived, and every other "
+                        "thread waits elsewhere or has exited: the CTA deadlocks",
+                        at.aux, at.threads, c.named[at.aux].arrived));
+    });
+  }
   const std::uint32_t wl = lane0(first_waiting->waiting);
   const DInstr& bar = p.code[first_waiting->bar_pc[wl]];
   c.w = const_cast<Warp*>(first_waiting);
@@ -476,6 +534,7 @@ void reset_cta(Ctx& c, Dim3 cta) {
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();
+  c.named.fill(NamedBarrier{});
   // Copies a previous CTA never waited for are dropped with it.
   if (c.copies_in_flight > 0) {
     std::fill(c.shared_pending.begin(), c.shared_pending.end(), std::uint8_t{0});
@@ -492,6 +551,10 @@ void check_aligned(Ctx& c, const DInstr& in, std::uint32_t exec) {
           "does not execute this .aligned instruction with the other threads of its warp (they "
           "diverged, or a guard is false for some): use the unaligned form in divergent code");
   }
+}
+
+Handler select_bar_arrive(const Instr&) {
+  return &bar_arrive;
 }
 
 void run_cluster(Cluster& cl, const std::vector<Dim3>& ctas) {

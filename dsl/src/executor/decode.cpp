@@ -273,6 +273,20 @@ class Decoder {
         if (in.ops.empty()) fail(in, "no operands");
         operands_in_order(in, d, 1);
         break;
+      case Operands::DestPair:
+        operands_in_order(in, d, 2);
+        break;
+      case Operands::Sources:
+        operands_in_order(in, d, 0);
+        break;
+      case Operands::Barrier:
+        if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes a barrier id{, thread count}");
+        for (const Operand& o : in.ops) {
+          if (o.kind != Operand::Kind::Imm) fail(in, "the barrier id and count must be immediates");
+        }
+        d.aux = static_cast<std::uint32_t>(in.ops[0].imm_bits);
+        if (in.ops.size() == 2) d.threads = static_cast<std::uint32_t>(in.ops[1].imm_bits);
+        break;
       case Operands::Mov:
         mov(in, d);
         break;

@@ -6,8 +6,11 @@
 
 // Floating-point arithmetic. f32 in round-to-nearest (what kernels use) runs on the host FPU
 // directly; every other mode, ftz, sat, f16/bf16 and packed pairs go through the exact path
-// (numeric.hpp). Approximate instructions (rsqrt, ex2, lg2, rcp/div/sqrt .approx) return the
-// correctly rounded value, which lies within every error bound PTX documents for them.
+// (numeric.hpp). Approximate instructions (rsqrt, ex2, lg2, tanh, sin, cos, rcp/div/sqrt
+// .approx) return the exact function's value computed in double precision and rounded once to the
+// format: within every error bound PTX documents for them (tanh.approx: 2^-11 relative for f32,
+// 2^-10.987 absolute for f16, 2^-8 for bf16; sin/cos.approx.f32: 2^-20.5 absolute on
+// [-2 pi, 2 pi]), though not the GPU's own approximation.
 namespace ptxdsl::detail {
 namespace {
 
@@ -145,6 +148,15 @@ std::uint64_t float_lane(const DInstr& in, std::uint64_t ab, std::uint64_t bb, s
     case Op::Lg2:
       e = {std::log2(a)};
       break;
+    case Op::Tanh:
+      e = {std::tanh(a)};
+      break;
+    case Op::Sin:
+      e = {std::sin(a)};
+      break;
+    case Op::Cos:
+      e = {std::cos(a)};
+      break;
     case Op::Min:
       e = {canonical_min(a, b)};
       break;
@@ -226,7 +238,21 @@ Handler fast_f32(const Instr& in) {
   }
 }
 
+// copysign d, a, b: b with a's sign bit, NaNs included.
+template <int kSignBit>
+void copysign(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  constexpr std::uint64_t kSign = std::uint64_t{1} << kSignBit;
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = (a[l] & kSign) | (b[l] & (kSign - 1)); });
+}
+
 }  // namespace
+
+Handler select_copysign(const Instr& in) {
+  return in.type == ScalarType::F64 ? &copysign<63> : &copysign<31>;
+}
 
 // The semantics the instruction table names: op O over the float types.
 template <Op O>
@@ -268,5 +294,8 @@ template Handler select_float_op<Op::Sqrt>(const Instr&);
 template Handler select_float_op<Op::Rsqrt>(const Instr&);
 template Handler select_float_op<Op::Ex2>(const Instr&);
 template Handler select_float_op<Op::Lg2>(const Instr&);
+template Handler select_float_op<Op::Tanh>(const Instr&);
+template Handler select_float_op<Op::Sin>(const Instr&);
+template Handler select_float_op<Op::Cos>(const Instr&);
 
 }  // namespace ptxdsl::detail

@@ -1,4 +1,5 @@
 #include <atomic>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,7 @@ void mov_special(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const Dim3 cl = c.cluster->dims, id = c.cluster->id;
   each_lane(exec, [&](std::uint32_t l) {
     const Dim3 t = c.thread_of(warp, l);
-    std::uint32_t v = 0;
+    std::uint64_t v = 0;
     switch (static_cast<Special>(in.aux)) {
       case Special::TidX:
         v = t.x;
@@ -132,6 +133,15 @@ void mov_special(Ctx& c, const DInstr& in, std::uint32_t exec) {
         break;
       case Special::ClusterNctaidZ:
         v = cl.z;
+        break;
+      // A cycle per warp-instruction of this host thread's CTAs: it grows between two reads.
+      case Special::Clock64:
+        v = c.warp_instructions;
+        break;
+      case Special::Globaltimer:
+        v = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now().time_since_epoch())
+                                           .count());
         break;
     }
     d[l] = v;
@@ -355,6 +365,14 @@ void create_policy(Ctx& c, const DInstr& in, std::uint32_t exec) {
 // and a wait finds its prior grid complete.
 void grid_dependency(Ctx&, const DInstr&, std::uint32_t) {}
 
+// nanosleep: a hint to the scheduler; the executor's threads never spin on a clock.
+void nanosleep(Ctx&, const DInstr&, std::uint32_t) {}
+
+// setmaxnreg: registers are the executor's to give; only the warp's convergence is checked.
+void setmaxnreg(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  check_aligned(c, in, exec);
+}
+
 // fence.acq_rel.gpu: CTAs may run on several host threads, whose atomics it orders.
 void fence_gpu(Ctx&, const DInstr&, std::uint32_t) {
   std::atomic_thread_fence(std::memory_order_acq_rel);
@@ -363,6 +381,12 @@ void fence_gpu(Ctx&, const DInstr&, std::uint32_t) {
 }  // namespace
 
 // The semantics the instruction table names.
+Handler select_nanosleep(const Instr&) {
+  return &nanosleep;
+}
+Handler select_setmaxnreg(const Instr&) {
+  return &setmaxnreg;
+}
 Handler select_grid_dependency(const Instr&) {
   return &grid_dependency;
 }

@@ -56,10 +56,11 @@ struct DInstr {
   std::array<std::uint32_t, 4> dst{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   // Sources in PTX order; for memory, src[0] is the address base (kNoSlot for param space).
   std::array<std::uint32_t, 6> src{kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot};
-  std::int64_t offset = 0;   // address constant
-  std::int64_t offset2 = 0;  // a second one: cp.async.bulk's mbarrier
-  std::uint32_t aux = 0;     // branch target; param byte offset; Special; barrier id
-  std::uint32_t index = 0;   // in Kernel::instructions()
+  std::int64_t offset = 0;    // address constant
+  std::int64_t offset2 = 0;   // a second one: cp.async.bulk's mbarrier
+  std::uint32_t aux = 0;      // branch target; param byte offset; Special; barrier id
+  std::uint32_t index = 0;    // in Kernel::instructions()
+  std::uint32_t threads = 0;  // bar.sync / bar.arrive: the thread count (0: every thread)
 };
 
 struct SharedRange {
@@ -171,6 +172,16 @@ struct Cluster {
 
 struct LaunchState;
 
+// A named barrier with a thread count (bar.sync / bar.arrive id, count) in its current phase: the
+// count its first arrival named, the threads that arrived (waiting or not), and the first
+// arrival, for messages.
+struct NamedBarrier {
+  std::uint32_t count = 0;  // 0: no phase under way
+  std::uint32_t arrived = 0;
+  std::uint32_t first_warp = 0, first_lane = 0, first_instr = 0;
+};
+inline constexpr std::uint32_t kNamedBarriers = 16;
+
 // One host thread's CTA: shared memory, warps, and the handlers' view of the launch.
 struct Ctx {
   const Program* prog = nullptr;
@@ -199,6 +210,7 @@ struct Ctx {
   Cluster* cluster = nullptr;
   std::uint32_t rank = 0;  // %cluster_ctarank
   std::vector<SharedRange> shared_ranges;
+  std::array<NamedBarrier, kNamedBarriers> named{};
   std::vector<Warp> warps;
   Warp* w = nullptr;
   std::uint64_t* regs = nullptr;  // w->regs

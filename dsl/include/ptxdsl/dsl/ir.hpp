@@ -80,6 +80,22 @@ enum class Op : std::uint8_t {
   Shf,    // shf.{l,r}.{wrap,clamp}.b32 d, lo, hi, n
   Dp4a,   // dp4a.atype.btype d, a, b, c
   Dp2a,   // dp2a.{lo,hi}.atype.btype d, a, b, c
+  // Warp collectives: votes, matches, reductions, the active mask and leader election.
+  Vote,        // vote.sync.{all,any,uni}.pred d, a, member; vote.sync.ballot.b32 d, a, member
+  MatchAny,    // match.any.sync.b32 d, a, member
+  MatchAll,    // match.all.sync.b32 d|p, a, member
+  Redux,       // redux.sync.{add,min,max}.u32 / .{and,or,xor}.b32 d, a, member
+  Activemask,  // activemask.b32 d
+  Elect,       // elect.sync d|p, member
+  // Scheduling: named barriers' arrivals, register reallocation, sleeps.
+  BarArrive,   // bar.arrive id, threads
+  Setmaxnreg,  // setmaxnreg.{inc,dec}.sync.aligned.u32 n
+  Nanosleep,   // nanosleep.u32 t
+  // Approximate transcendentals and the sign copy.
+  Tanh,      // tanh.approx.f32 d, a (also f16, bf16 and their pairs)
+  Sin,       // sin.approx{.ftz}.f32 d, a
+  Cos,       // cos.approx{.ftz}.f32 d, a
+  Copysign,  // copysign.f32 d, a, b: b's magnitude with a's sign
   Shfl,
   Bar,
   Bra,
@@ -131,6 +147,11 @@ enum class PrefetchLevel : std::uint8_t { L1, L2, L2EvictLast, L2EvictNormal };
 // shf: the high 32 bits of {hi, lo} << n (Left) or the low 32 bits of {hi, lo} >> n (Right); n
 // taken mod 32 (Wrap) or capped at 32 (Clamp).
 enum class Funnel : std::uint8_t { LeftWrap, LeftClamp, RightWrap, RightClamp };
+// vote.sync: whether a predicate holds in all, any, or all-or-none (uni) of the member lanes, or
+// the mask of the lanes where it holds (ballot).
+enum class VoteMode : std::uint8_t { All, Any, Uni, Ballot };
+// redux.sync's operation: add, min and max on u32/s32 values, and, or and xor on b32 bits.
+enum class ReduxOp : std::uint8_t { Add, Min, Max, And, Or, Xor };
 // atom.add, or atom.inc (old >= b ? 0 : old + 1).
 enum class AtomOp : std::uint8_t { Add, Inc };
 enum class Special : std::uint8_t {
@@ -167,10 +188,18 @@ enum class Special : std::uint8_t {
   ClusterNctaidX,
   ClusterNctaidY,
   ClusterNctaidZ,
+  // 64-bit timers: the SM's cycle counter and the GPU's nanosecond clock.
+  Clock64,
+  Globaltimer,
 };
 
 constexpr bool is_cluster_special(Special s) {
-  return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank);
+  return static_cast<int>(s) >= static_cast<int>(Special::ClusterCtarank) &&
+         static_cast<int>(s) <= static_cast<int>(Special::ClusterNctaidZ);
+}
+// The special registers `mov.u64` reads; the others are 32-bit.
+constexpr bool is_64bit_special(Special s) {
+  return s == Special::Clock64 || s == Special::Globaltimer;
 }
 
 // The CTAs a cluster may hold: 16, the non-portable maximum of sm_90 and sm_100 (8 is the portable
@@ -225,6 +254,9 @@ struct Instr {
   Funnel funnel = Funnel::LeftWrap;  // shf
   bool shift_amount = false;         // bfind.shiftamt
   bool high_half = false;            // dp2a.hi
+  VoteMode vote = VoteMode::All;     // vote.sync
+  ReduxOp redux = ReduxOp::Add;      // redux.sync
+  bool grow = false;                 // setmaxnreg.inc (else .dec)
   bool uniform = false;              // bra.uni
   MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits
   Scope scope = Scope::Cta;          // mbarrier waits

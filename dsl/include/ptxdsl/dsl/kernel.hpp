@@ -20,6 +20,11 @@ namespace ptxdsl {
 
 class Module;
 
+// Every lane of a warp: the member mask of a warp collective that the whole warp executes.
+inline constexpr std::uint32_t kAllLanes = 0xFFFFFFFFu;
+// The most threads a CTA has on any target.
+inline constexpr std::uint32_t kMaxBlockThreads = 1024;
+
 // A branch target. Made by `Kernel::label`, placed once by `Kernel::bind`.
 struct Label {
   Kernel* kernel = nullptr;
@@ -353,6 +358,26 @@ class Kernel {
     return unary(Op::Lg2, a, m);
   }
 
+  // tanh.approx: f32, f16 and f16x2; bf16 and bf16x2 need sm_90. sin/cos.approx: f32 (radians).
+  template <FloatTag T>
+  requires(T::kType != ScalarType::F64) Reg<T> tanh(Reg<T> a) {
+    return unary(Op::Tanh, a, kApprox);
+  }
+  template <TypeTag T>
+  requires(T::kType == ScalarType::F32) Reg<T> sin(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Sin, a, m);
+  }
+  template <TypeTag T>
+  requires(T::kType == ScalarType::F32) Reg<T> cos(Reg<T> a, MathMode m = kApprox) {
+    return unary(Op::Cos, a, m);
+  }
+  // copysign: `magnitude` with the sign of `sign`, in PTX's operand order (`copysign d, a, b` is
+  // C's copysign(b, a)).
+  template <F32OrF64Tag T>
+  Reg<T> copysign(Reg<T> sign, SrcOf<T> magnitude) {
+    return binary(Op::Copysign, sign, magnitude, kDefault);
+  }
+
   // ---- comparison and selection ----
   template <CompareTag T>
   Pred setp(Cmp cmp, Reg<T> a, SrcOf<T> b, bool ftz = false) {
@@ -670,6 +695,29 @@ class Kernel {
   std::uint32_t laid_out_bytes(const SharedDecl& d) const;
   void bar_sync(std::uint32_t barrier = 0);
 
+  // ---- scheduling: named barriers, register reallocation, sleeps, timers ----
+  // Named barriers: barrier `barrier` (0-15) completes when `threads` (a multiple of 32) have
+  // arrived; `bar_sync` waits for that, `bar_arrive` counts this thread and goes on (a producer
+  // signalling consumers that wait). Every arrival of one phase must name the same count.
+  void bar_sync(std::uint32_t barrier, std::uint32_t threads) {
+    named_barrier(Op::Bar, barrier, threads);
+  }
+  void bar_arrive(std::uint32_t barrier, std::uint32_t threads) {
+    named_barrier(Op::BarArrive, barrier, threads);
+  }
+  // setmaxnreg (sm_90a, PTX 8.0): this warp's register ceiling rises to (inc) or falls to (dec)
+  // `registers`, a multiple of 8 in [24, 256]; every thread of the warp executes it together.
+  // Warp-specialized kernels give producer warps' registers to the consumers.
+  void setmaxnreg_inc(std::uint32_t registers) { setmaxnreg(true, registers); }
+  void setmaxnreg_dec(std::uint32_t registers) { setmaxnreg(false, registers); }
+  // nanosleep.u32: suspends the thread for about `ns` nanoseconds (at most 1 ms); a back-off
+  // in spin loops. The executor does not sleep.
+  void nanosleep(Src<U32> ns);
+  // %clock64: the SM's cycle counter; %globaltimer: the GPU's nanosecond clock. The executor
+  // gives the CTA's warp-instruction count and the host's monotonic clock.
+  Reg<U64> clock64() { return timer(Special::Clock64); }
+  Reg<U64> globaltimer() { return timer(Special::Globaltimer); }
+
   // ---- programmatic dependent launch (sm_90, PTX 7.8) ----
   // `griddepcontrol.launch_dependents`: the grid launched after this one in its stream with the
   // programmatic-serialization attribute may start once every CTA of this one has said so (or
@@ -709,6 +757,73 @@ class Kernel {
   template <TypeTag T>
   requires(T::kBytes == 4) Reg<T> shfl_idx(Reg<T> a, Src<U32> lane, std::uint32_t width = 32) {
     return shfl(ShflMode::Idx, a, lane, width);
+  }
+
+  // ---- warp collectives: every live lane of `member` executes them together ----
+  // vote.sync: whether `a` holds in all, any, or all-or-none (uni) of the member lanes; ballot:
+  // the mask of the member lanes where it holds.
+  Pred vote_all(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::All, a, member);
+  }
+  Pred vote_any(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::Any, a, member);
+  }
+  Pred vote_uni(Pred a, Src<B32> member = kAllLanes) {
+    return vote<PredT>(VoteMode::Uni, a, member);
+  }
+  Reg<B32> vote_ballot(Pred a, Src<B32> member = kAllLanes) {
+    return vote<B32>(VoteMode::Ballot, a, member);
+  }
+  // match.any.sync: the member lanes whose `a` equals this lane's.
+  template <TypeTag T>
+  requires(T::kBytes == 4 || T::kBytes == 8) Reg<B32> match_any(Reg<T> a,
+                                                                Src<B32> member = kAllLanes) {
+    return bits_op<B32>(Op::MatchAny, bits_type(T::kBytes), {use(a), use(member)});
+  }
+  // match.all.sync: the member lanes and true when every member lane's `a` is the same, else 0
+  // and false.
+  struct MatchAll {
+    Reg<B32> lanes;
+    Pred equal;
+  };
+  template <TypeTag T>
+  requires(T::kBytes == 4 || T::kBytes == 8) MatchAll
+      match_all(Reg<T> a, Src<B32> member = kAllLanes) {
+    MatchAll out{reg<B32>(), reg<PredT>()};
+    Instr in = make(Op::MatchAll, bits_type(T::kBytes));
+    in.ops = {def(out.lanes), def(out.equal), use(a), use(member)};
+    commit(std::move(in));
+    return out;
+  }
+  // redux.sync: the add, min or max of u32/s32 values, or the and, or, xor of 32-bit words, over
+  // the member lanes; every member lane gets it.
+  template <TypeTag T>
+  requires(T::kType == ScalarType::U32 || T::kType == ScalarType::S32 ||
+           T::kType == ScalarType::B32) Reg<T> redux(ReduxOp op, Reg<T> a,
+                                                     Src<B32> member = kAllLanes) {
+    const bool bitwise = op == ReduxOp::And || op == ReduxOp::Or || op == ReduxOp::Xor;
+    Reg<T> d = reg<T>();
+    Instr in = make(Op::Redux, bitwise ? ScalarType::B32 : T::kType);
+    in.redux = op;
+    in.ops = {def(d), use(a), use(member)};
+    commit(std::move(in));
+    return d;
+  }
+  // activemask.b32: the lanes of the warp executing this instruction with this thread (guards
+  // true).
+  Reg<B32> activemask() { return bits_op<B32>(Op::Activemask, ScalarType::B32, {}); }
+  // elect.sync (sm_90, PTX 8.0): one leader among the member lanes: its lane id, and whether this
+  // lane is it.
+  struct Elected {
+    Reg<U32> leader;
+    Pred is_leader;
+  };
+  Elected elect_sync(Src<B32> member = kAllLanes) {
+    Elected out{reg<U32>(), reg<PredT>()};
+    Instr in = make(Op::Elect, ScalarType::B32);
+    in.ops = {def(out.leader), def(out.is_leader), use(member)};
+    commit(std::move(in));
+    return out;
   }
 
   // ---- control flow ----
@@ -859,6 +974,20 @@ class Kernel {
     commit(std::move(in));
     return d;
   }
+
+  template <TypeTag D>
+  Reg<D> vote(VoteMode mode, Pred a, Src<B32> member) {
+    Reg<D> d = reg<D>();
+    Instr in = make(Op::Vote, D::kType);
+    in.vote = mode;
+    in.ops = {def(d), use(a), use(member)};
+    commit(std::move(in));
+    return d;
+  }
+
+  void named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads);
+  void setmaxnreg(bool grow, std::uint32_t registers);
+  Reg<U64> timer(Special s);
 
   static void apply(Instr& in, MathMode m) {
     in.precision = m.precision;

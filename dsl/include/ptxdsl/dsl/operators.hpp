@@ -78,6 +78,18 @@ PTXDSL_COMPARE(==, Eq)
 PTXDSL_COMPARE(!=, Ne)
 #undef PTXDSL_COMPARE
 
+// Predicates: `p && q` (and.pred), `p || q` (or.pred), `!p` (not.pred). Both sides are always
+// built and run: there is no short circuit.
+inline Pred operator&&(Pred a, Pred b) {
+  return detail::owner(a, b, "&&").and_(a, b);
+}
+inline Pred operator||(Pred a, Pred b) {
+  return detail::owner(a, b, "||").or_(a, b);
+}
+inline Pred operator!(Pred a) {
+  return detail::owner(a.kernel, a.kernel_id, nullptr, 0, "!").not_(a);
+}
+
 // `p + i`: a run-time element index, one `mad.wide` (global) or `mad.lo` (shared).
 template <Space S, MemTag T, TypeTag I>
 requires(I::kType == ScalarType::U32 || I::kType == ScalarType::S32) Ptr<S, T>

@@ -27,6 +27,8 @@ class Reduction {
   static Reduction sum();  // add.f32, identity 0
   static Reduction max();  // max.f32, identity -inf
   static Reduction min();  // min.f32, identity +inf
+  // The largest magnitude: max.f32 of abs.f32 of both, identity 0 (a quantizer's scale).
+  static Reduction absmax();
   static Reduction of(std::string name, Fn combine, float identity);
 
   const std::string& name() const { return name_; }
