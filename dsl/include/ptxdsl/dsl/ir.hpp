@@ -80,6 +80,9 @@ enum class Op : std::uint8_t {
   Shf,    // shf.{l,r}.{wrap,clamp}.b32 d, lo, hi, n
   Dp4a,   // dp4a.atype.btype d, a, b, c
   Dp2a,   // dp2a.{lo,hi}.atype.btype d, a, b, c
+  // Narrow floats: one packed pair to another (`cvt.rn.f16x2.e4m3x2 d, a`,
+  // `cvt.rn.satfinite.e4m3x2.f16x2 d, a`, `cvt.rn.bf16x2.ue8m0x2 d, a`).
+  CvtPair,
   Shfl,
   Bar,
   Bra,
