@@ -10,6 +10,7 @@
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/half.hpp"
+#include "ptxdsl/dsl/narrow_float.hpp"
 
 namespace ptxdsl::tool {
 namespace {
@@ -88,6 +89,30 @@ std::vector<std::byte> to_bytes(const std::vector<double>& values, ScalarType el
       case ScalarType::S64:
         put(out, i, integer<std::int64_t>(v, element, what, i));
         break;
+      // Byte types: integers, or float values rounded as cvt.rn.satfinite does; packed pairs
+      // and FP4 bytes as their raw bits.
+      case ScalarType::U8:
+      case ScalarType::B8:
+      case ScalarType::E2M1x2:
+        put(out, i, integer<std::uint8_t>(v, element, what, i));
+        break;
+      case ScalarType::S8:
+        put(out, i, integer<std::int8_t>(v, element, what, i));
+        break;
+      case ScalarType::E4M3:
+        put(out, i, f32_to_e4m3_bits(static_cast<float>(v)));
+        break;
+      case ScalarType::E5M2:
+        put(out, i, f32_to_e5m2_bits(static_cast<float>(v)));
+        break;
+      case ScalarType::UE8M0:
+        put(out, i, f32_to_ue8m0_bits(static_cast<float>(v), false, true));
+        break;
+      case ScalarType::E4M3x2:
+      case ScalarType::E5M2x2:
+      case ScalarType::UE8M0x2:
+        put(out, i, integer<std::uint16_t>(v, element, what, i));
+        break;
       default:
         throw Error(fmt::format("{}: a run cannot hold values of {}", what, ptx_name(element)));
     }
@@ -129,6 +154,28 @@ std::vector<double> from_bytes(const std::vector<std::byte>& bytes, ScalarType e
         break;
       case ScalarType::S64:
         out[i] = static_cast<double>(get<std::int64_t>(bytes, i));
+        break;
+      case ScalarType::U8:
+      case ScalarType::B8:
+      case ScalarType::E2M1x2:
+        out[i] = get<std::uint8_t>(bytes, i);
+        break;
+      case ScalarType::S8:
+        out[i] = get<std::int8_t>(bytes, i);
+        break;
+      case ScalarType::E4M3:
+        out[i] = e4m3_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::E5M2:
+        out[i] = e5m2_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::UE8M0:
+        out[i] = ue8m0_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::E4M3x2:
+      case ScalarType::E5M2x2:
+      case ScalarType::UE8M0x2:
+        out[i] = get<std::uint16_t>(bytes, i);
         break;
       default:
         throw Error(fmt::format("a run cannot hold values of {}", ptx_name(element)));
