@@ -91,6 +91,18 @@ Arch arch_for_compute_capability(int major, int minor) {
   return Arch::Sm100;
 }
 
+Arch newest_arch_for_compute_capability(int major, int minor) {
+  const Arch family = arch_for_compute_capability(major, minor);
+  if (major == 8 && minor >= 9) return Arch::Sm89;
+  if (major == 9 && minor == 0) return Arch::Sm90a;
+  if (major == 10 && minor == 0) return Arch::Sm100a;
+  return family;
+}
+
+bool DeviceModel::runs(Arch target) const {
+  return arch_provides(newest_arch_for_compute_capability(cc_major, cc_minor), target);
+}
+
 Arch DeviceModel::arch() const {
   return arch_for_compute_capability(cc_major, cc_minor);
 }

@@ -31,9 +31,11 @@ struct Requirement {
   PtxVersion version{7, 0};
   friend bool operator==(const Requirement&, const Requirement&) = default;
 };
-// The newer of two requirements, target and version each.
-constexpr Requirement newest(Requirement a, Requirement b) {
-  return {a.arch < b.arch ? b.arch : a.arch, a.version < b.version ? b.version : a.version};
+// Both requirements at once: the target that provides both (an `a` target over its base), the
+// newer PTX version.
+inline Requirement newest(Requirement a, Requirement b) {
+  const Arch arch = arch_provides(a.arch, b.arch) ? a.arch : b.arch;
+  return {arch, a.version < b.version ? b.version : a.version};
 }
 
 // How the decoder reads a family's operands (PTX order: destinations first, then sources).

@@ -762,7 +762,7 @@ void Kernel::max_registers(std::uint32_t n) {
 
 void Kernel::cluster_attribute(const char* directive) {
   if (finalized_) fail(directive, "called after finalize");
-  if (module_->arch() < Arch::Sm90) {
+  if (!arch_provides(module_->arch(), Arch::Sm90)) {
     fail(directive,
          fmt::format("needs sm_90 or newer; the module targets {}", arch_name(module_->arch())));
   }

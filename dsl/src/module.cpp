@@ -16,37 +16,6 @@ std::atomic<std::uint64_t> next_module_id{0};
 
 }  // namespace
 
-std::string_view arch_name(Arch a) {
-  switch (a) {
-    case Arch::Sm80:
-      return "sm_80";
-    case Arch::Sm90:
-      return "sm_90";
-    case Arch::Sm100:
-      return "sm_100";
-  }
-  return "?";
-}
-
-Arch parse_arch(std::string_view name) {
-  for (Arch a : {Arch::Sm80, Arch::Sm90, Arch::Sm100}) {
-    if (arch_name(a) == name) return a;
-  }
-  throw Error(fmt::format("arch must be one of sm_80, sm_90, sm_100, got '{}'", name));
-}
-
-PtxVersion min_ptx_version(Arch a) {
-  switch (a) {
-    case Arch::Sm80:
-      return {7, 0};
-    case Arch::Sm90:
-      return {7, 8};
-    case Arch::Sm100:
-      return {8, 6};
-  }
-  return {7, 8};
-}
-
 PtxVersion parse_ptx_version(std::string_view text) {
   const auto bad = [&] {
     return Error(

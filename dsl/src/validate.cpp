@@ -238,9 +238,9 @@ std::string check_instr(const Instr& in, Arch arch, PtxVersion version) {
     if (std::string problem = row.check(in); !problem.empty()) return problem;
   }
   const Requirement need = row.form_needs ? newest(row.least, row.form_needs(in)) : row.least;
-  if (arch < need.arch) {
-    return fmt::format("needs {} or newer; the module targets {}", arch_name(need.arch),
-                       arch_name(arch));
+  if (!arch_provides(arch, need.arch)) {
+    return fmt::format("needs {}{}; the module targets {}", arch_name(need.arch),
+                       arch_is_specific(need.arch) ? "" : " or newer", arch_name(arch));
   }
   if (version < need.version) {
     return fmt::format("needs PTX {}.{} or newer; the module is PTX {}.{}", need.version.major,

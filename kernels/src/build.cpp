@@ -99,10 +99,11 @@ void detail::check_spec(const NormSpec& spec) {
   if (spec.device.sm_count == 0) {
     throw Error("the device model is empty: take one from device_preset() or the runtime");
   }
-  if (spec.arch > spec.device.arch()) {
-    throw Error(fmt::format("{} code does not run on {} (cc {}.{}, {} and older)",
-                            arch_name(spec.arch), spec.device.name, spec.device.cc_major,
-                            spec.device.cc_minor, arch_name(spec.device.arch())));
+  if (!spec.device.runs(spec.arch)) {
+    throw Error(fmt::format(
+        "{} code does not run on {} (cc {}.{}, whose newest target is {})", arch_name(spec.arch),
+        spec.device.name, spec.device.cc_major, spec.device.cc_minor,
+        arch_name(newest_arch_for_compute_capability(spec.device.cc_major, spec.device.cc_minor))));
   }
   const NormKnobs& kn = spec.knobs;
   // The vector's bound is the dtype's (16 bytes), tighter than the table's for f32.

@@ -48,6 +48,18 @@ TEST_CASE("an unknown preset or an old device is refused by name") {
   CHECK(arch_for_compute_capability(8, 6) == Arch::Sm80);
   CHECK(arch_for_compute_capability(9, 0) == Arch::Sm90);
   CHECK(arch_for_compute_capability(12, 0) == Arch::Sm100);
+  // The newest target each runs, and what runs where: an `a` target on its own chip only.
+  CHECK(newest_arch_for_compute_capability(8, 6) == Arch::Sm80);
+  CHECK(newest_arch_for_compute_capability(8, 9) == Arch::Sm89);
+  CHECK(newest_arch_for_compute_capability(9, 0) == Arch::Sm90a);
+  CHECK(newest_arch_for_compute_capability(10, 0) == Arch::Sm100a);
+  CHECK(newest_arch_for_compute_capability(12, 0) == Arch::Sm100);
+  CHECK(device_preset("rtx4090").runs(Arch::Sm89));
+  CHECK_FALSE(device_preset("a100").runs(Arch::Sm89));
+  CHECK(device_preset("h100").runs(Arch::Sm90a));
+  CHECK_FALSE(device_preset("h100").runs(Arch::Sm100));
+  CHECK_FALSE(device_preset("b200").runs(Arch::Sm90a));
+  CHECK(device_preset("b200").runs(Arch::Sm100a));
 }
 
 TEST_CASE("blocks per SM follow threads, registers and shared memory") {

@@ -1,6 +1,7 @@
 // Whole modules: the exact text of small kernels (header, parameters, attributes, shared
 // declarations, register declarations, body), launch contracts, and determinism.
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "support.hpp"
@@ -238,10 +239,35 @@ TEST_CASE("finalize ends every path with ret once", "[dsl][module]") {
   }
 }
 
+TEST_CASE("an arch-specific target has its base's instructions, and its own only it",
+          "[dsl][module]") {
+  // Rows: the target; columns: what an instruction needs (sm_80, sm_89, sm_90, sm_90a, sm_100,
+  // sm_100a).
+  const std::map<Arch, std::string> provides = {
+      {Arch::Sm80, "100000"},  {Arch::Sm89, "110000"},  {Arch::Sm90, "111000"},
+      {Arch::Sm90a, "111100"}, {Arch::Sm100, "111010"}, {Arch::Sm100a, "111011"},
+  };
+  REQUIRE(all_archs().size() == provides.size());
+  for (Arch target : all_archs()) {
+    std::string row;
+    for (Arch needed : all_archs()) row += arch_provides(target, needed) ? '1' : '0';
+    INFO(arch_name(target));
+    CHECK(row == provides.at(target));
+  }
+}
+
 TEST_CASE("targets and PTX versions print as given and assemble", "[dsl][module]") {
   CHECK(parse_arch("sm_80") == Arch::Sm80);
   CHECK(parse_arch("sm_90") == Arch::Sm90);
   CHECK(parse_arch("sm_100") == Arch::Sm100);
+  CHECK(parse_arch("sm_89") == Arch::Sm89);
+  CHECK(parse_arch("sm_90a") == Arch::Sm90a);
+  CHECK(parse_arch("sm_100a") == Arch::Sm100a);
+  CHECK_THROWS_WITH(
+      parse_arch("sm_90A"),
+      "arch must be one of sm_80, sm_89, sm_90, sm_90a, sm_100, sm_100a, got 'sm_90A'");
+  CHECK(min_ptx_version(Arch::Sm90a) == PtxVersion{8, 0});
+  CHECK_THROWS_WITH(Module(Arch::Sm90a, {7, 8}), "sm_90a needs PTX 8.0 or newer, got 7.8");
   CHECK(parse_ptx_version("7.8") == PtxVersion{7, 8});
   CHECK(parse_ptx_version("9.0") == PtxVersion{9, 0});
   CHECK(min_ptx_version(Arch::Sm90) == PtxVersion{7, 8});
@@ -255,6 +281,9 @@ TEST_CASE("targets and PTX versions print as given and assemble", "[dsl][module]
       {Arch::Sm90, {7, 8}, ".version 7.8\n.target sm_90\n"},
       {Arch::Sm90, {9, 0}, ".version 9.0\n.target sm_90\n"},
       {Arch::Sm100, {8, 6}, ".version 8.6\n.target sm_100\n"},
+      {Arch::Sm89, {7, 8}, ".version 7.8\n.target sm_89\n"},
+      {Arch::Sm90a, {8, 0}, ".version 8.0\n.target sm_90a\n"},
+      {Arch::Sm100a, {8, 6}, ".version 8.6\n.target sm_100a\n"},
   };
   for (const auto& c : cases) {
     Module m(c.arch, c.version);

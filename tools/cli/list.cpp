@@ -33,7 +33,7 @@ class ListCommand : public Command {
         "  --width N             1 to {:<33} (required)\n"
         "  --dtype T             f32, f16, bf16 (x, y, dy, dx)           (required)\n"
         "  --weight-dtype T      the input's dtype or f32 (w, b, dw, db) the input's dtype\n"
-        "  --arch A              sm_80, sm_90, sm_100                    the device's\n"
+        "  --arch A              sm_80, sm_89, sm_90(a), sm_100(a)       the device's\n"
         "  --device D            a preset below (emit, check, run --cpu), h200\n"
         "                        or a GPU's ordinal (run)                0\n"
         "  --ptx-version V       7.0 to 9.0, at least the arch's least   8.1 (sm_80 7.8,\n"

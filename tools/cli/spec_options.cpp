@@ -19,7 +19,7 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   }
   app.add_option("--weight-dtype", weight_dtype,
                  "w, b, dw, db: the input's dtype (default) or f32");
-  app.add_option("--arch", arch, "sm_80, sm_90 or sm_100 (default: the device's)");
+  app.add_option("--arch", arch, all_arch_names() + " (default: the device's)");
   if (device_option) {
     app.add_option("--device", device,
                    fmt::format("the device to plan for: {} (default {}); run on a GPU: its ordinal "

@@ -1,6 +1,7 @@
 """The PEP 517 build backend of `pip install .`: CMake builds libptxdsl.so (and, where the
-installing Python has torch, libptxdsl_torch.so), and a wheel is written with the standard
-library: the package runtime/python/ptxdsl with the libraries beside its files.
+installing Python has torch or jax, libptxdsl_torch.so or libptxdsl_jax.so), and a wheel is
+written with the standard library: the package runtime/python/ptxdsl with the libraries beside
+its files.
 
 Environment: PTXDSL_BUILD_DIR (CMake's build folder; default build-pip/ in the source tree, kept
 so that a reinstall builds only what changed), PTXDSL_CMAKE_ARGS (more configure arguments, split
@@ -57,15 +58,16 @@ def _build():
           f"-DPython3_EXECUTABLE={sys.executable}",
           *shlex.split(os.environ.get("PTXDSL_CMAKE_ARGS", ""))], env)
     targets = ["ptxdsl_c"]
-    native = (build / "runtime" / "python" / "native" / "CMakeFiles" / "ptxdsl_torch.dir").is_dir()
-    if native:
-        targets.append("ptxdsl_torch")
+    native_dir = build / "runtime" / "python" / "native"
+    # The compiled parts CMake configured: torch's fast path and jax's FFI handlers, where found.
+    natives = [n for n in ("ptxdsl_torch", "ptxdsl_jax")
+               if (native_dir / "CMakeFiles" / f"{n}.dir").is_dir()]
+    targets += natives
     jobs = os.environ.get("PTXDSL_BUILD_JOBS") or str(os.cpu_count() or 1)
     _run(["cmake", "--build", build, "--target", *targets, "--parallel", jobs], env)
     files = {"libptxdsl.so": build / "runtime" / "capi" / "libptxdsl.so"}
-    if native:
-        files["libptxdsl_torch.so"] = build / "runtime" / "python" / "native" / \
-            "libptxdsl_torch.so"
+    for n in natives:
+        files[f"lib{n}.so"] = native_dir / f"lib{n}.so"
     return {name: path.resolve() for name, path in files.items()}
 
 

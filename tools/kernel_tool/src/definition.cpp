@@ -122,8 +122,8 @@ Params Params::parse(const KernelDefinition& def, const std::map<std::string, st
     out.values_.emplace_back(p.name, checked(p, it == given.end() ? p.default_value : it->second));
     out.kinds_.push_back(p.kind);
   }
-  const std::vector<Arch> all = {Arch::Sm80, Arch::Sm90, Arch::Sm100};
-  const std::vector<Arch>& allowed = def.archs.empty() ? all : def.archs;
+  const std::vector<Arch> allowed =
+      def.archs.empty() ? std::vector<Arch>(all_archs().begin(), all_archs().end()) : def.archs;
   if (arch.empty()) {
     out.arch_ = std::find(allowed.begin(), allowed.end(), Arch::Sm90) != allowed.end()
                     ? Arch::Sm90

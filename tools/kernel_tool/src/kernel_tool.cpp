@@ -58,8 +58,7 @@ class KernelOptions {
       }
     }
     sub.add_option("--param", pairs_, "a parameter as NAME=VALUE (as --NAME VALUE)");
-    sub.add_option("--arch", arch_,
-                   "sm_80, sm_90 or sm_100 (default sm_90, or the kernel's first)");
+    sub.add_option("--arch", arch_, all_arch_names() + " (default sm_90, or the kernel's first)");
     sub.add_option("--ptx-version", ptx_version_, "7.0 to 9.0 (default 7.8, or the arch's least)");
   }
 
@@ -126,8 +125,7 @@ class ListCommand : public Command {
       std::vector<std::string> archs;
       for (Arch a : k.archs) archs.emplace_back(arch_name(a));
       fmt::print("    targets: {}; run: {}\n",
-                 archs.empty() ? std::string("sm_80, sm_90, sm_100")
-                               : fmt::format("{}", fmt::join(archs, ", ")),
+                 archs.empty() ? all_arch_names() : fmt::format("{}", fmt::join(archs, ", ")),
                  !k.inputs     ? "no inputs (emit and check only)"
                  : k.reference ? "seeded inputs against a float64 reference"
                                : "seeded inputs, no reference (not compared)");
@@ -136,13 +134,14 @@ class ListCommand : public Command {
         "\n"
         "options of every kernel\n"
         "  --NAME V / --param NAME=V  a parameter, as listed above\n"
-        "  --arch A                   sm_80, sm_90 or sm_100 (default sm_90, or the kernel's "
-        "first)\n"
+        "  --arch A                   {} (default sm_90,\n"
+        "                             or the kernel's first)\n"
         "  --ptx-version V            7.0 to 9.0 (default 7.8, or the arch's least)\n"
         "emit: -o FILE, --json (the launch contract); check: --ptx FILE (any PTX)\n"
         "run: --cpu (the CPU executor), --seed S (default 1), --device N (the GPU's ordinal),\n"
         "     --trace [CTA:]THREAD with --cpu (each instruction that thread runs), --trace-limit "
-        "N\n");
+        "N\n",
+        all_arch_names());
     return kExitOk;
   }
 

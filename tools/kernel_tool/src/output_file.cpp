@@ -172,13 +172,19 @@ OutputFile::~OutputFile() {
 
 void OutputFile::open_temp() {
   temp_ = target_ + ".tmp-XXXXXX";
-  temp_fd_ = mkostemp(temp_.data(), O_CLOEXEC);
-  if (temp_fd_ < 0) {
-    const int error = errno;
+  if (const int error = make_tracked_temp(); error != 0) {
     temp_.clear();
     fail(error);
   }
+}
+
+int OutputFile::make_tracked_temp() {
+  // Held from its creation until it is tracked: a signal between the two would leave it behind.
+  const SignalsHeld held;
+  temp_fd_ = mkostemp(temp_.data(), O_CLOEXEC);
+  if (temp_fd_ < 0) return errno;
   track(temp_);
+  return 0;
 }
 
 void OutputFile::drop_temp() {
@@ -259,11 +265,9 @@ void OutputFile::write_linked(std::string_view text) {
   // The whole text in a temporary first: a full disk or a file size limit shows there, with the
   // file untouched. A folder that takes no new file leaves only the in-place write.
   temp_ = target_ + ".tmp-XXXXXX";
-  temp_fd_ = mkostemp(temp_.data(), O_CLOEXEC);
-  if (temp_fd_ < 0) {
+  if (make_tracked_temp() != 0) {
     temp_.clear();
   } else {
-    track(temp_);
     int error = write_all(temp_fd_, text);
     if (error == 0 && fsync(temp_fd_) != 0) error = errno;
     drop_temp();  // its blocks go back for the write in place

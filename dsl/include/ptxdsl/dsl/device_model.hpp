@@ -37,8 +37,12 @@ struct DeviceModel {
   std::uint32_t max_cluster_size = 0;              // portable cluster size; 0: no clusters
   std::uint32_t max_cluster_size_nonportable = 0;  // with the non-portable opt-in
 
-  // The newest PTX target the device runs: its compute capability's family.
+  // The target kernels are written for by default: its compute capability's family (sm_80, sm_90,
+  // sm_100), whose code every later chip runs too.
   Arch arch() const;
+  // Whether code for `target` runs on the device: the family's targets, sm_89 on 8.9 and later,
+  // and an arch-specific target (sm_90a, sm_100a) on its own chip only.
+  bool runs(Arch target) const;
   bool has_clusters() const { return max_cluster_size > 0; }
   // The most CTAs a cluster may have with the non-portable opt-in (the portable size without it).
   std::uint32_t largest_cluster() const {
@@ -64,6 +68,9 @@ inline constexpr std::uint32_t kNonPortableClusterSize = 16;
 // The family a compute capability runs PTX for (8.x → sm_80, 9.x → sm_90, 10.x and later →
 // sm_100); throws for devices older than 8.0, which the kernels do not target.
 Arch arch_for_compute_capability(int major, int minor);
+// The newest target whose code a compute capability runs: its chip's arch-specific one where it
+// has one (9.0 → sm_90a, 10.0 → sm_100a), sm_89 for 8.9, else its family's.
+Arch newest_arch_for_compute_capability(int major, int minor);
 
 // Named devices for planning without a GPU, with their published limits.
 const std::vector<DeviceModel>& device_presets();

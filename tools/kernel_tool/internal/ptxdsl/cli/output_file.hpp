@@ -31,6 +31,8 @@ class OutputFile {
  private:
   enum class Way { Replace, LinkedInPlace, Stream };
   void open_temp();
+  // mkostemp on temp_'s pattern, tracked for the signal handlers; 0 or the errno.
+  int make_tracked_temp();
   void drop_temp();
   void replace(std::string_view text);
   void write_linked(std::string_view text);

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""ptxdsl.jax under jax.jit beside XLA's own fused norms and a copy of each case's bytes, at the
+standard suite's shapes (BENCHMARKS.md), forward and backward, in one run.
+
+    PYTHONPATH=runtime/python PTXDSL_LIBRARY=build/runtime/capi/libptxdsl.so \
+        PTXDSL_JAX_NATIVE=build/runtime/python/native/libptxdsl_jax.so \
+        python3 tools/bench/jax_norms.py [--only TEXT] [--reps 15]
+
+JAX has no events on XLA's stream, so each case is one jitted program that makes K calls on K
+distinct inputs (K·bytes ≥ 1 GiB, so that each call reads from DRAM, as a flushed L2 does), timed
+on the wall from dispatch to block_until_ready; the median over --reps runs, divided by K. The copy
+is XLA's elementwise `~` over an array of half the case's bytes (read once, written once), timed
+the same way: `copy/us` is then comparable with `ptxdsl bench`'s copy ratio of the same case.
+"""
+
+import argparse
+import math
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+
+import ptxdsl.jax as pj
+
+STANDARD = [  # (norm, dtype, rows, width): BENCHMARKS.md's standard suite
+    ("ln", jnp.float16, 4096, 1024), ("ln", jnp.float16, 4096, 2048),
+    ("ln", jnp.float16, 4096, 4096), ("ln", jnp.float16, 4096, 8192),
+    ("ln", jnp.float16, 4096, 16384), ("ln", jnp.float16, 1151, 8192),
+    ("ln", jnp.bfloat16, 16384, 8192), ("ln", jnp.float32, 4096, 8192),
+    ("rms", jnp.float32, 2048, 8192), ("rms", jnp.float32, 256, 4096),
+    ("rms", jnp.bfloat16, 4096, 4096), ("rms", jnp.bfloat16, 16384, 8192),
+    ("rms", jnp.float16, 4096, 8192), ("rms", jnp.bfloat16, 4096, 16384),
+]
+EPS = 1e-5
+
+
+def case_bytes(norm, direction, rows, width, s):
+    """BENCHMARKS.md's byte counts (weights in the input's dtype)."""
+    if norm == "ln":
+        return (2 * rows * width * s + 2 * width * s + 8 * rows if direction == "fwd"
+                else 3 * rows * width * s + 3 * width * s + 8 * rows)
+    return (2 * rows * width * s + width * s if direction == "fwd"
+            else 3 * rows * width * s + 2 * width * s + 4 * rows)
+
+
+def xla_rms(x, w):
+    xf = x.astype(jnp.float32)
+    return (xf * jax.lax.rsqrt(jnp.mean(xf * xf, -1, keepdims=True) + EPS) * w).astype(x.dtype)
+
+
+def xla_ln(x, w, b):
+    xf = x.astype(jnp.float32)
+    mu = jnp.mean(xf, -1, keepdims=True)
+    var = jnp.mean((xf - mu) ** 2, -1, keepdims=True)
+    return ((xf - mu) * jax.lax.rsqrt(var + EPS) * w + b).astype(x.dtype)
+
+
+def timed(fn, args, calls, reps):
+    """Median wall µs per call of a program of `calls` calls."""
+    jax.block_until_ready(fn(*args))
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def programs(norm, direction):
+    """(ptxdsl's program, XLA's program), each mapping lists of per-call inputs to outputs."""
+    if norm == "rms":
+        ours = lambda x, w, b: pj.rms_norm(x, w, EPS)
+        theirs = lambda x, w, b: xla_rms(x, w)
+    else:
+        ours = lambda x, w, b: pj.layer_norm(x, w, b, EPS)
+        theirs = xla_ln
+    if direction == "fwd":
+        return ([jax.jit(lambda xs, w, b, dys, f=f: [f(x, w, b) for x in xs])
+                 for f in (ours, theirs)])
+
+    def backward(f):
+        def one(x, w, b, dy):
+            if norm == "ln":
+                _, vjp = jax.vjp(f, x, w, b)
+            else:
+                _, vjp = jax.vjp(lambda x, w: f(x, w, b), x, w)
+            return vjp(dy)
+        return jax.jit(lambda xs, w, b, dys: [one(x, w, b, dy) for x, dy in zip(xs, dys)])
+    return backward(ours), backward(theirs)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="", help="cases whose name contains TEXT")
+    parser.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args()
+    key = jax.random.PRNGKey(1)
+    copy = jax.jit(lambda arrays: [~a for a in arrays])
+    print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}")
+    print(f"{'case':<28} {'ptxdsl us':>10} {'xla us':>10} {'copy us':>9} {'copy/us':>8} "
+          f"{'xla/ptxdsl':>10}")
+    for norm, dtype, rows, width in STANDARD:
+        s = jnp.dtype(dtype).itemsize
+        for direction in ("fwd", "bwd"):
+            name = f"{norm}_{direction} {jnp.dtype(dtype).name} {rows}x{width}"
+            if args.only not in name:
+                continue
+            nbytes = case_bytes(norm, direction, rows, width, s)
+            calls = max(2, min(64, math.ceil(2**30 / nbytes)))
+            ks = jax.random.split(key, 2 * calls + 2)
+            xs = [(jax.random.normal(ks[i], (rows, width)) * 0.3).astype(dtype)
+                  for i in range(calls)]
+            dys = [(jax.random.normal(ks[calls + i], (rows, width)) * 0.1).astype(dtype)
+                   for i in range(calls)] if direction == "bwd" else []
+            w = (1 + 0.1 * jax.random.normal(ks[-2], (width,))).astype(dtype)
+            b = jax.random.uniform(ks[-1], (width,)).astype(dtype)
+            ours, theirs = programs(norm, direction)
+            us = timed(ours, (xs, w, b, dys), calls, args.reps)
+            xla_us = timed(theirs, (xs, w, b, dys), calls, args.reps)
+            del xs, dys
+            half = [jnp.zeros(nbytes // 2, jnp.uint8) + i for i in range(calls)]
+            copy_us = timed(copy, (half,), calls, args.reps)
+            del half
+            print(f"{name:<28} {us:>10.1f} {xla_us:>10.1f} {copy_us:>9.1f} {copy_us / us:>8.2f} "
+                  f"{xla_us / us:>10.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
