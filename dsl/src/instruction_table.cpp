@@ -210,9 +210,11 @@ constexpr Requirement kSm80Ptx74{Arch::Sm80, {7, 4}};
 constexpr Requirement kSm90Ptx78{Arch::Sm90, {7, 8}};
 constexpr Requirement kSm90Ptx80{Arch::Sm90, {8, 0}};
 constexpr Requirement kSm90Ptx81{Arch::Sm90, {8, 1}};
-// FP8 conversions: sm_90 at PTX 7.8 (sm_89 has them from PTX 8.1). FP4 and ue8m0: sm_100a, 8.6.
+// FP8 conversions: sm_90 at PTX 7.8. sm_89 has them too, but only from PTX 8.1 (ptxas), which one
+// requirement cannot say beside sm_90's 7.8: sm_89 modules are refused them. FP4 and ue8m0:
+// sm_100a at PTX 8.6.
 constexpr Requirement kFp8Convert{Arch::Sm90, {7, 8}};
-constexpr Requirement kFp4Convert{Arch::Sm100, {8, 6}};
+constexpr Requirement kFp4Convert{Arch::Sm100a, {8, 6}};
 
 bool is_bf16_kind(ScalarType t) {
   return t == ScalarType::BF16 || t == ScalarType::BF16x2;

@@ -658,9 +658,9 @@ TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl
   Kernel& k = m90.kernel("k");
   const Reg<F32> b = k.reg<F32>();
   CHECK_MISUSE(k.cvt_pack<E2M1x2>(b, b), "k", "instruction 'cvt.rn.satfinite.e2m1x2.f32'",
-               "needs sm_100 or newer; the module targets sm_90");
+               "needs sm_100a; the module targets sm_90");
   CHECK_MISUSE(k.cvt_pack<UE8M0x2>(b, b), "k", "instruction 'cvt.rz.satfinite.ue8m0x2.f32'",
-               "needs sm_100 or newer");
+               "needs sm_100a");
   CHECK_MISUSE(k.cvt_pack<E4M3x2>(b, b, Rounding::Rz), "k",
                "instruction 'cvt.rz.satfinite.e4m3x2.f32'", "a cvt to e4m3x2 is .rn.satfinite");
   CHECK_MISUSE(k.cvt_pack<E5M2x2>(b, b, Rounding::Rn, false), "k",
@@ -669,7 +669,7 @@ TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl
                "a float-to-integer cvt needs .rni, .rzi, .rmi or .rpi");
   CHECK_MISUSE(k.mov(k.reg<E2M1x2>()), "k", "instruction 'mov.b8'", "mov takes the types");
 
-  Module m100(Arch::Sm100, {8, 6});
+  Module m100(Arch::Sm100a, {8, 6});
   Kernel& k100 = m100.kernel("k100");
   const Reg<F32> c = k100.reg<F32>();
   CHECK_MISUSE(k100.cvt_pack<UE8M0x2>(c, c, Rounding::Rn), "k100",

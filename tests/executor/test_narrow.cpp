@@ -36,7 +36,7 @@ template <NarrowPairTag Pair>
 std::uint64_t pack(float lo, float hi, Rounding r = Rounding::None, bool satfinite = true) {
   const bool fp8 = Pair::kType == ScalarType::E4M3x2 || Pair::kType == ScalarType::E5M2x2;
   return run<Pair>(
-      fp8 ? Arch::Sm90 : Arch::Sm100, fp8 ? PtxVersion{7, 8} : PtxVersion{8, 6},
+      fp8 ? Arch::Sm90 : Arch::Sm100a, fp8 ? PtxVersion{7, 8} : PtxVersion{8, 6},
       [&](Kernel& k) { return k.cvt_pack<Pair>(k.mov<F32>(lo), k.mov<F32>(hi), r, satfinite); });
 }
 std::uint64_t e4m3(float v) {
@@ -57,7 +57,7 @@ template <NarrowPairTag Pair>
 std::uint64_t unpack(std::uint16_t bits) {
   const bool fp8 = Pair::kType == ScalarType::E4M3x2 || Pair::kType == ScalarType::E5M2x2;
   return run<Unpacked<Pair>>(
-      fp8 ? Arch::Sm90 : Arch::Sm100, fp8 ? PtxVersion{7, 8} : PtxVersion{8, 6}, [&](Kernel& k) {
+      fp8 ? Arch::Sm90 : Arch::Sm100a, fp8 ? PtxVersion{7, 8} : PtxVersion{8, 6}, [&](Kernel& k) {
         if constexpr (Pair::kType == ScalarType::E2M1x2) {
           // e2m1x2 lives in a .b8 register, which only cvt and ld write.
           Reg<E2M1x2> p = k.cvt_pack<E2M1x2>(k.mov<F32>(e2m1_bits_to_f32(bits & 0xF)),

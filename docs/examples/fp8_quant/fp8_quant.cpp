@@ -93,7 +93,7 @@ void ptxdsl::tool::register_kernels(Registry& registry) {
   d.description = "q = e4m3(x / scale) with scale = max|x| / 448 over each bf16 row";
   d.params = {tool::Parameter::uint("width", "elements a row", 1, 16384, 1000),
               tool::Parameter::uint("batch", "rows", 1, 1u << 20, 3)};
-  d.archs = {Arch::Sm90, Arch::Sm100};  // cvt to e4m3x2
+  d.archs = {Arch::Sm90, Arch::Sm90a, Arch::Sm100, Arch::Sm100a};  // cvt to e4m3x2
   d.build = build;
   d.inputs = [](const Params& p, Random& random) {
     const std::size_t width = p.uint("width"), batch = p.uint("batch");
