@@ -77,7 +77,7 @@ for e in layer_norm_example rms_norm_example; do
 done
 grep -h "max error" "$logs/examples.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 
-# 2b. The kernel-tool examples (docs/examples: softmax, add_rms_norm) on the GPU: their CTest tests
+# 2b. The kernel-tool examples (docs/examples: softmax, add_rms_norm, fp8_quant) on the GPU: their CTest tests
 # of label gpu. There a skip means no usable driver, so it fails.
 examples_on_gpu() {
   local out rc
@@ -161,7 +161,8 @@ else
   # masked tails, each dtype.
   for run in "softmax softmax_fwd --dtype bf16 --width 4097 --batch 67" \
     "softmax softmax_bwd --dtype f16 --width 1000 --batch 67" \
-    "add_rms_norm add_rms_fwd --dtype f32 --width 4097 --batch 67"; do
+    "add_rms_norm add_rms_fwd --dtype f32 --width 4097 --batch 67" \
+    "fp8_quant fp8_quant --width 4097 --batch 67"; do
     read -r -a rargs <<<"$run"
     bin="$build/docs/examples/${rargs[0]}"
     if [[ ! -x "$bin" ]]; then

@@ -50,7 +50,7 @@ std::string mnemonic(const Instr& in) {
 }
 
 std::string register_name(RegId id) {
-  static constexpr std::string_view kPrefix[] = {"%p", "%rs", "%r", "%rd", "%f", "%fd"};
+  static constexpr std::string_view kPrefix[] = {"%p", "%rs", "%r", "%rd", "%f", "%fd", "%rc"};
   return fmt::format("{}{}", kPrefix[static_cast<int>(id.cls)], id.index);
 }
 
@@ -158,7 +158,8 @@ std::string emit_kernel(const Kernel& k) {
   }
   if (c.explicit_cluster) out += ".explicitcluster\n";
   out += "{\n";
-  static constexpr std::string_view kDecl[] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
+  static constexpr std::string_view kDecl[] = {".pred", ".b16", ".b32", ".b64",
+                                               ".f32",  ".f64", ".b8"};
   for (int c2 = 0; c2 < kRegClassCount; ++c2) {
     const std::uint32_t n = k.reg_count(static_cast<RegClass>(c2));
     if (n == 0) continue;

@@ -61,6 +61,7 @@ Handler select_bar_arrive(const Instr& in);
 Handler select_setmaxnreg(const Instr& in);
 Handler select_nanosleep(const Instr& in);
 Handler select_copysign(const Instr& in);
+Handler select_cvt_pair(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -183,8 +184,8 @@ std::string math_modifiers(const Instr& in) {
 std::string no_modifiers(const Instr&) {
   return {};
 }
-std::string storage_type_only(const Instr& in) {
-  return type_suffix(storage_type(in.type));
+std::string move_type_only(const Instr& in) {
+  return type_suffix(move_type(in.type));
 }
 std::string logic_modifiers(const Instr& in) {
   return type_suffix(logic_type(in.type));
@@ -201,6 +202,10 @@ std::string atom_modifiers(const Instr& in) {
   return std::string(space_name(in.space)) + (in.atom == AtomOp::Inc ? ".inc" : ".add") +
          type_suffix(in.type);
 }
+std::string pair_cvt_modifiers(const Instr& in) {
+  return std::string(rounding_name(in.rounding)) + (in.sat ? ".satfinite" : "") +
+         type_suffix(in.type) + type_suffix(in.src_type);
+}
 std::string mbarrier_tx_modifiers(const Instr& in) {
   return mbarrier_order(in) + std::string(mbarrier_space(in)) + ".b64";
 }
@@ -215,6 +220,11 @@ constexpr Requirement kSm80Ptx74{Arch::Sm80, {7, 4}};
 constexpr Requirement kSm90Ptx78{Arch::Sm90, {7, 8}};
 constexpr Requirement kSm90Ptx80{Arch::Sm90, {8, 0}};
 constexpr Requirement kSm90Ptx81{Arch::Sm90, {8, 1}};
+// FP8 conversions: sm_90 at PTX 7.8. sm_89 has them too, but only from PTX 8.1 (ptxas), which one
+// requirement cannot say beside sm_90's 7.8: sm_89 modules are refused them. FP4 and ue8m0:
+// sm_100a at PTX 8.6.
+constexpr Requirement kFp8Convert{Arch::Sm90, {7, 8}};
+constexpr Requirement kFp4Convert{Arch::Sm100a, {8, 6}};
 
 bool is_bf16_kind(ScalarType t) {
   return t == ScalarType::BF16 || t == ScalarType::BF16x2;
@@ -223,6 +233,16 @@ bool is_bf16_kind(ScalarType t) {
 // bf16 arithmetic beyond fma came with sm_90.
 Requirement bf16_math_needs(const Instr& in) {
   return is_bf16_kind(in.type) ? kSm90Ptx78 : Requirement{};
+}
+
+// A cvt touching a narrow float needs what its narrowest format needs.
+Requirement narrow_cvt_needs(const Instr& in) {
+  const auto needs = [](ScalarType t) -> Requirement {
+    if (t == ScalarType::E4M3x2 || t == ScalarType::E5M2x2) return kFp8Convert;
+    if (t == ScalarType::E2M1x2 || t == ScalarType::UE8M0x2) return kFp4Convert;
+    return {};
+  };
+  return newest(needs(in.type), needs(in.src_type));
 }
 
 // The L1/L2 cache hints came with PTX 7.4; `.shared::cluster` with sm_90.
@@ -248,6 +268,15 @@ constexpr TypeSet kData{ScalarType::B16, ScalarType::B32,  ScalarType::B64,   Sc
                         ScalarType::U32, ScalarType::U64,  ScalarType::S32,   ScalarType::S64,
                         ScalarType::F16, ScalarType::BF16, ScalarType::F16x2, ScalarType::BF16x2,
                         ScalarType::F32, ScalarType::F64};
+// The 8-bit integers and the narrow floats: loaded, stored, moved and converted, never computed on.
+// e2m1x2 lives in a .b8 register, which mov and selp do not take.
+constexpr TypeSet kNarrow{ScalarType::B8,     ScalarType::U8,     ScalarType::S8,
+                          ScalarType::E4M3,   ScalarType::E5M2,   ScalarType::E4M3x2,
+                          ScalarType::E5M2x2, ScalarType::E2M1x2, ScalarType::UE8M0,
+                          ScalarType::UE8M0x2};
+constexpr TypeSet kMovable{ScalarType::B8,     ScalarType::U8,    ScalarType::S8,
+                           ScalarType::E4M3,   ScalarType::E5M2,  ScalarType::E4M3x2,
+                           ScalarType::E5M2x2, ScalarType::UE8M0, ScalarType::UE8M0x2};
 constexpr TypeSet kLogic =
     kInts | TypeSet{ScalarType::B16, ScalarType::B32, ScalarType::B64, ScalarType::Pred};
 // ftz on the 32-bit and the IEEE half floats: what most float arithmetic takes.
@@ -266,8 +295,8 @@ constexpr MathForms kMinMax{.ftz = kFtz};
 constexpr std::array kTable = {
     InstructionInfo{.op = Op::Mov,
                     .spelling = "mov",
-                    .modifiers = storage_type_only,
-                    .types = kAnyType,
+                    .modifiers = move_type_only,
+                    .types = kAnyType | kMovable,
                     .operands = Operands::Mov,
                     // The cluster special registers came with sm_90.
                     .form_needs = [](const Instr& in) -> Requirement {
@@ -482,7 +511,7 @@ constexpr std::array kTable = {
                     .semantics = select_setp},
     InstructionInfo{.op = Op::Selp,
                     .spelling = "selp",
-                    .modifiers = storage_type_only,
+                    .modifiers = move_type_only,
                     .types = kData,
                     .operands = Operands::DestSources,
                     .float16_immediates = true,
@@ -495,7 +524,7 @@ constexpr std::array kTable = {
                                  (in.sat ? ".sat" : "") + type_suffix(in.type) +
                                  type_suffix(in.src_type);
                         },
-                    .types = kInts | kFloats,
+                    .types = kInts | kFloats | TypeSet{ScalarType::U8, ScalarType::S8},
                     .operands = Operands::DestSources,
                     // sm_80 converts bf16 only to and from f32.
                     .form_needs = [](const Instr& in) -> Requirement {
@@ -505,17 +534,14 @@ constexpr std::array kTable = {
                     },
                     .check = check_cvt,
                     .semantics = select_cvt},
-    // Two f32 values to one 16-bit float pair: `cvt.rn.f16x2.f32 d, hi, lo`.
+    // Two f32 values to one 16-bit float, FP8, FP4 or ue8m0 pair: `cvt.rn.f16x2.f32 d, hi, lo`.
     InstructionInfo{.op = Op::CvtPack,
                     .spelling = "cvt",
-                    .modifiers =
-                        [](const Instr& in) {
-                          return std::string(rounding_name(in.rounding)) +
-                                 (in.sat ? ".satfinite" : "") + type_suffix(in.type) +
-                                 type_suffix(in.src_type);
-                        },
-                    .types = {ScalarType::F16x2, ScalarType::BF16x2},
+                    .modifiers = pair_cvt_modifiers,
+                    .types = {ScalarType::F16x2, ScalarType::BF16x2, ScalarType::E4M3x2,
+                              ScalarType::E5M2x2, ScalarType::E2M1x2, ScalarType::UE8M0x2},
                     .operands = Operands::DestSources,
+                    .form_needs = narrow_cvt_needs,
                     .check = check_cvt_pack,
                     .semantics = select_cvt_pack},
     InstructionInfo{.op = Op::Cvta,
@@ -530,7 +556,7 @@ constexpr std::array kTable = {
     InstructionInfo{.op = Op::Ld,
                     .spelling = "ld",
                     .modifiers = ld_st_modifiers,
-                    .types = kData,
+                    .types = kData | kNarrow,
                     .operands = Operands::Load,
                     .form_needs = ld_st_needs,
                     .check = check_memory,
@@ -539,7 +565,7 @@ constexpr std::array kTable = {
     InstructionInfo{.op = Op::St,
                     .spelling = "st",
                     .modifiers = ld_st_modifiers,
-                    .types = kData,
+                    .types = kData | kNarrow,
                     .operands = Operands::Store,
                     .form_needs = ld_st_needs,
                     .check = check_memory,
@@ -966,6 +992,15 @@ constexpr std::array kTable = {
                     .types = kF32F64,
                     .operands = Operands::DestSources,
                     .semantics = select_copysign},
+    InstructionInfo{
+        .op = Op::CvtPair,
+        .spelling = "cvt",
+        .modifiers = pair_cvt_modifiers,
+        .types = {ScalarType::F16x2, ScalarType::BF16x2, ScalarType::E4M3x2, ScalarType::E5M2x2},
+        .operands = Operands::DestSources,
+        .form_needs = narrow_cvt_needs,
+        .check = check_cvt_pair,
+        .semantics = select_cvt_pair},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -280,6 +280,15 @@ Reg<U32> Kernel::shared_base(const std::string& symbol) {
   return d;
 }
 
+void Kernel::cvt_pair_op(ScalarType to, ScalarType from, bool satfinite, Operand d, Operand a) {
+  Instr in = make(Op::CvtPair, to);
+  in.src_type = from;
+  in.rounding = Rounding::Rn;
+  in.sat = satfinite;
+  in.ops = {std::move(d), std::move(a)};
+  commit(std::move(in));
+}
+
 void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                        int width) {
   Instr in = make(op, t);

@@ -174,7 +174,7 @@ std::string check_types(const Instr& in) {
   const InstructionInfo& row = instruction(in.op);
   if (row.types.has(in.type)) return {};
   std::string allowed;
-  for (int t = 0; t <= static_cast<int>(ScalarType::F64); ++t) {
+  for (int t = 0; t < kScalarTypeCount; ++t) {
     if (row.types.has(static_cast<ScalarType>(t))) {
       allowed +=
           fmt::format("{}.{}", allowed.empty() ? "" : ", ", ptx_name(static_cast<ScalarType>(t)));
@@ -186,8 +186,39 @@ std::string check_types(const Instr& in) {
 }  // namespace
 
 std::string check_cvt_pack(const Instr& in) {
+  if (in.type == ScalarType::UE8M0x2) {
+    if (in.rounding != Rounding::Rz && in.rounding != Rounding::Rp) {
+      return "a cvt to ue8m0x2 rounds with .rz or .rp";
+    }
+    return {};
+  }
+  if (is_narrow_float(in.type)) {
+    if (in.rounding != Rounding::Rn || !in.sat) {
+      return fmt::format("a cvt to {} is .rn.satfinite", ptx_name(in.type));
+    }
+    return {};
+  }
   if (in.rounding != Rounding::Rn && in.rounding != Rounding::Rz) {
     return "a cvt to a 16-bit float pair rounds with .rn or .rz";
+  }
+  return {};
+}
+
+std::string check_cvt_pair(const Instr& in) {
+  const bool widening = !is_narrow_float(in.type);
+  const ScalarType narrow = widening ? in.src_type : in.type;
+  const ScalarType wide = widening ? in.type : in.src_type;
+  const ScalarType expected =
+      narrow == ScalarType::UE8M0x2 ? ScalarType::BF16x2 : ScalarType::F16x2;
+  if (!is_narrow_float(narrow) || wide != expected ||
+      (!widening && narrow != ScalarType::E4M3x2 && narrow != ScalarType::E5M2x2)) {
+    return fmt::format(
+        "cvt between pairs converts e4m3x2, e5m2x2 and e2m1x2 to f16x2, ue8m0x2 to "
+        "bf16x2, and f16x2 to e4m3x2 or e5m2x2; got {} to {}",
+        ptx_name(in.src_type), ptx_name(in.type));
+  }
+  if (in.rounding != Rounding::Rn || in.sat == widening) {
+    return widening ? "a cvt from a narrow pair is .rn" : "a cvt to a narrow pair is .rn.satfinite";
   }
   return {};
 }

@@ -18,6 +18,7 @@ std::string check_math(const Instr& in);  // the arithmetic scheme of the row's 
 std::string check_setp(const Instr& in);
 std::string check_cvt(const Instr& in);
 std::string check_cvt_pack(const Instr& in);
+std::string check_cvt_pair(const Instr& in);
 std::string check_memory(const Instr& in);  // ld, st
 std::string check_cp_async(const Instr& in);
 

@@ -60,8 +60,9 @@ TEST_CASE("RowMap: width to vector, threads and chunks", "[dsl][blocks]") {
              Contains("row vector width must be 1, 2, 4 or 8 elements, got 3"));
   CHECK_THAT(test::error_of([] { RowMap::fit(10, ScalarType::F32, 48); }),
              Contains("max_threads must be a power of two in [32, 1024], got 48"));
-  CHECK_THAT(test::error_of([] { RowMap::fit(10, ScalarType::F64); }),
-             Contains("a row's element type must be f32, f16 or bf16, got f64"));
+  CHECK_THAT(
+      test::error_of([] { RowMap::fit(10, ScalarType::F64); }),
+      Contains("a row's element type must be f32, f16, bf16, u8, s8, e4m3 or e5m2, got f64"));
 }
 
 TEST_CASE("math helpers: their instructions, approx and ftz spelled out", "[dsl][blocks]") {
@@ -83,8 +84,10 @@ TEST_CASE("math helpers: their instructions, approx and ftz spelled out", "[dsl]
 TEST_CASE("element I/O and reducer misuse is refused by name", "[dsl][blocks]") {
   Module m;
   Kernel& k = m.kernel("misuse");
-  CHECK_THAT(test::error_of([&] { param_dptr(k, "x", ScalarType::F64); }),
-             Contains("kernel 'misuse', parameter 'x' must be f32, f16 or bf16, got f64"));
+  CHECK_THAT(
+      test::error_of([&] { param_dptr(k, "x", ScalarType::F64); }),
+      Contains(
+          "kernel 'misuse', parameter 'x' must be f32, f16, bf16, u8, s8, e4m3 or e5m2, got f64"));
   const Reg<U32> tid = k.tid_x();
   CHECK_THAT(test::error_of([&] { Reducer(k, 48, 96, tid); }), Contains("group size"));
   Reducer warp = Reducer::warp(k);

@@ -697,4 +697,36 @@ TEST_CASE("approximate math: targets and precision are checked", "[dsl][misuse]"
   CHECK_MISUSE(x.k.sin(x.f, kRn), "k", "instruction 'sin.rn.f32'",
                "has only the .approx form (MathMode kApprox)");
   CHECK_MISUSE(x.k.cos(x.f, kRz), "k", "instruction 'cos.rz.f32'", "has only the .approx form");
+// FP8 conversions on a target without them, FP4 and ue8m0 ones below sm_100, and forms PTX does not
+// have: each refused when built, naming the instruction, the target and what it needs.
+TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl][misuse]") {
+  Module m80(Arch::Sm80, {7, 8});
+  Kernel& k80 = m80.kernel("k80");
+  const Reg<F32> a = k80.reg<F32>();
+  CHECK_MISUSE(k80.cvt_pack<E4M3x2>(a, a), "k80", "instruction 'cvt.rn.satfinite.e4m3x2.f32'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.cvt_unpack(k80.reg<E5M2x2>()), "k80", "instruction 'cvt.rn.f16x2.e5m2x2'",
+               "needs sm_90 or newer; the module targets sm_80");
+
+  Module m90(Arch::Sm90, {8, 6});
+  Kernel& k = m90.kernel("k");
+  const Reg<F32> b = k.reg<F32>();
+  CHECK_MISUSE(k.cvt_pack<E2M1x2>(b, b), "k", "instruction 'cvt.rn.satfinite.e2m1x2.f32'",
+               "needs sm_100a; the module targets sm_90");
+  CHECK_MISUSE(k.cvt_pack<UE8M0x2>(b, b), "k", "instruction 'cvt.rz.satfinite.ue8m0x2.f32'",
+               "needs sm_100a");
+  CHECK_MISUSE(k.cvt_pack<E4M3x2>(b, b, Rounding::Rz), "k",
+               "instruction 'cvt.rz.satfinite.e4m3x2.f32'", "a cvt to e4m3x2 is .rn.satfinite");
+  CHECK_MISUSE(k.cvt_pack<E5M2x2>(b, b, Rounding::Rn, false), "k",
+               "instruction 'cvt.rn.e5m2x2.f32'", "a cvt to e5m2x2 is .rn.satfinite");
+  CHECK_MISUSE(k.cvt<S8>(b, Rounding::Rn), "k", "instruction 'cvt.rn.s8.f32'",
+               "a float-to-integer cvt needs .rni, .rzi, .rmi or .rpi");
+  CHECK_MISUSE(k.mov(k.reg<E2M1x2>()), "k", "instruction 'mov.b8'", "mov takes the types");
+
+  Module m100(Arch::Sm100a, {8, 6});
+  Kernel& k100 = m100.kernel("k100");
+  const Reg<F32> c = k100.reg<F32>();
+  CHECK_MISUSE(k100.cvt_pack<UE8M0x2>(c, c, Rounding::Rn), "k100",
+               "instruction 'cvt.rn.satfinite.ue8m0x2.f32'",
+               "a cvt to ue8m0x2 rounds with .rz or .rp");
 }

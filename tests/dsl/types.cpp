@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <ptxdsl/dsl.hpp>
+#include <type_traits>
+#include <utility>
 
 using namespace ptxdsl;
 
@@ -162,6 +164,45 @@ static_assert(!CanAtomAdd<SharedPtr<F32>>);
 static_assert(!CanAtomAdd<GlobalPtr<U32>>);
 static_assert(CanParam<F32> && CanParam<BF16>);
 static_assert(!CanParam<PredT>);
+
+// 8-bit integers, FP8, FP4 and ue8m0: one byte an element (two in a pair), moved and converted,
+// never computed on; one narrow format does not stand in for another.
+template <class Pair>
+concept CanPackF32 = requires(Kernel& k, Reg<F32> a) {
+  k.cvt_pack<Pair>(a, a);
+};
+template <class P>
+concept CanUnpack = requires(Kernel& k, P p) {
+  k.cvt_unpack(p);
+};
+template <class T>
+concept CanMov = requires(Kernel& k, Reg<T> a) {
+  k.mov(a);
+};
+static_assert(U8::kBytes == 1 && S8::kBytes == 1 && E4M3::kBytes == 1 && E2M1x2::kBytes == 1);
+static_assert(E4M3x2::kBytes == 2 && UE8M0x2::kBytes == 2);
+static_assert(reg_class(ScalarType::U8) == RegClass::B16);          // ld.u8 widens into 16 bits
+static_assert(reg_class(ScalarType::E2M1x2) == RegClass::B8);       // what cvt.*.e2m1x2 writes
+static_assert(!CanAdd<Reg<U8>, Reg<U8>> && !CanAdd<Reg<S8>, int>);  // no add.u8 in PTX
+static_assert(!CanFma<Reg<E4M3x2>> && !CanNeg<Reg<E5M2x2>> && !CanShl<Reg<U8>>);
+static_assert(!CanSetp<Reg<U8>> && !CanSetp<Reg<E4M3>>);
+static_assert(CanCvt<F32, U8> && CanCvt<S8, F32> && CanCvt<S32, S8> && CanCvt<U8, S32>);
+static_assert(!CanCvt<F32, E4M3> && !CanCvt<E4M3x2, F32>);  // FP8 goes through cvt_pack
+static_assert(CanPackF32<E4M3x2> && CanPackF32<E5M2x2> && CanPackF32<E2M1x2> &&
+              CanPackF32<UE8M0x2>);
+static_assert(!CanPackF32<E4M3> && !CanPackF32<U8>);
+static_assert(CanUnpack<Reg<E4M3x2>> && CanUnpack<Reg<UE8M0x2>>);
+static_assert(!CanUnpack<Reg<F16x2>> && !CanUnpack<Reg<E4M3>>);
+static_assert(
+    std::is_same_v<decltype(std::declval<Kernel&>().cvt_unpack(Reg<UE8M0x2>{})), Reg<BF16x2>>);
+static_assert(CanStore<GlobalPtr<U8>, Reg<U8>> && CanStore<GlobalPtr<E4M3x2>, Reg<E4M3x2>>);
+static_assert(!CanStore<GlobalPtr<E4M3>, Reg<U8>>);        // a byte is not an e4m3
+static_assert(!CanStore<GlobalPtr<E4M3x2>, Reg<E5M2x2>>);  // nor e5m2 an e4m3
+static_assert(!CanStore<GlobalPtr<E4M3>, Reg<E4M3x2>>);    // nor a pair one element
+static_assert(!CanStore<GlobalPtr<U8>, float>);
+static_assert(CanLoadVec<GlobalPtr<U8>, 4> && CanLoadVec<SharedPtr<E4M3x2>, 2>);
+static_assert(CanMov<U8> && CanMov<E4M3x2>);
+static_assert(CanParam<U8> && CanParam<E4M3>);
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // tool built by ptxdsl_add_kernel_tool (tests/tools/scale_kernels.cpp's kernels), run as a user
 // runs them. `check --ptx FILE` and `run --trace` of the built-in ptxdsl are here too.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <regex>
@@ -262,6 +263,48 @@ TEST_CASE("run --cpu --trace prints each instruction one thread runs and what it
   const Result norm = run_ptxdsl("run rms_fwd --batch 2 --width 64 --dtype f32 --cpu --trace 0");
   CHECK(norm.status == 2);
   CHECK(norm.err.find("--trace") != std::string::npos);
+}
+
+TEST_CASE("run --dump writes every output element beside its reference", "[tools]") {
+  const std::string path = temp_path("dump");
+  const Result r = run_tool("run scale --cpu --n 5 --dump " + path);
+  REQUIRE(r.status == 0);
+  const std::string text = read_file(path);
+  std::remove(path.c_str());
+  CHECK(lines(text) == 7);
+  CHECK(text.rfind("# scale n=5", 0) == 0);
+  CHECK(text.find("\n# output type index got want\n") != std::string::npos);
+  CHECK(std::regex_search(text, std::regex("\ny f32 4 [-0-9.e]+ [-0-9.e]+\n$")));
+}
+
+TEST_CASE("tolerances in ulps of a type; outputs compared in their declared type", "[tools]") {
+  CHECK(Tolerance::ulps(ptxdsl::ScalarType::BF16, 2).rel == std::ldexp(2.0, -7));
+  CHECK(Tolerance::ulps(ptxdsl::ScalarType::F32, 1).abs == std::ldexp(1.0, -23));
+  CHECK(Tolerance::ulps(ptxdsl::ScalarType::E4M3, 3).rel == 0);
+  CHECK(default_tolerance(ptxdsl::ScalarType::F16).rel ==
+        Tolerance::ulps(ptxdsl::ScalarType::F16, 4).rel);
+  // e4m3 bytes through a b32 pointer: run and compared as e4m3 values.
+  RunData d;
+  d.output("q", 8, ptxdsl::ScalarType::E4M3).output("y", 2);
+  ptxdsl::ParamSpec q, y;
+  q.name = "q";
+  q.pointer = true;
+  q.element = ptxdsl::ScalarType::B32;
+  y.name = "y";
+  y.pointer = true;
+  y.element = ptxdsl::ScalarType::F32;
+  CHECK(buffer_element(d, q) == ptxdsl::ScalarType::E4M3);
+  CHECK(buffer_element(d, y) == ptxdsl::ScalarType::F32);
+  // Byte types in and out of a run's buffers: u8/s8 integers, FP8 rounded as cvt.rn.satfinite.
+  const std::vector<double> e4m3 =
+      from_bytes(to_bytes({1.0, -3.5, 1000.0, 0.0625 + 1.0 / 1024}, ptxdsl::ScalarType::E4M3, "q"),
+                 ptxdsl::ScalarType::E4M3);
+  CHECK(e4m3 == std::vector<double>{1.0, -3.5, 448.0, 0.0625});
+  CHECK(from_bytes(to_bytes({-128, 127}, ptxdsl::ScalarType::S8, "s"), ptxdsl::ScalarType::S8) ==
+        std::vector<double>{-128, 127});
+  CHECK(message_of([] {
+          to_bytes({256}, ptxdsl::ScalarType::U8, "u");
+        }).find("u[0] is 256: not a value of u8") != std::string::npos);
 }
 
 TEST_CASE("check assembles a kernel, or any PTX file, and reports each entry", "[tools]") {

@@ -20,6 +20,7 @@
 #include "ptxdsl/dsl/kernel.hpp"
 #include "ptxdsl/dsl/memory.hpp"
 #include "ptxdsl/dsl/module.hpp"
+#include "ptxdsl/dsl/narrow_float.hpp"
 #include "ptxdsl/dsl/operators.hpp"
 #include "ptxdsl/dsl/reduce.hpp"
 #include "ptxdsl/dsl/reg.hpp"

@@ -65,6 +65,8 @@ std::string format_value(ScalarType t, RegClass cls, std::uint64_t v) {
       return fmt::format("{} ({:#010x})", f32_of(v), v);
     case RegClass::F64:
       return fmt::format("{} ({:#018x})", f64_of(v), v);
+    case RegClass::B8:
+      return fmt::format("{:#04x}", v);
     case RegClass::B16:
       if (t == ScalarType::F16)
         return fmt::format("{} ({:#06x})", f16_bits_to_f32(static_cast<std::uint16_t>(v)), v);

@@ -3,9 +3,11 @@
 
 #include "numeric.hpp"
 #include "program.hpp"
+#include "ptxdsl/dsl/narrow_float.hpp"
 
 // cvt between every pair of types the DSL has, in every rounding mode, with ftz and saturation;
-// and the two-f32-to-packed-pair form (`cvt.rn.f16x2.f32 d, hi, lo`).
+// the two-f32-to-packed-pair forms (`cvt.rn.f16x2.f32 d, hi, lo`, FP8, FP4 and ue8m0 pairs) and
+// the pair-to-pair forms (`cvt.rn.f16x2.e4m3x2 d, a`).
 namespace ptxdsl::detail {
 namespace {
 
@@ -38,6 +40,8 @@ __int128 int_value(ScalarType t, std::uint64_t bits) {
       return static_cast<std::int32_t>(bits);
     case ScalarType::S64:
       return static_cast<std::int64_t>(bits);
+    case ScalarType::S8:
+      return static_cast<std::int8_t>(bits);
     default: {
       const int n = bits_of_type(t);
       return n == 64 ? static_cast<__int128>(bits)
@@ -47,11 +51,13 @@ __int128 int_value(ScalarType t, std::uint64_t bits) {
 }
 
 __int128 int_min(ScalarType t) {
+  if (t == ScalarType::S8) return std::numeric_limits<std::int8_t>::min();
   if (t == ScalarType::S32) return std::numeric_limits<std::int32_t>::min();
   if (t == ScalarType::S64) return std::numeric_limits<std::int64_t>::min();
   return 0;
 }
 __int128 int_max(ScalarType t) {
+  if (t == ScalarType::S8) return std::numeric_limits<std::int8_t>::max();
   if (t == ScalarType::S32) return std::numeric_limits<std::int32_t>::max();
   if (t == ScalarType::S64) return std::numeric_limits<std::int64_t>::max();
   const int n = bits_of_type(t);
@@ -59,6 +65,8 @@ __int128 int_max(ScalarType t) {
 }
 
 std::uint64_t int_bits(ScalarType t, __int128 v) {
+  // An s8 result fills its 16-bit register sign-extended, as ld.s8 does.
+  if (t == ScalarType::S8) return static_cast<std::uint16_t>(static_cast<std::int16_t>(v));
   const int n = bits_of_type(t);
   const auto u = static_cast<unsigned __int128>(v);
   return n == 64 ? static_cast<std::uint64_t>(u)
@@ -169,6 +177,75 @@ void f32_from_int(Ctx& c, const DInstr& in, std::uint32_t exec) {
             [&](std::uint32_t l) { d[l] = bits_of(static_cast<float>(static_cast<I>(a[l]))); });
 }
 
+// ---- cvt.rn.satfinite.e4m3x2.f32 d, hi, lo and its FP4 and ue8m0 kin ----
+// One f32 to its narrow encoding, by the pair type it goes into.
+template <ScalarType Pair>
+std::uint64_t narrow_one(const DInstr& in, std::uint64_t bits) {
+  const float v = f32_of(bits);
+  if constexpr (Pair == ScalarType::E4M3x2) return f32_to_e4m3_bits(v);
+  if constexpr (Pair == ScalarType::E5M2x2) return f32_to_e5m2_bits(v);
+  if constexpr (Pair == ScalarType::E2M1x2) return f32_to_e2m1_bits(v);
+  return f32_to_ue8m0_bits(v, in.rounding == Rounding::Rp, in.sat);
+}
+
+template <ScalarType Pair>
+void pack_narrow(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* hi = c.row(in.src[0]);
+  const std::uint64_t* lo = c.row(in.src[1]);
+  constexpr int kShift = Pair == ScalarType::E2M1x2 ? 4 : 8;
+  each_lane(exec, [&](std::uint32_t l) {
+    d[l] = (narrow_one<Pair>(in, hi[l]) << kShift) | narrow_one<Pair>(in, lo[l]);
+  });
+}
+
+// ---- cvt.rn.f16x2.e4m3x2 d, a (exact), cvt.rn.satfinite.e4m3x2.f16x2 d, a ----
+std::uint64_t f16_of_narrow(ScalarType from, std::uint64_t bits) {
+  const auto b = static_cast<std::uint8_t>(bits);
+  float v = 0;
+  switch (from) {
+    case ScalarType::E4M3x2:
+      v = e4m3_bits_to_f32(b);
+      break;
+    case ScalarType::E5M2x2:
+      v = e5m2_bits_to_f32(b);
+      break;
+    default:
+      v = e2m1_bits_to_f32(b);
+      break;
+  }
+  return v != v ? kCanonicalNan16 : f32_to_f16_bits(v);
+}
+
+void widen_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const int shift = in.src_type == ScalarType::E2M1x2 ? 4 : 8;
+  const std::uint64_t mask = (std::uint64_t{1} << shift) - 1;
+  each_lane(exec, [&](std::uint32_t l) {
+    if (in.src_type == ScalarType::UE8M0x2) {
+      const auto half = [](std::uint64_t b) -> std::uint64_t {
+        const float v = ue8m0_bits_to_f32(static_cast<std::uint8_t>(b));
+        return v != v ? kCanonicalNan16 : f32_to_bf16_bits(v);
+      };
+      d[l] = (half((a[l] >> 8) & 0xFF) << 16) | half(a[l] & 0xFF);
+      return;
+    }
+    d[l] = (f16_of_narrow(in.src_type, (a[l] >> shift) & mask) << 16) |
+           f16_of_narrow(in.src_type, a[l] & mask);
+  });
+}
+
+void narrow_f16_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  const auto one = [&](std::uint64_t half) -> std::uint64_t {
+    const float v = f16_bits_to_f32(static_cast<std::uint16_t>(half));
+    return in.type == ScalarType::E4M3x2 ? f32_to_e4m3_bits(v) : f32_to_e5m2_bits(v);
+  };
+  each_lane(exec, [&](std::uint32_t l) { d[l] = (one(a[l] >> 16) << 8) | one(a[l] & 0xFFFF); });
+}
+
 // ---- cvt.rn.f16x2.f32 d, hi, lo ----
 template <Fmt F>
 void pack_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
@@ -195,9 +272,17 @@ void pack_pair(Ctx& c, const DInstr& in, std::uint32_t exec) {
 // The semantics the instruction table names.
 Handler select_cvt_pack(const Instr& in) {
   if (in.src_type != ScalarType::F32) return nullptr;
+  if (in.type == ScalarType::E4M3x2) return &pack_narrow<ScalarType::E4M3x2>;
+  if (in.type == ScalarType::E5M2x2) return &pack_narrow<ScalarType::E5M2x2>;
+  if (in.type == ScalarType::E2M1x2) return &pack_narrow<ScalarType::E2M1x2>;
+  if (in.type == ScalarType::UE8M0x2) return &pack_narrow<ScalarType::UE8M0x2>;
   if (in.type == ScalarType::F16x2) return &pack_pair<Fmt::F16>;
   if (in.type == ScalarType::BF16x2) return &pack_pair<Fmt::BF16>;
   return nullptr;
+}
+
+Handler select_cvt_pair(const Instr& in) {
+  return in.src_type == ScalarType::F16x2 ? &narrow_f16_pair : &widen_pair;
 }
 
 Handler select_cvt(const Instr& in) {

@@ -280,8 +280,9 @@ Handler select_int_op(const Instr& in) {
       return for_type<std::uint32_t, O>(in);
     case ScalarType::F64:
       return for_type<std::uint64_t, O>(in);
+    default:
+      return nullptr;  // the 8-bit and narrow float types have no arithmetic
   }
-  return nullptr;
 }
 
 template Handler select_int_op<Op::Add>(const Instr&);

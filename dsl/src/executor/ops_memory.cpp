@@ -156,6 +156,11 @@ std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane
 
 namespace {
 
+// ld.s8 sign-extends the byte into its 16-bit register; every other load zero-extends.
+inline std::uint64_t loaded(const DInstr& in, std::uint64_t v) {
+  return in.type == ScalarType::S8 ? static_cast<std::uint16_t>(static_cast<std::int8_t>(v)) : v;
+}
+
 std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64_t address,
                         std::uint32_t bytes, bool write) {
   return shared_bytes(c, c, in, lane, address, bytes, write);
@@ -163,6 +168,8 @@ std::byte* shared_bytes(Ctx& c, const DInstr& in, std::uint32_t lane, std::int64
 
 inline std::uint64_t load_elem(const std::byte* p, std::uint32_t bytes) {
   switch (bytes) {
+    case 1:
+      return std::to_integer<std::uint64_t>(*p);
     case 2: {
       std::uint16_t v;
       std::memcpy(&v, p, 2);
@@ -183,6 +190,9 @@ inline std::uint64_t load_elem(const std::byte* p, std::uint32_t bytes) {
 
 inline void store_elem(std::byte* p, std::uint64_t v, std::uint32_t bytes) {
   switch (bytes) {
+    case 1:
+      *p = static_cast<std::byte>(v);
+      break;
     case 2: {
       const auto x = static_cast<std::uint16_t>(v);
       std::memcpy(p, &x, 2);
@@ -205,7 +215,9 @@ void ld_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
   each_lane(exec, [&](std::uint32_t l) {
     const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
     const std::byte* p = global_bytes(c, in, l, address, bytes, false);
-    for (std::uint32_t i = 0; i < in.vec; ++i) c.row(in.dst[i])[l] = load_elem(p + i * elem, elem);
+    for (std::uint32_t i = 0; i < in.vec; ++i) {
+      c.row(in.dst[i])[l] = loaded(in, load_elem(p + i * elem, elem));
+    }
   });
 }
 
@@ -236,7 +248,9 @@ void ld_shared(Ctx& c, const DInstr& in, std::uint32_t exec) {
     const std::int64_t address =
         static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset;
     const std::byte* p = shared_bytes(c, in, l, address, bytes, false);
-    for (std::uint32_t i = 0; i < in.vec; ++i) c.row(in.dst[i])[l] = load_elem(p + i * elem, elem);
+    for (std::uint32_t i = 0; i < in.vec; ++i) {
+      c.row(in.dst[i])[l] = loaded(in, load_elem(p + i * elem, elem));
+    }
   });
 }
 
@@ -253,7 +267,7 @@ void st_shared(Ctx& c, const DInstr& in, std::uint32_t exec) {
 }
 
 void ld_param(Ctx& c, const DInstr& in, std::uint32_t exec) {
-  const std::uint64_t v = load_elem(c.launch->params.data() + in.aux, in.elem_bytes);
+  const std::uint64_t v = loaded(in, load_elem(c.launch->params.data() + in.aux, in.elem_bytes));
   std::uint64_t* d = c.row(in.dst[0]);
   each_lane(exec, [&](std::uint32_t l) { d[l] = v; });
 }
@@ -493,10 +507,11 @@ std::byte* global_span(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint64
 
 namespace {
 
-// Scalar and vector accesses of 2-, 4- and 8-byte elements.
+// Scalar and vector accesses of 1-, 2-, 4- and 8-byte elements.
 bool plain_access(const Instr& in) {
   const int elem = size_bytes(in.type);
-  return (elem == 2 || elem == 4 || elem == 8) && (in.vec == 1 || in.vec == 2 || in.vec == 4);
+  return (elem == 1 || elem == 2 || elem == 4 || elem == 8) &&
+         (in.vec == 1 || in.vec == 2 || in.vec == 4);
 }
 
 }  // namespace

@@ -191,17 +191,23 @@ std::string Params::describe() const {
 }
 
 RunData& RunData::input(std::string name, std::vector<double> values) {
-  buffers[std::move(name)] = Buffer{std::move(values), false, false};
+  buffers[std::move(name)] = Buffer{std::move(values), false, false, std::nullopt};
   return *this;
 }
 
 RunData& RunData::output(std::string name, std::size_t count) {
-  buffers[std::move(name)] = Buffer{std::vector<double>(count, std::nan("")), true, true};
+  buffers[std::move(name)] =
+      Buffer{std::vector<double>(count, std::nan("")), true, true, std::nullopt};
+  return *this;
+}
+
+RunData& RunData::output(std::string name, std::size_t count, ScalarType element) {
+  buffers[std::move(name)] = Buffer{std::vector<double>(count, std::nan("")), true, true, element};
   return *this;
 }
 
 RunData& RunData::inout(std::string name, std::vector<double> values) {
-  buffers[std::move(name)] = Buffer{std::move(values), true, false};
+  buffers[std::move(name)] = Buffer{std::move(values), true, false, std::nullopt};
   return *this;
 }
 
@@ -222,22 +228,29 @@ double RunData::scalar(std::string_view name) const {
   return it->second;
 }
 
-Tolerance default_tolerance(ScalarType t) {
-  const auto ulps = [](int mantissa_bits) { return 4 * std::ldexp(1.0, -mantissa_bits); };
+Tolerance Tolerance::ulps(ScalarType t, double n) {
+  const auto of = [n](int mantissa_bits) {
+    const double e = n * std::ldexp(1.0, -mantissa_bits);
+    return Tolerance{e, e};
+  };
   switch (t) {
     case ScalarType::F64:
-      return {ulps(52), ulps(52)};
+      return of(52);
     case ScalarType::F32:
-      return {ulps(23), ulps(23)};
+      return of(23);
     case ScalarType::F16:
     case ScalarType::F16x2:
-      return {ulps(10), ulps(10)};
+      return of(10);
     case ScalarType::BF16:
     case ScalarType::BF16x2:
-      return {ulps(7), ulps(7)};
+      return of(7);
     default:
       return {0, 0};
   }
+}
+
+Tolerance default_tolerance(ScalarType t) {
+  return Tolerance::ulps(t, 4);
 }
 
 }  // namespace ptxdsl::tool

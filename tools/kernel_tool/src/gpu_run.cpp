@@ -44,7 +44,8 @@ tool::Outputs run_on_gpu(const tool::BuiltKernel& built, const tool::PreparedRun
   tool::Outputs out;
   for (const ParamSpec& p : ps) {
     if (!p.pointer || !run.data.buffers.at(p.name).output) continue;
-    out.emplace(p.name, tool::from_bytes(buffers.at(p.name).to_host(), p.element));
+    out.emplace(p.name,
+                tool::from_bytes(buffers.at(p.name).to_host(), tool::buffer_element(run.data, p)));
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "ptxdsl/cli/app.hpp"
@@ -247,6 +249,9 @@ class RunCommand : public Command {
         "with --cpu: print each instruction thread [CTA:]THREAD runs and what it writes");
     trace_limit_option_ = sub.add_option("--trace-limit", trace_limit_,
                                          "at most N traced instructions (default 10000)");
+    sub.add_option("--dump", dump_,
+                   "write every output element and its reference to FILE, one a line: output, "
+                   "type, index, got, want");
   }
 
   bool sized_by_options() const override { return true; }
@@ -275,6 +280,9 @@ class RunCommand : public Command {
           "give it inputs to run",
           def.name));
     }
+    // Checked before the run: a dump that cannot be written fails at once.
+    std::optional<OutputFile> dump;
+    if (!dump_.empty()) dump.emplace(dump_);
     const tool::BuiltKernel built = build(def, params);
     const tool::PreparedRun prepared = tool::prepare_run(def, params, built, seed);
     tool::Outputs got;
@@ -296,6 +304,11 @@ class RunCommand : public Command {
                params.describe(), arch_name(params.arch()), built.grid.x, built.grid.y,
                built.grid.z, built.block.x, built.block.y, built.block.z, seed, where);
     if (!trace_.empty()) print_trace(stats, limit);
+    if (dump) {
+      const tool::Expected want =
+          def.reference ? def.reference(params, prepared.data) : tool::Expected{};
+      dump->commit(dump_text(def, params, built, prepared, got, want, seed, where));
+    }
     if (!def.reference) {
       for (const auto& [name, values] : got) {
         const auto bad =
@@ -317,6 +330,28 @@ class RunCommand : public Command {
   }
 
  private:
+  // Every output element beside its reference (`-` where there is none), in the output's type.
+  static std::string dump_text(const KernelDefinition& def, const Params& params,
+                               const tool::BuiltKernel& built, const tool::PreparedRun& prepared,
+                               const tool::Outputs& got, const tool::Expected& want,
+                               std::uint64_t seed, const std::string& where) {
+    std::string out =
+        fmt::format("# {} {} ({}), seed {}, on {}\n# output type index got want\n", def.name,
+                    params.describe(), arch_name(params.arch()), seed, where);
+    for (const ParamSpec& p : built.contract.params) {
+      const auto g = got.find(p.name);
+      if (g == got.end()) continue;
+      const auto w = want.find(p.name);
+      const std::string_view type = ptx_name(tool::buffer_element(prepared.data, p));
+      for (std::size_t i = 0; i < g->second.size(); ++i) {
+        const bool has_want = w != want.end() && i < w->second.size();
+        out += fmt::format("{} {} {} {} {}\n", p.name, type, i, g->second[i],
+                           has_want ? fmt::format("{}", w->second[i]) : std::string("-"));
+      }
+    }
+    return out;
+  }
+
   void print_trace(const LaunchStats& stats, std::uint64_t limit) const {
     fmt::print("trace of thread {} (index, instruction, registers written):\n", trace_);
     fmt::print("{}", format_trace(stats.trace));
@@ -334,6 +369,7 @@ class RunCommand : public Command {
   std::string trace_;
   std::string trace_limit_ = "10000";
   const CLI::Option* trace_limit_option_ = nullptr;
+  std::string dump_;
 };
 
 }  // namespace

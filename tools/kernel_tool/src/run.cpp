@@ -10,6 +10,7 @@
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/half.hpp"
+#include "ptxdsl/dsl/narrow_float.hpp"
 
 namespace ptxdsl::tool {
 namespace {
@@ -43,11 +44,6 @@ std::string names_of(const std::vector<ParamSpec>& params, bool pointers) {
     if (p.pointer == pointers) names.push_back(p.name);
   }
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
-}
-
-// The element type a buffer parameter points to, or a scalar parameter's own.
-ScalarType element_of(const ParamSpec& p) {
-  return p.pointer ? p.element : p.type;
 }
 
 }  // namespace
@@ -87,6 +83,30 @@ std::vector<std::byte> to_bytes(const std::vector<double>& values, ScalarType el
         break;
       case ScalarType::S64:
         put(out, i, integer<std::int64_t>(v, element, what, i));
+        break;
+      // Byte types: integers, or float values rounded as cvt.rn.satfinite does; packed pairs
+      // and FP4 bytes as their raw bits.
+      case ScalarType::U8:
+      case ScalarType::B8:
+      case ScalarType::E2M1x2:
+        put(out, i, integer<std::uint8_t>(v, element, what, i));
+        break;
+      case ScalarType::S8:
+        put(out, i, integer<std::int8_t>(v, element, what, i));
+        break;
+      case ScalarType::E4M3:
+        put(out, i, f32_to_e4m3_bits(static_cast<float>(v)));
+        break;
+      case ScalarType::E5M2:
+        put(out, i, f32_to_e5m2_bits(static_cast<float>(v)));
+        break;
+      case ScalarType::UE8M0:
+        put(out, i, f32_to_ue8m0_bits(static_cast<float>(v), false, true));
+        break;
+      case ScalarType::E4M3x2:
+      case ScalarType::E5M2x2:
+      case ScalarType::UE8M0x2:
+        put(out, i, integer<std::uint16_t>(v, element, what, i));
         break;
       default:
         throw Error(fmt::format("{}: a run cannot hold values of {}", what, ptx_name(element)));
@@ -129,6 +149,28 @@ std::vector<double> from_bytes(const std::vector<std::byte>& bytes, ScalarType e
         break;
       case ScalarType::S64:
         out[i] = static_cast<double>(get<std::int64_t>(bytes, i));
+        break;
+      case ScalarType::U8:
+      case ScalarType::B8:
+      case ScalarType::E2M1x2:
+        out[i] = get<std::uint8_t>(bytes, i);
+        break;
+      case ScalarType::S8:
+        out[i] = get<std::int8_t>(bytes, i);
+        break;
+      case ScalarType::E4M3:
+        out[i] = e4m3_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::E5M2:
+        out[i] = e5m2_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::UE8M0:
+        out[i] = ue8m0_bits_to_f32(get<std::uint8_t>(bytes, i));
+        break;
+      case ScalarType::E4M3x2:
+      case ScalarType::E5M2x2:
+      case ScalarType::UE8M0x2:
+        out[i] = get<std::uint16_t>(bytes, i);
         break;
       default:
         throw Error(fmt::format("a run cannot hold values of {}", ptx_name(element)));
@@ -188,6 +230,11 @@ BuiltKernel build_kernel(const KernelDefinition& def, const Params& params) {
   return b;
 }
 
+ScalarType buffer_element(const RunData& data, const ParamSpec& p) {
+  const auto it = data.buffers.find(p.name);
+  return it != data.buffers.end() && it->second.element ? *it->second.element : p.element;
+}
+
 PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const BuiltKernel& built,
                         std::uint64_t seed) {
   if (!def.inputs) {
@@ -239,11 +286,12 @@ PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const
     if (buffer.values.empty()) {
       throw Error(fmt::format("kernel '{}': buffer '{}' is empty", def.name, p.name));
     }
+    const ScalarType element = buffer_element(run.data, p);
     std::vector<std::byte> bytes =
         buffer.poison
-            ? std::vector<std::byte>(buffer.values.size() * size_bytes(p.element), std::byte{0xFF})
-            : to_bytes(buffer.values, p.element, p.name);
-    buffer.values = from_bytes(bytes, p.element);
+            ? std::vector<std::byte>(buffer.values.size() * size_bytes(element), std::byte{0xFF})
+            : to_bytes(buffer.values, element, p.name);
+    buffer.values = from_bytes(bytes, element);
     run.bytes.emplace(p.name, std::move(bytes));
   }
   return run;
@@ -277,7 +325,7 @@ Outputs run_on_cpu(const BuiltKernel& built, const PreparedRun& run, const ExecO
     if (!p.pointer || !run.data.buffers.at(p.name).output) continue;
     const std::vector<std::byte> bytes =
         dev.download<std::byte>(at.at(p.name), run.bytes.at(p.name).size());
-    out.emplace(p.name, from_bytes(bytes, element_of(p)));
+    out.emplace(p.name, from_bytes(bytes, buffer_element(run.data, p)));
   }
   return out;
 }
@@ -302,9 +350,11 @@ std::string Verdict::summary() const {
     return fmt::format("{} has {} NaN or infinite element{} where the reference is finite",
                        worst->name, worst->nonfinite, worst->nonfinite == 1 ? "" : "s");
   }
+  const std::string type =
+      worst->element == ScalarType::F32 ? "" : fmt::format(" ({})", ptx_name(worst->element));
   return fmt::format(
-      "max abs err {:.3e}, worst {}[{}]: {:.3e} of its bound {:.3e} (got {}, want {})", max_abs,
-      worst->name, worst->worst, worst->worst_ratio, worst->worst_bound, worst->worst_got,
+      "max abs err {:.3e}, worst {}[{}]{}: {:.3e} of its bound {:.3e} (got {}, want {})", max_abs,
+      worst->name, worst->worst, type, worst->worst_ratio, worst->worst_bound, worst->worst_got,
       worst->worst_want);
 }
 
@@ -338,8 +388,9 @@ Verdict judge(const KernelDefinition& def, const Params& params, const BuiltKern
     }
     OutputVerdict o;
     o.name = p.name;
+    o.element = buffer_element(run.data, p);
     o.count = g->second.size();
-    o.tolerance = def.tolerance ? def.tolerance(params, p.name) : default_tolerance(p.element);
+    o.tolerance = def.tolerance ? def.tolerance(params, p.name) : default_tolerance(o.element);
     for (std::size_t i = 0; i < o.count; ++i) {
       const double want_i = w->second[i], got_i = g->second[i];
       const double bound = o.tolerance.abs + o.tolerance.rel * std::abs(want_i);

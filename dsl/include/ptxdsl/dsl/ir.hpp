@@ -96,6 +96,9 @@ enum class Op : std::uint8_t {
   Sin,       // sin.approx{.ftz}.f32 d, a
   Cos,       // cos.approx{.ftz}.f32 d, a
   Copysign,  // copysign.f32 d, a, b: b's magnitude with a's sign
+  // Narrow floats: one packed pair to another (`cvt.rn.f16x2.e4m3x2 d, a`,
+  // `cvt.rn.satfinite.e4m3x2.f16x2 d, a`, `cvt.rn.bf16x2.ue8m0x2 d, a`).
+  CvtPair,
   Shfl,
   Bar,
   Bra,

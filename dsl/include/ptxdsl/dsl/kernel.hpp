@@ -134,11 +134,14 @@ class Kernel {
     commit(std::move(in));
     return d;
   }
-  // Reinterpret the bits of a register as another type of the same size (`mov.b32`).
+  // Reinterpret the bits of a register as another type whose register has the same size
+  // (`mov.b32`); a byte and a byte pair share the 16-bit register (`mov.b16`).
   template <TypeTag To, TypeTag From>
-  requires(To::kBytes == From::kBytes) Reg<To> bitcast(Reg<From> a) {
+  requires(register_bytes(To::kType) == register_bytes(From::kType) &&
+           reg_class(To::kType) != RegClass::B8 && To::kType != ScalarType::Pred &&
+           From::kType != ScalarType::Pred) Reg<To> bitcast(Reg<From> a) {
     Reg<To> d = reg<To>();
-    Instr in = make(Op::Mov, bits_type(To::kBytes));
+    Instr in = make(Op::Mov, bits_type(register_bytes(To::kType)));
     in.ops = {def(d), use(a)};
     commit(std::move(in));
     return d;
@@ -392,7 +395,7 @@ class Kernel {
   template <TypeTag T>
   requires(T::kType != ScalarType::Pred) Reg<T> selp(SrcOf<T> a, SrcOf<T> b, Pred p) {
     Reg<T> d = reg<T>();
-    Instr in = make(Op::Selp, storage_type(T::kType));
+    Instr in = make(Op::Selp, move_type(T::kType));
     in.ops = {def(d), use(a), use(b), use(p)};
     commit(std::move(in));
     return d;
@@ -434,6 +437,55 @@ class Kernel {
     in.ops = {def(d), use(hi), use(lo)};
     commit(std::move(in));
     return d;
+  }
+
+  // Two f32 values to one FP8, FP4 or ue8m0 pair (`cvt.rn.satfinite.e4m3x2.f32 d, hi, lo`): `lo`
+  // lands in the low byte (FP4: the low nibble), the lower address once stored. FP8 and FP4 round
+  // to nearest even and saturate to the largest finite value (PTX has no other form); ue8m0 rounds
+  // toward zero (Rounding::Rz, the default) or up (Rounding::Rp) and saturates when `satfinite`.
+  template <NarrowPairTag Pair>
+  Reg<Pair> cvt_pack(Reg<F32> lo, Reg<F32> hi, Rounding r = Rounding::None, bool satfinite = true) {
+    Reg<Pair> d = reg<Pair>();
+    Instr in = make(Op::CvtPack, Pair::kType);
+    in.src_type = ScalarType::F32;
+    in.rounding = r != Rounding::None                  ? r
+                  : Pair::kType == ScalarType::UE8M0x2 ? Rounding::Rz
+                                                       : Rounding::Rn;
+    in.sat = satfinite;
+    in.ops = {def(d), use(hi), use(lo)};
+    commit(std::move(in));
+    return d;
+  }
+  // An f16 pair to an FP8 pair (`cvt.rn.satfinite.e4m3x2.f16x2 d, a`), halves to bytes in order.
+  template <NarrowPairTag Pair>
+  requires(Pair::kType == ScalarType::E4M3x2 ||
+           Pair::kType == ScalarType::E5M2x2) Reg<Pair> cvt_pack(Reg<F16x2> a) {
+    Reg<Pair> d = reg<Pair>();
+    cvt_pair_op(Pair::kType, ScalarType::F16x2, true, def(d), use(a));
+    return d;
+  }
+  // A narrow pair to the 16-bit pair that holds it exactly: FP8 and FP4 to f16x2
+  // (`cvt.rn.f16x2.e4m3x2 d, a`), ue8m0 to bf16x2 (`cvt.rn.bf16x2.ue8m0x2 d, a`).
+  template <NarrowPairTag Pair>
+  Reg<Unpacked<Pair>> cvt_unpack(Reg<Pair> a) {
+    Reg<Unpacked<Pair>> d = reg<Unpacked<Pair>>();
+    cvt_pair_op(Unpacked<Pair>::kType, Pair::kType, false, def(d), use(a));
+    return d;
+  }
+  // The two bytes of a 16-bit pair as single elements (`mov.b16` and `shr.u16`), low first: the
+  // e4m3 values of an e4m3x2, for a store of one byte.
+  template <TypeTag One, TypeTag Pair>
+  requires(One::kBytes == 1 && Pair::kBytes == 2 &&
+           reg_class(One::kType) == RegClass::B16) std::array < Reg<One>,
+  2 > split_bytes(Reg<Pair> p) {
+    std::array<Reg<One>, 2> bytes{reg<One>(), reg<One>()};
+    Instr lo = make(Op::Mov, ScalarType::B16);
+    lo.ops = {def(bytes[0]), use(p)};
+    commit(std::move(lo));
+    Instr hi = make(Op::Shr, ScalarType::U16);
+    hi.ops = {def(bytes[1]), use(p), use(Src<U32>(8))};
+    commit(std::move(hi));
+    return bytes;
   }
 
   // ---- memory: scalar and vector loads and stores in global, shared and param space ----
@@ -1005,6 +1057,7 @@ class Kernel {
   void commit(Instr in);
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
+  void cvt_pair_op(ScalarType to, ScalarType from, bool satfinite, Operand d, Operand a);
   void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
   void mapa_op(Operand d, Operand a, Operand rank);

@@ -8,7 +8,10 @@
 namespace ptxdsl {
 
 // Every PTX type the DSL speaks. f16/bf16 values live in .b16 registers and f16x2/bf16x2 in .b32
-// registers, as PTX requires.
+// registers, as PTX requires. The 8-bit types are one byte in memory and live in .b16 registers
+// (ld.u8 widens, st.u8 narrows); PTX has no arithmetic on them, only loads, stores and cvt. FP8
+// pairs (e4m3x2, e5m2x2) and ue8m0 scale pairs are .b16 values; an FP4 pair (e2m1x2) is one
+// byte, which cvt writes into a .b8 register.
 enum class ScalarType : std::uint8_t {
   Pred,
   B16,
@@ -25,11 +28,24 @@ enum class ScalarType : std::uint8_t {
   BF16x2,
   F32,
   F64,
+  // 8-bit integers, FP8/FP4 and scales: one byte in memory, or a pair in two.
+  B8,
+  U8,
+  S8,
+  E4M3,
+  E5M2,
+  E4M3x2,
+  E5M2x2,
+  E2M1x2,
+  UE8M0,
+  UE8M0x2,
 };
+inline constexpr int kScalarTypeCount = static_cast<int>(ScalarType::UE8M0x2) + 1;
 
 // The register file a value of a type lives in; one `.reg` declaration per class.
-enum class RegClass : std::uint8_t { Pred, B16, B32, B64, F32, F64 };
-inline constexpr int kRegClassCount = 6;
+// B8 holds what only cvt.*.e2m1x2 writes: PTX has no mov or selp of .b8 registers.
+enum class RegClass : std::uint8_t { Pred, B16, B32, B64, F32, F64, B8 };
+inline constexpr int kRegClassCount = 7;
 
 constexpr std::string_view ptx_name(ScalarType t) {
   switch (t) {
@@ -63,6 +79,26 @@ constexpr std::string_view ptx_name(ScalarType t) {
       return "f32";
     case ScalarType::F64:
       return "f64";
+    case ScalarType::B8:
+      return "b8";
+    case ScalarType::U8:
+      return "u8";
+    case ScalarType::S8:
+      return "s8";
+    case ScalarType::E4M3:
+      return "e4m3";
+    case ScalarType::E5M2:
+      return "e5m2";
+    case ScalarType::E4M3x2:
+      return "e4m3x2";
+    case ScalarType::E5M2x2:
+      return "e5m2x2";
+    case ScalarType::E2M1x2:
+      return "e2m1x2";
+    case ScalarType::UE8M0:
+      return "ue8m0";
+    case ScalarType::UE8M0x2:
+      return "ue8m0x2";
   }
   return "?";
 }
@@ -71,6 +107,18 @@ constexpr int size_bytes(ScalarType t) {
   switch (t) {
     case ScalarType::Pred:
       return 0;
+    case ScalarType::B8:
+    case ScalarType::U8:
+    case ScalarType::S8:
+    case ScalarType::E4M3:
+    case ScalarType::E5M2:
+    case ScalarType::E2M1x2:
+    case ScalarType::UE8M0:
+      return 1;
+    case ScalarType::E4M3x2:
+    case ScalarType::E5M2x2:
+    case ScalarType::UE8M0x2:
+      return 2;
     case ScalarType::B16:
     case ScalarType::U16:
     case ScalarType::F16:
@@ -100,10 +148,13 @@ constexpr RegClass reg_class(ScalarType t) {
       return RegClass::F32;
     case ScalarType::F64:
       return RegClass::F64;
+    case ScalarType::E2M1x2:
+      return RegClass::B8;
     default:
       break;
   }
   switch (size_bytes(t)) {
+    case 1:
     case 2:
       return RegClass::B16;
     case 4:
@@ -129,6 +180,16 @@ constexpr bool is_int(ScalarType t) {
 constexpr bool is_bits(ScalarType t) {
   return t == ScalarType::B16 || t == ScalarType::B32 || t == ScalarType::B64;
 }
+// u8 and s8: memory and cvt types, no arithmetic (PTX has no add.u8).
+constexpr bool is_byte_int(ScalarType t) {
+  return t == ScalarType::U8 || t == ScalarType::S8;
+}
+// FP8 and FP4 values and ue8m0 scales, single or paired: converted with cvt, never computed on.
+constexpr bool is_narrow_float(ScalarType t) {
+  return t == ScalarType::E4M3 || t == ScalarType::E5M2 || t == ScalarType::E4M3x2 ||
+         t == ScalarType::E5M2x2 || t == ScalarType::E2M1x2 || t == ScalarType::UE8M0 ||
+         t == ScalarType::UE8M0x2;
+}
 
 // The bit type of a size: b16, b32 or b64 (what logic instructions and bit casts spell).
 constexpr ScalarType bits_type(int bytes) {
@@ -152,9 +213,39 @@ constexpr ScalarType storage_type(ScalarType t) {
     case ScalarType::F16x2:
     case ScalarType::BF16x2:
       return ScalarType::B32;
+    case ScalarType::E4M3:
+    case ScalarType::E5M2:
+    case ScalarType::E2M1x2:
+    case ScalarType::UE8M0:
+      return ScalarType::B8;
+    case ScalarType::E4M3x2:
+    case ScalarType::E5M2x2:
+    case ScalarType::UE8M0x2:
+      return ScalarType::B16;
     default:
       return t;
   }
+}
+
+// The bytes of the register a value of `t` lives in (a byte lives in a 16-bit register).
+constexpr int register_bytes(ScalarType t) {
+  switch (reg_class(t)) {
+    case RegClass::B8:
+      return 1;
+    case RegClass::B16:
+      return 2;
+    case RegClass::B64:
+    case RegClass::F64:
+      return 8;
+    default:
+      return 4;
+  }
+}
+
+// Types as mov and selp spell them: a byte lives in a 16-bit register and moves as b16 (PTX has no
+// mov.b8); everything else as data movement spells it.
+constexpr ScalarType move_type(ScalarType t) {
+  return size_bytes(t) == 1 && reg_class(t) == RegClass::B16 ? ScalarType::B16 : storage_type(t);
 }
 
 // Build-time type tags: `Reg<F32>`, `GlobalPtr<F16>`...
@@ -178,6 +269,16 @@ PTXDSL_TYPE_TAG(F16x2, F16x2)
 PTXDSL_TYPE_TAG(BF16x2, BF16x2)
 PTXDSL_TYPE_TAG(F32, F32)
 PTXDSL_TYPE_TAG(F64, F64)
+PTXDSL_TYPE_TAG(B8, B8)
+PTXDSL_TYPE_TAG(U8, U8)
+PTXDSL_TYPE_TAG(S8, S8)
+PTXDSL_TYPE_TAG(E4M3, E4M3)
+PTXDSL_TYPE_TAG(E5M2, E5M2)
+PTXDSL_TYPE_TAG(E4M3x2, E4M3x2)
+PTXDSL_TYPE_TAG(E5M2x2, E5M2x2)
+PTXDSL_TYPE_TAG(E2M1x2, E2M1x2)
+PTXDSL_TYPE_TAG(UE8M0, UE8M0)
+PTXDSL_TYPE_TAG(UE8M0x2, UE8M0x2)
 #undef PTXDSL_TYPE_TAG
 
 template <class T>
@@ -217,15 +318,26 @@ concept F32OrF64Tag = TypeTag<T> &&(T::kType == ScalarType::F32 || T::kType == S
 // ex2.approx: f32 and the 16-bit floats, single or paired.
 template <class T>
 concept Ex2Tag = FloatTag<T> && T::kType != ScalarType::F64;
-// Types setp compares: everything but predicates and the paired 16-bit floats.
+// Types setp compares: everything but predicates, the paired 16-bit floats, and the 8-bit and
+// narrow float types (PTX has no setp.u8 or setp.e4m3).
 template <class T>
-concept CompareTag = TypeTag<T> && T::kType != ScalarType::Pred&& T::kType !=
-                     ScalarType::F16x2&& T::kType != ScalarType::BF16x2;
-// Types cvt converts between: integers and single floats (pairs go through cvt_pack / unpack).
+concept CompareTag =
+    TypeTag<T> && T::kType != ScalarType::Pred&& T::kType != ScalarType::F16x2&& T::kType !=
+        ScalarType::BF16x2 &&
+    !is_byte_int(T::kType) && !is_narrow_float(T::kType) && T::kType != ScalarType::B8;
+// Types cvt converts between: integers (8-bit ones included) and single floats (pairs go through
+// cvt_pack / unpack).
 template <class T>
 concept CvtTag = TypeTag<T> &&
-    (is_int(T::kType) || T::kType == ScalarType::F16 || T::kType == ScalarType::BF16 ||
-     T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
+    (is_int(T::kType) || is_byte_int(T::kType) || T::kType == ScalarType::F16 ||
+     T::kType == ScalarType::BF16 || T::kType == ScalarType::F32 || T::kType == ScalarType::F64);
+// The packed narrow formats two f32 values convert to (`cvt_pack`), and what each unpacks to.
+template <class T>
+concept NarrowPairTag = TypeTag<T> &&
+    (T::kType == ScalarType::E4M3x2 || T::kType == ScalarType::E5M2x2 ||
+     T::kType == ScalarType::E2M1x2 || T::kType == ScalarType::UE8M0x2);
+template <NarrowPairTag T>
+using Unpacked = std::conditional_t<T::kType == ScalarType::UE8M0x2, BF16x2, F16x2>;
 
 // dp4a / dp2a operands: 32-bit words of signed or unsigned bytes (halves).
 template <class T>

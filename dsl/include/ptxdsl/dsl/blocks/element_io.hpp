@@ -8,13 +8,15 @@
 
 #include "ptxdsl/dsl/kernel.hpp"
 
-// Element I/O: data of an element type chosen at build time (f32, f16, bf16) in memory, moved
-// with vector accesses of at most 16 bytes and converted to and from f32 registers. Arithmetic
-// happens in f32 whatever the storage type (docs/dsl.md, "Building blocks").
+// Element I/O: data of an element type chosen at build time (f32, f16, bf16, and the byte types
+// u8, s8, e4m3, e5m2) in memory, moved with vector accesses of at most 16 bytes and converted to
+// and from f32 registers. Arithmetic happens in f32 whatever the storage type (docs/dsl.md,
+// "Building blocks").
 namespace ptxdsl {
 
-// f32, f16 or bf16, the element types these blocks store; throws ptxdsl::Error naming `what` and
-// the type otherwise.
+// f32, f16, bf16, u8, s8, e4m3 or e5m2, the element types these blocks store; throws
+// ptxdsl::Error naming `what` and the type otherwise. (e2m1x2 and ue8m0 hold no one f32 value an
+// element: they have their own conversions.)
 void check_element_type(ScalarType t, std::string_view what);
 
 // An address of elements of `dtype` in state space S. The register base is viewed as b32 words;
@@ -42,12 +44,14 @@ SharedDPtr at(Kernel& k, SharedDPtr p, Reg<U32> index);
 using Values = std::vector<Reg<F32>>;
 
 // Elements as they sit in memory, in registers: f32 values, pairs of 16-bit values in b32 words
-// (lower address in the low half), or one lone 16-bit value.
+// (lower address in the low half), or one lone 16-bit value. Byte types: four bytes in each b32
+// word, two in a b16 half (n = 2), or one lone byte.
 struct Raw {
   ScalarType dtype = ScalarType::F32;
   std::vector<Reg<F32>> f32;
   std::vector<Reg<B32>> pairs;
   std::vector<Reg<B16>> halves;
+  std::vector<Reg<B8>> bytes;
 };
 
 // Loads `n` consecutive elements (n a power of two, the address aligned to n elements, or to
@@ -68,7 +72,8 @@ Raw zero_raw(Kernel& k, ScalarType d, std::uint32_t n);
 // To f32: f16 by cvt.f32.f16; bf16 by moving the bits into the high half (exact, and on sm_80,
 // where cvt.f32.bf16 does not exist).
 Values decode(Kernel& k, const Raw& r);
-// From f32, rounding to nearest even (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 for pairs).
+// From f32, rounding to nearest even (cvt.rn.f16x2.f32 / cvt.rn.bf16x2.f32 for pairs; FP8 by
+// cvt.rn.satfinite.e4m3x2.f32, saturating; u8/s8 by cvt.rni.sat, saturating).
 Raw encode(Kernel& k, std::span<const Reg<F32>> values, ScalarType d);
 
 // load_raw then decode; encode then store_raw.

@@ -90,8 +90,9 @@ struct Launch {
 // (nearest even), and the reference sees them as the kernel did.
 struct Buffer {
   std::vector<double> values;
-  bool output = false;  // compared with the reference after the run
-  bool poison = false;  // starts as all bits set (NaN) instead of `values`
+  bool output = false;                // compared with the reference after the run
+  bool poison = false;                // starts as all bits set (NaN) instead of `values`
+  std::optional<ScalarType> element;  // the elements' type, where not the pointer's
 };
 struct RunData {
   std::map<std::string, Buffer> buffers;
@@ -99,6 +100,9 @@ struct RunData {
 
   RunData& input(std::string name, std::vector<double> values);  // read by the kernel
   RunData& output(std::string name, std::size_t count);          // written; starts as NaN
+  // An output compared as `count` elements of `element` whatever the pointer's type (a kernel that
+  // stores e4m3 bytes through a b32 pointer): values, tolerance and messages in that type.
+  RunData& output(std::string name, std::size_t count, ScalarType element);
   RunData& inout(std::string name, std::vector<double> values);  // read, then written
   RunData& scalar(std::string name, double value);
   const std::vector<double>& values(std::string_view name) const;  // a buffer's
@@ -113,6 +117,9 @@ using Expected = std::map<std::string, std::vector<double>>;
 struct Tolerance {
   double abs = 0;
   double rel = 0;
+  // n units in the last place of 1.0 in `t`, absolute and relative (bf16: n * 2^-7); 0 for
+  // integers and the byte formats, which compare exactly.
+  static Tolerance ulps(ScalarType t, double n);
 };
 // Four units in the last place of 1.0 in `t`, absolute and relative: one rounding of an
 // elementwise result with room to spare; 0 for integers. A reduction wants its own.

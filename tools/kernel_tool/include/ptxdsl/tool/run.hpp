@@ -34,6 +34,9 @@ struct PreparedRun {
   RunData data;                                         // the values as the kernel sees them
   std::map<std::string, std::vector<std::byte>> bytes;  // each buffer's initial contents
 };
+// The type a buffer's elements are run and compared in: the one its RunData declares, else the
+// pointer parameter's.
+ScalarType buffer_element(const RunData& data, const ParamSpec& p);
 // Throws ptxdsl::Error when `def` has no inputs or they do not match the contract.
 PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const BuiltKernel& built,
                         std::uint64_t seed);
@@ -51,6 +54,7 @@ std::vector<double> from_bytes(const std::vector<std::byte>& bytes, ScalarType e
 // One output against its reference: the worst element as a share of its bound (<= 1 passes).
 struct OutputVerdict {
   std::string name;
+  ScalarType element = ScalarType::F32;  // what the values were compared as
   Tolerance tolerance;
   std::size_t count = 0;
   std::size_t worst = 0;  // the element whose error is the most of its bound
@@ -64,7 +68,8 @@ struct OutputVerdict {
 struct Verdict {
   std::vector<OutputVerdict> outputs;
   bool pass() const;
-  // "max abs err 1.2e-07, worst y[17]: 2.5e-01 of its bound 4.8e-07"
+  // "max abs err 1.2e-07, worst y[17]: 2.5e-01 of its bound 4.8e-07 (got .., want ..)"; an
+  // output of another type than f32 names it: "worst q[3] (e4m3): ..."
   std::string summary() const;
 };
 // Throws ptxdsl::Error when `def` has no reference, or it misses an output or has the wrong size.
