@@ -6,6 +6,7 @@
 #include "ptxdsl/dsl/blocks/cluster_slots.hpp"
 #include "ptxdsl/dsl/blocks/cluster_start.hpp"
 #include "ptxdsl/dsl/blocks/element_io.hpp"
+#include "ptxdsl/dsl/blocks/histogram.hpp"
 #include "ptxdsl/dsl/blocks/math.hpp"
 #include "ptxdsl/dsl/blocks/reduce_op.hpp"
 #include "ptxdsl/dsl/blocks/row_map.hpp"
