@@ -223,3 +223,28 @@ TEST_CASE("memcheck: atomics on misaligned addresses and racing plain accesses",
   CHECK_THAT(race, Contains("shared memory race at 0x0 ('faulty_s' + 0)"));
   CHECK_THAT(race, Contains("this write follows a write by thread (0, 0, 0) of warp 0"));
 }
+
+TEST_CASE("atomics on a peer's shared memory: every CTA of a cluster adds into rank 0's",
+          "[executor][atom][cluster]") {
+  Module m(Arch::Sm90);
+  Kernel& k = m.kernel("cluster_counts");
+  k.require_threads(64);
+  k.require_cluster({4, 1, 1});
+  auto out = k.param_ptr<U32>("out");
+  const SharedPtr<U32> counter = k.shared_array<U32>("counter", 2);
+  const Reg<U32> tid = k.tid_x(), rank = k.cluster_ctarank();
+  k.if_(k.setp(Cmp::Lt, tid, 2u), [&] { k.st(k.index(counter, tid), 0u); });
+  k.cluster_sync();
+  // Every thread of the cluster adds 1 into rank 0's first word and takes a ticket from its second.
+  k.red(AtomOp::Add, k.mapa(counter, 0u), 1u, {MemSem::Relaxed, Scope::Cluster});
+  const Reg<U32> ticket = k.atom(AtomOp::Inc, k.mapa(counter + 1, 0u), 0xFFFFFFFFu);
+  k.red(AtomOp::Max, out + 1, ticket);
+  k.cluster_sync();
+  k.if_(k.setp(Cmp::Eq, k.add(tid, rank), 0u), [&] { k.st(out, k.ld(counter)); });
+  k.finalize();
+  std::vector<std::uint32_t> o = {0, 0};
+  CpuDevice dev;
+  dev.launch(k, {8, 64}, {dev.map<std::uint32_t>(o, "out")});
+  CHECK(o[0] == 4 * 64);  // the last of the two clusters wrote it: each counts its own
+  CHECK(o[1] == 4 * 64 - 1);
+}

@@ -370,10 +370,11 @@ std::uint64_t atomic_update_word(std::byte* p, const DInstr& in, std::uint64_t b
   });
 }
 
-// atom and red in global or shared memory: every lane in turn, each one indivisible step (the
-// lanes of a warp run in lane order, as one interleaving the GPU may choose). atom writes each
-// lane's old value; red (`kResult` false) has no destination. cas reads b and c.
-template <bool kShared, bool kResult>
+// atom and red in global, shared or cluster shared memory: every lane in turn, each one
+// indivisible step (the lanes of a warp run in lane order, as one interleaving the GPU may
+// choose). atom writes each lane's old value; red (`kResult` false) has no destination. cas reads
+// b and c.
+template <Space S, bool kResult>
 void atomic_rmw(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const std::uint64_t* base = c.row(in.src[0]);
   const std::uint64_t* b = c.row(in.src[1]);
@@ -382,10 +383,15 @@ void atomic_rmw(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const auto bytes = static_cast<std::uint32_t>(size_bytes(in.type));
   each_lane(exec, [&](std::uint32_t l) {
     std::byte* p;
-    if constexpr (kShared) {
+    if constexpr (S == Space::Shared) {
       const std::int64_t address =
           static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset;
       p = shared_bytes(c, c, in, l, address, bytes, true, true);
+    } else if constexpr (S == Space::SharedCluster) {
+      const auto address = static_cast<std::uint32_t>(
+          static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset);
+      const ClusterAddress a = resolve_cluster(c, in, l, address);
+      p = shared_bytes(c, *a.owner, in, l, a.offset, bytes, true, true);
     } else {
       p = global_bytes(c, in, l, base[l] + static_cast<std::uint64_t>(in.offset), bytes, true);
     }
@@ -579,13 +585,15 @@ Handler select_st(const Instr& in) {
   return nullptr;
 }
 Handler select_atom(const Instr& in) {
-  if (in.space == Space::Global) return &atomic_rmw<false, true>;
-  if (in.space == Space::Shared) return &atomic_rmw<true, true>;
+  if (in.space == Space::Global) return &atomic_rmw<Space::Global, true>;
+  if (in.space == Space::Shared) return &atomic_rmw<Space::Shared, true>;
+  if (in.space == Space::SharedCluster) return &atomic_rmw<Space::SharedCluster, true>;
   return nullptr;
 }
 Handler select_red(const Instr& in) {
-  if (in.space == Space::Global) return &atomic_rmw<false, false>;
-  if (in.space == Space::Shared) return &atomic_rmw<true, false>;
+  if (in.space == Space::Global) return &atomic_rmw<Space::Global, false>;
+  if (in.space == Space::Shared) return &atomic_rmw<Space::Shared, false>;
+  if (in.space == Space::SharedCluster) return &atomic_rmw<Space::SharedCluster, false>;
   return nullptr;
 }
 Handler select_cp_async(const Instr&) {
