@@ -384,3 +384,68 @@ TEST_CASE("RowPerCta with a row layout: a SwiGLU's halves of [rows, 2·width], a
              }),
              Contains("a row of 1000 elements at offset 1000 does not fit in a stride of 1500"));
 }
+
+TEST_CASE("PeeledRow: odd widths and strides read by vectors between a head and a tail",
+          "[dsl][blocks][executor]") {
+  // y = 2x over each row and the row's sum; rows start at every offset mod the vector, so the
+  // head and the tail take every length from 0 to vec - 1.
+  const ScalarType types[] = {ScalarType::F32, ScalarType::F16, ScalarType::BF16};
+  for (const ScalarType t : types) {
+    for (const std::uint32_t width : {1u, 3u, 37u, 1001u}) {
+      for (const RowLayout layout : {RowLayout{}, RowLayout{width + 3, 1}}) {
+        const std::uint32_t stride = layout.stride == 0 ? width : layout.stride;
+        INFO(ptx_name(t) << " width " << width << " stride " << stride);
+        Module m;
+        Kernel& k = m.kernel("peeled");
+        const GlobalDPtr x = param_dptr(k, "x", t);
+        const GlobalDPtr y = param_dptr(k, "y", t);
+        const auto sums = k.param_ptr<F32>("sums");
+        PeeledRow row(k, width, t, 32, layout);
+        std::vector<Values> v = row.load(k, x);
+        for (Values& chunk : v) {
+          for (Reg<F32>& e : chunk) e = k.add(e, e);
+        }
+        row.store(k, y, v);
+        const Reg<F32> sum = row.reduce(k, v, Reduction::sum());
+        k.if_(k.setp(Cmp::Eq, row.tid(), 0u), [&] { k.st(k.index(sums, row.row()), sum); });
+        k.finalize();
+        if (width == 1001 && t != ScalarType::F32) {
+          CHECK_THAT(test::body_text(k), Contains("ld.global.nc.v4.b32"));
+        }
+        const std::uint32_t rows = 9;
+        const std::size_t n = std::size_t{stride} * rows;
+        std::vector<float> in(n), want(n, 5.0f), got(n);
+        std::vector<float> sum_got(rows, -1.0f), sum_want(rows, 0.0f);
+        for (std::uint32_t r = 0; r < rows; ++r) {
+          for (std::uint32_t i = 0; i < width; ++i) {
+            const std::size_t at = std::size_t{r} * stride + layout.offset + i;
+            in[at] = static_cast<float>((at * 7) % 19) - 9.0f;  // exact in bf16
+            want[at] = 2 * in[at];
+            sum_want[r] += want[at];
+          }
+        }
+        CpuDevice dev;
+        const LaunchConfig config{.grid = rows, .block = 32};
+        if (t == ScalarType::F32) {
+          std::fill(got.begin(), got.end(), 5.0f);
+          dev.launch(k, config,
+                     {dev.upload<float>(in, "x"), dev.map<float>(got, "y"),
+                      dev.map<float>(sum_got, "sums")});
+        } else {
+          std::vector<std::uint16_t> xb(n), yb(n, to_bits(t, 5.0f));
+          for (std::size_t i = 0; i < n; ++i) xb[i] = to_bits(t, in[i]);
+          dev.launch(k, config,
+                     {dev.upload<std::uint16_t>(xb, "x"), dev.map<std::uint16_t>(yb, "y"),
+                      dev.map<float>(sum_got, "sums")});
+          for (std::size_t i = 0; i < n; ++i) got[i] = from_bits(t, yb[i]);
+        }
+        CHECK(got == want);  // and nothing outside the rows written
+        CHECK(sum_got == sum_want);
+      }
+    }
+  }
+  Module m;
+  Kernel& k = m.kernel("k");
+  CHECK_THAT(test::error_of([&] { PeeledRow(k, 100, ScalarType::F16, 48); }),
+             Contains("PeeledRow: threads must be a power of two in [32, 1024], got 48"));
+}

@@ -8,6 +8,7 @@
 #include "ptxdsl/dsl/blocks/element_io.hpp"
 #include "ptxdsl/dsl/blocks/histogram.hpp"
 #include "ptxdsl/dsl/blocks/math.hpp"
+#include "ptxdsl/dsl/blocks/peeled_row.hpp"
 #include "ptxdsl/dsl/blocks/reduce_op.hpp"
 #include "ptxdsl/dsl/blocks/row_map.hpp"
 #include "ptxdsl/dsl/blocks/row_per_cta.hpp"
