@@ -77,8 +77,8 @@ for e in layer_norm_example rms_norm_example; do
 done
 grep -h "max error" "$logs/examples.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 
-# 2b. The kernel-tool examples (docs/examples: softmax, add_rms_norm, fp8_quant) on the GPU: their CTest tests
-# of label gpu. There a skip means no usable driver, so it fails.
+# 2b. The kernel-tool examples (docs/examples: softmax, add_rms_norm, fp8_quant, histogram) on the
+# GPU: their CTest tests of label gpu. There a skip means no usable driver, so it fails.
 examples_on_gpu() {
   local out rc
   out=$(ctest --test-dir "$build" -L gpu -R '^example_.*_gpu$' --output-on-failure \
@@ -158,11 +158,12 @@ else
     note "SKIP  sanitizer over ptxdsl run: $cli not built"
   fi
   # The kernel-tool examples: block reductions back to back (the reducer's alternating scratch),
-  # masked tails, each dtype.
+  # masked tails, each dtype; shared-memory atomics of every warp of a CTA (the histogram).
   for run in "softmax softmax_fwd --dtype bf16 --width 4097 --batch 67" \
     "softmax softmax_bwd --dtype f16 --width 1000 --batch 67" \
     "add_rms_norm add_rms_fwd --dtype f32 --width 4097 --batch 67" \
-    "fp8_quant fp8_quant --width 4097 --batch 67"; do
+    "fp8_quant fp8_quant --width 4097 --batch 67" \
+    "histogram histogram --width 4097 --batch 67 --bins 1000"; do
     read -r -a rargs <<<"$run"
     bin="$build/docs/examples/${rargs[0]}"
     if [[ ! -x "$bin" ]]; then

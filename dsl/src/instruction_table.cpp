@@ -16,7 +16,7 @@ Handler select_selp(const Instr& in);
 Handler select_cvta(const Instr& in);
 Handler select_shfl(const Instr& in);
 Handler select_create_policy(const Instr& in);
-Handler select_fence_gpu(const Instr& in);
+Handler select_fence(const Instr& in);
 Handler select_grid_dependency(const Instr& in);
 Handler select_cvt(const Instr& in);
 Handler select_cvt_pack(const Instr& in);
@@ -75,6 +75,90 @@ Handler select_arith(const Instr& in) {
   return is_float(in.type) ? select_float_op<O>(in) : select_int_op<O>(in);
 }
 
+// ---- the operations of atom and red ----
+
+// An atomic operation's spelling, the register types it takes, and whether PTX spells those as
+// bit types (.b32/.b64: and, or, xor, exch, cas).
+struct AtomForm {
+  AtomOp op;
+  std::string_view name;
+  TypeSet types;
+  bool bits = false;
+  bool red = true;  // red has it too (all but exch and cas)
+};
+
+constexpr TypeSet kAtomBits{ScalarType::B32, ScalarType::B64, ScalarType::U32,
+                            ScalarType::U64, ScalarType::S32, ScalarType::S64};
+constexpr std::array kAtomForms = {
+    AtomForm{AtomOp::Add,
+             ".add",
+             {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::F32, ScalarType::F64,
+              ScalarType::F16x2, ScalarType::BF16x2}},
+    AtomForm{AtomOp::Inc, ".inc", {ScalarType::U32}},
+    AtomForm{
+        AtomOp::Min, ".min", {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64}},
+    AtomForm{
+        AtomOp::Max, ".max", {ScalarType::U32, ScalarType::S32, ScalarType::U64, ScalarType::S64}},
+    AtomForm{AtomOp::And, ".and", kAtomBits, true},
+    AtomForm{AtomOp::Or, ".or", kAtomBits, true},
+    AtomForm{AtomOp::Xor, ".xor", kAtomBits, true},
+    AtomForm{AtomOp::Exch, ".exch", kAtomBits, true, false},
+    AtomForm{AtomOp::Cas, ".cas", kAtomBits, true, false},
+    AtomForm{AtomOp::Dec, ".dec", {ScalarType::U32}},
+};
+
+constexpr bool atom_forms_follow_ops() {
+  for (std::size_t i = 0; i < kAtomForms.size(); ++i) {
+    if (static_cast<std::size_t>(kAtomForms[i].op) != i) return false;
+  }
+  return kAtomForms.size() == static_cast<std::size_t>(AtomOp::Dec) + 1;
+}
+static_assert(atom_forms_follow_ops(), "one atom form per AtomOp, in AtomOp's order");
+
+const AtomForm& atom_form(AtomOp op) {
+  return kAtomForms[static_cast<std::size_t>(op)];
+}
+
+std::string type_names(TypeSet types) {
+  std::string names;
+  for (int t = 0; t <= static_cast<int>(ScalarType::F64); ++t) {
+    if (types.has(static_cast<ScalarType>(t))) {
+      names +=
+          fmt::format("{}.{}", names.empty() ? "" : ", ", ptx_name(static_cast<ScalarType>(t)));
+    }
+  }
+  return names;
+}
+
+// The operation, its type, the space, the ordering and (cas) the operand count of atom and red.
+std::string check_atom(const Instr& in) {
+  const AtomForm& form = atom_form(in.atom);
+  const std::string_view spelling = instruction(in.op).spelling;
+  if (in.op == Op::Red && !form.red) {
+    return fmt::format("red has no {} (atom has it)", form.name);
+  }
+  if (!form.types.has(in.type)) {
+    return fmt::format("{}{} takes the types {}, got .{}", spelling, form.name,
+                       type_names(form.types), ptx_name(in.type));
+  }
+  if (in.space != Space::Global && in.space != Space::Shared && in.space != Space::SharedCluster) {
+    return fmt::format("{} works on global and shared memory, got {}", spelling,
+                       in.space == Space::Param ? ".param" : "no space");
+  }
+  const bool red_sem =
+      in.sem == MemSem::None || in.sem == MemSem::Relaxed || in.sem == MemSem::Release;
+  if (in.op == Op::Red && !red_sem) return "red is .relaxed or .release";
+  if (in.sem == MemSem::Sc)
+    return "atom is .relaxed, .acquire, .release or .acq_rel (.sc is fence's)";
+  const std::size_t sources = in.ops.size() - (in.op == Op::Atom ? 2 : 1);
+  const std::size_t want = in.atom == AtomOp::Cas ? 2 : 1;
+  if (sources != want) {
+    return fmt::format("{}{} takes {} value operand{}, got {}", spelling, form.name, want,
+                       want == 1 ? "" : "s", sources);
+  }
+  return {};
+}
+
 // ---- the spellings of modifiers ----
 
 std::string_view rounding_name(Rounding r) {
@@ -121,8 +205,14 @@ std::string_view prefetch_level_name(PrefetchLevel level) {
 }
 
 std::string_view sem_name(MemSem m) {
-  static constexpr std::string_view kNames[] = {"", ".relaxed", ".release", ".acquire"};
+  static constexpr std::string_view kNames[] = {"",         ".relaxed", ".release",
+                                                ".acquire", ".acq_rel", ".sc"};
   return kNames[static_cast<int>(m)];
+}
+
+std::string_view scope_name(Scope s) {
+  static constexpr std::string_view kNames[] = {".cta", ".cluster", ".gpu", ".sys"};
+  return kNames[static_cast<int>(s)];
 }
 
 std::string_view shfl_name(ShflMode m) {
@@ -199,8 +289,11 @@ std::string ld_st_modifiers(const Instr& in) {
          (in.vec > 1 ? fmt::format(".v{}", in.vec) : "") + type_suffix(storage_type(in.type));
 }
 std::string atom_modifiers(const Instr& in) {
-  return std::string(space_name(in.space)) + (in.atom == AtomOp::Inc ? ".inc" : ".add") +
-         type_suffix(in.type);
+  const AtomForm& form = atom_form(in.atom);
+  const bool packed = in.type == ScalarType::F16x2 || in.type == ScalarType::BF16x2;
+  return std::string(sem_name(in.sem)) + std::string(in.scoped ? scope_name(in.scope) : "") +
+         std::string(space_name(in.space)) + std::string(form.name) + (packed ? ".noftz" : "") +
+         type_suffix(form.bits ? bits_type(size_bytes(in.type)) : in.type);
 }
 std::string pair_cvt_modifiers(const Instr& in) {
   return std::string(rounding_name(in.rounding)) + (in.sat ? ".satfinite" : "") +
@@ -246,6 +339,13 @@ Requirement narrow_cvt_needs(const Instr& in) {
 }
 
 // The L1/L2 cache hints came with PTX 7.4; `.shared::cluster` with sm_90.
+// bf16 pairs, the cluster scope and another CTA's shared memory came with sm_90.
+Requirement atom_needs(const Instr& in) {
+  const bool sm90 = in.type == ScalarType::BF16x2 || (in.scoped && in.scope == Scope::Cluster) ||
+                    in.space == Space::SharedCluster;
+  return sm90 ? kSm90Ptx78 : Requirement{};
+}
+
 Requirement ld_st_needs(const Instr& in) {
   Requirement r;
   if (in.eviction != Eviction::None || in.l2_cache_hint || in.l2_prefetch != 0) r = kSm80Ptx74;
@@ -281,6 +381,10 @@ constexpr TypeSet kLogic =
     kInts | TypeSet{ScalarType::B16, ScalarType::B32, ScalarType::B64, ScalarType::Pred};
 // ftz on the 32-bit and the IEEE half floats: what most float arithmetic takes.
 constexpr TypeSet kFtz{ScalarType::F32, ScalarType::F16, ScalarType::F16x2};
+// What atom and red take (each operation a part: kAtomForms).
+constexpr TypeSet kAtomTypes{ScalarType::B32,   ScalarType::B64,   ScalarType::U32, ScalarType::U64,
+                             ScalarType::S32,   ScalarType::S64,   ScalarType::F32, ScalarType::F64,
+                             ScalarType::F16x2, ScalarType::BF16x2};
 // Untyped families carry B32, which they do not print.
 constexpr TypeSet kUntyped{ScalarType::B32};
 
@@ -575,15 +679,19 @@ constexpr std::array kTable = {
     InstructionInfo{.op = Op::Atom,
                     .spelling = "atom",
                     .modifiers = atom_modifiers,
-                    .types = {ScalarType::U32, ScalarType::F32},
+                    .types = kAtomTypes,
                     .operands = Operands::AtomResult,
+                    .form_needs = atom_needs,
+                    .check = check_atom,
                     .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
                     .semantics = select_atom},
     InstructionInfo{.op = Op::Red,
                     .spelling = "red",
                     .modifiers = atom_modifiers,
-                    .types = {ScalarType::U32, ScalarType::F32},
+                    .types = kAtomTypes,
                     .operands = Operands::AtomNoResult,
+                    .form_needs = atom_needs,
+                    .check = check_atom,
                     .memory = {.reads = Mem::InstrSpace, .writes = Mem::InstrSpace},
                     .semantics = select_red},
     InstructionInfo{
@@ -684,11 +792,21 @@ constexpr std::array kTable = {
                     .types = kUntyped,
                     .least = kSm90Ptx80,
                     .semantics = select_fence_mbarrier_init},
-    InstructionInfo{.op = Op::FenceGpu,
-                    .spelling = "fence.acq_rel.gpu",
-                    .modifiers = no_modifiers,
-                    .types = kUntyped,
-                    .semantics = select_fence_gpu},
+    InstructionInfo{
+        .op = Op::Fence,
+        .spelling = "fence",
+        .modifiers =
+            [](const Instr& in) {
+              return std::string(sem_name(in.sem)) + std::string(scope_name(in.scope));
+            },
+        .types = kUntyped,
+        .form_needs =
+            [](const Instr& in) { return in.scope == Scope::Cluster ? kSm90Ptx78 : Requirement{}; },
+        .check = [](const Instr& in) -> std::string {
+          return in.sem == MemSem::Sc || in.sem == MemSem::AcqRel ? ""
+                                                                  : "a fence is .sc or .acq_rel";
+        },
+        .semantics = select_fence},
     InstructionInfo{.op = Op::CpAsyncBulk,
                     .spelling = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
                     .modifiers = no_modifiers,
@@ -726,12 +844,6 @@ constexpr std::array kTable = {
             [](const Instr& in) { return in.sem != MemSem::None ? kSm90Ptx80 : Requirement{}; },
         .flow = Flow::ClusterWait,
         .semantics = select_cluster_ordering},
-    InstructionInfo{.op = Op::FenceCluster,
-                    .spelling = "fence.acq_rel.cluster",
-                    .modifiers = no_modifiers,
-                    .types = kUntyped,
-                    .least = kSm90Ptx78,
-                    .semantics = select_cluster_ordering},
     InstructionInfo{.op = Op::FenceProxyAsync,
                     .spelling = "fence.proxy.async",
                     .modifiers = [](const Instr&) { return std::string(".shared::cta"); },

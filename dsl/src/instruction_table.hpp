@@ -48,7 +48,7 @@ enum class Operands : std::uint8_t {
   Mov,           // d, a; also packs d, {a, b}, unpacks {d, e}, a and special registers
   Load,          // d or {d...}, [a]
   Store,         // [a], b or {b...}
-  AtomResult,    // d, [a], b
+  AtomResult,    // d, [a], b{, c}
   AtomNoResult,  // [a], b
   CpAsync,       // [dst], [src], cp-size{, src-size}{, policy}
   Address,       // [a]

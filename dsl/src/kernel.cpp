@@ -369,7 +369,26 @@ void Kernel::atom_inc(Reg<U32> d, GlobalPtr<U32> addr, Src<U32> limit) {
 }
 
 void Kernel::fence_gpu() {
-  commit(make(Op::FenceGpu, ScalarType::B32));
+  fence(MemSem::AcqRel, Scope::Gpu);
+}
+
+void Kernel::fence(MemSem sem, Scope scope) {
+  Instr in = make(Op::Fence, ScalarType::B32);
+  in.sem = sem;
+  in.scope = scope;
+  commit(std::move(in));
+}
+
+void Kernel::atom_op(Op op, AtomOp atom, Space s, ScalarType t, AtomOrder order,
+                     std::vector<Operand> ops) {
+  Instr in = make(op, t);
+  in.space = s;
+  in.atom = atom;
+  in.sem = order.sem;
+  in.scoped = order.scope.has_value();
+  in.scope = order.scope.value_or(Scope::Cta);
+  in.ops = std::move(ops);
+  commit(std::move(in));
 }
 
 void Kernel::red_add(GlobalPtr<F32> addr, Src<F32> v) {
@@ -557,7 +576,7 @@ void Kernel::cluster_sync() {
 }
 
 void Kernel::fence_cluster() {
-  commit(make(Op::FenceCluster, ScalarType::B32));
+  fence(MemSem::AcqRel, Scope::Cluster);
 }
 
 void Kernel::fence_proxy_async() {

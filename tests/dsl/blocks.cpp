@@ -381,4 +381,169 @@ TEST_CASE("warp_compact: kept lanes packed in lane order, per warp", "[dsl][bloc
     CHECK(std::vector<std::uint32_t>(got.begin() + 32 * w, got.begin() + 32 * w + want.size()) ==
           want);
   }
+TEST_CASE("BlockHistogram: shared-memory bins, one global reduction a CTA, keys past the bins",
+          "[dsl][blocks]") {
+  // Each CTA counts `per_cta` keys (several a thread, the last CTA's slice shorter); keys at or
+  // past the bin count are not counted. Bins above and below the block size take both loops.
+  for (const std::uint32_t bins : {7u, 300u}) {
+    Module m(Arch::Sm80);
+    Kernel& k = m.kernel("histogram");
+    const auto keys = k.param_ptr<U32>("keys");
+    const auto counts = k.param_ptr<U32>("counts");
+    const Reg<U32> n = k.param<U32>("n");
+    constexpr std::uint32_t kBlock = 128, kPerCta = 1000;
+    k.require_threads(kBlock);
+    const Reg<U32> tid = k.tid_x();
+    const BlockHistogram histogram(k, bins, kBlock, tid);
+    const Reg<U32> first = k.mul(k.ctaid_x(), kPerCta);
+    const Reg<U32> end = k.min(k.add(first, kPerCta), n);
+    k.for_range(k.add(first, tid), end, kBlock,
+                [&](Reg<U32> i) { histogram.count(k, k.ld(k.index(keys, i))); });
+    histogram.flush(k, counts);
+    k.finalize();
+    test::require_assembles(m, /*no_spills=*/true);
+    const std::string ptx = test::body_text(k);
+    CHECK_THAT(ptx, Contains("red.shared.add.u32"));
+    CHECK_THAT(ptx, Contains("red.global.add.u32"));
+
+    const std::uint32_t total = 2 * kPerCta + 333;
+    std::vector<std::uint32_t> key(total), want(bins, 0), got(bins, 0);
+    for (std::uint32_t i = 0; i < total; ++i) {
+      key[i] = (i * 2654435761u >> 7) % (bins + bins / 3 + 1);
+      if (key[i] < bins) ++want[key[i]];
+    }
+    for (const unsigned threads : {1u, 3u}) {
+      std::fill(got.begin(), got.end(), 0u);
+      CpuDevice dev;
+      ExecOptions opt;
+      opt.threads = threads;
+      dev.launch(
+          k, {3, kBlock},
+          {dev.map<std::uint32_t>(key, "keys"), dev.map<std::uint32_t>(got, "counts"), total}, opt);
+      CHECK(got == want);
+    }
+  }
+  Module m(Arch::Sm80);
+  Kernel& k = m.kernel("k");
+  CHECK_THAT(test::error_of([&] { BlockHistogram(k, 0, 128, k.tid_x()); }),
+             Contains("kernel 'k': BlockHistogram: bins must be in [1, 12288], got 0"));
+  CHECK_THAT(test::error_of([&] { BlockHistogram(k, 16, 2048, k.tid_x()); }),
+             Contains("block must be in [1, 1024], got 2048"));
+}
+
+TEST_CASE("RowPerCta with a row layout: a SwiGLU's halves of [rows, 2·width], an offset output",
+          "[dsl][blocks][executor]") {
+  // y[r, w + i] = x[r, i] · x[r, width + i]: both inputs are rows 2·width apart, the second
+  // `width` in; the output rows are 3·width apart and start `width` in.
+  for (const std::uint32_t width : {1u, 33u, 1000u}) {
+    const ScalarType t = ScalarType::F32;
+    const RowLayout gate{2 * width, 0}, up{2 * width, width}, out{3 * width, width};
+    const RowMap map = RowMap::fit(width, t, 128, up);
+    INFO("width " << width << ": vec " << map.vec);
+    Module m;
+    Kernel& k = m.kernel("glu");
+    const GlobalDPtr x = param_dptr(k, "x", t);
+    const GlobalDPtr y = param_dptr(k, "y", t);
+    RowPerCta row(k, map);
+    std::vector<Values> a = row.load(k, x, gate);
+    const std::vector<Values> b = row.load(k, x, up);
+    for (std::size_t j = 0; j < a.size(); ++j) {
+      for (std::size_t e = 0; e < a[j].size(); ++e) a[j][e] = k.mul(a[j][e], b[j][e]);
+    }
+    row.store(k, y, out, a);
+    k.finalize();
+    const std::uint32_t rows = 3;
+    std::vector<float> in(2 * width * rows), got(3 * width * rows, -1.0f), want = got;
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 13) - 6.0f;
+    for (std::uint32_t r = 0; r < rows; ++r) {
+      for (std::uint32_t i = 0; i < width; ++i) {
+        want[r * 3 * width + width + i] = in[r * 2 * width + i] * in[r * 2 * width + width + i];
+      }
+    }
+    CpuDevice dev;
+    dev.launch(k, {.grid = rows, .block = map.threads},
+               {dev.upload<float>(in, "x"), dev.map<float>(got, "y")});
+    CHECK(got == want);
+  }
+  // A vector wider than the layout allows, a row past its stride.
+  CHECK(RowMap::fit(1000, ScalarType::F16, 256, {2000, 1000}).vec == 8);
+  CHECK(RowMap::fit(1000, ScalarType::F16, 256, {2002, 0}).vec == 2);
+  Module m;
+  Kernel& k = m.kernel("k");
+  const GlobalDPtr x = param_dptr(k, "x", ScalarType::F16);
+  RowPerCta row(k, RowMap::make(1000, 8, 128));
+  CHECK_THAT(test::error_of([&] {
+               row.load(k, x, RowLayout{2008, 1004});
+             }),
+             Contains("the row stride (2008) and offset (1004) must be multiples of the vector "
+                      "width 8"));
+  CHECK_THAT(test::error_of([&] {
+               row.load(k, x, RowLayout{1500, 1000});
+             }),
+             Contains("a row of 1000 elements at offset 1000 does not fit in a stride of 1500"));
+}
+
+TEST_CASE("PeeledRow: odd widths and strides read by vectors between a head and a tail",
+          "[dsl][blocks][executor]") {
+  // y = 2x over each row and the row's sum; rows start at every offset mod the vector, so the
+  // head and the tail take every length from 0 to vec - 1.
+  const ScalarType types[] = {ScalarType::F32, ScalarType::F16, ScalarType::BF16};
+  for (const ScalarType t : types) {
+    for (const std::uint32_t width : {1u, 3u, 37u, 1001u}) {
+      for (const RowLayout layout : {RowLayout{}, RowLayout{width + 3, 1}}) {
+        const std::uint32_t stride = layout.stride == 0 ? width : layout.stride;
+        INFO(ptx_name(t) << " width " << width << " stride " << stride);
+        Module m;
+        Kernel& k = m.kernel("peeled");
+        const GlobalDPtr x = param_dptr(k, "x", t);
+        const GlobalDPtr y = param_dptr(k, "y", t);
+        const auto sums = k.param_ptr<F32>("sums");
+        PeeledRow row(k, width, t, 32, layout);
+        std::vector<Values> v = row.load(k, x);
+        for (Values& chunk : v) {
+          for (Reg<F32>& e : chunk) e = k.add(e, e);
+        }
+        row.store(k, y, v);
+        const Reg<F32> sum = row.reduce(k, v, Reduction::sum());
+        k.if_(k.setp(Cmp::Eq, row.tid(), 0u), [&] { k.st(k.index(sums, row.row()), sum); });
+        k.finalize();
+        if (width == 1001 && t != ScalarType::F32) {
+          CHECK_THAT(test::body_text(k), Contains("ld.global.nc.v4.b32"));
+        }
+        const std::uint32_t rows = 9;
+        const std::size_t n = std::size_t{stride} * rows;
+        std::vector<float> in(n), want(n, 5.0f), got(n);
+        std::vector<float> sum_got(rows, -1.0f), sum_want(rows, 0.0f);
+        for (std::uint32_t r = 0; r < rows; ++r) {
+          for (std::uint32_t i = 0; i < width; ++i) {
+            const std::size_t at = std::size_t{r} * stride + layout.offset + i;
+            in[at] = static_cast<float>((at * 7) % 19) - 9.0f;  // exact in bf16
+            want[at] = 2 * in[at];
+            sum_want[r] += want[at];
+          }
+        }
+        CpuDevice dev;
+        const LaunchConfig config{.grid = rows, .block = 32};
+        if (t == ScalarType::F32) {
+          std::fill(got.begin(), got.end(), 5.0f);
+          dev.launch(k, config,
+                     {dev.upload<float>(in, "x"), dev.map<float>(got, "y"),
+                      dev.map<float>(sum_got, "sums")});
+        } else {
+          std::vector<std::uint16_t> xb(n), yb(n, to_bits(t, 5.0f));
+          for (std::size_t i = 0; i < n; ++i) xb[i] = to_bits(t, in[i]);
+          dev.launch(k, config,
+                     {dev.upload<std::uint16_t>(xb, "x"), dev.map<std::uint16_t>(yb, "y"),
+                      dev.map<float>(sum_got, "sums")});
+          for (std::size_t i = 0; i < n; ++i) got[i] = from_bits(t, yb[i]);
+        }
+        CHECK(got == want);  // and nothing outside the rows written
+        CHECK(sum_got == sum_want);
+      }
+    }
+  }
+  Module m;
+  Kernel& k = m.kernel("k");
+  CHECK_THAT(test::error_of([&] { PeeledRow(k, 100, ScalarType::F16, 48); }),
+             Contains("PeeledRow: threads must be a power of two in [32, 1024], got 48"));
 }

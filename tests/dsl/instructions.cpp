@@ -1097,4 +1097,81 @@ TEST_CASE("elect.sync: exact lines, assembled for sm_90 at PTX 8.0", "[dsl][inst
     CHECK(test::body_text(k) == table[i].expected);
   }
   test::require_assembles(m);
+namespace {
+
+// Atomics and fences: every operation on its types, both spaces, the orders and scopes.
+std::vector<Row> atomics() {
+  constexpr AtomOrder kCtaRelaxed{MemSem::Relaxed, Scope::Cta};
+  return {
+      ROW("atom.global.add.s32 %r16, [%rd8], %r4;", k.atom(AtomOp::Add, x.gp.as<S32>(), x.s[0])),
+      ROW("atom.shared.add.u32 %r16, [%r15+4], 1;", k.atom(AtomOp::Add, x.sp.as<U32>() + 1, 1u)),
+      ROW("atom.global.add.u64 %rd9, [%rd8], %rd1;", k.atom(AtomOp::Add, x.gp.as<U64>(), x.ud[0])),
+      ROW("atom.shared.add.f32 %f4, [%r15], %f1;", k.atom(AtomOp::Add, x.sp, x.a)),
+      ROW("atom.global.add.f64 %fd4, [%rd8], %fd1;", k.atom(AtomOp::Add, x.gp.as<F64>(), x.d[0])),
+      ROW("atom.global.add.noftz.f16x2 %r16, [%rd8], %r7;",
+          k.atom(AtomOp::Add, x.gp.as<F16x2>(), x.h2[0])),
+      ROW("atom.shared.add.noftz.f16x2 %r16, [%r15], %r7;",
+          k.atom(AtomOp::Add, x.sp.as<F16x2>(), x.h2[0])),
+      ROW_SM90("atom.global.add.noftz.bf16x2 %r16, [%rd8], %r10;",
+               k.atom(AtomOp::Add, x.gp.as<BF16x2>(), x.bh2[0])),
+      ROW("red.shared.add.noftz.f16x2 [%r15], %r7;", k.red(AtomOp::Add, x.sp.as<F16x2>(), x.h2[0])),
+      ROW_SM90("red.global.add.noftz.bf16x2 [%rd8], %r10;",
+               k.red(AtomOp::Add, x.gp.as<BF16x2>(), x.bh2[0])),
+      ROW("red.global.add.u32 [%rd8], %r1;", k.red(AtomOp::Add, x.gp.as<U32>(), x.u[0])),
+      ROW("atom.global.min.u32 %r16, [%rd8], %r1;", k.atom(AtomOp::Min, x.gp.as<U32>(), x.u[0])),
+      ROW("atom.shared.min.s32 %r16, [%r15], %r4;", k.atom(AtomOp::Min, x.sp.as<S32>(), x.s[0])),
+      ROW("atom.global.max.u64 %rd9, [%rd8], %rd1;", k.atom(AtomOp::Max, x.gp.as<U64>(), x.ud[0])),
+      ROW("atom.global.max.s64 %rd9, [%rd8], %rd4;", k.atom(AtomOp::Max, x.gp.as<S64>(), x.sd[0])),
+      ROW("red.shared.max.s32 [%r15], -3;", k.red(AtomOp::Max, x.sp.as<S32>(), -3)),
+      ROW("atom.global.and.b32 %r16, [%rd8], %r1;", k.atom(AtomOp::And, x.gp.as<U32>(), x.u[0])),
+      ROW("atom.shared.or.b32 %r16, [%r15], %r13;", k.atom(AtomOp::Or, x.sp.as<B32>(), x.b32[0])),
+      ROW("atom.global.xor.b64 %rd9, [%rd8], %rd6;", k.atom(AtomOp::Xor, x.gp.as<B64>(), x.b64[0])),
+      ROW("red.global.or.b32 [%rd8], 255;", k.red(AtomOp::Or, x.gp.as<U32>(), 255u)),
+      ROW("atom.global.exch.b32 %r16, [%rd8], %r1;", k.atom(AtomOp::Exch, x.gp.as<U32>(), x.u[0])),
+      ROW("atom.shared.exch.b64 %rd9, [%r15], %rd1;",
+          k.atom(AtomOp::Exch, x.sp.as<U64>(), x.ud[0])),
+      ROW("atom.global.cas.b32 %r16, [%rd8], %r1, %r2;",
+          k.atom_cas(x.gp.as<U32>(), x.u[0], x.u[1])),
+      ROW("atom.shared.cas.b64 %rd9, [%r15+8], %rd1, 0;",
+          k.atom_cas(x.sp.as<U64>() + 1, x.ud[0], std::uint64_t{0})),
+      ROW("atom.shared.inc.u32 %r16, [%r15], 15;", k.atom(AtomOp::Inc, x.sp.as<U32>(), 15u)),
+      ROW("atom.global.dec.u32 %r16, [%rd8], %r1;", k.atom(AtomOp::Dec, x.gp.as<U32>(), x.u[0])),
+      ROW("red.global.dec.u32 [%rd8], 9;", k.red(AtomOp::Dec, x.gp.as<U32>(), 9u)),
+      // orders and scopes
+      ROW("atom.relaxed.cta.shared.add.u32 %r16, [%r15], %r1;",
+          k.atom(AtomOp::Add, x.sp.as<U32>(), x.u[0], kCtaRelaxed)),
+      ROW("atom.acquire.gpu.global.add.u32 %r16, [%rd8], %r1;",
+          k.atom(AtomOp::Add, x.gp.as<U32>(), x.u[0], {MemSem::Acquire, Scope::Gpu})),
+      ROW("atom.release.sys.global.exch.b32 %r16, [%rd8], %r1;",
+          k.atom(AtomOp::Exch, x.gp.as<U32>(), x.u[0], {MemSem::Release, Scope::Sys})),
+      ROW("atom.acq_rel.global.cas.b32 %r16, [%rd8], %r1, %r2;",
+          k.atom_cas(x.gp.as<U32>(), x.u[0], x.u[1], {MemSem::AcqRel})),
+      ROW("atom.sys.global.add.f32 %f4, [%rd8], %f1;",
+          k.atom(AtomOp::Add, x.gp, x.a, {.scope = Scope::Sys})),
+      ROW_SM90("atom.acq_rel.cluster.global.add.u32 %r16, [%rd8], %r1;",
+               k.atom(AtomOp::Add, x.gp.as<U32>(), x.u[0], {MemSem::AcqRel, Scope::Cluster})),
+      ROW("red.release.gpu.global.add.u32 [%rd8], %r1;",
+          k.red(AtomOp::Add, x.gp.as<U32>(), x.u[0], {MemSem::Release, Scope::Gpu})),
+      ROW("red.relaxed.cta.shared.add.u32 [%r15], 1;",
+          k.red(AtomOp::Add, x.sp.as<U32>(), 1u, kCtaRelaxed)),
+      ROW_SM90("mapa.shared::cluster.u32 %r16, %r15, 1;\n"
+               "atom.shared::cluster.add.u32 %r17, [%r16], %r1;",
+               k.atom(AtomOp::Add, k.mapa(x.sp.as<U32>(), 1u), x.u[0])),
+      // fences
+      ROW("fence.sc.cta;", k.fence(MemSem::Sc, Scope::Cta)),
+      ROW("fence.sc.gpu;", k.fence(MemSem::Sc, Scope::Gpu)),
+      ROW("fence.sc.sys;", k.fence(MemSem::Sc, Scope::Sys)),
+      ROW("fence.acq_rel.cta;", k.fence(MemSem::AcqRel, Scope::Cta)),
+      ROW("fence.acq_rel.gpu;", k.fence(MemSem::AcqRel, Scope::Gpu)),
+      ROW("fence.acq_rel.sys;", k.fence(MemSem::AcqRel, Scope::Sys)),
+      ROW_SM90("fence.sc.cluster;", k.fence(MemSem::Sc, Scope::Cluster)),
+      ROW_SM90("fence.acq_rel.cluster;", k.fence_cluster()),
+  };
+}
+
+}  // namespace
+
+TEST_CASE("atomics and fences: atom red fence in every operation, space and order",
+          "[dsl][instructions]") {
+  check_table(atomics(), "atomics");
 }

@@ -729,4 +729,42 @@ TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl
   CHECK_MISUSE(k100.cvt_pack<UE8M0x2>(c, c, Rounding::Rn), "k100",
                "instruction 'cvt.rn.satfinite.ue8m0x2.f32'",
                "a cvt to ue8m0x2 rounds with .rz or .rp");
+TEST_CASE("atomics and fences: operations, types, orders and targets are checked",
+          "[dsl][misuse]") {
+  Module m80(Arch::Sm80);
+  Kernel& k80 = m80.kernel("k80");
+  const GlobalPtr<U32> g80{k80.reg<U64>(), 0};
+  CHECK_MISUSE(k80.atom(AtomOp::Add, g80.as<BF16x2>(), k80.reg<BF16x2>()), "k80",
+               "instruction 'atom.global.add.noftz.bf16x2'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.red(AtomOp::Add, g80, 1u, {MemSem::Relaxed, Scope::Cluster}), "k80",
+               "instruction 'red.relaxed.cluster.global.add.u32'",
+               "needs sm_90 or newer; the module targets sm_80");
+  CHECK_MISUSE(k80.fence(MemSem::Sc, Scope::Cluster), "k80", "instruction 'fence.sc.cluster'",
+               "needs sm_90 or newer; the module targets sm_80");
+
+  Module m(Arch::Sm90);
+  Kernel& k = m.kernel("k");
+  const GlobalPtr<U32> g{k.reg<U64>(), 0};
+  const SharedPtr<F32> s{k.reg<U32>(), 0};
+  CHECK_MISUSE(k.atom(AtomOp::Inc, g.as<S32>(), 1), "k", "instruction 'atom.global.inc.s32'",
+               "atom.inc takes the types .u32, got .s32");
+  CHECK_MISUSE(k.atom(AtomOp::Min, s, 1.0f), "k", "instruction 'atom.shared.min.f32'",
+               "atom.min takes the types .u32, .u64, .s32, .s64, got .f32");
+  CHECK_MISUSE(k.atom(AtomOp::And, s, 1.0f), "k", "instruction 'atom.shared.and.b32'", "got .f32");
+  CHECK_MISUSE(k.atom(AtomOp::Add, g.as<S64>(), std::int64_t{1}), "k",
+               "instruction 'atom.global.add.s64'", "atom.add takes the types");
+  CHECK_MISUSE(k.red(AtomOp::Exch, g, 1u), "k", "instruction 'red.global.exch.b32'",
+               "red has no .exch (atom has it)");
+  CHECK_MISUSE(k.red(AtomOp::Add, g, 1u, {MemSem::Acquire}), "k",
+               "instruction 'red.acquire.global.add.u32'", "red is .relaxed or .release");
+  CHECK_MISUSE(k.atom(AtomOp::Add, g, 1u, {MemSem::Sc}), "k", "instruction 'atom.sc.global",
+               ".sc is fence's");
+  CHECK_MISUSE(k.atom(AtomOp::Cas, g, 1u), "k", "instruction 'atom.global.cas.b32'",
+               "atom.cas takes 2 value operands, got 1");
+  CHECK_MISUSE(k.atom(AtomOp::Add, Ptr<Space::Param, U32>{k.reg<U64>(), 0}, 1u), "k",
+               "instruction 'atom.param.add.u32'",
+               "atom works on global and shared memory, got .param");
+  CHECK_MISUSE(k.fence(MemSem::Relaxed, Scope::Gpu), "k", "instruction 'fence.relaxed.gpu'",
+               "a fence is .sc or .acq_rel");
 }

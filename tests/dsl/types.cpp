@@ -206,6 +206,22 @@ static_assert(CanParam<U8> && CanParam<E4M3>);
 
 }  // namespace
 
+// atom and red take 32/64-bit integers and bits, f32, f64 and the 16-bit float pairs, with a
+// value of the pointer's type.
+template <class P, class V>
+concept CanAtom = requires(Kernel& k, P p, V v) {
+  k.atom(AtomOp::Add, p, v);
+};
+template <class P, class V>
+concept CanRed = requires(Kernel& k, P p, V v) {
+  k.red(AtomOp::Add, p, v);
+};
+static_assert(CanAtom<SharedPtr<U32>, Reg<U32>> && CanAtom<GlobalPtr<F16x2>, Reg<F16x2>>);
+static_assert(CanRed<GlobalPtr<S64>, Reg<S64>> && CanAtom<SharedPtr<F64>, Reg<F64>>);
+static_assert(!CanAtom<GlobalPtr<F16>, Reg<F16>> && !CanAtom<SharedPtr<U16>, Reg<U16>>);
+static_assert(!CanAtom<GlobalPtr<U32>, Reg<F32>> && !CanRed<SharedPtr<F32>, Reg<U32>>);
+static_assert(!CanAtom<GlobalPtr<U64>, Reg<U32>> && !CanRed<GlobalPtr<BF16>, Reg<BF16>>);
+
 TEST_CASE("type misuse does not compile (checked by static_assert)", "[dsl][types]") {
   // The checks above ran when this file compiled; this case records that they exist.
   SUCCEED("compile-time checks passed");

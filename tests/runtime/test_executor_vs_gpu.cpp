@@ -203,3 +203,149 @@ TEST_CASE("the CPU executor computes what the GPU computes", "[gpu][executor]") 
     }
   }
 }
+
+namespace {
+
+// One atomic form on one word: the word before, b and (cas) c; 32-bit types use the low half of
+// their 64-bit slot.
+struct AtomCase {
+  AtomOp op;
+  ScalarType type;
+  std::uint64_t word, b, c = 0;
+};
+
+template <AtomTag T>
+void emit_atom_case(Kernel& k, std::size_t i, const AtomCase& a, bool shared, GlobalPtr<U64> words,
+                    GlobalPtr<U64> bs, GlobalPtr<U64> cs, GlobalPtr<U64> olds) {
+  const GlobalPtr<T> word = (words + static_cast<std::int64_t>(i)).as<T>();
+  const Reg<T> b = k.ld((bs + static_cast<std::int64_t>(i)).as<T>());
+  const Reg<T> c = k.ld((cs + static_cast<std::int64_t>(i)).as<T>());
+  const auto apply = [&](auto p) {
+    return a.op == AtomOp::Cas ? k.atom_cas(p, b, c) : k.atom(a.op, p, b);
+  };
+  Reg<T> old;
+  if (shared) {
+    const SharedPtr<T> s = k.shared_array<T>("word" + std::to_string(i), 1);
+    k.st(s, k.ld(word));
+    old = apply(s);
+    k.st(word, k.ld(s));
+  } else {
+    old = apply(word);
+  }
+  k.st((olds + static_cast<std::int64_t>(i)).as<T>(), old);
+}
+
+}  // namespace
+
+TEST_CASE("the CPU executor's atomics compute what the GPU's do", "[gpu][executor][atom]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  using S = ScalarType;
+  const std::vector<AtomCase> cases = {
+      {AtomOp::Add, S::U32, 0xFFFFFFFFu, 2},
+      {AtomOp::Add, S::S32, 0xFFFFFFFBu, 3},
+      {AtomOp::Add, S::U64, 1ull << 40, 7},
+      {AtomOp::Add, S::F32, 0x3FC00000u, 0x40100000u},  // 1.5 + 2.25
+      {AtomOp::Add, S::F32, 1, 1},                      // subnormals flushed
+      {AtomOp::Add, S::F64, 0x3FB999999999999Aull, 0x3FC999999999999Aull},
+      {AtomOp::Add, S::F64, 1, 1},  // subnormals kept
+      {AtomOp::Add, S::F16x2, 0x7BFF0001u, 0x7BFF0001u},
+      {AtomOp::Add, S::F16x2, 0xC0003C00u, 0x38003800u},
+      {AtomOp::Add, S::BF16x2, 0x3F803F80u, 0x3F803B80u},  // a tie to even
+      {AtomOp::Add, S::BF16x2, 0x00003F80u, 0x00003C40u},
+      {AtomOp::Min, S::U32, 5, 0xFFFFFFFFu},
+      {AtomOp::Min, S::S32, 5, 0xFFFFFFFFu},
+      {AtomOp::Max, S::U32, 5, 0xFFFFFFFFu},
+      {AtomOp::Max, S::S32, 5, 0xFFFFFFFFu},
+      {AtomOp::Min, S::S64, 1, ~0ull},
+      {AtomOp::Max, S::U64, 1, ~0ull},
+      {AtomOp::And, S::B32, 0b1100, 0b1010},
+      {AtomOp::Or, S::U32, 0b1100, 0b1010},
+      {AtomOp::Xor, S::B64, 0xF0000000'0000000Cull, 0xFF000000'0000000Aull},
+      {AtomOp::Exch, S::U32, 7, 9},
+      {AtomOp::Exch, S::U64, 1ull << 50, 3},
+      {AtomOp::Cas, S::U32, 7, 7, 42},
+      {AtomOp::Cas, S::U32, 8, 7, 42},
+      {AtomOp::Cas, S::B64, 1ull << 32, 1ull << 32, 3},
+      {AtomOp::Inc, S::U32, 3, 9},
+      {AtomOp::Inc, S::U32, 9, 9},
+      {AtomOp::Inc, S::U32, 12, 9},
+      {AtomOp::Dec, S::U32, 5, 9},
+      {AtomOp::Dec, S::U32, 0, 9},
+      {AtomOp::Dec, S::U32, 12, 9},
+  };
+  for (const bool shared : {false, true}) {
+    INFO((shared ? "shared" : "global") << " memory");
+    Module m(Arch::Sm90);
+    Kernel& k = m.kernel("atoms");
+    k.require_threads(1);
+    const auto words = k.param_ptr<U64>("words");
+    const auto bs = k.param_ptr<U64>("bs");
+    const auto cs = k.param_ptr<U64>("cs");
+    const auto olds = k.param_ptr<U64>("olds");
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const AtomCase& a = cases[i];
+      switch (a.type) {
+        case S::U32:
+          emit_atom_case<U32>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::S32:
+          emit_atom_case<S32>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::B32:
+          emit_atom_case<B32>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::U64:
+          emit_atom_case<U64>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::S64:
+          emit_atom_case<S64>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::B64:
+          emit_atom_case<B64>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::F32:
+          emit_atom_case<F32>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::F64:
+          emit_atom_case<F64>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        case S::F16x2:
+          emit_atom_case<F16x2>(k, i, a, shared, words, bs, cs, olds);
+          break;
+        default:
+          emit_atom_case<BF16x2>(k, i, a, shared, words, bs, cs, olds);
+          break;
+      }
+    }
+    k.finalize();
+    std::vector<std::uint64_t> w, b, c;
+    for (const AtomCase& a : cases) {
+      w.push_back(a.word);
+      b.push_back(a.b);
+      c.push_back(a.c);
+    }
+    // The executor's words and old values.
+    std::vector<std::uint64_t> cpu_w = w, cpu_old(cases.size(), 0);
+    CpuDevice dev;
+    dev.launch(k, {1, 1},
+               {dev.map<std::uint64_t>(cpu_w, "words"), dev.upload<std::uint64_t>(b, "bs"),
+                dev.upload<std::uint64_t>(c, "cs"), dev.map<std::uint64_t>(cpu_old, "olds")});
+    // The GPU's.
+    const runtime::Function fn(runtime::ModuleCache::global().get(ctx, m.emit(), "atoms"),
+                               k.contract());
+    runtime::DeviceBuffer<std::uint64_t> dw(ctx, std::span<const std::uint64_t>(w));
+    runtime::DeviceBuffer<std::uint64_t> db(ctx, std::span<const std::uint64_t>(b));
+    runtime::DeviceBuffer<std::uint64_t> dc(ctx, std::span<const std::uint64_t>(c));
+    runtime::DeviceBuffer<std::uint64_t> dold(ctx, std::span<const std::uint64_t>(cpu_old));
+    runtime::Stream s(ctx);
+    runtime::launch(fn, 1, 1, 0, s, dw, db, dc, dold);
+    s.synchronize();
+    const std::vector<std::uint64_t> gpu_w = dw.to_host(), gpu_old = dold.to_host();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      INFO("case " << i << ": " << ptx_name(cases[i].type) << ", word " << std::hex << cases[i].word
+                   << ", b " << cases[i].b);
+      CHECK(cpu_w[i] == gpu_w[i]);
+      CHECK(cpu_old[i] == gpu_old[i]);
+    }
+  }
+}

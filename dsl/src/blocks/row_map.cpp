@@ -42,14 +42,39 @@ std::uint32_t RowMap::full_lanes(std::uint32_t j, std::uint32_t row_width) const
 }
 
 RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads) {
+  return fit(width, dtype, max_threads, RowLayout{});
+}
+
+RowMap RowMap::fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads,
+                   const RowLayout& layout) {
   check_element_type(dtype, "a row's element type");
   if (max_threads < 32 || max_threads > 1024 || !std::has_single_bit(max_threads)) {
     throw Error(
         fmt::format("max_threads must be a power of two in [32, 1024], got {}", max_threads));
   }
-  const std::uint32_t vec = vector_elems_for(dtype, width);
+  const std::uint32_t stride = layout.stride_for(width, 1);
+  const std::uint64_t offset_bytes = std::uint64_t{layout.offset} * size_bytes(dtype);
+  const std::uint32_t vec =
+      std::min(vector_elems_for(dtype, width), vector_elems_for(dtype, stride, offset_bytes));
   const std::uint32_t vectors = (width + vec - 1) / vec;
   return make(width, vec, std::clamp(std::bit_ceil(vectors), 32u, max_threads));
+}
+
+std::uint32_t RowLayout::stride_for(std::uint32_t width, std::uint32_t vec) const {
+  const std::uint32_t rows_apart = stride == 0 ? width : stride;
+  if (std::uint64_t{offset} + width > rows_apart) {
+    throw Error(fmt::format("a row of {} elements at offset {} does not fit in a stride of {}",
+                            width, offset, rows_apart));
+  }
+  // Packed rows are the map's own business (RowMap::make may take a width no vector divides).
+  const bool packed = stride == 0 && offset == 0;
+  if (!packed && (rows_apart % vec != 0 || offset % vec != 0)) {
+    throw Error(fmt::format(
+        "the row stride ({}) and offset ({}) must be multiples of the vector width {} (RowMap::fit "
+        "with the layout picks one)",
+        rows_apart, offset, vec));
+  }
+  return rows_apart;
 }
 
 std::vector<RowMap::TailPiece> RowMap::tail_pieces() const {

@@ -17,12 +17,18 @@ RowPerCta::RowPerCta(Kernel& k, const RowMap& map, std::uint32_t max_values)
       masks_(k, lanes_, std::nullopt),
       reducer_(Reducer::block(k, map.threads, tid_, max_values)) {}
 
-GlobalDPtr RowPerCta::thread_row(Kernel& k, GlobalDPtr p) const {
-  return at(k, row_of(k, p, row_, map().width), lanes_.first_element());
+GlobalDPtr RowPerCta::thread_row(Kernel& k, GlobalDPtr p, const RowLayout& layout) const {
+  const std::uint32_t stride = layout.stride_for(map().width, map().vec);
+  return at(k, row_of(k, p, row_, stride), lanes_.first_element()) + layout.offset;
 }
 
 std::vector<Values> RowPerCta::load(Kernel& k, GlobalDPtr p, MemHints h) const {
-  const GlobalDPtr mine = thread_row(k, p);
+  return load(k, p, RowLayout{}, h);
+}
+
+std::vector<Values> RowPerCta::load(Kernel& k, GlobalDPtr p, const RowLayout& layout,
+                                    MemHints h) const {
+  const GlobalDPtr mine = thread_row(k, p, layout);
   std::vector<Values> chunks;
   for (std::uint32_t j = 0; j < map().chunks; ++j)
     chunks.push_back(load_chunk(k, masks_, mine, j, h));
@@ -31,7 +37,12 @@ std::vector<Values> RowPerCta::load(Kernel& k, GlobalDPtr p, MemHints h) const {
 
 void RowPerCta::store(Kernel& k, GlobalDPtr p, const std::vector<Values>& chunks,
                       MemHints h) const {
-  const GlobalDPtr mine = thread_row(k, p);
+  store(k, p, RowLayout{}, chunks, h);
+}
+
+void RowPerCta::store(Kernel& k, GlobalDPtr p, const RowLayout& layout,
+                      const std::vector<Values>& chunks, MemHints h) const {
+  const GlobalDPtr mine = thread_row(k, p, layout);
   for (std::uint32_t j = 0; j < map().chunks; ++j) store_chunk(k, masks_, mine, j, chunks.at(j), h);
 }
 

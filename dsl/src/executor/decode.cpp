@@ -200,10 +200,10 @@ class Decoder {
         for (std::uint32_t s : values(in.ops[1], false)) add_src(d, s);
         break;
       case Operands::AtomResult:
-        if (in.ops.size() != 3) fail(in, "atom takes d, [a], b");
+        if (in.ops.size() != 3 && in.ops.size() != 4) fail(in, "atom takes d, [a], b{, c}");
         add_dst(d, dest(in, in.ops[0]));
         address(in, d, in.ops[1]);
-        add_src(d, source(in, in.ops[2]));
+        for (std::size_t i = 2; i < in.ops.size(); ++i) add_src(d, source(in, in.ops[i]));
         break;
       default:  // AtomNoResult
         address(in, d, in.ops[0]);

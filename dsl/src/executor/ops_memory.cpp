@@ -8,8 +8,8 @@
 #include "program.hpp"
 
 // ld / st in global, shared and param space (scalar, v2, v4; cache hints have no effect here),
-// atom/red add.f32. Every access is checked: alignment, bounds, and in shared memory, that some
-// thread wrote the bytes before they are read.
+// atom and red in global and shared memory. Every access is checked: alignment, bounds, and in
+// shared memory, that some thread wrote the bytes before they are read.
 namespace ptxdsl::detail {
 namespace {
 
@@ -49,8 +49,10 @@ inline std::uint32_t access_bytes(const DInstr& in) {
 // Accesses of one warp are ordered (its lanes run in program order); accesses of two warps of a
 // CTA only by a barrier between them (bar.sync or barrier.cluster); accesses of two CTAs of a
 // cluster only by a barrier.cluster. `owner` holds the bytes and their records; c accesses them.
+// An atomic is checked as a write against the plain accesses recorded and leaves no record, so
+// that atomics never race with each other (a plain access after them is then not checked).
 void check_race(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane, const SharedRange& range,
-                std::size_t offset, std::uint32_t bytes, bool write) {
+                std::size_t offset, std::uint32_t bytes, bool write, bool atomic) {
   const auto me = static_cast<std::uint16_t>(c.w->index * kLanes + lane);
   const std::uint32_t warp = c.w->index, epoch = c.epoch, cluster_epoch = c.cluster->epoch;
   const auto rank = static_cast<std::uint8_t>(c.rank);
@@ -95,6 +97,7 @@ void check_race(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane, const 
         race(i, owner.reader[i], owner.read_rank[i], owner.read_instr[i],
              "this write follows a read by");
       }
+      if (atomic) continue;
       owner.write_epoch[i] = epoch;
       owner.write_cluster_epoch[i] = cluster_epoch;
       owner.write_rank[i] = rank;
@@ -121,17 +124,17 @@ void check_race(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane, const 
 }  // namespace
 
 std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
-                        std::int64_t address, std::uint32_t bytes, bool write) {
+                        std::int64_t address, std::uint32_t bytes, bool write, bool atomic) {
   const SharedRange* range = &shared_range(c, in, lane, address, bytes, write);
   const auto offset = static_cast<std::size_t>(address);
   if (owner.copies_in_flight > 0) {
     check_not_in_flight(c, owner, in, lane, *range, offset, bytes, write);
   }
   if (c.launch->options.check_shared_races) {
-    check_race(c, owner, in, lane, *range, offset, bytes, write);
+    check_race(c, owner, in, lane, *range, offset, bytes, write, atomic);
   }
   std::uint8_t* init = owner.shared_init.data() + offset;
-  if (write) {
+  if (write && !atomic) {
     std::memset(init, 0xFF, bytes);
   } else if (c.launch->options.check_uninitialized_shared) {
     for (std::uint32_t i = 0; i < bytes; ++i) {
@@ -151,6 +154,7 @@ std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane
                         address + i, range->name, address + i - range->begin));
     }
   }
+  if (atomic) std::memset(init, 0xFF, bytes);
   return owner.shared.data() + offset;
 }
 
@@ -272,79 +276,141 @@ void ld_param(Ctx& c, const DInstr& in, std::uint32_t exec) {
   each_lane(exec, [&](std::uint32_t l) { d[l] = v; });
 }
 
-// A u32 read-modify-write, *p = next(old), returning old: atomic where the host bytes are
-// aligned for std::atomic_ref (CTAs may run on several host threads).
-template <typename Next>
-std::uint32_t atomic_update_u32(std::byte* p, Next next) {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) == 0) {
-    std::atomic_ref<std::uint32_t> ref(*reinterpret_cast<std::uint32_t*>(p));
-    std::uint32_t old = ref.load(std::memory_order_relaxed);
+// A read-modify-write of a 32- or 64-bit word, *p = next(old), returning old: atomic where the
+// host bytes are aligned for std::atomic_ref (CTAs may run on several host threads; the warps of
+// one cluster run on one, so shared memory needs nothing more).
+template <typename Word, typename Next>
+Word atomic_update(std::byte* p, Next next) {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(Word) == 0) {
+    std::atomic_ref<Word> ref(*reinterpret_cast<Word*>(p));
+    Word old = ref.load(std::memory_order_relaxed);
     while (!ref.compare_exchange_weak(old, next(old), std::memory_order_relaxed)) {
     }
     return old;
   }
-  std::uint32_t old;
-  std::memcpy(&old, p, 4);
-  const std::uint32_t value = next(old);
-  std::memcpy(p, &value, 4);
+  Word old;
+  std::memcpy(&old, p, sizeof(Word));
+  const Word value = next(old);
+  std::memcpy(p, &value, sizeof(Word));
   return old;
 }
 
-// atom.global.add.f32 / red.global.add.f32: round to nearest even, subnormal inputs and results
-// flushed to sign-preserving zero, as PTX documents for the f32 atomic add.
-float atomic_add_f32(std::byte* p, float v) {
-  const auto add = [](std::uint32_t old_bits, float x) {
-    float old = f32_of(old_bits);
-    if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
-    float r = old + x;
-    if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
-    return static_cast<std::uint32_t>(r != r ? kCanonicalNanF32 : bits_of(r));
+// atom/red add.f32: round to nearest even, subnormal inputs and results flushed to
+// sign-preserving zero, as PTX documents for the f32 atomic add.
+std::uint64_t add_f32(std::uint64_t old_bits, std::uint64_t b_bits) {
+  float old = f32_of(old_bits), b = f32_of(b_bits);
+  if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
+  if (is_subnormal(b, kF32)) b = std::copysign(0.0f, b);
+  float r = old + b;
+  if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
+  return r != r ? kCanonicalNanF32 : bits_of(r);
+}
+
+// add.noftz.f16x2 / .bf16x2: each half rounded to nearest even, subnormals kept.
+template <Fmt F>
+std::uint64_t add_pair(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t out = 0;
+  for (int s = 0; s < 32; s += 16) {
+    const Exact sum = exact_add(decode(F, (a >> s) & 0xFFFF), decode(F, (b >> s) & 0xFFFF));
+    const double r = std::isfinite(sum.x)
+                         ? round_to_format(sum.x, sum.sticky, Rounding::Rn, format_of(F))
+                         : sum.x;
+    out |= (encode(F, r) & 0xFFFF) << s;
+  }
+  return out;
+}
+
+template <typename Int>
+Int as_int(std::uint64_t bits) {
+  return static_cast<Int>(bits);
+}
+
+// The new value of an atomic word: op(old, b), or for cas old == b ? c : old. Integers compare
+// signed or unsigned by the instruction's type; u32 inc/dec wrap at b.
+std::uint64_t atomic_result(const DInstr& in, std::uint64_t old, std::uint64_t b, std::uint64_t c) {
+  const bool wide = size_bytes(in.type) == 8;
+  const std::uint64_t mask = wide ? ~std::uint64_t{0} : 0xFFFFFFFFull;
+  const bool is_signed = is_signed_int(in.type);
+  const auto less = [&](std::uint64_t x, std::uint64_t y) {
+    if (!is_signed) return x < y;
+    return wide ? as_int<std::int64_t>(x) < as_int<std::int64_t>(y)
+                : as_int<std::int32_t>(x) < as_int<std::int32_t>(y);
   };
-  if (is_subnormal(v, kF32)) v = std::copysign(0.0f, v);
-  return f32_of(atomic_update_u32(p, [&](std::uint32_t old) { return add(old, v); }));
+  switch (in.atom) {
+    case AtomOp::Add:
+      switch (in.type) {
+        case ScalarType::F32:
+          return add_f32(old, b);
+        case ScalarType::F64: {
+          const double r = f64_of(old) + f64_of(b);
+          return r != r ? kCanonicalNanF64 : bits_of(r);
+        }
+        case ScalarType::F16x2:
+          return add_pair<Fmt::F16>(old, b);
+        case ScalarType::BF16x2:
+          return add_pair<Fmt::BF16>(old, b);
+        default:
+          return (old + b) & mask;
+      }
+    case AtomOp::Inc:
+      return old >= b ? 0 : old + 1;
+    case AtomOp::Dec:
+      return old == 0 || old > b ? b : old - 1;
+    case AtomOp::Min:
+      return less(b, old) ? b : old;
+    case AtomOp::Max:
+      return less(old, b) ? b : old;
+    case AtomOp::And:
+      return old & b;
+    case AtomOp::Or:
+      return old | b;
+    case AtomOp::Xor:
+      return old ^ b;
+    case AtomOp::Exch:
+      return b;
+    case AtomOp::Cas:
+      return old == b ? c : old;
+  }
+  return old;
 }
 
-// atom.global.add.u32, wrapping as PTX's does.
-std::uint32_t atomic_add_u32(std::byte* p, std::uint32_t v) {
-  return atomic_update_u32(p, [v](std::uint32_t old) { return old + v; });
-}
-
-// atom.global.inc.u32: back to 0 at `limit`, else one up.
-std::uint32_t atomic_inc_u32(std::byte* p, std::uint32_t limit) {
-  return atomic_update_u32(p, [limit](std::uint32_t old) { return old >= limit ? 0u : old + 1; });
-}
-
-// atom.global.add/inc: every lane's old value, by `add(bytes, value bits)`.
-template <typename Add>
-void atom_lanes(Ctx& c, const DInstr& in, std::uint32_t exec, Add add) {
-  const std::uint64_t* base = c.row(in.src[0]);
-  const std::uint64_t* v = c.row(in.src[1]);
-  std::uint64_t* d = c.row(in.dst[0]);
-  each_lane(exec, [&](std::uint32_t l) {
-    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
-    d[l] = add(global_bytes(c, in, l, address, 4, true), static_cast<std::uint32_t>(v[l]));
+std::uint64_t atomic_update_word(std::byte* p, const DInstr& in, std::uint64_t b, std::uint64_t c) {
+  if (size_bytes(in.type) == 8) {
+    return atomic_update<std::uint64_t>(
+        p, [&](std::uint64_t old) { return atomic_result(in, old, b, c); });
+  }
+  return atomic_update<std::uint32_t>(p, [&](std::uint32_t old) {
+    return static_cast<std::uint32_t>(atomic_result(in, old, b & 0xFFFFFFFFu, c & 0xFFFFFFFFu));
   });
 }
 
-void atom_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
-  atom_lanes(c, in, exec,
-             [](std::byte* p, std::uint32_t v) { return bits_of(atomic_add_f32(p, f32_of(v))); });
-}
-
-void atom_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
-  atom_lanes(c, in, exec, &atomic_add_u32);
-}
-
-void atom_inc_global_u32(Ctx& c, const DInstr& in, std::uint32_t exec) {
-  atom_lanes(c, in, exec, &atomic_inc_u32);
-}
-
-void red_global(Ctx& c, const DInstr& in, std::uint32_t exec) {
+// atom and red in global, shared or cluster shared memory: every lane in turn, each one
+// indivisible step (the lanes of a warp run in lane order, as one interleaving the GPU may
+// choose). atom writes each lane's old value; red (`kResult` false) has no destination. cas reads
+// b and c.
+template <Space S, bool kResult>
+void atomic_rmw(Ctx& c, const DInstr& in, std::uint32_t exec) {
   const std::uint64_t* base = c.row(in.src[0]);
-  const std::uint64_t* v = c.row(in.src[1]);
+  const std::uint64_t* b = c.row(in.src[1]);
+  const std::uint64_t* value = in.nsrc > 2 ? c.row(in.src[2]) : b;
+  std::uint64_t* d = kResult ? c.row(in.dst[0]) : nullptr;
+  const auto bytes = static_cast<std::uint32_t>(size_bytes(in.type));
   each_lane(exec, [&](std::uint32_t l) {
-    const std::uint64_t address = base[l] + static_cast<std::uint64_t>(in.offset);
-    atomic_add_f32(global_bytes(c, in, l, address, 4, true), f32_of(v[l]));
+    std::byte* p;
+    if constexpr (S == Space::Shared) {
+      const std::int64_t address =
+          static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset;
+      p = shared_bytes(c, c, in, l, address, bytes, true, true);
+    } else if constexpr (S == Space::SharedCluster) {
+      const auto address = static_cast<std::uint32_t>(
+          static_cast<std::int64_t>(static_cast<std::uint32_t>(base[l])) + in.offset);
+      const ClusterAddress a = resolve_cluster(c, in, l, address);
+      p = shared_bytes(c, *a.owner, in, l, a.offset, bytes, true, true);
+    } else {
+      p = global_bytes(c, in, l, base[l] + static_cast<std::uint64_t>(in.offset), bytes, true);
+    }
+    const std::uint64_t old = atomic_update_word(p, in, b[l], value[l]);
+    if constexpr (kResult) d[l] = old;
   });
 }
 
@@ -373,7 +439,8 @@ void cp_async(Ctx& c, const DInstr& in, std::uint32_t exec) {
     check_not_in_flight(c, in, l, range, offset, bytes, true);
     // The copy may land any time from now: a write, for the race check, from here as well as at
     // the wait that completes it.
-    if (c.launch->options.check_shared_races) check_race(c, c, in, l, range, offset, bytes, true);
+    if (c.launch->options.check_shared_races)
+      check_race(c, c, in, l, range, offset, bytes, true, false);
     AsyncCopy copy;
     copy.lane = l;
     copy.group = c.w->committed[l];
@@ -533,14 +600,16 @@ Handler select_st(const Instr& in) {
   return nullptr;
 }
 Handler select_atom(const Instr& in) {
-  if (!plain_access(in) || in.space != Space::Global) return nullptr;
-  if (in.type == ScalarType::U32) {
-    return in.atom == AtomOp::Inc ? &atom_inc_global_u32 : &atom_global_u32;
-  }
-  return in.type == ScalarType::F32 ? &atom_global : nullptr;
+  if (in.space == Space::Global) return &atomic_rmw<Space::Global, true>;
+  if (in.space == Space::Shared) return &atomic_rmw<Space::Shared, true>;
+  if (in.space == Space::SharedCluster) return &atomic_rmw<Space::SharedCluster, true>;
+  return nullptr;
 }
 Handler select_red(const Instr& in) {
-  return in.space == Space::Global && in.type == ScalarType::F32 ? &red_global : nullptr;
+  if (in.space == Space::Global) return &atomic_rmw<Space::Global, false>;
+  if (in.space == Space::Shared) return &atomic_rmw<Space::Shared, false>;
+  if (in.space == Space::SharedCluster) return &atomic_rmw<Space::SharedCluster, false>;
+  return nullptr;
 }
 Handler select_cp_async(const Instr&) {
   return &cp_async;

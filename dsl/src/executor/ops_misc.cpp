@@ -373,9 +373,10 @@ void setmaxnreg(Ctx& c, const DInstr& in, std::uint32_t exec) {
   check_aligned(c, in, exec);
 }
 
-// fence.acq_rel.gpu: CTAs may run on several host threads, whose atomics it orders.
-void fence_gpu(Ctx&, const DInstr&, std::uint32_t) {
-  std::atomic_thread_fence(std::memory_order_acq_rel);
+// fence at any scope: CTAs may run on several host threads, whose atomics it orders (within a
+// cluster, one host thread runs every warp in some interleaving, already sequentially consistent).
+void fence(Ctx&, const DInstr&, std::uint32_t) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 }  // namespace
@@ -390,8 +391,8 @@ Handler select_setmaxnreg(const Instr&) {
 Handler select_grid_dependency(const Instr&) {
   return &grid_dependency;
 }
-Handler select_fence_gpu(const Instr&) {
-  return &fence_gpu;
+Handler select_fence(const Instr&) {
+  return &fence;
 }
 Handler select_create_policy(const Instr&) {
   return &create_policy;

@@ -274,9 +274,10 @@ inline void check_not_in_flight(Ctx& c, const DInstr& in, std::uint32_t lane,
 }
 // The bytes [address, +bytes) of `owner`'s shared memory (c's own, or a peer's) as thread `lane`
 // of c reads or writes them: bounds, alignment, copies in flight, the race check, and for reads
-// that some thread wrote them.
+// that some thread wrote them. An atomic read-modify-write (`atomic`) reads and writes; it races
+// with unordered plain accesses, never with other atomics.
 std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane,
-                        std::int64_t address, std::uint32_t bytes, bool write);
+                        std::int64_t address, std::uint32_t bytes, bool write, bool atomic = false);
 
 // A `.shared::cluster` address resolved: the CTA whose shared memory it is, and the offset there.
 struct ClusterAddress {

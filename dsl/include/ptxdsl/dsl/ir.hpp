@@ -42,6 +42,7 @@ enum class Op : std::uint8_t {
   Cvta,     // cvta.to.global.u64
   Ld,
   St,
+  // atom{.sem}{.scope}.space.op.type d, [a], b{, c}; red the same without d (AtomOp: the op).
   Atom,
   Red,
   CpAsync,            // cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}
@@ -53,14 +54,13 @@ enum class Op : std::uint8_t {
   MbarrierArrive,     // mbarrier.arrive{.expect_tx}.shared::cta.b64 _, [bar]{, tx}
   MbarrierWait,       // mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity
   FenceMbarrierInit,  // fence.mbarrier_init.release.cluster
-  FenceGpu,           // fence.acq_rel.gpu
+  Fence,              // fence.{sc, acq_rel}.{cta, cluster, gpu, sys}
   CpAsyncBulk,  // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [d], [s], n,
                 // [bar]
   // Thread-block clusters (sm_90): distributed shared memory and the cluster barrier.
   Mapa,                // mapa.shared::cluster.u32 d, a, rank
   BarClusterArrive,    // barrier.cluster.arrive{.release, .relaxed}{.aligned}
   BarClusterWait,      // barrier.cluster.wait{.acquire}{.aligned}
-  FenceCluster,        // fence.acq_rel.cluster
   FenceProxyAsync,     // fence.proxy.async.shared::cta
   MbarrierExpectTx,    // mbarrier.expect_tx.relaxed.cluster.shared::cta.b64 [bar], tx
   MbarrierCompleteTx,  // mbarrier.complete_tx.relaxed.cluster.{shared::cta, shared::cluster}.b64
@@ -134,12 +134,13 @@ enum class Cmp : std::uint8_t {
 enum class MulMode : std::uint8_t { None, Lo, Hi, Wide };
 // SharedCluster: `.shared::cluster`, the shared memory of any CTA of the cluster (mapa's result).
 enum class Space : std::uint8_t { None, Global, Shared, Param, SharedCluster };
-// The memory-ordering qualifier of barrier.cluster and mbarrier operations; None prints nothing
-// (the instruction's default: arrive releases, wait acquires).
-enum class MemSem : std::uint8_t { None, Relaxed, Release, Acquire };
-// The scope of an mbarrier wait: its CTA (the default) or the whole cluster, whose st.async and
-// remote arrivals it then acquires.
-enum class Scope : std::uint8_t { Cta, Cluster };
+// The memory-ordering qualifier of barrier.cluster, mbarrier, atom, red and fence; None prints
+// nothing (the instruction's default: arrive releases, wait acquires, atom and red are relaxed).
+// AcqRel: atom and fence; Sc: fence only.
+enum class MemSem : std::uint8_t { None, Relaxed, Release, Acquire, AcqRel, Sc };
+// The threads an ordering reaches. An mbarrier wait takes its CTA (the default) or the whole
+// cluster, whose st.async and remote arrivals it then acquires; atom, red and fence take any.
+enum class Scope : std::uint8_t { Cta, Cluster, Gpu, Sys };
 enum class CacheOp : std::uint8_t { None, Ca, Cg, Cs, Lu, Cv, Wb, Wt };
 enum class Eviction : std::uint8_t { None, L1NoAllocate, L1EvictLast, L1EvictFirst };
 // L2 eviction priorities of a cache policy (createpolicy).
@@ -155,8 +156,9 @@ enum class Funnel : std::uint8_t { LeftWrap, LeftClamp, RightWrap, RightClamp };
 enum class VoteMode : std::uint8_t { All, Any, Uni, Ballot };
 // redux.sync's operation: add, min and max on u32/s32 values, and, or and xor on b32 bits.
 enum class ReduxOp : std::uint8_t { Add, Min, Max, And, Or, Xor };
-// atom.add, or atom.inc (old >= b ? 0 : old + 1).
-enum class AtomOp : std::uint8_t { Add, Inc };
+// The operation of atom and red: *a = op(old, b). Inc: old >= b ? 0 : old + 1; Dec: old == 0 ||
+// old > b ? b : old - 1; Exch: b; Cas (atom only): old == b ? c : old.
+enum class AtomOp : std::uint8_t { Add, Inc, Min, Max, And, Or, Xor, Exch, Cas, Dec };
 enum class Special : std::uint8_t {
   TidX,
   TidY,
@@ -261,8 +263,9 @@ struct Instr {
   ReduxOp redux = ReduxOp::Add;      // redux.sync
   bool grow = false;                 // setmaxnreg.inc (else .dec)
   bool uniform = false;              // bra.uni
-  MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits
-  Scope scope = Scope::Cta;          // mbarrier waits
+  MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits, atom, red, fence
+  Scope scope = Scope::Cta;          // mbarrier waits, fence; atom and red where `scoped`
+  bool scoped = false;               // atom, red: print `.scope` (none: .gpu)
   bool aligned = false;              // barrier.cluster .aligned
   std::vector<Operand> ops;          // destinations first, then sources, as PTX writes them
   // Guard predicate: `@%p1` / `@!%p1`.

@@ -569,6 +569,38 @@ class Kernel {
   // it for every thread of the GPU (a CTA announcing it is done with a shared counter).
   void fence_gpu();
 
+  // ---- atomics and fences in every space, operation, type and order ----
+  // `atom{.sem}{.scope}.space.op.type d, [addr], b`: d = old value, *addr = op(old, b), in one
+  // indivisible step. Global, shared and (sm_90) cluster addresses. Which op takes which type is
+  // the instruction table's (an illegal pair throws, naming the types allowed): add on u32, s32,
+  // u64, f32, f64, f16x2 and bf16x2 (sm_90; the pairs print `.noftz`); min/max on 32/64-bit
+  // integers (signed or unsigned by the register's type); and/or/xor/exch on 32/64-bit integers
+  // and bits (printed .b32/.b64); inc/dec on u32.
+  template <Space S, AtomTag T>
+  Reg<T> atom(AtomOp op, Ptr<S, T> addr, SrcOf<T> b, AtomOrder order = {}) {
+    Reg<T> d = reg<T>();
+    atom_op(Op::Atom, op, S, T::kType, order, {def(d), address(addr), use(b)});
+    return d;
+  }
+  // `atom.cas.b32 d, [addr], compare, value`: *addr = old == compare ? value : old; d = old.
+  template <Space S, AtomTag T>
+  Reg<T> atom_cas(Ptr<S, T> addr, SrcOf<T> compare, SrcOf<T> value, AtomOrder order = {}) {
+    Reg<T> d = reg<T>();
+    atom_op(Op::Atom, AtomOp::Cas, S, T::kType, order,
+            {def(d), address(addr), use(compare), use(value)});
+    return d;
+  }
+  // `red{.sem}{.scope}.space.op.type [addr], b`: atom without the old value (no exch, no cas;
+  // .relaxed or .release only).
+  template <Space S, AtomTag T>
+  void red(AtomOp op, Ptr<S, T> addr, SrcOf<T> b, AtomOrder order = {}) {
+    atom_op(Op::Red, op, S, T::kType, order, {address(addr), use(b)});
+  }
+  // `fence.sc.scope` or `fence.acq_rel.scope` (`.cluster`: sm_90): orders this thread's memory
+  // accesses before it with those after it for the threads of the scope; .sc also with other .sc
+  // fences.
+  void fence(MemSem sem, Scope scope);
+
   // ---- asynchronous copies, global to shared (cp.async, sm_80 and later) ----
   // `bytes` (4, 8 or 16) from `src` to `dst`, both aligned to `bytes`; nothing waits for it. The
   // copies a thread issued since its last `cp_async_commit` form one group; after
@@ -1058,6 +1090,8 @@ class Kernel {
   void memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                  int width);
   void cvt_pair_op(ScalarType to, ScalarType from, bool satfinite, Operand d, Operand a);
+  void atom_op(Op op, AtomOp atom, Space s, ScalarType t, AtomOrder order,
+               std::vector<Operand> ops);
   void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
   void mapa_op(Operand d, Operand a, Operand rank);

@@ -50,6 +50,13 @@ struct MemHints {
   std::uint16_t l2_prefetch = 0;
 };
 inline constexpr MemHints kNoHints{};
+
+// The memory order of an atom or red: `.sem` (None prints none: relaxed) and `.scope` (none:
+// .gpu). `atom.acq_rel.cta.shared.add.u32` is {MemSem::AcqRel, Scope::Cta}.
+struct AtomOrder {
+  MemSem sem = MemSem::None;
+  std::optional<Scope> scope{};
+};
 inline constexpr MemHints kNc{.nc = true};
 inline constexpr MemHints kNcNoAllocate{.nc = true, .eviction = Eviction::L1NoAllocate};
 inline constexpr MemHints kStreaming{.cache = CacheOp::Cs};

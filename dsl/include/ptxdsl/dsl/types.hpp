@@ -347,4 +347,13 @@ template <DotTag A, DotTag B>
 using DotSum =
     std::conditional_t<A::kType == ScalarType::U32 && B::kType == ScalarType::U32, U32, S32>;
 
+// What atom and red work on: 32- and 64-bit integers and bits, f32, f64, f16x2 and bf16x2 (which
+// operation takes which type is the instruction table's: add takes f32, and takes b32...).
+template <class T>
+concept AtomTag = TypeTag<T> &&
+    (T::kType == ScalarType::U32 || T::kType == ScalarType::S32 || T::kType == ScalarType::U64 ||
+     T::kType == ScalarType::S64 || T::kType == ScalarType::B32 || T::kType == ScalarType::B64 ||
+     T::kType == ScalarType::F32 || T::kType == ScalarType::F64 || T::kType == ScalarType::F16x2 ||
+     T::kType == ScalarType::BF16x2);
+
 }  // namespace ptxdsl

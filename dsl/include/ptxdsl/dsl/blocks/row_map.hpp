@@ -21,6 +21,19 @@
 namespace ptxdsl {
 
 // Build-time facts of the mapping.
+// Where each CTA's row lies among the rows of a tensor: rows `stride` elements apart (0: the
+// width, rows packed), the row starting `offset` elements into each (a SwiGLU's up half of
+// [batch, 2·width] rows: stride 2·width, offset width). Accesses stay aligned where the map's
+// vector width divides both; RowMap::fit with a layout picks such a width.
+struct RowLayout {
+  std::uint32_t stride = 0;
+  std::uint32_t offset = 0;
+  // The stride in elements for rows of `width`; throws ptxdsl::Error when the row does not fit
+  // in it (offset + width > stride) or, for a layout other than packed rows, `vec` does not
+  // divide the stride and the offset.
+  std::uint32_t stride_for(std::uint32_t width, std::uint32_t vec) const;
+};
+
 struct RowMap {
   std::uint32_t width = 0;
   std::uint32_t vec = 1;
@@ -38,6 +51,9 @@ struct RowMap {
   // power of two of threads from 32 to `max_threads` (at most 1024), the fewest that cover the
   // row in one chunk where that many suffice.
   static RowMap fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads = 256);
+  // The same for rows laid out as `layout` says: the vector also divides its stride and offset.
+  static RowMap fit(std::uint32_t width, ScalarType dtype, std::uint32_t max_threads,
+                    const RowLayout& layout);
   std::int64_t chunk_offset(std::uint32_t j) const {
     return static_cast<std::int64_t>(j) * threads * vec;
   }

@@ -26,11 +26,17 @@ class RowPerCta {
   const RowMasks& masks() const { return masks_; }
   Reducer& reducer() { return reducer_; }
 
-  // This thread's first element of this CTA's row of `p` (rows `map().width` elements apart).
-  GlobalDPtr thread_row(Kernel& k, GlobalDPtr p) const;
-  // Every chunk of this thread's slice of the row, as f32 (zeros past the width); and back.
+  // This thread's first element of this CTA's row of `p` (rows `map().width` elements apart, or
+  // as `layout` says).
+  GlobalDPtr thread_row(Kernel& k, GlobalDPtr p, const RowLayout& layout = {}) const;
+  // Every chunk of this thread's slice of the row, as f32 (zeros past the width); and back. With
+  // a layout, the row of a tensor whose rows are wider or start further in.
   std::vector<Values> load(Kernel& k, GlobalDPtr p, MemHints h = kNc) const;
+  std::vector<Values> load(Kernel& k, GlobalDPtr p, const RowLayout& layout,
+                           MemHints h = kNc) const;
   void store(Kernel& k, GlobalDPtr p, const std::vector<Values>& chunks,
+             MemHints h = kNoHints) const;
+  void store(Kernel& k, GlobalDPtr p, const RowLayout& layout, const std::vector<Values>& chunks,
              MemHints h = kNoHints) const;
   // op over every element of the row in `chunks` (elements past the width count as op's
   // identity), the result in every thread.
