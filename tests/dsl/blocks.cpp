@@ -381,6 +381,8 @@ TEST_CASE("warp_compact: kept lanes packed in lane order, per warp", "[dsl][bloc
     CHECK(std::vector<std::uint32_t>(got.begin() + 32 * w, got.begin() + 32 * w + want.size()) ==
           want);
   }
+}
+
 TEST_CASE("BlockHistogram: shared-memory bins, one global reduction a CTA, keys past the bins",
           "[dsl][blocks]") {
   // Each CTA counts `per_cta` keys (several a thread, the last CTA's slice shorter); keys at or

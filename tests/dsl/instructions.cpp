@@ -1097,6 +1097,8 @@ TEST_CASE("elect.sync: exact lines, assembled for sm_90 at PTX 8.0", "[dsl][inst
     CHECK(test::body_text(k) == table[i].expected);
   }
   test::require_assembles(m);
+}
+
 namespace {
 
 // Atomics and fences: every operation on its types, both spaces, the orders and scopes.

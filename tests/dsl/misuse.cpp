@@ -697,6 +697,8 @@ TEST_CASE("approximate math: targets and precision are checked", "[dsl][misuse]"
   CHECK_MISUSE(x.k.sin(x.f, kRn), "k", "instruction 'sin.rn.f32'",
                "has only the .approx form (MathMode kApprox)");
   CHECK_MISUSE(x.k.cos(x.f, kRz), "k", "instruction 'cos.rz.f32'", "has only the .approx form");
+}
+
 // FP8 conversions on a target without them, FP4 and ue8m0 ones below sm_100, and forms PTX does not
 // have: each refused when built, naming the instruction, the target and what it needs.
 TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl][misuse]") {
