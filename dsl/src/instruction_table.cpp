@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "ptxdsl/dsl/kernel.hpp"
 #include "validate.hpp"
 
 namespace ptxdsl::detail {
@@ -254,6 +255,28 @@ constexpr TypeSet kLogic =
 constexpr TypeSet kFtz{ScalarType::F32, ScalarType::F16, ScalarType::F16x2};
 // Untyped families carry B32, which they do not print.
 constexpr TypeSet kUntyped{ScalarType::B32};
+
+// bar.sync / bar.arrive: one of the CTA's 16 barriers, and a thread count in whole warps.
+std::string check_barrier(const Instr& in) {
+  const std::uint64_t id = in.ops.empty() ? 0 : in.ops[0].imm_bits;
+  if (id > 15) return fmt::format("barrier id must be in [0, 15], got {}", id);
+  if (in.ops.size() < 2) return {};
+  const std::uint64_t threads = in.ops[1].imm_bits;
+  if (threads == 0 || threads > kMaxBlockThreads || threads % 32 != 0) {
+    return fmt::format("the thread count must be a multiple of 32 in [32, {}], got {}",
+                       kMaxBlockThreads, threads);
+  }
+  return {};
+}
+
+// setmaxnreg: a register count the allocator hands out in steps of 8.
+std::string check_setmaxnreg(const Instr& in) {
+  const std::uint64_t n = in.ops.empty() ? 0 : in.ops[0].imm_bits;
+  if (n < 24 || n > 256 || n % 8 != 0) {
+    return fmt::format("the register count must be a multiple of 8 in [24, 256], got {}", n);
+  }
+  return {};
+}
 
 // tanh.approx: f32 and the 16-bit floats, single and paired.
 constexpr TypeSet kTanhTypes{ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::F16x2,
@@ -917,6 +940,7 @@ constexpr std::array kTable = {
                     .modifiers = no_modifiers,
                     .types = kUntyped,
                     .operands = Operands::Barrier,
+                    .check = check_barrier,
                     .semantics = select_bar_arrive},
     InstructionInfo{.op = Op::Setmaxnreg,
                     .spelling = "setmaxnreg",
@@ -927,6 +951,7 @@ constexpr std::array kTable = {
                     .types = {ScalarType::U32},
                     .operands = Operands::Count,
                     .least = kSm90Ptx80,
+                    .check = check_setmaxnreg,
                     .semantics = select_setmaxnreg},
     InstructionInfo{.op = Op::Nanosleep,
                     .spelling = "nanosleep",
@@ -980,6 +1005,7 @@ constexpr std::array kTable = {
                     .modifiers = no_modifiers,
                     .types = kUntyped,
                     .operands = Operands::Barrier,
+                    .check = check_barrier,
                     .flow = Flow::Bar},
     InstructionInfo{
         .op = Op::Bra,
