@@ -1098,3 +1098,24 @@ TEST_CASE("elect.sync: exact lines, assembled for sm_90 at PTX 8.0", "[dsl][inst
   }
   test::require_assembles(m);
 }
+
+// setmaxnreg exists on sm_90a only. Until the DSL names that target, its rows are emitted for
+// sm_90 at PTX 8.0 and assembled with the target line changed to sm_90a.
+TEST_CASE("setmaxnreg: exact lines, assembled for sm_90a at PTX 8.0", "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("setmaxnreg.inc.sync.aligned.u32 232;", k.setmaxnreg_inc(232)),
+      ROW("setmaxnreg.dec.sync.aligned.u32 40;", k.setmaxnreg_dec(40)),
+  };
+  Module m(Arch::Sm90, {8, 0});
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("setmaxnreg_{}", i));
+    Fx fx(k);
+    INFO("row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  const std::string ptx = replace_all(m.emit(), ".target sm_90\n", ".target sm_90a\n");
+  const PtxasResult r = run_ptxas(ptx, "sm_90a");
+  INFO("ptxas sm_90a exit " << r.exit_code << ":\n" << r.log << "\nPTX:\n" << ptx);
+  REQUIRE(r.ok());
+}
