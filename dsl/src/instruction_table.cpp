@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "ptxdsl/dsl/kernel.hpp"
 #include "validate.hpp"
 
 namespace ptxdsl::detail {
@@ -312,6 +313,7 @@ constexpr Requirement kSm80Ptx71{Arch::Sm80, {7, 1}};
 constexpr Requirement kSm80Ptx74{Arch::Sm80, {7, 4}};
 constexpr Requirement kSm90Ptx78{Arch::Sm90, {7, 8}};
 constexpr Requirement kSm90Ptx80{Arch::Sm90, {8, 0}};
+constexpr Requirement kSm90aPtx80{Arch::Sm90a, {8, 0}};
 constexpr Requirement kSm90Ptx81{Arch::Sm90, {8, 1}};
 // FP8 conversions: sm_90 at PTX 7.8. sm_89 has them too, but only from PTX 8.1 (ptxas), which one
 // requirement cannot say beside sm_90's 7.8: sm_89 modules are refused them. FP4 and ue8m0:
@@ -387,6 +389,28 @@ constexpr TypeSet kAtomTypes{ScalarType::B32,   ScalarType::B64,   ScalarType::U
                              ScalarType::F16x2, ScalarType::BF16x2};
 // Untyped families carry B32, which they do not print.
 constexpr TypeSet kUntyped{ScalarType::B32};
+
+// bar.sync / bar.arrive: one of the CTA's 16 barriers, and a thread count in whole warps.
+std::string check_barrier(const Instr& in) {
+  const std::uint64_t id = in.ops.empty() ? 0 : in.ops[0].imm_bits;
+  if (id > 15) return fmt::format("barrier id must be in [0, 15], got {}", id);
+  if (in.ops.size() < 2) return {};
+  const std::uint64_t threads = in.ops[1].imm_bits;
+  if (threads == 0 || threads > kMaxBlockThreads || threads % 32 != 0) {
+    return fmt::format("the thread count must be a multiple of 32 in [32, {}], got {}",
+                       kMaxBlockThreads, threads);
+  }
+  return {};
+}
+
+// setmaxnreg: a register count the allocator hands out in steps of 8.
+std::string check_setmaxnreg(const Instr& in) {
+  const std::uint64_t n = in.ops.empty() ? 0 : in.ops[0].imm_bits;
+  if (n < 24 || n > 256 || n % 8 != 0) {
+    return fmt::format("the register count must be a multiple of 8 in [24, 256], got {}", n);
+  }
+  return {};
+}
 
 // tanh.approx: f32 and the 16-bit floats, single and paired.
 constexpr TypeSet kTanhTypes{ScalarType::F32, ScalarType::F16, ScalarType::BF16, ScalarType::F16x2,
@@ -1055,6 +1079,7 @@ constexpr std::array kTable = {
                     .modifiers = no_modifiers,
                     .types = kUntyped,
                     .operands = Operands::Barrier,
+                    .check = check_barrier,
                     .semantics = select_bar_arrive},
     InstructionInfo{.op = Op::Setmaxnreg,
                     .spelling = "setmaxnreg",
@@ -1064,7 +1089,8 @@ constexpr std::array kTable = {
                         },
                     .types = {ScalarType::U32},
                     .operands = Operands::Count,
-                    .least = kSm90Ptx80,
+                    .least = kSm90aPtx80,
+                    .check = check_setmaxnreg,
                     .semantics = select_setmaxnreg},
     InstructionInfo{.op = Op::Nanosleep,
                     .spelling = "nanosleep",
@@ -1127,6 +1153,7 @@ constexpr std::array kTable = {
                     .modifiers = no_modifiers,
                     .types = kUntyped,
                     .operands = Operands::Barrier,
+                    .check = check_barrier,
                     .flow = Flow::Bar},
     InstructionInfo{
         .op = Op::Bra,

@@ -640,16 +640,10 @@ void Kernel::bar_sync(std::uint32_t barrier) {
   commit(std::move(in));
 }
 
+// The id, count and register ranges are the instruction table's checks.
 void Kernel::named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads) {
   Instr in = make(op, ScalarType::B32);
   in.ops = {use(Src<U32>(barrier)), use(Src<U32>(threads))};
-  if (barrier > 15) {
-    fail(in, fmt::format("barrier id must be in [0, 15], got {}", barrier));
-  }
-  if (threads == 0 || threads > kMaxBlockThreads || threads % 32 != 0) {
-    fail(in, fmt::format("the thread count must be a multiple of 32 in [32, {}], got {}",
-                         kMaxBlockThreads, threads));
-  }
   commit(std::move(in));
 }
 
@@ -657,10 +651,6 @@ void Kernel::setmaxnreg(bool grow, std::uint32_t registers) {
   Instr in = make(Op::Setmaxnreg, ScalarType::U32);
   in.grow = grow;
   in.ops = {use(Src<U32>(registers))};
-  if (registers < 24 || registers > 256 || registers % 8 != 0) {
-    fail(in,
-         fmt::format("the register count must be a multiple of 8 in [24, 256], got {}", registers));
-  }
   commit(std::move(in));
 }
 

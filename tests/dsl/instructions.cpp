@@ -1177,3 +1177,20 @@ TEST_CASE("atomics and fences: atom red fence in every operation, space and orde
           "[dsl][instructions]") {
   check_table(atomics(), "atomics");
 }
+
+// setmaxnreg exists on sm_90a only: its rows assembled for sm_90a at PTX 8.0.
+TEST_CASE("setmaxnreg: exact lines, assembled for sm_90a at PTX 8.0", "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("setmaxnreg.inc.sync.aligned.u32 232;", k.setmaxnreg_inc(232)),
+      ROW("setmaxnreg.dec.sync.aligned.u32 40;", k.setmaxnreg_dec(40)),
+  };
+  Module m(Arch::Sm90a, {8, 0});
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("setmaxnreg_{}", i));
+    Fx fx(k);
+    INFO("row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  test::require_assembles(m);
+}

@@ -670,7 +670,7 @@ TEST_CASE("scheduling: barrier ids and counts, register counts, timers are check
   CHECK_MISUSE(x.k.bar_sync(1, 2048), "k", "instruction 'bar.sync'", "got 2048");
   CHECK_MISUSE(x.k.special(Special::Clock64), "k", "instruction 'mov.u32 %clock64'",
                "%clock64 is a 64-bit register: read it with clock64() or globaltimer()");
-  Module ptx80(Arch::Sm90, {8, 0});
+  Module ptx80(Arch::Sm90a, {8, 0});
   Kernel& k = ptx80.kernel("k80");
   CHECK_MISUSE(k.setmaxnreg_inc(20), "k80", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
                "the register count must be a multiple of 8 in [24, 256], got 20");
@@ -679,11 +679,16 @@ TEST_CASE("scheduling: barrier ids and counts, register counts, timers are check
   Module sm80(Arch::Sm80);
   Kernel& old = sm80.kernel("old");
   CHECK_MISUSE(old.setmaxnreg_dec(40), "old", "instruction 'setmaxnreg.dec.sync.aligned.u32'",
-               "needs sm_90 or newer; the module targets sm_80");
-  Module ptx78(Arch::Sm90, {7, 8});
-  Kernel& k78 = ptx78.kernel("k78");
-  CHECK_MISUSE(k78.setmaxnreg_inc(240), "k78", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
-               "needs PTX 8.0 or newer; the module is PTX 7.8");
+               "needs sm_90a; the module targets sm_80");
+  // An arch-specific instruction: sm_90 and sm_100 lack it, whatever their PTX version.
+  Module sm90(Arch::Sm90, {8, 0});
+  Kernel& k90 = sm90.kernel("k90");
+  CHECK_MISUSE(k90.setmaxnreg_inc(240), "k90", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
+               "needs sm_90a; the module targets sm_90");
+  Module sm100(Arch::Sm100, {8, 6});
+  Kernel& k100 = sm100.kernel("k100");
+  CHECK_MISUSE(k100.setmaxnreg_inc(240), "k100", "instruction 'setmaxnreg.inc.sync.aligned.u32'",
+               "needs sm_90a; the module targets sm_100");
 }
 
 TEST_CASE("approximate math: targets and precision are checked", "[dsl][misuse]") {

@@ -98,7 +98,7 @@ TEST_CASE("nanosleep runs, clock64 and globaltimer never go back", "[executor][s
 
 TEST_CASE("setmaxnreg: the whole warp executes it together", "[executor][sched]") {
   {
-    Module m(Arch::Sm90, {8, 0});
+    Module m(Arch::Sm90a, {8, 0});
     Kernel& k = m.kernel("converged");
     auto out = k.param_ptr<U32>("out");
     const Reg<U32> t = k.tid_x();
@@ -109,7 +109,7 @@ TEST_CASE("setmaxnreg: the whole warp executes it together", "[executor][sched]"
     for (std::uint32_t i = 0; i < 64; ++i) CHECK(got[i] == i);
   }
   {
-    Module m(Arch::Sm90, {8, 0});
+    Module m(Arch::Sm90a, {8, 0});
     Kernel& k = m.kernel("diverged");
     auto out = k.param_ptr<U32>("out");
     const Reg<U32> t = k.tid_x();
