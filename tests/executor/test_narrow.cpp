@@ -161,7 +161,7 @@ TEST_CASE("f32 -> ue8m0: toward zero or up to a power of two, satfinite, NaN 0xF
   CHECK(pack<UE8M0x2>(2.0f, 0.5f, Rounding::Rz) == 0x7E80);
 }
 
-TEST_CASE("narrow pairs widen exactly; f16x2 -> e4m3x2/e5m2x2 round and saturate",
+TEST_CASE("narrow pairs widen exactly, and f16x2 -> e4m3x2/e5m2x2 rounds and saturates",
           "[executor][cvt][narrow]") {
   CHECK(unpack<E4M3x2>(0x7E38) == 0x5F003C00u);   // 448, 1
   CHECK(unpack<E4M3x2>(0x8001) == 0x80001800u);   // -0, 2^-9

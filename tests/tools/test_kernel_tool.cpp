@@ -277,7 +277,7 @@ TEST_CASE("run --dump writes every output element beside its reference", "[tools
   CHECK(std::regex_search(text, std::regex("\ny f32 4 [-0-9.e]+ [-0-9.e]+\n$")));
 }
 
-TEST_CASE("tolerances in ulps of a type; outputs compared in their declared type", "[tools]") {
+TEST_CASE("tolerances in ulps of a type, and outputs compared in their declared type", "[tools]") {
   CHECK(Tolerance::ulps(ptxdsl::ScalarType::BF16, 2).rel == std::ldexp(2.0, -7));
   CHECK(Tolerance::ulps(ptxdsl::ScalarType::F32, 1).abs == std::ldexp(1.0, -23));
   CHECK(Tolerance::ulps(ptxdsl::ScalarType::E4M3, 3).rel == 0);
