@@ -736,6 +736,8 @@ TEST_CASE("narrow float conversions: target too old, roundings PTX lacks", "[dsl
   CHECK_MISUSE(k100.cvt_pack<UE8M0x2>(c, c, Rounding::Rn), "k100",
                "instruction 'cvt.rn.satfinite.ue8m0x2.f32'",
                "a cvt to ue8m0x2 rounds with .rz or .rp");
+}
+
 TEST_CASE("atomics and fences: operations, types, orders and targets are checked",
           "[dsl][misuse]") {
   Module m80(Arch::Sm80);
