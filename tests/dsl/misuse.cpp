@@ -323,8 +323,9 @@ TEST_CASE("PTX version and target must agree", "[dsl][misuse]") {
     CHECK_THAT(error_of([&] { parse_ptx_version(bad); }),
                Contains("PTX version must be MAJOR.MINOR in [7.0, 9.0]"));
   }
-  CHECK_THAT(error_of([] { parse_arch("sm_75"); }),
-             Contains("arch must be one of sm_80, sm_89, sm_90, sm_90a, sm_100, sm_100a, got 'sm_75'"));
+  CHECK_THAT(
+      error_of([] { parse_arch("sm_75"); }),
+      Contains("arch must be one of sm_80, sm_89, sm_90, sm_90a, sm_100, sm_100a, got 'sm_75'"));
   CHECK_THAT(error_of([] { parse_arch("SM_90"); }), Contains("got 'SM_90'"));
 
   // An instruction the target lacks, or the PTX version cannot spell, names both.

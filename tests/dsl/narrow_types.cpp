@@ -166,8 +166,9 @@ TEST_CASE("FP8 conversions: exact lines, assembled for sm_90 at PTX 7.8, refused
   check_refused(fp8(), Arch::Sm89, {8, 1}, "needs sm_90 or newer");
 }
 
-TEST_CASE("FP4 and ue8m0 conversions: exact lines, assembled for sm_100a at PTX 8.6, refused elsewhere",
-          "[dsl][instructions][narrow]") {
+TEST_CASE(
+    "FP4 and ue8m0 conversions: exact lines, assembled for sm_100a at PTX 8.6, refused elsewhere",
+    "[dsl][instructions][narrow]") {
   Module m(Arch::Sm100a, {8, 6});
   build_rows(m, fp4(), "fp4");
   test::require_assembles(m);
