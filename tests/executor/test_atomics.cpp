@@ -118,12 +118,16 @@ TEST_CASE("atom.cas: stores where the word equals the compare value, else leaves
   CHECK(both<U64>(AtomOp::Cas, 1ull << 32, 0, 3) == Outcome{1ull << 32, 1ull << 32});
 }
 
-TEST_CASE("atom and red add on floats: f32 flushes subnormals, f64 and the pairs keep them",
-          "[executor][atom]") {
+TEST_CASE(
+    "atom and red add on floats: f32 flushes subnormals in global memory only, f64 and the pairs "
+    "keep them",
+    "[executor][atom]") {
   using test::bits;
   CHECK(both<F32>(AtomOp::Add, bits(1.5f), bits(2.25f)) == Outcome{bits(1.5f), bits(3.75f)});
-  // 2^-149 + 2^-149: subnormal inputs count as zero.
-  CHECK(both<F32>(AtomOp::Add, 1, 1) == Outcome{1, 0});
+  // 2^-149 + 2^-149: in global memory subnormal inputs count as zero; shared memory keeps them.
+  CHECK(run<F32>(Space::Global, AtomOp::Add, 1, 1) == Outcome{1, 0});
+  CHECK(run<F32>(Space::Shared, AtomOp::Add, 1, 1) == Outcome{1, 2});
+  CHECK(run<F32>(Space::Shared, AtomOp::Add, 0x80000003u, 1) == Outcome{0x80000003u, 0x80000002u});
   CHECK(both<F64>(AtomOp::Add, f64_bits(0.1), f64_bits(0.2)) ==
         Outcome{f64_bits(0.1), f64_bits(0.1 + 0.2)});
   CHECK(both<F64>(AtomOp::Add, 1, 1) == Outcome{1, 2});

@@ -62,12 +62,14 @@ def run(layer, x, w, b, dy, eps, fn=None):
 class NormsTest(unittest.TestCase):
 
     def test_the_path_asked_for(self):
-        # PTXDSL_EXPECT_NATIVE=1 (CTest, where the fast path is built): it must have loaded;
-        # PTXDSL_TORCH_NATIVE=0: the pure-Python path runs.
+        # PTXDSL_EXPECT_NATIVE=<entry> (CTest, where the fast path is built): it must have loaded,
+        # through that entry; PTXDSL_TORCH_NATIVE=0: the pure-Python path runs.
         import os
         from ptxdsl import _native
-        if os.environ.get("PTXDSL_EXPECT_NATIVE") == "1":
+        entry = os.environ.get("PTXDSL_EXPECT_NATIVE")
+        if entry:
             self.assertIsNotNone(_native.ops(), "the native fast path did not load")
+            self.assertEqual(_native.ops().entry, entry)
         if os.environ.get("PTXDSL_TORCH_NATIVE", "").lower() in ("0", "off"):
             self.assertIsNone(_native.ops())
 

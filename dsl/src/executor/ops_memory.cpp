@@ -295,14 +295,15 @@ Word atomic_update(std::byte* p, Next next) {
   return old;
 }
 
-// atom/red add.f32: round to nearest even, subnormal inputs and results flushed to
-// sign-preserving zero, as PTX documents for the f32 atomic add.
-std::uint64_t add_f32(std::uint64_t old_bits, std::uint64_t b_bits) {
+// atom/red add.f32: round to nearest even. In global memory subnormal inputs and results are
+// flushed to sign-preserving zero, as PTX documents; in shared memory the GPU keeps them
+// (measured on an H100 by tests/runtime/test_executor_vs_gpu.cpp).
+std::uint64_t add_f32(std::uint64_t old_bits, std::uint64_t b_bits, bool flush) {
   float old = f32_of(old_bits), b = f32_of(b_bits);
-  if (is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
-  if (is_subnormal(b, kF32)) b = std::copysign(0.0f, b);
+  if (flush && is_subnormal(old, kF32)) old = std::copysign(0.0f, old);
+  if (flush && is_subnormal(b, kF32)) b = std::copysign(0.0f, b);
   float r = old + b;
-  if (is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
+  if (flush && is_subnormal(r, kF32)) r = std::copysign(0.0f, r);
   return r != r ? kCanonicalNanF32 : bits_of(r);
 }
 
@@ -326,8 +327,10 @@ Int as_int(std::uint64_t bits) {
 }
 
 // The new value of an atomic word: op(old, b), or for cas old == b ? c : old. Integers compare
-// signed or unsigned by the instruction's type; u32 inc/dec wrap at b.
-std::uint64_t atomic_result(const DInstr& in, std::uint64_t old, std::uint64_t b, std::uint64_t c) {
+// signed or unsigned by the instruction's type; u32 inc/dec wrap at b. `global`: the word is in
+// global memory (the f32 add flushes subnormals there only).
+std::uint64_t atomic_result(const DInstr& in, std::uint64_t old, std::uint64_t b, std::uint64_t c,
+                            bool global) {
   const bool wide = size_bytes(in.type) == 8;
   const std::uint64_t mask = wide ? ~std::uint64_t{0} : 0xFFFFFFFFull;
   const bool is_signed = is_signed_int(in.type);
@@ -340,7 +343,7 @@ std::uint64_t atomic_result(const DInstr& in, std::uint64_t old, std::uint64_t b
     case AtomOp::Add:
       switch (in.type) {
         case ScalarType::F32:
-          return add_f32(old, b);
+          return add_f32(old, b, global);
         case ScalarType::F64: {
           const double r = f64_of(old) + f64_of(b);
           return r != r ? kCanonicalNanF64 : bits_of(r);
@@ -374,13 +377,15 @@ std::uint64_t atomic_result(const DInstr& in, std::uint64_t old, std::uint64_t b
   return old;
 }
 
-std::uint64_t atomic_update_word(std::byte* p, const DInstr& in, std::uint64_t b, std::uint64_t c) {
+std::uint64_t atomic_update_word(std::byte* p, const DInstr& in, std::uint64_t b, std::uint64_t c,
+                                 bool global) {
   if (size_bytes(in.type) == 8) {
     return atomic_update<std::uint64_t>(
-        p, [&](std::uint64_t old) { return atomic_result(in, old, b, c); });
+        p, [&](std::uint64_t old) { return atomic_result(in, old, b, c, global); });
   }
   return atomic_update<std::uint32_t>(p, [&](std::uint32_t old) {
-    return static_cast<std::uint32_t>(atomic_result(in, old, b & 0xFFFFFFFFu, c & 0xFFFFFFFFu));
+    return static_cast<std::uint32_t>(
+        atomic_result(in, old, b & 0xFFFFFFFFu, c & 0xFFFFFFFFu, global));
   });
 }
 
@@ -409,7 +414,7 @@ void atomic_rmw(Ctx& c, const DInstr& in, std::uint32_t exec) {
     } else {
       p = global_bytes(c, in, l, base[l] + static_cast<std::uint64_t>(in.offset), bytes, true);
     }
-    const std::uint64_t old = atomic_update_word(p, in, b[l], value[l]);
+    const std::uint64_t old = atomic_update_word(p, in, b[l], value[l], S == Space::Global);
     if constexpr (kResult) d[l] = old;
   });
 }

@@ -15,22 +15,14 @@
 #include <span>
 #include <string>
 
-#include "ptxdsl/ptxdsl.h"
+#include "c_api.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-// The C ABI's functions, bound once from the addresses Python's ctypes resolved.
-struct CApi {
-  decltype(&ptxdsl_layer_norm_forward) layer_norm_forward = nullptr;
-  decltype(&ptxdsl_layer_norm_backward) layer_norm_backward = nullptr;
-  decltype(&ptxdsl_rms_norm_forward) rms_norm_forward = nullptr;
-  decltype(&ptxdsl_rms_norm_backward) rms_norm_backward = nullptr;
-  decltype(&ptxdsl_last_error) last_error = nullptr;
-};
-CApi api;
+ptxdsl::native::CApi api;
 
 ffi::Error invalid(const std::string& message) {
   return ffi::Error(ffi::ErrorCode::kInvalidArgument, "ptxdsl.jax: " + message);
@@ -237,12 +229,9 @@ ffi::Error LayerNormBackwardImpl(CUstream stream, std::int32_t device, ffi::AnyB
 // Exported, C linkage: Python finds these by name (ctypes) and hands them to XLA as capsules.
 #pragma GCC visibility push(default)
 
-extern "C" void ptxdsl_jax_bind(void* const* functions) {
-  api.layer_norm_forward = reinterpret_cast<decltype(api.layer_norm_forward)>(functions[0]);
-  api.layer_norm_backward = reinterpret_cast<decltype(api.layer_norm_backward)>(functions[1]);
-  api.rms_norm_forward = reinterpret_cast<decltype(api.rms_norm_forward)>(functions[2]);
-  api.rms_norm_backward = reinterpret_cast<decltype(api.rms_norm_backward)>(functions[3]);
-  api.last_error = reinterpret_cast<decltype(api.last_error)>(functions[4]);
+// addresses: ptxdsl._lib.NATIVE_FUNCTIONS' addresses; returns 0, or 1 where one is null.
+extern "C" int ptxdsl_jax_bind(const std::int64_t* addresses) {
+  return api.bind(addresses) ? 0 : 1;
 }
 
 // Each handler launches its kernels on XLA's stream and nothing else, so XLA may record it into a

@@ -20,7 +20,7 @@
 #include <optional>
 #include <vector>
 
-#include "ptxdsl/ptxdsl.h"
+#include "c_api.hpp"
 
 namespace {
 
@@ -28,15 +28,7 @@ using at::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The C ABI's functions, bound once from the addresses Python's ctypes resolved.
-struct CApi {
-  decltype(&ptxdsl_layer_norm_forward) layer_norm_forward = nullptr;
-  decltype(&ptxdsl_layer_norm_backward) layer_norm_backward = nullptr;
-  decltype(&ptxdsl_rms_norm_forward) rms_norm_forward = nullptr;
-  decltype(&ptxdsl_rms_norm_backward) rms_norm_backward = nullptr;
-  decltype(&ptxdsl_last_error) last_error = nullptr;
-};
-CApi api;
+ptxdsl::native::CApi api;
 
 // A failed call as an error Python maps back to its ptxdsl exception by the status in front.
 void check(std::int32_t status) {
@@ -192,19 +184,19 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
 
 // ---- the user-facing calls: ptxdsl.torch.rms_norm / layer_norm in one C++ call ----
 // Only the common, valid case runs here; anything else (a CPU tensor, a wrong dtype or shape, an
-// odd eps) is handed back to the Python path, which owns the checks and their messages.
-
-constexpr const char* kFallback = "[ptxdsl fallback]";
+// odd eps) is handed back to the Python path, which owns the checks and their messages, by
+// returning undefined tensors (None in Python): no exception is thrown for it, which costs
+// microseconds.
 
 #define PTXDSL_FAST_REQUIRE(condition) \
   if (!(condition)) [[unlikely]]       \
-  TORCH_CHECK(false, kFallback)
+  return std::nullopt
 
 bool row_dtype(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
 }
 
-std::int64_t width_of(const Tensor& input, at::IntArrayRef shape) {
+std::optional<std::int64_t> width_of(const Tensor& input, at::IntArrayRef shape) {
   const auto dims = static_cast<std::int64_t>(shape.size());
   PTXDSL_FAST_REQUIRE(input.defined() && input.is_cuda() && row_dtype(input.scalar_type()));
   PTXDSL_FAST_REQUIRE(dims >= 1 && input.dim() >= dims);
@@ -213,6 +205,7 @@ std::int64_t width_of(const Tensor& input, at::IntArrayRef shape) {
     PTXDSL_FAST_REQUIRE(input.size(input.dim() - dims + i) == shape[i]);
     width *= shape[i];
   }
+  PTXDSL_FAST_REQUIRE(width >= 1 && width <= PTXDSL_MAX_WIDTH);
   return width;
 }
 
@@ -222,16 +215,16 @@ Tensor rows_of(const Tensor& t, std::int64_t width) {
 
 // A weight or bias as one contiguous row of the input's dtype or float32 beside 16-bit rows; an
 // absent one as absent(x).
-Tensor param_of(const std::optional<Tensor>& p, const Tensor& input, std::int64_t width,
-                at::ScalarType dtype) {
+std::optional<Tensor> param_of(const std::optional<Tensor>& p, const Tensor& input,
+                               std::int64_t width, at::ScalarType dtype) {
   if (!p.has_value() || !p->defined()) return absent(input);
   PTXDSL_FAST_REQUIRE(p->is_cuda() && p->get_device() == input.get_device());
   PTXDSL_FAST_REQUIRE(p->scalar_type() == dtype && p->numel() == width);
   return (p->dim() == 1 ? *p : p->reshape({width})).contiguous();
 }
 
-at::ScalarType weight_dtype(const Tensor& input, const std::optional<Tensor>& w,
-                            const std::optional<Tensor>& b) {
+std::optional<at::ScalarType> weight_dtype(const Tensor& input, const std::optional<Tensor>& w,
+                                           const std::optional<Tensor>& b) {
   const bool has_w = w.has_value() && w->defined(), has_b = b.has_value() && b->defined();
   const at::ScalarType t = has_w   ? w->scalar_type()
                            : has_b ? b->scalar_type()
@@ -241,11 +234,34 @@ at::ScalarType weight_dtype(const Tensor& input, const std::optional<Tensor>& w,
   return t;
 }
 
-Tensor residual_of(const std::optional<Tensor>& r, const Tensor& input, std::int64_t width) {
+std::optional<Tensor> residual_of(const std::optional<Tensor>& r, const Tensor& input,
+                                  std::int64_t width) {
   if (!r.has_value() || !r->defined()) return absent(input);
   PTXDSL_FAST_REQUIRE(r->is_cuda() && r->get_device() == input.get_device());
   PTXDSL_FAST_REQUIRE(r->scalar_type() == input.scalar_type() && r->sizes() == input.sizes());
   return rows_of(*r, width);
+}
+
+// The rows, weight, bias and residual as the kernels read them, absent ones as absent(x).
+struct Operands {
+  Tensor x, w, b, r;
+};
+
+std::optional<Operands> operands_of(const Tensor& input, at::IntArrayRef normalized_shape,
+                                    const std::optional<Tensor>& weight,
+                                    const std::optional<Tensor>& bias, double eps,
+                                    const std::optional<Tensor>& residual) {
+  PTXDSL_FAST_REQUIRE(std::isfinite(eps) && eps >= 0 && eps <= FLT_MAX);
+  const std::optional<std::int64_t> width = width_of(input, normalized_shape);
+  PTXDSL_FAST_REQUIRE(width.has_value());
+  const std::optional<at::ScalarType> dtype = weight_dtype(input, weight, bias);
+  PTXDSL_FAST_REQUIRE(dtype.has_value());
+  std::optional<Tensor> w = param_of(weight, input, *width, *dtype);
+  std::optional<Tensor> b = param_of(bias, input, *width, *dtype);
+  std::optional<Tensor> r = residual_of(residual, input, *width);
+  PTXDSL_FAST_REQUIRE(w.has_value() && b.has_value() && r.has_value());
+  PTXDSL_FAST_REQUIRE(present(*w) || !present(*b));
+  return Operands{rows_of(input, *width), std::move(*w), std::move(*b), std::move(*r)};
 }
 
 bool needs_grad(std::initializer_list<const Tensor*> tensors) {
@@ -264,52 +280,40 @@ std::tuple<Tensor, Tensor> shaped(const Tensor& y, const Tensor& h, const Tensor
 std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
                                          const std::optional<Tensor>& weight, double eps,
                                          const std::optional<Tensor>& residual) {
-  PTXDSL_FAST_REQUIRE(std::isfinite(eps) && std::abs(eps) <= FLT_MAX);
-  const std::int64_t width = width_of(input, normalized_shape);
-  const Tensor x = rows_of(input, width);
-  const Tensor w = param_of(weight, input, width, weight_dtype(input, weight, std::nullopt));
-  const Tensor r = residual_of(residual, input, width);
-  if (needs_grad({&x, &w, &r})) {
-    variable_list out = RmsNorm::apply(x, w, r, eps);
+  const std::optional<Operands> o =
+      operands_of(input, normalized_shape, weight, std::nullopt, eps, residual);
+  if (!o.has_value()) [[unlikely]]
+    return {};
+  if (needs_grad({&o->x, &o->w, &o->r})) {
+    variable_list out = RmsNorm::apply(o->x, o->w, o->r, eps);
     return shaped(out[0], out[1], input);
   }
-  RmsNormOutputs o = rms_norm_launch(x, w, r, eps);
-  return shaped(o.y, o.h, input);
+  RmsNormOutputs out = rms_norm_launch(o->x, o->w, o->r, eps);
+  return shaped(out.y, out.h, input);
 }
 
 std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
                                            const std::optional<Tensor>& weight,
                                            const std::optional<Tensor>& bias, double eps,
                                            const std::optional<Tensor>& residual) {
-  PTXDSL_FAST_REQUIRE(std::isfinite(eps) && std::abs(eps) <= FLT_MAX);
-  const std::int64_t width = width_of(input, normalized_shape);
-  const Tensor x = rows_of(input, width);
-  const at::ScalarType dtype = weight_dtype(input, weight, bias);
-  const Tensor w = param_of(weight, input, width, dtype);
-  const Tensor b = param_of(bias, input, width, dtype);
-  PTXDSL_FAST_REQUIRE(present(w) || !present(b));
-  const Tensor r = residual_of(residual, input, width);
-  if (needs_grad({&x, &w, &b, &r})) {
-    variable_list out = LayerNorm::apply(x, w, b, r, eps);
+  const std::optional<Operands> o =
+      operands_of(input, normalized_shape, weight, bias, eps, residual);
+  if (!o.has_value()) [[unlikely]]
+    return {};
+  if (needs_grad({&o->x, &o->w, &o->b, &o->r})) {
+    variable_list out = LayerNorm::apply(o->x, o->w, o->b, o->r, eps);
     return shaped(out[0], out[1], input);
   }
-  LayerNormOutputs o = layer_norm_launch(x, w, b, r, eps);
-  return shaped(o.y, o.h, input);
+  LayerNormOutputs out = layer_norm_launch(o->x, o->w, o->b, o->r, eps);
+  return shaped(out.y, out.h, input);
 }
 
 // addresses: ptxdsl_layer_norm_forward, _backward, ptxdsl_rms_norm_forward, _backward,
 // ptxdsl_last_error, as ctypes resolved them in the library Python loaded.
 void bind(const std::vector<std::int64_t>& addresses) {
-  TORCH_CHECK_VALUE(addresses.size() == 5, "bind takes 5 addresses, got ", addresses.size());
-  auto fn = [&](std::size_t i, auto& slot) {
-    TORCH_CHECK_VALUE(addresses[i] != 0, "bind: address ", i, " is null");
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(addresses[i]);
-  };
-  fn(0, api.layer_norm_forward);
-  fn(1, api.layer_norm_backward);
-  fn(2, api.rms_norm_forward);
-  fn(3, api.rms_norm_backward);
-  fn(4, api.last_error);
+  TORCH_CHECK_VALUE(addresses.size() == ptxdsl::native::CApi::kCount, "bind takes ",
+                    ptxdsl::native::CApi::kCount, " addresses, got ", addresses.size());
+  TORCH_CHECK_VALUE(api.bind(addresses.data()), "bind: an address is null");
 }
 
 }  // namespace
@@ -334,8 +338,8 @@ TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
 #ifdef PTXDSL_TORCH_PYBIND
 // The same calls as a Python extension module, where Python's headers were found at build time:
 // a call through pybind11 skips torch.ops' schema-driven argument parsing, most of the host time
-// left of a small eager call. A library refusal or a fallback comes to Python as a RuntimeError
-// with the same text as through torch.ops.
+// left of a small eager call. A library refusal comes to Python as a RuntimeError with the same
+// text as through torch.ops, a fallback as (None, None).
 PYBIND11_MODULE(_ptxdsl_torch, m) {
   m.def("bind", &bind);
   m.def("rms_norm_call",

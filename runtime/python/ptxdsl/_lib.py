@@ -139,6 +139,27 @@ def function(name):
     return fn
 
 
+# The functions ptxdsl's native libraries (libptxdsl_torch.so, libptxdsl_jax.so) call, in the
+# order of their CApi (runtime/python/native/c_api.hpp): they call this library, not their own.
+NATIVE_FUNCTIONS = ("ptxdsl_layer_norm_forward", "ptxdsl_layer_norm_backward",
+                    "ptxdsl_rms_norm_forward", "ptxdsl_rms_norm_backward", "ptxdsl_last_error")
+
+
+def native_function_addresses():
+    """NATIVE_FUNCTIONS' addresses in the loaded library, as integers."""
+    return [ctypes.cast(function(name), ctypes.c_void_p).value for name in NATIVE_FUNCTIONS]
+
+
+def native_library_candidates(name):
+    """Where a native library `name` may be: installed beside this package's files; in a build
+    tree, runtime/python/native beside runtime/capi, where libptxdsl.so is."""
+    found = [pathlib.Path(__file__).resolve().parent / name]
+    loaded = pathlib.Path(library()._name)
+    if loaded.is_absolute() or loaded.parent != pathlib.Path("."):
+        found.append(loaded.resolve().parent.parent / "python" / "native" / name)
+    return found
+
+
 def exception(status, message):
     """The exception for a failed call's status and message."""
     if status == ERROR_OUT_OF_MEMORY:

@@ -20,8 +20,6 @@ from jax.custom_derivatives import SymbolicZero
 from . import _lib
 
 _NAME = "libptxdsl_jax.so"
-_BOUND = ("ptxdsl_layer_norm_forward", "ptxdsl_layer_norm_backward", "ptxdsl_rms_norm_forward",
-          "ptxdsl_rms_norm_backward", "ptxdsl_last_error")
 _TARGETS = ("rms_norm_forward", "layer_norm_forward", "rms_norm_backward", "layer_norm_backward")
 _CODES = {jnp.dtype(jnp.float32): _lib.F32, jnp.dtype(jnp.float16): _lib.F16,
           jnp.dtype(jnp.bfloat16): _lib.BF16}
@@ -32,13 +30,7 @@ def _candidates():
     env = os.environ.get("PTXDSL_JAX_NATIVE")
     if env:
         return [pathlib.Path(env)]
-    # Installed beside this package's files; in a build tree, runtime/python/native beside
-    # runtime/capi, where libptxdsl.so is.
-    found = [pathlib.Path(__file__).resolve().parent / _NAME]
-    library = pathlib.Path(_lib.library()._name)
-    if library.is_absolute() or library.parent != pathlib.Path("."):
-        found.append(library.resolve().parent.parent / "python" / "native" / _NAME)
-    return found
+    return _lib.native_library_candidates(_NAME)
 
 
 @functools.cache
@@ -52,9 +44,10 @@ def _register():
             f"ptxdsl.jax needs {_NAME}, built where CMake finds jax (looked at "
             f"{', '.join(str(p) for p in _candidates())}; PTXDSL_JAX_NATIVE names it)")
     handlers = ctypes.CDLL(str(path))
-    functions = (ctypes.c_void_p * len(_BOUND))(
-        *[ctypes.cast(_lib.function(name), ctypes.c_void_p).value for name in _BOUND])
-    handlers.ptxdsl_jax_bind(functions)
+    addresses = _lib.native_function_addresses()
+    if handlers.ptxdsl_jax_bind((ctypes.c_int64 * len(addresses))(*addresses)) != 0:
+        raise _lib.DriverError("PTXDSL_ERROR_DRIVER",
+                               f"ptxdsl.jax: {path} could not bind the C ABI's functions")
     for target in _TARGETS:
         jax.ffi.register_ffi_target("ptxdsl_" + target,
                                     jax.ffi.pycapsule(getattr(handlers, "ptxdsl_jax_" + target)),

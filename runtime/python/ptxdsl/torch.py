@@ -401,7 +401,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residu
         try:
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
             y, h = native.layer_norm_call(input, shape, weight, bias, eps, residual)
-            return y if residual is None else (y, h)
+            if y is not None:  # None: a case the fast path hands back to the code below
+                return y if residual is None else (y, h)
         except (RuntimeError, TypeError) as e:
             _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
@@ -426,7 +427,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None):
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
             y, h = native.rms_norm_call(input, shape, weight,
                                         _FINFO_EPS[input.dtype] if eps is None else eps, residual)
-            return y if residual is None else (y, h)
+            if y is not None:  # None: a case the fast path hands back to the code below
+                return y if residual is None else (y, h)
         except (RuntimeError, TypeError, KeyError, AttributeError) as e:
             _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
