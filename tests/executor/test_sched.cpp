@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "named_barriers_kernel.hpp"
 #include "support.hpp"
 
 using namespace ptxdsl;
@@ -27,22 +28,7 @@ TEST_CASE("named barriers: producers arrive, consumers wait, counts exclude exit
           "[executor][sched]") {
   Module m;
   Kernel& k = m.kernel("produce_consume");
-  auto out = k.param_ptr<U32>("out");
-  SharedPtr<U32> buf = k.shared_array<U32>("buf", 64);
-  const Reg<U32> t = k.tid_x();
-  k.if_else(
-      k.setp(Cmp::Lt, t, 64u),
-      [&] {
-        k.st(k.index(buf, t), k.mul(t, 3u));
-        k.bar_arrive(1, 128);
-      },
-      [&] {
-        k.bar_sync(1, 128);
-        const Reg<U32> i = k.sub(t, 64u);
-        const Reg<U32> other = k.ld(k.index(buf, k.xor_(i, 1u)));
-        k.bar_sync(2, 64);
-        k.st(k.index(out, i), other);
-      });
+  test::build_named_barriers(k);
   const auto got = run(k, 128, 64);
   for (std::uint32_t i = 0; i < 64; ++i) {
     INFO("thread " << 64 + i);

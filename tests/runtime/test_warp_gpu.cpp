@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu_support.hpp"
+#include "named_barriers_kernel.hpp"
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/runtime.hpp"
@@ -45,27 +46,6 @@ void build_collectives(Kernel& k) {
     put(7, k.or_(e.leader, k.shl(as_u32(e.is_leader), 8u)));
     put(8, k.bitcast<U32>(k.activemask()));
   });
-}
-
-// Warps 0-1 write shared memory and bar.arrive on barrier 1; warps 2-3 bar.sync on it, read
-// the other half's values and sync on barrier 2 among themselves.
-void build_named_barriers(Kernel& k) {
-  auto out = k.param_ptr<U32>("out");
-  SharedPtr<U32> buf = k.shared_array<U32>("buf", 64);
-  const Reg<U32> t = k.tid_x();
-  k.if_else(
-      k.setp(Cmp::Lt, t, 64u),
-      [&] {
-        k.st(k.index(buf, t), k.mul(t, 3u));
-        k.bar_arrive(1, 128);
-      },
-      [&] {
-        k.bar_sync(1, 128);
-        const Reg<U32> i = k.sub(t, 64u);
-        const Reg<U32> other = k.ld(k.index(buf, k.xor_(i, 1u)));
-        k.bar_sync(2, 64);
-        k.st(k.index(out, i), other);
-      });
 }
 
 // tanh, sin, cos of x[t]: out[3t], out[3t + 1], out[3t + 2].
@@ -129,7 +109,7 @@ TEST_CASE("warp collectives and named barriers: the GPU computes what the execut
   {
     Module m(Arch::Sm90);
     Kernel& k = m.kernel("named_barriers");
-    build_named_barriers(k);
+    test::build_named_barriers(k);
     const Built b{m.emit(), k.contract()};
     std::vector<std::uint32_t> cpu(64, 0);
     CpuDevice dev;
