@@ -143,13 +143,8 @@ TEST_CASE("check_call refuses a NormCall as the object would, and the typed call
                                                          "1024 bytes of f32"));
 
   // The typed calls convert to the same NormCall and are refused with the same message.
-  const RmsNormBackwardArgs typed{.dy = at(4),
-                                  .x = at(1),
-                                  .w = at(2),
-                                  .rstd = at(3),
-                                  .dx = at(4),
-                                  .dw = at(6),
-                                  .batch = 8};
+  const RmsNormBackwardArgs typed{
+      .dy = at(4), .x = at(1), .w = at(2), .rstd = at(3), .dx = at(4), .dw = at(6), .batch = 8};
   CHECK_THROWS_WITH(check_call(kRms.dtype, kRms.weight_dtype, kRms.width, typed),
                     Catch::StartsWith("RmsNorm(bf16, weights f32, width 256).backward: dx "
                                       "overlaps dy"));

@@ -61,7 +61,6 @@ void parallel_for(std::size_t n, F work) {
   }
 }
 
-
 // What a sweep found: failing cases, the worst errors per norm and dtypes, the modules compiled.
 struct SweepResult {
   std::size_t failed = 0;

@@ -254,8 +254,7 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                           ctx, o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype))));
     }
   }
-  norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width},
-                options);
+  norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width}, options);
 }
 
 GpuNorm::~GpuNorm() = default;

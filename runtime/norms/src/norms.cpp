@@ -171,69 +171,48 @@ NormVariant variant_of(bool layer, const NormCall& c) {
   return backward_variant(c.w, c.dw, layer ? &c.db : nullptr, c.dh);
 }
 
+namespace {
+
+// A typed call's fields, each a NormCall field of the same name (a typed struct has a subset).
+template <class Args>
+NormCall call_of(Direction direction, const Args& a) {
+  NormCall c{.direction = direction,
+             .batch = a.batch,
+             .stride = a.stride,
+             .width = a.width,
+             .stream = a.stream};
+  c.x = a.x;
+  c.w = a.w;
+  c.rstd = a.rstd;
+  if constexpr (requires { a.b; }) c.b = a.b;
+  if constexpr (requires { a.y; }) c.y = a.y;
+  if constexpr (requires { a.mean; }) c.mean = a.mean;
+  if constexpr (requires { a.residual; }) c.residual = a.residual;
+  if constexpr (requires { a.h; }) c.h = a.h;
+  if constexpr (requires { a.dy; }) c.dy = a.dy;
+  if constexpr (requires { a.dx; }) c.dx = a.dx;
+  if constexpr (requires { a.dw; }) c.dw = a.dw;
+  if constexpr (requires { a.db; }) c.db = a.db;
+  if constexpr (requires { a.dh; }) c.dh = a.dh;
+  if constexpr (requires { a.residual_in_f32; }) c.residual_in_f32 = a.residual_in_f32;
+  if constexpr (requires { a.eps; }) c.eps = a.eps;
+  if constexpr (requires { a.workspace; }) c.workspace = a.workspace;
+  return c;
+}
+
+}  // namespace
+
 NormCall norm_call(const LayerNormForwardArgs& a) {
-  return {.direction = Direction::Forward,
-          .x = a.x,
-          .w = a.w,
-          .b = a.b,
-          .y = a.y,
-          .mean = a.mean,
-          .rstd = a.rstd,
-          .residual = a.residual,
-          .h = a.h,
-          .residual_in_f32 = a.residual_in_f32,
-          .batch = a.batch,
-          .stride = a.stride,
-          .width = a.width,
-          .eps = a.eps,
-          .stream = a.stream};
+  return call_of(Direction::Forward, a);
 }
 NormCall norm_call(const LayerNormBackwardArgs& a) {
-  return {.direction = Direction::Backward,
-          .x = a.x,
-          .w = a.w,
-          .mean = a.mean,
-          .rstd = a.rstd,
-          .dy = a.dy,
-          .dx = a.dx,
-          .dw = a.dw,
-          .db = a.db,
-          .dh = a.dh,
-          .batch = a.batch,
-          .stride = a.stride,
-          .width = a.width,
-          .workspace = a.workspace,
-          .stream = a.stream};
+  return call_of(Direction::Backward, a);
 }
 NormCall norm_call(const RmsNormForwardArgs& a) {
-  return {.direction = Direction::Forward,
-          .x = a.x,
-          .w = a.w,
-          .y = a.y,
-          .rstd = a.rstd,
-          .residual = a.residual,
-          .h = a.h,
-          .residual_in_f32 = a.residual_in_f32,
-          .batch = a.batch,
-          .stride = a.stride,
-          .width = a.width,
-          .eps = a.eps,
-          .stream = a.stream};
+  return call_of(Direction::Forward, a);
 }
 NormCall norm_call(const RmsNormBackwardArgs& a) {
-  return {.direction = Direction::Backward,
-          .x = a.x,
-          .w = a.w,
-          .rstd = a.rstd,
-          .dy = a.dy,
-          .dx = a.dx,
-          .dw = a.dw,
-          .dh = a.dh,
-          .batch = a.batch,
-          .stride = a.stride,
-          .width = a.width,
-          .workspace = a.workspace,
-          .stream = a.stream};
+  return call_of(Direction::Backward, a);
 }
 
 NormVariant variant_of(const LayerNormForwardArgs& a) {
@@ -437,7 +416,7 @@ class CallChecks {
         : a.role == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
         : a.role == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
-                                  : "f32";
+                                          : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
       fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)",
@@ -449,9 +428,10 @@ class CallChecks {
     }
     const bool rows = a.role == TensorLayout::Rows || a.role == TensorLayout::ResidualRows;
     const std::string described =
-        rows ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
+        rows
+            ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
         : a.role == TensorLayout::Weights ? fmt::format("width {}", type_.width)
-                                  : fmt::format("batch {}", shape.batch);
+                                          : fmt::format("batch {}", shape.batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
                                v.bytes, described, needed_bytes(a.role, shape), type));
   }

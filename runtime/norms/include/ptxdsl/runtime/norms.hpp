@@ -127,7 +127,7 @@ enum class TensorLayout : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
 // One tensor a (norm, direction) takes.
 struct NormTensor {
   kernels::NormArg arg = kernels::NormArg::X;  // its kernel parameter (arg_name: its name)
-  DeviceView NormCall::* view = nullptr;
+  DeviceView NormCall::*view = nullptr;
   TensorLayout layout = TensorLayout::Rows;
   bool required = false;  // a null one is refused; an optional one left empty picks a variant
   bool written = false;   // an output: it may overlap no other tensor of the call
