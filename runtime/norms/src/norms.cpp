@@ -239,7 +239,7 @@ constexpr int kPointerBinds = kernels::kNormPointerArgs;
 // One tensor of a call: its row of norm_tensors() and the caller's view.
 struct PointerArg {
   Bind bind;
-  TensorLayout role;
+  TensorLayout layout;
   bool written;
   const DeviceView* view;
 };
@@ -315,8 +315,8 @@ class CallChecks {
   int elem() const { return kernels::dtype_bytes(type_.dtype); }
   int weight_elem() const { return kernels::dtype_bytes(type_.weight_dtype); }
 
-  std::uint32_t expected_elem(TensorLayout r, const CallShape& shape) const {
-    switch (r) {
+  std::uint32_t expected_elem(TensorLayout layout, const CallShape& shape) const {
+    switch (layout) {
       case TensorLayout::Rows:
         return static_cast<std::uint32_t>(elem());
       case TensorLayout::ResidualRows:
@@ -329,9 +329,9 @@ class CallChecks {
     return 0;
   }
 
-  std::uint64_t needed_bytes(TensorLayout r, const CallShape& shape) const {
+  std::uint64_t needed_bytes(TensorLayout layout, const CallShape& shape) const {
     const std::uint64_t row_span = std::uint64_t{shape.batch - 1} * shape.stride + type_.width;
-    switch (r) {
+    switch (layout) {
       case TensorLayout::Rows:
         return row_span * static_cast<std::uint64_t>(elem());
       case TensorLayout::ResidualRows:
@@ -383,10 +383,10 @@ class CallChecks {
   // in-place calls (y = x, dx = dy) are refused, not computed wrongly.
   void check_views(bool backward, std::span<const PointerArg> args, const CallShape& shape) const {
     for (const PointerArg& a : args) {
-      const std::uint32_t e = expected_elem(a.role, shape);
+      const std::uint32_t e = expected_elem(a.layout, shape);
       const DeviceView& v = *a.view;
       if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
-          (v.bytes != 0 && v.bytes < needed_bytes(a.role, shape))) [[unlikely]] {
+          (v.bytes != 0 && v.bytes < needed_bytes(a.layout, shape))) [[unlikely]] {
         fail_pointer(backward, a, shape);
       }
     }
@@ -395,8 +395,8 @@ class CallChecks {
         const PointerArg& a = args[i];
         const PointerArg& b = args[j];
         if (!a.written && !b.written) continue;
-        const std::uint64_t a_end = a.view->address + needed_bytes(a.role, shape);
-        const std::uint64_t b_end = b.view->address + needed_bytes(b.role, shape);
+        const std::uint64_t a_end = a.view->address + needed_bytes(a.layout, shape);
+        const std::uint64_t b_end = b.view->address + needed_bytes(b.layout, shape);
         if (a.view->address < b_end && b.view->address < a_end) [[unlikely]] {
           const PointerArg& out = a.written ? a : b;
           const PointerArg& other = &out == &a ? b : a;
@@ -410,12 +410,12 @@ class CallChecks {
 
   [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, const CallShape& shape) const {
     const DeviceView& v = *a.view;
-    const std::uint32_t e = expected_elem(a.role, shape);
+    const std::uint32_t e = expected_elem(a.layout, shape);
     const std::string_view type =
-        a.role == TensorLayout::Rows ? kernels::dtype_name(type_.dtype)
-        : a.role == TensorLayout::ResidualRows
+        a.layout == TensorLayout::Rows ? kernels::dtype_name(type_.dtype)
+        : a.layout == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
-        : a.role == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
+        : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
                                           : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
@@ -426,14 +426,14 @@ class CallChecks {
       fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements",
                                  arg_name(a.bind), v.address, e, type));
     }
-    const bool rows = a.role == TensorLayout::Rows || a.role == TensorLayout::ResidualRows;
+    const bool rows = a.layout == TensorLayout::Rows || a.layout == TensorLayout::ResidualRows;
     const std::string described =
         rows
             ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
-        : a.role == TensorLayout::Weights ? fmt::format("width {}", type_.width)
+        : a.layout == TensorLayout::Weights ? fmt::format("width {}", type_.width)
                                           : fmt::format("batch {}", shape.batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
-                               v.bytes, described, needed_bytes(a.role, shape), type));
+                               v.bytes, described, needed_bytes(a.layout, shape), type));
   }
 
   NormType type_;
@@ -555,9 +555,9 @@ class NormPair {
                                    arg_name(a.bind), v.address));
       }
       values_.pointers[static_cast<int>(a.bind)] = v.address;
-      if (a.role == TensorLayout::Rows) row_bits |= v.address;
-      if (a.role == TensorLayout::Weights) weight_bits |= v.address;
-      if (a.role == TensorLayout::ResidualRows) residual_bits |= v.address;
+      if (a.layout == TensorLayout::Rows) row_bits |= v.address;
+      if (a.layout == TensorLayout::Weights) weight_bits |= v.address;
+      if (a.layout == TensorLayout::ResidualRows) residual_bits |= v.address;
     }
     const DType residual_dtype = shape.residual_elem == 4 ? DType::F32 : spec_.dtype;
     const std::uint32_t vec =
