@@ -40,6 +40,7 @@ struct NormCase {
   float eps = 1e-5f;
 
   std::uint32_t row_stride() const { return stride != 0 ? stride : width; }
+  runtime::NormType type() const { return {layer, dtype, weight_dtype, width}; }
   std::string describe() const {
     std::ostringstream s;
     s << (layer ? "layer norm " : "RMS norm ") << kernels::dtype_name(dtype) << " (weights "
@@ -227,72 +228,47 @@ struct CaseBuffers {
     for (DeviceArray* a : {&dx, &dw, &db}) a->poison(ctx, stream);
   }
 
-  runtime::LayerNormForwardArgs layer_forward(const NormCase& c, runtime::StreamRef stream) const {
-    return {.x = x.view(),
+  // The calls of the case's norm (layer norm's b, mean and db are RMS norm's empty views).
+  runtime::NormCall forward_call(const NormCase& c, runtime::StreamRef stream) const {
+    return {.direction = runtime::Direction::Forward,
+            .x = x.view(),
             .w = w.view(),
-            .b = b.view(),
+            .b = c.layer ? b.view() : runtime::DeviceView{},
             .y = y.view(),
-            .mean = mean.view(),
+            .mean = c.layer ? mean.view() : runtime::DeviceView{},
             .rstd = rstd.view(),
             .batch = c.batch,
             .stride = c.row_stride(),
             .eps = c.eps,
             .stream = stream};
   }
-  runtime::RmsNormForwardArgs rms_forward(const NormCase& c, runtime::StreamRef stream) const {
-    return {.x = x.view(),
-            .w = w.view(),
-            .y = y.view(),
-            .rstd = rstd.view(),
-            .batch = c.batch,
-            .stride = c.row_stride(),
-            .eps = c.eps,
-            .stream = stream};
-  }
-  runtime::LayerNormBackwardArgs layer_backward(const NormCase& c,
-                                                runtime::StreamRef stream) const {
-    return {.dy = dy.view(),
+  runtime::NormCall backward_call(const NormCase& c, runtime::StreamRef stream) const {
+    return {.direction = runtime::Direction::Backward,
             .x = x.view(),
             .w = w.view(),
-            .mean = mean_in.view(),
+            .mean = c.layer ? mean_in.view() : runtime::DeviceView{},
             .rstd = rstd_in.view(),
+            .dy = dy.view(),
             .dx = dx.view(),
             .dw = dw.view(),
-            .db = db.view(),
-            .batch = c.batch,
-            .stride = c.row_stride(),
-            .stream = stream};
-  }
-  runtime::RmsNormBackwardArgs rms_backward(const NormCase& c, runtime::StreamRef stream) const {
-    return {.dy = dy.view(),
-            .x = x.view(),
-            .w = w.view(),
-            .rstd = rstd_in.view(),
-            .dx = dx.view(),
-            .dw = dw.view(),
+            .db = c.layer ? db.view() : runtime::DeviceView{},
             .batch = c.batch,
             .stride = c.row_stride(),
             .stream = stream};
   }
 };
 
-// Forward, backward, backward again, through `ln` or `rms` (whichever is set).
-inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
-                           runtime::RmsNorm* rms, const NormCase& c, const HostCase& h,
-                           runtime::StreamRef stream) {
+// Forward, backward, backward again, through `norm` (of the case's type).
+inline CaseResult run_case(const runtime::Context& ctx, runtime::Norm& norm, const NormCase& c,
+                           const HostCase& h, runtime::StreamRef stream) {
   CaseBuffers d(ctx, c, h);
   DeviceArray &y = d.y, &mean = d.mean, &rstd = d.rstd, &dx = d.dx, &dw = d.dw, &db = d.db;
   CaseResult r;
   // Forward.
   d.poison_forward(ctx, stream);
   ctx.synchronize();
-  if (c.layer) {
-    ln->forward(d.layer_forward(c, stream));
-    r.forward_vec = ln->last_vector_elems();
-  } else {
-    rms->forward(d.rms_forward(c, stream));
-    r.forward_vec = rms->last_vector_elems();
-  }
+  norm.call(d.forward_call(c, stream));
+  r.forward_vec = norm.last_vector_elems();
   ctx.synchronize();
   r.y = measure_rows(c, h, "y", y.download(ctx), h.y);
   r.rstd = measure(c, h, "rstd", DType::F32, rstd.download(ctx), h.rstd);
@@ -302,13 +278,8 @@ inline CaseResult run_case(const runtime::Context& ctx, runtime::LayerNorm* ln,
   std::vector<std::byte> first_dw, first_db;
   for (int run = 0; run < 2; ++run) {
     d.poison_backward(ctx, stream);
-    if (c.layer) {
-      ln->backward(d.layer_backward(c, stream));
-      r.backward_vec = ln->last_vector_elems();
-    } else {
-      rms->backward(d.rms_backward(c, stream));
-      r.backward_vec = rms->last_vector_elems();
-    }
+    norm.call(d.backward_call(c, stream));
+    r.backward_vec = norm.last_vector_elems();
     ctx.synchronize();
     if (run == 0) {
       r.dx = measure_rows(c, h, "dx", dx.download(ctx), h.dx);

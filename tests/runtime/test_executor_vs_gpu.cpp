@@ -26,26 +26,38 @@ namespace {
 constexpr float kEps = 1e-5f;
 constexpr std::uint32_t kBatch = 3;
 
+runtime::Direction direction(NormKind kind) {
+  return is_backward(kind) ? runtime::Direction::Backward : runtime::Direction::Forward;
+}
+
 struct Tensor {
   std::string name;
   DType dtype;
   std::size_t count;
 };
 
+// What `kind` writes (the full variant), as the host API's table of tensors says.
 std::vector<Tensor> outputs_of(NormKind kind, DType dtype, DType weight_dtype,
                                std::uint32_t width) {
-  const std::size_t rows = std::size_t{kBatch} * width;
-  switch (kind) {
-    case NormKind::LayerNormFwd:
-      return {{"y", dtype, rows}, {"mean", DType::F32, kBatch}, {"rstd", DType::F32, kBatch}};
-    case NormKind::RmsNormFwd:
-      return {{"y", dtype, rows}, {"rstd", DType::F32, kBatch}};
-    case NormKind::LayerNormBwd:
-      return {{"dx", dtype, rows}, {"dw", weight_dtype, width}, {"db", weight_dtype, width}};
-    case NormKind::RmsNormBwd:
-      return {{"dx", dtype, rows}, {"dw", weight_dtype, width}};
+  std::vector<Tensor> out;
+  for (const runtime::NormTensor& t : runtime::norm_tensors(is_layer_norm(kind), direction(kind))) {
+    if (!t.written) continue;
+    const std::string name(arg_name(t.arg));
+    switch (t.layout) {
+      case runtime::TensorLayout::Rows:
+        out.push_back({name, dtype, std::size_t{kBatch} * width});
+        break;
+      case runtime::TensorLayout::Weights:
+        out.push_back({name, weight_dtype, width});
+        break;
+      case runtime::TensorLayout::PerRow:
+        out.push_back({name, DType::F32, kBatch});
+        break;
+      case runtime::TensorLayout::ResidualRows:
+        break;  // the residual add is another variant
+    }
   }
-  return {};
+  return out;
 }
 
 // One unit in the last place of `d` at `v` (f32: four units, for contraction and approximations).
@@ -123,43 +135,15 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
     upload(o.name.c_str(), poison);
   }
   const auto g = [&](const char* name) { return runtime::DeviceView(gpu.at(name)); };
-  if (kind == NormKind::LayerNormFwd || kind == NormKind::LayerNormBwd) {
-    runtime::LayerNorm ln(ctx, dtype, weight_dtype, width);
-    if (kind == NormKind::LayerNormFwd) {
-      ln.forward({.x = g("x"),
-                  .w = g("w"),
-                  .b = g("b"),
-                  .y = g("y"),
-                  .mean = g("mean"),
-                  .rstd = g("rstd"),
-                  .batch = kBatch,
-                  .eps = kEps});
-    } else {
-      ln.backward({.dy = g("dy"),
-                   .x = g("x"),
-                   .w = g("w"),
-                   .mean = g("mean"),
-                   .rstd = g("rstd"),
-                   .dx = g("dx"),
-                   .dw = g("dw"),
-                   .db = g("db"),
-                   .batch = kBatch});
-    }
-  } else {
-    runtime::RmsNorm rms(ctx, dtype, weight_dtype, width);
-    if (kind == NormKind::RmsNormFwd) {
-      rms.forward(
-          {.x = g("x"), .w = g("w"), .y = g("y"), .rstd = g("rstd"), .batch = kBatch, .eps = kEps});
-    } else {
-      rms.backward({.dy = g("dy"),
-                    .x = g("x"),
-                    .w = g("w"),
-                    .rstd = g("rstd"),
-                    .dx = g("dx"),
-                    .dw = g("dw"),
-                    .batch = kBatch});
+  // Every tensor of the full variant (no residual add), by its name.
+  runtime::NormCall call{.direction = direction(kind), .batch = kBatch, .eps = kEps};
+  for (const runtime::NormTensor& t : runtime::norm_tensors(is_layer_norm(kind), call.direction)) {
+    if (t.layout != runtime::TensorLayout::ResidualRows) {
+      call.*t.view = g(std::string(arg_name(t.arg)).c_str());
     }
   }
+  runtime::Norm norm(ctx, {is_layer_norm(kind), dtype, weight_dtype, width});
+  norm.call(call);
   ctx.synchronize();
 
   for (const Tensor& o : outs) {

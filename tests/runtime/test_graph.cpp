@@ -62,8 +62,8 @@ TEST_CASE("a graph captures a norm's forward and backward and replays them",
   graph.begin_capture(stream);
   CHECK(is_capturing(stream));
   CHECK(graph.capturing());
-  ln.forward(d.layer_forward(c, stream));
-  ln.backward(d.layer_backward(c, stream));
+  ln.call(d.forward_call(c, stream));
+  ln.call(d.backward_call(c, stream));
   graph.end_capture();
   CHECK_FALSE(is_capturing(stream));
   stream.synchronize();
@@ -111,11 +111,11 @@ TEST_CASE("a captured forward updated with new buffers runs on them in place",
   poison_all(ctx, d2, stream);
   Graph graph(ctx);
   graph.begin_capture(stream);
-  ln.forward(d.layer_forward(c, stream));
+  ln.call(d.forward_call(c, stream));
   graph.end_capture();
   graph.instantiate();
   graph.begin_capture(stream);
-  ln.forward(d2.layer_forward(c2, stream));
+  ln.call(d2.forward_call(c2, stream));
   graph.end_capture();
   CHECK(graph.update());  // the same launches on other buffers: updated in place
   graph.launch(stream);
@@ -147,10 +147,10 @@ TEST_CASE("backwards of one object on two streams at once do not share a workspa
   poison_all(ctx, da, sa);
   poison_all(ctx, db, sb);
   for (int call = 0; call < 4; ++call) {
-    ln.forward(da.layer_forward(a, sa));
-    ln.forward(db.layer_forward(b, sb));
-    ln.backward(da.layer_backward(a, sa));
-    ln.backward(db.layer_backward(b, sb));
+    ln.call(da.forward_call(a, sa));
+    ln.call(db.forward_call(b, sb));
+    ln.call(da.backward_call(a, sa));
+    ln.call(db.backward_call(b, sb));
   }
   sa.synchronize();
   sb.synchronize();

@@ -61,11 +61,6 @@ void parallel_for(std::size_t n, F work) {
   }
 }
 
-struct Objects {
-  std::unique_ptr<LayerNorm> ln;
-  std::unique_ptr<RmsNorm> rms;
-};
-
 // What a sweep found: failing cases, the worst errors per norm and dtypes, the modules compiled.
 struct SweepResult {
   std::size_t failed = 0;
@@ -75,14 +70,11 @@ struct SweepResult {
 
 // Builds every object's variants (JIT included) on all threads, then runs each (object, case) on
 // the GPU against its float64 reference, the references made on worker threads ahead of the GPU.
-SweepResult run_sweep(Context& ctx, std::vector<Objects>& objects,
+SweepResult run_sweep(Context& ctx, std::vector<std::unique_ptr<Norm>>& objects,
                       const std::vector<std::pair<std::size_t, NormCase>>& cases) {
   SweepResult out;
   const std::uint64_t jits_before = ModuleCache::global().jit_count();
-  parallel_for(objects.size(), [&](std::size_t i) {
-    if (objects[i].ln) objects[i].ln->prepare();
-    if (objects[i].rms) objects[i].rms->prepare();
-  });
+  parallel_for(objects.size(), [&](std::size_t i) { objects[i]->prepare(); });
   const std::size_t ahead = std::max(2u, std::thread::hardware_concurrency());
   std::deque<std::future<test::HostCase>> pending;
   std::size_t queued = 0;
@@ -98,8 +90,7 @@ SweepResult run_sweep(Context& ctx, std::vector<Objects>& objects,
     const test::HostCase host = pending.front().get();
     pending.pop_front();
     refill();
-    const test::CaseResult r =
-        test::run_case(ctx, objects[object].ln.get(), objects[object].rms.get(), c, host, stream);
+    const test::CaseResult r = test::run_case(ctx, *objects[object], c, host, stream);
     test::check_case(c, r);
     const std::string key = std::string(c.layer ? "layer norm " : "RMS norm   ") +
                             std::string(kernels::dtype_name(c.dtype)) + "/" +
@@ -130,14 +121,9 @@ std::vector<NormCase> shapes_at(std::span<const std::uint32_t> widths) {
 }
 
 // One object of `c`'s norm, dtypes and width.
-Objects make_objects(Context& ctx, const NormCase& c, const NormOptions& options = {}) {
-  Objects o;
-  if (c.layer) {
-    o.ln = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width, options);
-  } else {
-    o.rms = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width, options);
-  }
-  return o;
+std::unique_ptr<Norm> make_object(Context& ctx, const NormCase& c,
+                                  const NormOptions& options = {}) {
+  return std::make_unique<Norm>(ctx, c.type(), options);
 }
 
 }  // namespace
@@ -147,8 +133,8 @@ TEST_CASE("the norms match the float64 reference over every width, dtype and bat
   PTXDSL_REQUIRE_GPU(ctx);
   // One object per (norm, dtypes, width), all built and JIT-compiled up front on every thread.
   const std::vector<NormCase> shapes = shapes_at(kWidths);
-  std::vector<Objects> objects;
-  for (const NormCase& c : shapes) objects.push_back(make_objects(ctx, c));
+  std::vector<std::unique_ptr<Norm>> objects;
+  for (const NormCase& c : shapes) objects.push_back(make_object(ctx, c));
   std::vector<std::pair<std::size_t, NormCase>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     for (std::uint32_t batch : kBatches) {
@@ -201,13 +187,13 @@ TEST_CASE("knob variants match the reference too: one launch at long batches, L2
   kernels::NormKnobs& walked = variants.emplace_back();
   walked.prefetch_rows = 1;
   walked.shared_weights = true;
-  std::vector<Objects> objects;
+  std::vector<std::unique_ptr<Norm>> objects;
   std::vector<std::pair<std::size_t, NormCase>> cases;
   constexpr std::uint32_t kKnobWidths[] = {100, 1003, 4096, 8192, 16384};
   const auto add = [&](const NormOptions& options, bool same_sums) {
     for (NormCase c : shapes_at(kKnobWidths)) {
       c.same_sums = same_sums;
-      objects.push_back(make_objects(ctx, c, options));
+      objects.push_back(make_object(ctx, c, options));
       for (std::uint32_t batch : {3u, 1151u}) {
         c.batch = batch;
         c.seed = 7000 + cases.size();
@@ -289,23 +275,13 @@ TEST_CASE("strided rows and misaligned pointers take narrower vectors, never a f
       }
     }
   }
-  std::map<std::string, std::unique_ptr<LayerNorm>> lns;
-  std::map<std::string, std::unique_ptr<RmsNorm>> rmss;
+  std::map<std::string, std::unique_ptr<Norm>> objects;
   std::map<std::uint32_t, std::size_t> vec_seen;
   for (const NormCase& c : cases) {
     const std::string key = c.describe().substr(0, c.describe().find(", batch"));
-    LayerNorm* ln = nullptr;
-    RmsNorm* rms = nullptr;
-    if (c.layer) {
-      auto& p = lns[key];
-      if (!p) p = std::make_unique<LayerNorm>(ctx, c.dtype, c.weight_dtype, c.width);
-      ln = p.get();
-    } else {
-      auto& p = rmss[key];
-      if (!p) p = std::make_unique<RmsNorm>(ctx, c.dtype, c.weight_dtype, c.width);
-      rms = p.get();
-    }
-    const test::CaseResult r = test::run_case(ctx, ln, rms, c, test::make_host_case(c), nullptr);
+    std::unique_ptr<Norm>& norm = objects[key];
+    if (!norm) norm = make_object(ctx, c);
+    const test::CaseResult r = test::run_case(ctx, *norm, c, test::make_host_case(c), nullptr);
     INFO(c.describe());
     test::check_case(c, r);
     CHECK(r.forward_vec == expected_vec(c, false));

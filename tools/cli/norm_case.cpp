@@ -254,11 +254,7 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                           ctx, o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype))));
     }
   }
-  if (ln) {
-    ln_.emplace(ctx, spec_.dtype, spec_.weight_dtype, spec_.width, options);
-  } else {
-    rms_.emplace(ctx, spec_.dtype, spec_.weight_dtype, spec_.width, options);
-  }
+  norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width}, options);
 }
 
 GpuNorm::~GpuNorm() = default;
@@ -283,66 +279,32 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
   const auto in_if = [&](bool has, const runtime::DeviceBuffer<std::byte>& buf, DType dtype) {
     return has ? view(buf, dtype) : runtime::DeviceView{};
   };
-  const runtime::DeviceView w = in_if(kernels::has_weight(s), b_->w, wd);
-  const runtime::DeviceView b = in_if(kernels::has_bias(s), b_->b, wd);
   const bool residual = kernels::has_residual(s);
-  const bool f32_residual = s.residual == kernels::Residual::AddF32;
-  switch (kind) {
-    case NormKind::LayerNormFwd:
-      ln_->forward({.x = view(b_->x, d),
-                    .w = w,
-                    .b = b,
-                    .y = out("y", d),
-                    .mean = out("mean", f32),
-                    .rstd = out("rstd", f32),
-                    .residual = in_if(residual, b_->residual, rd),
-                    .h = out("h", rd),
-                    .residual_in_f32 = f32_residual,
-                    .batch = batch_,
-                    .stride = stride_,
-                    .eps = static_cast<float>(kEps),
-                    .stream = stream});
-      break;
-    case NormKind::LayerNormBwd:
-      ln_->backward({.dy = view(b_->dy, d),
-                     .x = view(b_->x, d),
-                     .w = w,
-                     .mean = view(b_->mean_in, f32),
-                     .rstd = view(b_->rstd_in, f32),
-                     .dx = out("dx", d),
-                     .dw = out("dw", wd),
-                     .db = out("db", wd),
-                     .dh = in_if(residual, b_->dh, rd),
-                     .batch = batch_,
-                     .stride = stride_,
-                     .stream = stream});
-      break;
-    case NormKind::RmsNormFwd:
-      rms_->forward({.x = view(b_->x, d),
-                     .w = w,
-                     .y = out("y", d),
-                     .rstd = out("rstd", f32),
-                     .residual = in_if(residual, b_->residual, rd),
-                     .h = out("h", rd),
-                     .residual_in_f32 = f32_residual,
-                     .batch = batch_,
-                     .stride = stride_,
-                     .eps = static_cast<float>(kEps),
-                     .stream = stream});
-      break;
-    case NormKind::RmsNormBwd:
-      rms_->backward({.dy = view(b_->dy, d),
-                      .x = view(b_->x, d),
-                      .w = w,
-                      .rstd = view(b_->rstd_in, f32),
-                      .dx = out("dx", d),
-                      .dw = out("dw", wd),
-                      .dh = in_if(residual, b_->dh, rd),
+  runtime::NormCall c{.x = view(b_->x, d),
+                      .w = in_if(kernels::has_weight(s), b_->w, wd),
                       .batch = batch_,
                       .stride = stride_,
-                      .stream = stream});
-      break;
+                      .stream = stream};
+  if (is_backward(kind)) {
+    c.direction = runtime::Direction::Backward;
+    c.dy = view(b_->dy, d);
+    c.mean = in_if(is_layer_norm(kind), b_->mean_in, f32);
+    c.rstd = view(b_->rstd_in, f32);
+    c.dh = in_if(residual, b_->dh, rd);
+    c.dx = out("dx", d);
+    c.dw = out("dw", wd);
+    c.db = out("db", wd);
+  } else {
+    c.b = in_if(kernels::has_bias(s), b_->b, wd);
+    c.residual = in_if(residual, b_->residual, rd);
+    c.residual_in_f32 = s.residual == kernels::Residual::AddF32;
+    c.y = out("y", d);
+    c.h = out("h", rd);
+    c.mean = out("mean", f32);
+    c.rstd = out("rstd", f32);
+    c.eps = static_cast<float>(kEps);
   }
+  norm_->call(c);
 }
 
 std::vector<Output> GpuNorm::download(NormKind kind) const {

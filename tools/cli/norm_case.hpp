@@ -63,8 +63,8 @@ struct CaseCheck {
 // `kind`'s outputs against the references in `data`.
 CaseCheck compare(kernels::NormKind kind, const NormData& data, const std::vector<Output>& got);
 
-// The kernels of one norm on the GPU through the host API (LayerNorm or RmsNorm), with device
-// buffers for everything the forward and the backward read and write.
+// The kernels of one norm on the GPU through the host API (runtime::Norm), with device buffers for
+// everything the forward and the backward read and write.
 class GpuNorm {
  public:
   GpuNorm(const runtime::Context& ctx, const NormData& data, const runtime::NormOptions& options);
@@ -73,7 +73,8 @@ class GpuNorm {
   ~GpuNorm();
   // Fills `kind`'s outputs with NaN patterns, so an element never written shows.
   void poison(kernels::NormKind kind);
-  // The call a user makes: forward or backward of the host API object, ordered on `stream`.
+  // The call a user makes: forward or backward of the host API object (one runtime::NormCall),
+  // ordered on `stream`.
   void call(kernels::NormKind kind, runtime::StreamRef stream);
   std::vector<Output> download(kernels::NormKind kind) const;
 
@@ -83,8 +84,7 @@ class GpuNorm {
   kernels::NormSpec spec_;
   std::uint32_t batch_, stride_;
   std::unique_ptr<Buffers> b_;
-  std::optional<runtime::LayerNorm> ln_;
-  std::optional<runtime::RmsNorm> rms_;
+  std::optional<runtime::Norm> norm_;
 };
 
 // `spec.kind`'s kernels on the CPU executor (every step of the launch plan).

@@ -47,11 +47,7 @@ NormObject& norm_object(const NormKey& key) {
   // Entered only once built: a key whose context or object fails keeps no entry.
   auto made = std::make_unique<NormObject>();
   const runtime::Context& ctx = context_for(all, key.device);
-  if (key.layer) {
-    made->layer = std::make_unique<runtime::LayerNorm>(ctx, key.dtype, key.weight_dtype, key.width);
-  } else {
-    made->rms = std::make_unique<runtime::RmsNorm>(ctx, key.dtype, key.weight_dtype, key.width);
-  }
+  made->norm = std::make_unique<runtime::Norm>(ctx, key.type);
   return *all.norms.emplace(key, std::move(made)).first->second;
 }
 

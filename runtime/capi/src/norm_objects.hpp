@@ -15,20 +15,14 @@ namespace ptxdsl::capi {
 
 struct NormKey {
   int device = 0;
-  bool layer = true;
-  kernels::DType dtype = kernels::DType::F32;
-  kernels::DType weight_dtype = kernels::DType::F32;
-  std::uint32_t width = 0;
+  runtime::NormType type;
   auto operator<=>(const NormKey&) const = default;
 };
 
 // One object; `mutex` serializes the calls on it (it holds one launch-argument block).
 struct NormObject {
   std::mutex mutex;
-  std::unique_ptr<runtime::LayerNorm> layer;
-  std::unique_ptr<runtime::RmsNorm> rms;
-  // What both norms do (prepare, workspace_bytes) on whichever this object holds.
-  runtime::Norm& norm() { return layer ? static_cast<runtime::Norm&>(*layer) : *rms; }
+  std::unique_ptr<runtime::Norm> norm;
 };
 
 // The object for `key`, built (with the device's primary context) if it is new. Throws CallError

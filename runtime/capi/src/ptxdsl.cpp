@@ -59,73 +59,74 @@ std::uint32_t range_arg(const char* name, std::int64_t value, std::int64_t lo, s
   return static_cast<std::uint32_t>(value);
 }
 
-// The object's key, and the shape of one call, from the arguments every norm call shares.
-struct Shape {
-  NormKey key;
-  std::uint32_t batch = 0, stride = 0;
-};
-
 NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_t weight_dtype,
                 std::int64_t width) {
   NormKey k;
-  k.layer = layer;
   k.device = static_cast<int>(range_arg("device", device, 0, INT32_MAX));
-  k.dtype = dtype_arg("dtype", dtype);
-  k.weight_dtype = dtype_arg("weight_dtype", weight_dtype);
-  kernels::check_weight_dtype(k.dtype, k.weight_dtype);
-  k.width = range_arg("width", width, 1, kernels::kMaxWidth);
+  k.type.layer = layer;
+  k.type.dtype = dtype_arg("dtype", dtype);
+  k.type.weight_dtype = dtype_arg("weight_dtype", weight_dtype);
+  kernels::check_weight_dtype(k.type.dtype, k.type.weight_dtype);
+  k.type.width = range_arg("width", width, 1, kernels::kMaxWidth);
   return k;
 }
 
-Shape shape_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_t weight_dtype,
-                std::int64_t batch, std::int64_t width, std::int64_t stride) {
-  Shape s;
-  s.key = key_arg(layer, device, dtype, weight_dtype, width);
-  s.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
-  s.stride = range_arg("stride", stride, 0, UINT32_MAX);
-  return s;
-}
-
-// A pointer the kernels read or write; NULL is refused.
-DeviceView pointer_arg(const char* name, const void* p) {
-  if (p == nullptr) {
-    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, fmt::format("{} is NULL", name));
-  }
-  return DeviceView(reinterpret_cast<std::uint64_t>(p));
-}
-// A pointer whose NULL picks a variant (no weights, no residual add, no dw): an empty view.
-DeviceView optional_arg(const void* p) {
+// A pointer as the norms take it: NULL is an empty view, which picks a variant where the tensor
+// is optional and is refused by run_norm where it is not.
+DeviceView pointer_arg(const void* p) {
   return DeviceView(reinterpret_cast<std::uint64_t>(p));
 }
 
-// The variant the pointers ask for (runtime::variant_of), checked at any batch: ptxdsl::Error is
+// What every norm call shares: the object's key, and the call's rows and stream.
+struct CallArgs {
+  NormKey key;
+  runtime::NormCall call;
+};
+
+CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device,
+                   std::int32_t dtype, std::int32_t weight_dtype, std::int64_t batch,
+                   std::int64_t width, std::int64_t stride, ptxdsl_stream stream) {
+  CallArgs a;
+  a.key = key_arg(layer, device, dtype, weight_dtype, width);
+  a.call.direction = direction;
+  a.call.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
+  a.call.stride = range_arg("stride", stride, 0, UINT32_MAX);
+  a.call.stream = stream;
+  return a;
+}
+
+// The one way into the norms: the variant its pointers ask for (runtime::variant_of) at any
+// batch; from batch 1 on, the pointers the call must give, its workspace, and everything else the
+// call would be refused for without a device (runtime::check_call), so that no argument error
+// waits for the driver to load; then its object's call. ptxdsl::Error is
 // PTXDSL_ERROR_INVALID_ARGUMENT.
-template <class Args>
-void check_variant(const Args& a) {
-  ptxdsl::runtime::variant_of(a);
-}
-
-// Everything else the call would be refused for without a device (runtime::check_call), so that
-// no argument error waits for the driver to load.
-template <class Args>
-void check_call(const NormKey& key, const Args& a) {
-  ptxdsl::runtime::check_call(key.dtype, key.weight_dtype, key.width, a);
-}
-
-runtime::Workspace workspace_arg(void* workspace, std::uint64_t bytes) {
-  if (workspace == nullptr && bytes != 0) {
+void run_norm(const CallArgs& a) {
+  const runtime::NormCall& c = a.call;
+  runtime::variant_of(a.key.type.layer, c);
+  if (c.batch == 0) return;
+  for (const runtime::NormTensor& t : runtime::norm_tensors(a.key.type.layer, c.direction)) {
+    if (t.required && (c.*t.view).address == 0) {
+      throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
+                      fmt::format("{} is NULL", kernels::arg_name(t.arg)));
+    }
+  }
+  if (c.workspace.address == 0 && c.workspace.bytes != 0) {
     throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
                     fmt::format("workspace is NULL but workspace_bytes is {} (NULL takes the "
                                 "library's; pass 0)",
-                                bytes));
+                                c.workspace.bytes));
   }
-  return {reinterpret_cast<std::uint64_t>(workspace), bytes};
+  runtime::check_call(a.key.type, c);
+  NormObject& o = norm_object(a.key);
+  const std::lock_guard<std::mutex> lock(o.mutex);
+  o.norm->call(c);
 }
 
 }  // namespace
 }  // namespace ptxdsl::capi
 
 using namespace ptxdsl::capi;
+using ptxdsl::runtime::Direction;
 
 extern "C" {
 
@@ -177,25 +178,18 @@ int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_
                                   void* residual_out, void* y, float* mean, float* rstd, float eps,
                                   ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    const Shape s = shape_arg(true, device, dtype, weight_dtype, batch, width, stride);
-    ptxdsl::runtime::LayerNormForwardArgs a{.w = optional_arg(w),
-                                            .b = optional_arg(b),
-                                            .residual = optional_arg(residual),
-                                            .h = optional_arg(residual_out),
-                                            .batch = s.batch,
-                                            .stride = s.stride,
-                                            .eps = eps,
-                                            .stream = stream};
-    check_variant(a);
-    if (s.batch == 0) return;
-    a.x = pointer_arg("x", x);
-    a.y = pointer_arg("y", y);
-    a.mean = pointer_arg("mean", mean);
-    a.rstd = pointer_arg("rstd", rstd);
-    check_call(s.key, a);
-    NormObject& o = norm_object(s.key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    o.layer->forward(a);
+    CallArgs a = call_args(true, Direction::Forward, device, dtype, weight_dtype, batch, width,
+                           stride, stream);
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.b = pointer_arg(b);
+    a.call.residual = pointer_arg(residual);
+    a.call.h = pointer_arg(residual_out);
+    a.call.y = pointer_arg(y);
+    a.call.mean = pointer_arg(mean);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.eps = eps;
+    run_norm(a);
   });
 }
 
@@ -205,26 +199,19 @@ int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight
                                    const float* rstd, void* dx, void* dw, void* db, void* workspace,
                                    uint64_t workspace_bytes, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    const Shape s = shape_arg(true, device, dtype, weight_dtype, batch, width, stride);
-    ptxdsl::runtime::LayerNormBackwardArgs a{.w = optional_arg(w),
-                                             .dw = optional_arg(dw),
-                                             .db = optional_arg(db),
-                                             .dh = optional_arg(dh),
-                                             .batch = s.batch,
-                                             .stride = s.stride,
-                                             .stream = stream};
-    check_variant(a);
-    if (s.batch == 0) return;
-    a.dy = pointer_arg("dy", dy);
-    a.x = pointer_arg("x", x);
-    a.mean = pointer_arg("mean", mean);
-    a.rstd = pointer_arg("rstd", rstd);
-    a.dx = pointer_arg("dx", dx);
-    a.workspace = workspace_arg(workspace, workspace_bytes);
-    check_call(s.key, a);
-    NormObject& o = norm_object(s.key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    o.layer->backward(a);
+    CallArgs a = call_args(true, Direction::Backward, device, dtype, weight_dtype, batch, width,
+                           stride, stream);
+    a.call.dy = pointer_arg(dy);
+    a.call.dh = pointer_arg(dh);
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.mean = pointer_arg(mean);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.dx = pointer_arg(dx);
+    a.call.dw = pointer_arg(dw);
+    a.call.db = pointer_arg(db);
+    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
+    run_norm(a);
   });
 }
 
@@ -233,23 +220,16 @@ int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dt
                                 const void* residual, void* residual_out, void* y, float* rstd,
                                 float eps, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    const Shape s = shape_arg(false, device, dtype, weight_dtype, batch, width, stride);
-    ptxdsl::runtime::RmsNormForwardArgs a{.w = optional_arg(w),
-                                          .residual = optional_arg(residual),
-                                          .h = optional_arg(residual_out),
-                                          .batch = s.batch,
-                                          .stride = s.stride,
-                                          .eps = eps,
-                                          .stream = stream};
-    check_variant(a);
-    if (s.batch == 0) return;
-    a.x = pointer_arg("x", x);
-    a.y = pointer_arg("y", y);
-    a.rstd = pointer_arg("rstd", rstd);
-    check_call(s.key, a);
-    NormObject& o = norm_object(s.key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    o.rms->forward(a);
+    CallArgs a = call_args(false, Direction::Forward, device, dtype, weight_dtype, batch, width,
+                           stride, stream);
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.residual = pointer_arg(residual);
+    a.call.h = pointer_arg(residual_out);
+    a.call.y = pointer_arg(y);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.eps = eps;
+    run_norm(a);
   });
 }
 
@@ -259,24 +239,17 @@ int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_d
                                  void* dw, void* workspace, uint64_t workspace_bytes,
                                  ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    const Shape s = shape_arg(false, device, dtype, weight_dtype, batch, width, stride);
-    ptxdsl::runtime::RmsNormBackwardArgs a{.w = optional_arg(w),
-                                           .dw = optional_arg(dw),
-                                           .dh = optional_arg(dh),
-                                           .batch = s.batch,
-                                           .stride = s.stride,
-                                           .stream = stream};
-    check_variant(a);
-    if (s.batch == 0) return;
-    a.dy = pointer_arg("dy", dy);
-    a.x = pointer_arg("x", x);
-    a.rstd = pointer_arg("rstd", rstd);
-    a.dx = pointer_arg("dx", dx);
-    a.workspace = workspace_arg(workspace, workspace_bytes);
-    check_call(s.key, a);
-    NormObject& o = norm_object(s.key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    o.rms->backward(a);
+    CallArgs a = call_args(false, Direction::Backward, device, dtype, weight_dtype, batch, width,
+                           stride, stream);
+    a.call.dy = pointer_arg(dy);
+    a.call.dh = pointer_arg(dh);
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.dx = pointer_arg(dx);
+    a.call.dw = pointer_arg(dw);
+    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
+    run_norm(a);
   });
 }
 
@@ -291,7 +264,7 @@ int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, int32_t dtype,
     if (rows == 0) return;
     NormObject& o = norm_object(key);
     const std::lock_guard<std::mutex> lock(o.mutex);
-    *bytes = o.norm().workspace_bytes(rows);
+    *bytes = o.norm->workspace_bytes(rows);
   });
 }
 
@@ -301,7 +274,7 @@ int32_t ptxdsl_norm_prepare(int32_t device, int32_t norm, int32_t dtype, int32_t
     const NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width);
     NormObject& o = norm_object(key);
     const std::lock_guard<std::mutex> lock(o.mutex);
-    o.norm().prepare();
+    o.norm->prepare();
   });
 }
 

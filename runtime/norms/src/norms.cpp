@@ -10,7 +10,6 @@
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -81,19 +80,152 @@ NormVariant backward_variant(const DeviceView& w, const DeviceView& dw, const De
   return v;
 }
 
+// Which norm and direction take each tensor, stated once: a (norm, direction)'s tensors are its
+// rows here, in order, which is the order of its kernels' parameters.
+struct TensorRow {
+  NormTensor tensor;
+  Direction direction;
+  bool layer_only;  // layer norm's b, mean and db
+};
+using A = kernels::NormArg;
+using L = TensorLayout;
+constexpr Direction kFwd = Direction::Forward;
+constexpr Direction kBwd = Direction::Backward;
+constexpr TensorRow kTensorRows[] = {
+    // {arg, field, layout, required, written}, direction, layer norm's only
+    {{A::X, &NormCall::x, L::Rows, true, false}, kFwd, false},
+    {{A::W, &NormCall::w, L::Weights, false, false}, kFwd, false},
+    {{A::B, &NormCall::b, L::Weights, false, false}, kFwd, true},
+    {{A::Residual, &NormCall::residual, L::ResidualRows, false, false}, kFwd, false},
+    {{A::Y, &NormCall::y, L::Rows, true, true}, kFwd, false},
+    {{A::H, &NormCall::h, L::ResidualRows, false, true}, kFwd, false},
+    {{A::Mean, &NormCall::mean, L::PerRow, true, true}, kFwd, true},
+    {{A::Rstd, &NormCall::rstd, L::PerRow, true, true}, kFwd, false},
+    {{A::Dy, &NormCall::dy, L::Rows, true, false}, kBwd, false},
+    {{A::X, &NormCall::x, L::Rows, true, false}, kBwd, false},
+    {{A::W, &NormCall::w, L::Weights, false, false}, kBwd, false},
+    {{A::Mean, &NormCall::mean, L::PerRow, true, false}, kBwd, true},
+    {{A::Rstd, &NormCall::rstd, L::PerRow, true, false}, kBwd, false},
+    {{A::Dh, &NormCall::dh, L::ResidualRows, false, false}, kBwd, false},
+    {{A::Dx, &NormCall::dx, L::Rows, true, true}, kBwd, false},
+    {{A::Dw, &NormCall::dw, L::Weights, false, true}, kBwd, false},
+    {{A::Db, &NormCall::db, L::Weights, false, true}, kBwd, true},
+};
+
+struct TensorList {
+  std::array<NormTensor, std::size(kTensorRows)> tensors{};
+  std::size_t count = 0;
+};
+constexpr TensorList tensor_list(bool layer, Direction direction) {
+  TensorList list;
+  for (const TensorRow& row : kTensorRows) {
+    if (row.direction == direction && (layer || !row.layer_only)) {
+      list.tensors[list.count++] = row.tensor;
+    }
+  }
+  return list;
+}
+// [layer][backward]
+constexpr TensorList kTensorLists[2][2] = {
+    {tensor_list(false, kFwd), tensor_list(false, kBwd)},
+    {tensor_list(true, kFwd), tensor_list(true, kBwd)},
+};
+
+// A view the call's norm and direction do not take, refused: it would be ignored, and so would
+// the slip that gave it.
+void refuse_untaken(bool layer, const NormCall& c) {
+  const std::span<const NormTensor> taken = norm_tensors(layer, c.direction);
+  const bool forward = c.direction == Direction::Forward;
+  for (const TensorRow& row : kTensorRows) {
+    const auto takes = [&](const NormTensor& t) { return t.view == row.tensor.view; };
+    if (!given(c.*row.tensor.view) || std::any_of(taken.begin(), taken.end(), takes)) continue;
+    std::string names;
+    for (const NormTensor& t : taken) {
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", kernels::arg_name(t.arg));
+    }
+    throw Error(fmt::format("{} is given to {} {}, which does not take it (it takes {})",
+                            kernels::arg_name(row.tensor.arg),
+                            layer ? "a layer norm's" : "an RMS norm's",
+                            forward ? "forward" : "backward", names));
+  }
+  if (!forward && c.residual_in_f32) {
+    throw Error("residual_in_f32 is set on a backward, which takes x and dh in the dtype");
+  }
+  if (forward && (c.workspace.address != 0 || c.workspace.bytes != 0)) {
+    throw Error("a workspace is given to a forward, which needs none");
+  }
+}
+
 }  // namespace
 
+std::span<const NormTensor> norm_tensors(bool layer, Direction direction) {
+  const TensorList& list = kTensorLists[layer ? 1 : 0][direction == Direction::Backward ? 1 : 0];
+  return {list.tensors.data(), list.count};
+}
+
+NormVariant variant_of(bool layer, const NormCall& c) {
+  refuse_untaken(layer, c);
+  if (c.direction == Direction::Forward) {
+    return forward_variant(c.w, layer ? &c.b : nullptr, c.residual, c.h, c.residual_in_f32);
+  }
+  return backward_variant(c.w, c.dw, layer ? &c.db : nullptr, c.dh);
+}
+
+namespace {
+
+// A typed call's fields, each a NormCall field of the same name (a typed struct has a subset).
+template <class Args>
+NormCall call_of(Direction direction, const Args& a) {
+  NormCall c{.direction = direction,
+             .batch = a.batch,
+             .stride = a.stride,
+             .width = a.width,
+             .stream = a.stream};
+  c.x = a.x;
+  c.w = a.w;
+  c.rstd = a.rstd;
+  if constexpr (requires { a.b; }) c.b = a.b;
+  if constexpr (requires { a.y; }) c.y = a.y;
+  if constexpr (requires { a.mean; }) c.mean = a.mean;
+  if constexpr (requires { a.residual; }) c.residual = a.residual;
+  if constexpr (requires { a.h; }) c.h = a.h;
+  if constexpr (requires { a.dy; }) c.dy = a.dy;
+  if constexpr (requires { a.dx; }) c.dx = a.dx;
+  if constexpr (requires { a.dw; }) c.dw = a.dw;
+  if constexpr (requires { a.db; }) c.db = a.db;
+  if constexpr (requires { a.dh; }) c.dh = a.dh;
+  if constexpr (requires { a.residual_in_f32; }) c.residual_in_f32 = a.residual_in_f32;
+  if constexpr (requires { a.eps; }) c.eps = a.eps;
+  if constexpr (requires { a.workspace; }) c.workspace = a.workspace;
+  return c;
+}
+
+}  // namespace
+
+NormCall norm_call(const LayerNormForwardArgs& a) {
+  return call_of(Direction::Forward, a);
+}
+NormCall norm_call(const LayerNormBackwardArgs& a) {
+  return call_of(Direction::Backward, a);
+}
+NormCall norm_call(const RmsNormForwardArgs& a) {
+  return call_of(Direction::Forward, a);
+}
+NormCall norm_call(const RmsNormBackwardArgs& a) {
+  return call_of(Direction::Backward, a);
+}
+
 NormVariant variant_of(const LayerNormForwardArgs& a) {
-  return forward_variant(a.w, &a.b, a.residual, a.h, a.residual_in_f32);
+  return variant_of(true, norm_call(a));
 }
 NormVariant variant_of(const LayerNormBackwardArgs& a) {
-  return backward_variant(a.w, a.dw, &a.db, a.dh);
+  return variant_of(true, norm_call(a));
 }
 NormVariant variant_of(const RmsNormForwardArgs& a) {
-  return forward_variant(a.w, nullptr, a.residual, a.h, a.residual_in_f32);
+  return variant_of(false, norm_call(a));
 }
 NormVariant variant_of(const RmsNormBackwardArgs& a) {
-  return backward_variant(a.w, a.dw, nullptr, a.dh);
+  return variant_of(false, norm_call(a));
 }
 
 namespace detail {
@@ -104,41 +236,35 @@ namespace {
 using Bind = kernels::NormArg;
 constexpr int kPointerBinds = kernels::kNormPointerArgs;
 
-// How a pointer argument is shaped: rows of the input dtype, rows of the residual add's dtype, a
-// row of weights, or one f32 per row.
-enum class Role : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
-
+// One tensor of a call: its row of norm_tensors() and the caller's view.
 struct PointerArg {
   Bind bind;
-  Role role;
+  TensorLayout layout;
+  bool written;
   const DeviceView* view;
 };
 
-// What a call writes: the forward's y, mean, rstd and h; the backward's dx, dw and db.
-bool written(Bind b, bool backward) {
-  if (backward) return b == Bind::Dx || b == Bind::Dw || b == Bind::Db;
-  return b == Bind::Y || b == Bind::Mean || b == Bind::Rstd || b == Bind::H;
-}
-
-// A call's pointer arguments: every one its kernels always take (a null one is refused), and the
-// optional ones it was given (an empty view is a tensor the variant lacks).
+// A call's pointer arguments in the order of its kernels' parameters: every one its kernels
+// always take (a null one is refused), and the optional ones it was given (an empty view is a
+// tensor the variant lacks).
 struct PointerArgs {
   std::array<PointerArg, 10> args{};
   std::size_t count = 0;
-  void add(const PointerArg& a) { args[count++] = a; }
-  void add_if_given(const PointerArg& a) {
-    if (a.view->address != 0) add(a);
-  }
   std::span<const PointerArg> view() const { return {args.data(), count}; }
 };
+
+PointerArgs pointers_of(bool layer, const NormCall& c) {
+  PointerArgs ptrs;
+  for (const NormTensor& t : norm_tensors(layer, c.direction)) {
+    const DeviceView& v = c.*t.view;
+    if (t.required || v.address != 0) ptrs.args[ptrs.count++] = {t.arg, t.layout, t.written, &v};
+  }
+  return ptrs;
+}
 
 constexpr std::uint64_t kMaxSpanElements = std::uint64_t{1} << 48;
 // Of a caller's workspace: the partial sums are read and written in 16-byte vectors.
 constexpr std::uint64_t kWorkspaceAlignment = 16;
-
-template <class Args>
-constexpr bool is_backward =
-    std::is_same_v<Args, LayerNormBackwardArgs> || std::is_same_v<Args, RmsNormBackwardArgs>;
 
 // A call's shape as its checks read it.
 struct CallShape {
@@ -147,110 +273,72 @@ struct CallShape {
   int residual_elem = 2;  // bytes of the residual add's elements: f32 with AddF32, else the dtype's
 };
 
-// A forward's views in the order of the kernel's parameters (layer norm's args have b and mean).
-template <class Args>
-PointerArgs forward_pointers(const Args& a) {
-  PointerArgs ptrs;
-  ptrs.add({Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({Bind::W, Role::Weights, &a.w});
-  if constexpr (requires { a.b; }) ptrs.add_if_given({Bind::B, Role::Weights, &a.b});
-  ptrs.add_if_given({Bind::Residual, Role::ResidualRows, &a.residual});
-  ptrs.add({Bind::Y, Role::Rows, &a.y});
-  ptrs.add_if_given({Bind::H, Role::ResidualRows, &a.h});
-  if constexpr (requires { a.mean; }) ptrs.add({Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({Bind::Rstd, Role::PerRow, &a.rstd});
-  return ptrs;
-}
-
-// A backward's views (layer norm's args have mean and db).
-template <class Args>
-PointerArgs backward_pointers(const Args& a) {
-  PointerArgs ptrs;
-  ptrs.add({Bind::Dy, Role::Rows, &a.dy});
-  ptrs.add({Bind::X, Role::Rows, &a.x});
-  ptrs.add_if_given({Bind::W, Role::Weights, &a.w});
-  if constexpr (requires { a.mean; }) ptrs.add({Bind::Mean, Role::PerRow, &a.mean});
-  ptrs.add({Bind::Rstd, Role::PerRow, &a.rstd});
-  ptrs.add_if_given({Bind::Dh, Role::ResidualRows, &a.dh});
-  ptrs.add({Bind::Dx, Role::Rows, &a.dx});
-  ptrs.add_if_given({Bind::Dw, Role::Weights, &a.dw});
-  if constexpr (requires { a.db; }) ptrs.add_if_given({Bind::Db, Role::Weights, &a.db});
-  return ptrs;
-}
-
 // The checks of a call that need no device, and the errors that name the object: what an object's
 // forward and backward check first, and all that check_call() checks (before any driver loads).
 class CallChecks {
  public:
-  CallChecks(bool layer, DType dtype, DType weight_dtype, std::uint32_t width)
-      : layer_(layer), dtype_(dtype), weight_dtype_(weight_dtype), width_(width) {}
+  explicit CallChecks(const NormType& type) : type_(type) {}
 
   // A call of batch ≥ 1: the variant its views ask for, its shape, each view, the overlaps of
   // the outputs, the forward's eps and the backward's workspace alignment. Returns the variant.
-  template <class Args>
-  NormVariant check(const Args& a, const PointerArgs& ptrs) const {
-    constexpr bool backward = is_backward<Args>;
-    const NormVariant variant = variant_for(backward, a);
-    const CallShape shape = shape_of(a, variant);
-    check_shape(backward, shape, a.width);
+  NormVariant check(const NormCall& c, const PointerArgs& ptrs) const {
+    const bool backward = c.direction == Direction::Backward;
+    const NormVariant variant = variant_for(c);
+    const CallShape shape = shape_of(c, variant);
+    check_shape(backward, shape, c.width);
     check_views(backward, ptrs.view(), shape);
-    if constexpr (requires { a.eps; }) {
-      if (!(std::isfinite(a.eps) && a.eps >= 0)) [[unlikely]] {
-        fail(false, fmt::format("eps must be a finite number ≥ 0, got {}", a.eps));
-      }
+    if (!backward && !(std::isfinite(c.eps) && c.eps >= 0)) [[unlikely]] {
+      fail(false, fmt::format("eps must be a finite number ≥ 0, got {}", c.eps));
     }
-    if constexpr (requires { a.workspace; }) {
-      if (a.workspace.address % kWorkspaceAlignment != 0) [[unlikely]] {
-        fail(true, fmt::format("the workspace at 0x{:x} is not {}-byte aligned",
-                               a.workspace.address, kWorkspaceAlignment));
-      }
+    if (backward && c.workspace.address % kWorkspaceAlignment != 0) [[unlikely]] {
+      fail(true, fmt::format("the workspace at 0x{:x} is not {}-byte aligned", c.workspace.address,
+                             kWorkspaceAlignment));
     }
     return variant;
   }
 
-  template <class Args>
-  CallShape shape_of(const Args& a, const NormVariant& variant) const {
-    return {a.batch, a.stride != 0 ? a.stride : width_,  // 0: contiguous rows
+  CallShape shape_of(const NormCall& c, const NormVariant& variant) const {
+    return {c.batch, c.stride != 0 ? c.stride : type_.width,  // 0: contiguous rows
             variant.residual == kernels::Residual::AddF32 ? 4 : elem()};
   }
 
   std::string describe(bool backward) const {
-    return fmt::format("{}({}, weights {}, width {}).{}", layer_ ? "LayerNorm" : "RmsNorm",
-                       kernels::dtype_name(dtype_), kernels::dtype_name(weight_dtype_), width_,
-                       backward ? "backward" : "forward");
+    return fmt::format("{}({}, weights {}, width {}).{}", type_.layer ? "LayerNorm" : "RmsNorm",
+                       kernels::dtype_name(type_.dtype), kernels::dtype_name(type_.weight_dtype),
+                       type_.width, backward ? "backward" : "forward");
   }
 
   [[noreturn]] void fail(bool backward, const std::string& problem) const {
     throw Error(fmt::format("{}: {}", describe(backward), problem));
   }
 
-  int elem() const { return kernels::dtype_bytes(dtype_); }
-  int weight_elem() const { return kernels::dtype_bytes(weight_dtype_); }
+  int elem() const { return kernels::dtype_bytes(type_.dtype); }
+  int weight_elem() const { return kernels::dtype_bytes(type_.weight_dtype); }
 
-  std::uint32_t expected_elem(Role r, const CallShape& shape) const {
-    switch (r) {
-      case Role::Rows:
+  std::uint32_t expected_elem(TensorLayout layout, const CallShape& shape) const {
+    switch (layout) {
+      case TensorLayout::Rows:
         return static_cast<std::uint32_t>(elem());
-      case Role::ResidualRows:
+      case TensorLayout::ResidualRows:
         return static_cast<std::uint32_t>(shape.residual_elem);
-      case Role::Weights:
+      case TensorLayout::Weights:
         return static_cast<std::uint32_t>(weight_elem());
-      case Role::PerRow:
+      case TensorLayout::PerRow:
         return 4;
     }
     return 0;
   }
 
-  std::uint64_t needed_bytes(Role r, const CallShape& shape) const {
-    const std::uint64_t row_span = std::uint64_t{shape.batch - 1} * shape.stride + width_;
-    switch (r) {
-      case Role::Rows:
+  std::uint64_t needed_bytes(TensorLayout layout, const CallShape& shape) const {
+    const std::uint64_t row_span = std::uint64_t{shape.batch - 1} * shape.stride + type_.width;
+    switch (layout) {
+      case TensorLayout::Rows:
         return row_span * static_cast<std::uint64_t>(elem());
-      case Role::ResidualRows:
+      case TensorLayout::ResidualRows:
         return row_span * static_cast<std::uint64_t>(shape.residual_elem);
-      case Role::Weights:
-        return std::uint64_t{width_} * static_cast<std::uint64_t>(weight_elem());
-      case Role::PerRow:
+      case TensorLayout::Weights:
+        return std::uint64_t{type_.width} * static_cast<std::uint64_t>(weight_elem());
+      case TensorLayout::PerRow:
         return std::uint64_t{shape.batch} * 4;
     }
     return 0;
@@ -258,24 +346,23 @@ class CallChecks {
 
  private:
   // The variant of a call's views (variant_of), refused with this object's name.
-  template <class Args>
-  NormVariant variant_for(bool backward, const Args& a) const {
+  NormVariant variant_for(const NormCall& c) const {
     try {
-      return variant_of(a);
+      return variant_of(type_.layer, c);
     } catch (const Error& e) {
-      fail(backward, e.what());
+      fail(c.direction == Direction::Backward, e.what());
     }
   }
 
   void check_shape(bool backward, const CallShape& shape, std::uint32_t width_check) const {
-    if (width_check != 0 && width_check != width_) [[unlikely]] {
+    if (width_check != 0 && width_check != type_.width) [[unlikely]] {
       fail(backward, fmt::format("called with width {}; this object was built for width {} "
                                  "(make one object per width)",
-                                 width_check, width_));
+                                 width_check, type_.width));
     }
-    if (shape.stride < width_) [[unlikely]] {
+    if (shape.stride < type_.width) [[unlikely]] {
       fail(backward,
-           fmt::format("stride must be at least the width {}, got {}", width_, shape.stride));
+           fmt::format("stride must be at least the width {}, got {}", type_.width, shape.stride));
     }
     if (shape.batch > kernels::kMaxBatch) [[unlikely]] {
       fail(backward,
@@ -283,7 +370,7 @@ class CallChecks {
     }
     // (batch − 1) × stride < 2^63 cannot wrap; past 2^48 elements no GPU holds the rows, and the
     // byte counts below could.
-    if (const std::uint64_t span = std::uint64_t{shape.batch - 1} * shape.stride + width_;
+    if (const std::uint64_t span = std::uint64_t{shape.batch - 1} * shape.stride + type_.width;
         span > kMaxSpanElements) [[unlikely]] {
       fail(backward, fmt::format("batch {} × stride {} spans {} elements, more than a GPU "
                                  "addresses (2^48)",
@@ -296,10 +383,10 @@ class CallChecks {
   // in-place calls (y = x, dx = dy) are refused, not computed wrongly.
   void check_views(bool backward, std::span<const PointerArg> args, const CallShape& shape) const {
     for (const PointerArg& a : args) {
-      const std::uint32_t e = expected_elem(a.role, shape);
+      const std::uint32_t e = expected_elem(a.layout, shape);
       const DeviceView& v = *a.view;
       if (v.address == 0 || (v.element_bytes != 0 && v.element_bytes != e) || v.address % e != 0 ||
-          (v.bytes != 0 && v.bytes < needed_bytes(a.role, shape))) [[unlikely]] {
+          (v.bytes != 0 && v.bytes < needed_bytes(a.layout, shape))) [[unlikely]] {
         fail_pointer(backward, a, shape);
       }
     }
@@ -307,11 +394,11 @@ class CallChecks {
       for (std::size_t j = i + 1; j < args.size(); ++j) {
         const PointerArg& a = args[i];
         const PointerArg& b = args[j];
-        if (!written(a.bind, backward) && !written(b.bind, backward)) continue;
-        const std::uint64_t a_end = a.view->address + needed_bytes(a.role, shape);
-        const std::uint64_t b_end = b.view->address + needed_bytes(b.role, shape);
+        if (!a.written && !b.written) continue;
+        const std::uint64_t a_end = a.view->address + needed_bytes(a.layout, shape);
+        const std::uint64_t b_end = b.view->address + needed_bytes(b.layout, shape);
         if (a.view->address < b_end && b.view->address < a_end) [[unlikely]] {
-          const PointerArg& out = written(a.bind, backward) ? a : b;
+          const PointerArg& out = a.written ? a : b;
           const PointerArg& other = &out == &a ? b : a;
           fail(backward, fmt::format("{} overlaps {}: in-place calls are not supported; give {} a "
                                      "buffer of its own",
@@ -323,13 +410,13 @@ class CallChecks {
 
   [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, const CallShape& shape) const {
     const DeviceView& v = *a.view;
-    const std::uint32_t e = expected_elem(a.role, shape);
+    const std::uint32_t e = expected_elem(a.layout, shape);
     const std::string_view type =
-        a.role == Role::Rows ? kernels::dtype_name(dtype_)
-        : a.role == Role::ResidualRows
-            ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : dtype_)
-        : a.role == Role::Weights ? kernels::dtype_name(weight_dtype_)
-                                  : "f32";
+        a.layout == TensorLayout::Rows ? kernels::dtype_name(type_.dtype)
+        : a.layout == TensorLayout::ResidualRows
+            ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
+        : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
+                                          : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
       fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)",
@@ -339,18 +426,17 @@ class CallChecks {
       fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements",
                                  arg_name(a.bind), v.address, e, type));
     }
-    const bool rows = a.role == Role::Rows || a.role == Role::ResidualRows;
+    const bool rows = a.layout == TensorLayout::Rows || a.layout == TensorLayout::ResidualRows;
     const std::string described =
-        rows ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, width_)
-        : a.role == Role::Weights ? fmt::format("width {}", width_)
-                                  : fmt::format("batch {}", shape.batch);
+        rows
+            ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
+        : a.layout == TensorLayout::Weights ? fmt::format("width {}", type_.width)
+                                          : fmt::format("batch {}", shape.batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
-                               v.bytes, described, needed_bytes(a.role, shape), type));
+                               v.bytes, described, needed_bytes(a.layout, shape), type));
   }
 
-  bool layer_;
-  DType dtype_, weight_dtype_;
-  std::uint32_t width_;
+  NormType type_;
 };
 
 }  // namespace
@@ -393,15 +479,11 @@ struct VariantKey {
 // pointers stay valid when the public object moves.
 class NormPair {
  public:
-  NormPair(const Context& ctx, bool layer, DType dtype, DType weight_dtype, std::uint32_t width,
-           NormOptions options)
-      : ctx_(ctx.share()),
-        layer_(layer),
-        options_(options),
-        checks_(layer, dtype, weight_dtype, width) {
-    spec_.dtype = dtype;
-    spec_.weight_dtype = weight_dtype;
-    spec_.width = width;
+  NormPair(const Context& ctx, const NormType& type, NormOptions options)
+      : ctx_(ctx.share()), type_(type), options_(options), checks_(type) {
+    spec_.dtype = type.dtype;
+    spec_.weight_dtype = type.weight_dtype;
+    spec_.width = type.width;
     spec_.device = ctx.info().model;
     spec_.arch = options.arch.value_or(spec_.device.arch());
     spec_.ptx_version = options.ptx_version.value_or(
@@ -437,7 +519,9 @@ class NormPair {
     }
   }
 
-  NormKind forward_kind() const { return layer_ ? NormKind::LayerNormFwd : NormKind::RmsNormFwd; }
+  NormKind forward_kind() const {
+    return type_.layer ? NormKind::LayerNormFwd : NormKind::RmsNormFwd;
+  }
   // The spec of one direction, with its knobs, as `variant` has it.
   kernels::NormSpec spec_for(bool backward, const NormVariant& variant = {}) const {
     kernels::NormSpec s = spec_;
@@ -448,12 +532,11 @@ class NormPair {
     if (backward) s.outputs = variant.outputs;
     return s;
   }
-  NormKind backward_kind() const { return layer_ ? NormKind::LayerNormBwd : NormKind::RmsNormBwd; }
+  NormKind backward_kind() const {
+    return type_.layer ? NormKind::LayerNormBwd : NormKind::RmsNormBwd;
+  }
   int elem() const { return kernels::dtype_bytes(spec_.dtype); }
-  int weight_elem() const { return kernels::dtype_bytes(spec_.weight_dtype); }
-  std::uint32_t width() const { return spec_.width; }
-  DType dtype() const { return spec_.dtype; }
-  DType weight_dtype() const { return spec_.weight_dtype; }
+  const NormType& type() const { return type_; }
   std::uint32_t last_vec() const { return last_vec_; }
 
   std::string describe(bool backward) const { return checks_.describe(backward); }
@@ -472,9 +555,9 @@ class NormPair {
                                    arg_name(a.bind), v.address));
       }
       values_.pointers[static_cast<int>(a.bind)] = v.address;
-      if (a.role == Role::Rows) row_bits |= v.address;
-      if (a.role == Role::Weights) weight_bits |= v.address;
-      if (a.role == Role::ResidualRows) residual_bits |= v.address;
+      if (a.layout == TensorLayout::Rows) row_bits |= v.address;
+      if (a.layout == TensorLayout::Weights) weight_bits |= v.address;
+      if (a.layout == TensorLayout::ResidualRows) residual_bits |= v.address;
     }
     const DType residual_dtype = shape.residual_elem == 4 ? DType::F32 : spec_.dtype;
     const std::uint32_t vec =
@@ -488,25 +571,19 @@ class NormPair {
         {backward, alternate_pays(backward, vec, shape.batch, variant), vec, variant});
   }
 
-  // A forward call of either norm: checked, bound and launched.
-  template <class Args>
-  void forward(const Args& a) {
-    if (a.batch == 0) return;
-    const PointerArgs ptrs = forward_pointers(a);
-    const NormVariant variant = checks_.check(a, ptrs);
-    const Variant& v = bind(false, ptrs.view(), checks_.shape_of(a, variant), variant);
-    values_.eps = a.eps;
-    launch_steps(v, a.batch, a.stream);
-  }
-
-  // A backward call of either norm.
-  template <class Args>
-  void backward(const Args& a) {
-    if (a.batch == 0) return;
-    const PointerArgs ptrs = backward_pointers(a);
-    const NormVariant variant = checks_.check(a, ptrs);
-    const Variant& v = bind(true, ptrs.view(), checks_.shape_of(a, variant), variant);
-    launch_backward(v, a.batch, a.workspace, a.stream);
+  // A call of either norm in either direction: checked, bound and launched.
+  void call(const NormCall& c) {
+    if (c.batch == 0) return;
+    const bool backward = c.direction == Direction::Backward;
+    const PointerArgs ptrs = pointers_of(type_.layer, c);
+    const NormVariant variant = checks_.check(c, ptrs);
+    const Variant& v = bind(backward, ptrs.view(), checks_.shape_of(c, variant), variant);
+    if (backward) {
+      launch_backward(v, c.batch, c.workspace, c.stream);
+    } else {
+      values_.eps = c.eps;
+      launch_steps(v, c.batch, c.stream);
+    }
   }
 
   void launch_steps(const Variant& v, std::uint32_t batch, StreamRef stream) {
@@ -716,7 +793,7 @@ class NormPair {
   }
 
   Context ctx_;
-  bool layer_;
+  NormType type_;
   NormOptions options_;
   kernels::NormSpec spec_;       // dtypes, width, target; knobs_ hold each direction's knobs
   kernels::NormKnobs knobs_[2];  // [backward]
@@ -734,46 +811,32 @@ class NormPair {
   CallChecks checks_;
 };
 
-namespace {
-
-// A call's checks with no object: the dtype pair first (an object's construction checks it).
-template <class Args>
-void check_call_of(bool layer, DType dtype, DType weight_dtype, std::uint32_t width,
-                   const Args& a) {
-  kernels::check_weight_dtype(dtype, weight_dtype);
-  if (a.batch == 0) return;
-  const CallChecks checks(layer, dtype, weight_dtype, width);
-  if constexpr (is_backward<Args>) {
-    checks.check(a, backward_pointers(a));
-  } else {
-    checks.check(a, forward_pointers(a));
-  }
-}
-
-}  // namespace
 }  // namespace detail
 
+void check_call(const NormType& type, const NormCall& call) {
+  kernels::check_weight_dtype(type.dtype, type.weight_dtype);
+  if (call.batch == 0) return;
+  detail::CallChecks(type).check(call, detail::pointers_of(type.layer, call));
+}
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const LayerNormForwardArgs& args) {
-  detail::check_call_of(true, dtype, weight_dtype, width, args);
+  check_call({true, dtype, weight_dtype, width}, norm_call(args));
 }
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const LayerNormBackwardArgs& args) {
-  detail::check_call_of(true, dtype, weight_dtype, width, args);
+  check_call({true, dtype, weight_dtype, width}, norm_call(args));
 }
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const RmsNormForwardArgs& args) {
-  detail::check_call_of(false, dtype, weight_dtype, width, args);
+  check_call({false, dtype, weight_dtype, width}, norm_call(args));
 }
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const RmsNormBackwardArgs& args) {
-  detail::check_call_of(false, dtype, weight_dtype, width, args);
+  check_call({false, dtype, weight_dtype, width}, norm_call(args));
 }
 
-Norm::Norm(const Context& ctx, bool layer_norm, DType dtype, DType weight_dtype,
-           std::uint32_t width, NormOptions options)
-    : impl_(std::make_unique<detail::NormPair>(ctx, layer_norm, dtype, weight_dtype, width,
-                                               options)) {}
+Norm::Norm(const Context& ctx, const NormType& type, NormOptions options)
+    : impl_(std::make_unique<detail::NormPair>(ctx, type, options)) {}
 Norm::Norm(Norm&&) noexcept = default;
 Norm& Norm::operator=(Norm&&) noexcept = default;
 Norm::~Norm() = default;
@@ -784,14 +847,20 @@ void Norm::prepare(std::uint32_t vector_elems, const NormVariant& variant) {
 std::uint64_t Norm::workspace_bytes(std::uint32_t batch) {
   return impl_->workspace_bytes(batch);
 }
+void Norm::call(const NormCall& call) {
+  impl_->call(call);
+}
+const NormType& Norm::type() const {
+  return impl_->type();
+}
 std::uint32_t Norm::width() const {
-  return impl_->width();
+  return type().width;
 }
 DType Norm::dtype() const {
-  return impl_->dtype();
+  return type().dtype;
 }
 DType Norm::weight_dtype() const {
-  return impl_->weight_dtype();
+  return type().weight_dtype;
 }
 std::uint32_t Norm::last_vector_elems() const {
   return impl_->last_vec();
@@ -799,22 +868,22 @@ std::uint32_t Norm::last_vector_elems() const {
 
 LayerNorm::LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
                      NormOptions options)
-    : Norm(ctx, true, dtype, weight_dtype, width, options) {}
+    : Norm(ctx, {true, dtype, weight_dtype, width}, options) {}
 void LayerNorm::forward(const LayerNormForwardArgs& a) {
-  impl_->forward(a);
+  call(norm_call(a));
 }
 void LayerNorm::backward(const LayerNormBackwardArgs& a) {
-  impl_->backward(a);
+  call(norm_call(a));
 }
 
 RmsNorm::RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
                  NormOptions options)
-    : Norm(ctx, false, dtype, weight_dtype, width, options) {}
+    : Norm(ctx, {false, dtype, weight_dtype, width}, options) {}
 void RmsNorm::forward(const RmsNormForwardArgs& a) {
-  impl_->forward(a);
+  call(norm_call(a));
 }
 void RmsNorm::backward(const RmsNormBackwardArgs& a) {
-  impl_->backward(a);
+  call(norm_call(a));
 }
 
 }  // namespace ptxdsl::runtime

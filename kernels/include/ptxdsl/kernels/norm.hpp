@@ -71,8 +71,7 @@ struct BuiltNorm {
   bool ticketed_rows = false;
   static constexpr std::uint64_t kRowCounterBytes = 16;
   // Where the partial rows start after the counter: on a 128-byte line, as they do without it
-  // (16 bytes in, each row's stores and the column reduce's loads straddled sectors; the H200
-  // showed no difference in speed either way).
+  // (16 bytes in, each row's stores and the column reduce's loads would straddle sectors).
   static constexpr std::uint64_t kRowCounterSpan = 256;
   // Scratch the backward needs for `batch` rows (the row counter, f32 partial dw/db rows); 0 for
   // the forward. Layout: the row counter at byte 0 (ticketed_rows), partial_dw at

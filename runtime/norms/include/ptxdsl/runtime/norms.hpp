@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "ptxdsl/kernels/norm.hpp"
 #include "ptxdsl/runtime/context.hpp"
@@ -11,8 +12,9 @@
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
 
-// The norms' host API: one object per (norm, dtype, weight dtype, width), whose forward and
-// backward launch the right kernels on device pointers. Objects build (or fetch from the module
+// The norms' host API: one object per (norm, dtype, weight dtype, width) (Norm; LayerNorm and
+// RmsNorm add typed calls), whose calls (NormCall: forward or backward) launch the right kernels
+// on device pointers. Objects build (or fetch from the module
 // cache) the kernels they need on first use: one JIT per (kernel, width, dtype, device) in the
 // program.
 //
@@ -72,6 +74,23 @@ struct NormOptions {
   ModuleCache* cache = nullptr;  // default: ModuleCache::global()
 };
 
+// Which way a norm call goes.
+enum class Direction : std::uint8_t { Forward, Backward };
+
+// What a norm object is built for, and what a call without one is checked against.
+struct NormType {
+  bool layer = true;                // layer norm; false: RMS norm
+  DType dtype = DType::F16;         // x, y, dy, dx (and residual, h, dh)
+  DType weight_dtype = DType::F16;  // w, b, dw, db: the dtype, or F32 with 16-bit rows
+  std::uint32_t width = 0;          // elements a row
+  auto operator<=>(const NormType&) const = default;
+};
+
+// One call of either norm in either direction: the one shape every caller fills (the typed calls
+// below, the C ABI, the command line), so that a new call field is added here once. The tensors
+// are fields by role; norm_tensors() says which of them a (norm, direction) takes, which it must
+// be given and which it writes. A view the call's norm and direction do not take is refused.
+//
 // Rows are `width` elements `stride` elements apart (0: stride = width); x, y, dy, dx (and the
 // residual add's residual, h, dh) use it. mean and rstd are f32, one per row. `width`, when set,
 // must equal the object's.
@@ -87,6 +106,37 @@ struct NormOptions {
 //   too; dh may be empty.
 // - dw and db (backward): both empty writes dx alone; layer norm's dw without db fits a forward
 //   without b.
+struct NormCall {
+  Direction direction = Direction::Forward;
+  DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
+  DeviceView residual{}, h{};
+  DeviceView dy{}, dx{}, dw{}, db{}, dh{};
+  bool residual_in_f32 = false;  // forward
+  std::uint32_t batch = 0;
+  std::uint32_t stride = 0;
+  std::uint32_t width = 0;
+  float eps = 1e-5f;      // forward
+  Workspace workspace{};  // backward; none: this call's own, from the object's stream-ordered pool
+  StreamRef stream{};
+};
+
+// How a tensor of a call is laid out, which sets its element type and size: rows of the dtype,
+// rows of the residual add's dtype, a row of weights, or one f32 per row.
+enum class TensorLayout : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
+
+// One tensor a (norm, direction) takes.
+struct NormTensor {
+  kernels::NormArg arg = kernels::NormArg::X;  // its kernel parameter (arg_name: its name)
+  DeviceView NormCall::*view = nullptr;
+  TensorLayout layout = TensorLayout::Rows;
+  bool required = false;  // a null one is refused; an optional one left empty picks a variant
+  bool written = false;   // an output: it may overlap no other tensor of the call
+};
+// The tensors of one norm and direction, in the order of its kernels' parameters.
+std::span<const NormTensor> norm_tensors(bool layer, Direction direction);
+
+// The typed calls' arguments: each converts to a NormCall of its norm and direction, with the
+// same fields.
 struct LayerNormForwardArgs {
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
   DeviceView residual{}, h{};
@@ -125,6 +175,10 @@ struct RmsNormBackwardArgs {
   Workspace workspace{};
   std::uint32_t width = 0;
 };
+NormCall norm_call(const LayerNormForwardArgs& args);
+NormCall norm_call(const LayerNormBackwardArgs& args);
+NormCall norm_call(const RmsNormForwardArgs& args);
+NormCall norm_call(const RmsNormBackwardArgs& args);
 
 // A call's variant as a kernel spec names it (what prepare builds ahead).
 struct NormVariant {
@@ -134,17 +188,20 @@ struct NormVariant {
 };
 
 // The variant a call's views ask for (the calls take it so); throws ptxdsl::Error naming the view
-// that fits none (b without w, residual without h, db without dw, ...). Needs no device.
+// that fits none (b without w, residual without h, db without dw, ...) or that the norm and
+// direction do not take. Needs no device.
+NormVariant variant_of(bool layer, const NormCall& call);
 NormVariant variant_of(const LayerNormForwardArgs& args);
 NormVariant variant_of(const LayerNormBackwardArgs& args);
 NormVariant variant_of(const RmsNormForwardArgs& args);
 NormVariant variant_of(const RmsNormBackwardArgs& args);
 
-// What a call on an object of this dtype, weight dtype and width is refused for before the
-// device is asked: the dtype pair, the variant, the stride, the rows' span, views that are null,
-// misaligned, too short or overlapping an output, eps, a misaligned workspace. Throws
-// ptxdsl::Error with the message the call would give; at batch 0 (a call that returns at once),
-// the dtype pair alone. Needs no driver (the C ABI checks this before it loads one).
+// What a call on an object of this type is refused for before the device is asked: the dtype
+// pair, the variant, the stride, the rows' span, views that are null, misaligned, too short or
+// overlapping an output, eps, a misaligned workspace. Throws ptxdsl::Error with the message the
+// call would give; at batch 0 (a call that returns at once), the dtype pair alone. Needs no
+// driver (the C ABI checks this before it loads one).
+void check_call(const NormType& type, const NormCall& call);
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const LayerNormForwardArgs& args);
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
@@ -158,10 +215,11 @@ namespace detail {
 class NormPair;
 }
 
-// What LayerNorm and RmsNorm share: the kernels of one norm, dtype, weight dtype and width on one
-// context, built on first use.
+// The kernels of one norm, dtype, weight dtype and width on one context, built on first use.
+// LayerNorm and RmsNorm add the typed calls.
 class Norm {
  public:
+  Norm(const Context& ctx, const NormType& type, NormOptions options = {});
   Norm(Norm&&) noexcept;
   Norm& operator=(Norm&&) noexcept;
   ~Norm();
@@ -171,17 +229,21 @@ class Norm {
   // `variant` names the affine, residual and outputs fields of the calls to come (the default:
   // full affine, no residual add, every output). Objects on different threads may prepare at once.
   void prepare(std::uint32_t vector_elems = 0, const NormVariant& variant = {});
+  // A forward or backward: checked, bound and launched on call.stream (batch 0 returns at once).
+  // The forward writes y (and mean, rstd, h); the backward dx, and dw, db summed over the batch in
+  // a fixed order (bit-identical run to run), unless the knobs set row_order tickets, or
+  // deterministic 0 where the heuristic then takes tickets.
+  void call(const NormCall& call);
   // Bytes of workspace a backward of `batch` rows needs with 16-byte-aligned pointers.
   std::uint64_t workspace_bytes(std::uint32_t batch);
+  const NormType& type() const;
   std::uint32_t width() const;
   DType dtype() const;
   DType weight_dtype() const;
   // Elements per vector access the last forward or backward used (0 before any).
   std::uint32_t last_vector_elems() const;
 
- protected:
-  Norm(const Context& ctx, bool layer_norm, DType dtype, DType weight_dtype, std::uint32_t width,
-       NormOptions options);
+ private:
   std::unique_ptr<detail::NormPair> impl_;
 };
 
@@ -192,8 +254,7 @@ class LayerNorm : public Norm {
 
   // y = (x − mean)·rstd·w + b per row (x + residual with the residual add); writes mean and rstd.
   void forward(const LayerNormForwardArgs& args);
-  // dx, and dw, db summed over the batch in a fixed order (bit-identical run to run), unless the
-  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
+  // dx, and dw, db summed over the batch (call()).
   void backward(const LayerNormBackwardArgs& args);
 };
 
@@ -204,8 +265,7 @@ class RmsNorm : public Norm {
 
   // y = x·rstd·w per row (x + residual with the residual add); writes rstd.
   void forward(const RmsNormForwardArgs& args);
-  // dx, and dw summed over the batch in a fixed order (bit-identical run to run), unless the
-  // knobs set row_order tickets, or deterministic 0 where the heuristic then takes tickets.
+  // dx, and dw summed over the batch (call()).
   void backward(const RmsNormBackwardArgs& args);
 };
 

@@ -1,0 +1,156 @@
+// The norms' one call shape (runtime::NormCall) without a device: which tensors each norm and
+// direction takes, the variant a call's views ask for, and the checks check_call makes, the same
+// for a NormCall as for the typed calls that convert to it.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "ptxdsl/runtime/norms.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::runtime;
+
+namespace {
+
+std::string names(bool layer, Direction direction, bool required_only = false) {
+  std::string s;
+  for (const NormTensor& t : norm_tensors(layer, direction)) {
+    if (required_only && !t.required) continue;
+    s += std::string(s.empty() ? "" : " ") + std::string(kernels::arg_name(t.arg));
+  }
+  return s;
+}
+
+// Distinct, aligned, non-overlapping addresses far enough apart for any tensor below.
+DeviceView at(std::uint64_t slot) {
+  return DeviceView(slot << 32);
+}
+
+const NormType kLayer{true, DType::F16, DType::F16, 256};
+const NormType kRms{false, DType::BF16, DType::F32, 256};
+
+NormCall layer_forward() {
+  return {.direction = Direction::Forward,
+          .x = at(1),
+          .w = at(2),
+          .b = at(3),
+          .y = at(4),
+          .mean = at(5),
+          .rstd = at(6),
+          .batch = 8};
+}
+
+NormCall rms_backward() {
+  return {.direction = Direction::Backward,
+          .x = at(1),
+          .w = at(2),
+          .rstd = at(3),
+          .dy = at(4),
+          .dx = at(5),
+          .dw = at(6),
+          .batch = 8};
+}
+
+}  // namespace
+
+TEST_CASE("each norm and direction takes its tensors, in its kernels' parameter order",
+          "[runtime][norms]") {
+  CHECK(names(true, Direction::Forward) == "x w b residual y h mean rstd");
+  CHECK(names(false, Direction::Forward) == "x w residual y h rstd");
+  CHECK(names(true, Direction::Backward) == "dy x w mean rstd dh dx dw db");
+  CHECK(names(false, Direction::Backward) == "dy x w rstd dh dx dw");
+  CHECK(names(true, Direction::Forward, true) == "x y mean rstd");
+  CHECK(names(false, Direction::Backward, true) == "dy x rstd dx");
+  for (const NormTensor& t : norm_tensors(true, Direction::Backward)) {
+    const bool output = t.arg == kernels::NormArg::Dx || t.arg == kernels::NormArg::Dw ||
+                        t.arg == kernels::NormArg::Db;
+    CHECK(t.written == output);
+  }
+}
+
+TEST_CASE("a NormCall's variant is the typed call's, and views it does not take are refused",
+          "[runtime][norms]") {
+  NormCall c = layer_forward();
+  c.b = {};
+  CHECK(variant_of(true, c).affine == kernels::Affine::Weight);
+  CHECK(variant_of(false, {.w = at(2)}).affine == kernels::Affine::Full);
+  CHECK(variant_of(RmsNormForwardArgs{}).affine == kernels::Affine::None);
+  const NormVariant dx_alone = variant_of(false, {.direction = Direction::Backward, .w = at(2)});
+  CHECK(dx_alone.outputs == kernels::Outputs::Dx);
+  CHECK(variant_of(true, {.residual = at(7), .h = at(8), .residual_in_f32 = true}).residual ==
+        kernels::Residual::AddF32);
+
+  CHECK_THROWS_WITH(variant_of(false, {.b = at(3)}),
+                    "b is given to an RMS norm's forward, which does not take it (it takes x, w, "
+                    "residual, y, h, rstd)");
+  CHECK_THROWS_WITH(variant_of(true, {.dy = at(3)}),
+                    Catch::StartsWith("dy is given to a layer norm's forward"));
+  CHECK_THROWS_WITH(variant_of(true, {.direction = Direction::Backward, .y = at(3)}),
+                    Catch::StartsWith("y is given to a layer norm's backward"));
+  CHECK_THROWS_WITH(variant_of(false, {.direction = Direction::Backward, .residual_in_f32 = true}),
+                    Catch::StartsWith("residual_in_f32 is set on a backward"));
+  CHECK_THROWS_WITH(variant_of(false, {.workspace = {1024, 64}}),
+                    "a workspace is given to a forward, which needs none");
+  CHECK_THROWS_WITH(variant_of(true, {.b = at(3)}), Catch::StartsWith("b is given without w"));
+}
+
+TEST_CASE("check_call refuses a NormCall as the object would, and the typed calls alike",
+          "[runtime][norms]") {
+  CHECK_NOTHROW(check_call(kLayer, layer_forward()));
+  CHECK_NOTHROW(check_call(kRms, rms_backward()));
+  // Batch 0 checks the dtype pair alone.
+  CHECK_NOTHROW(check_call(kLayer, NormCall{}));
+  CHECK_THROWS_WITH(check_call({true, DType::F16, DType::BF16, 256}, NormCall{}),
+                    Catch::Contains("weight dtype must be f16 (the input's) or f32, got bf16"));
+
+  NormCall c = layer_forward();
+  c.y = {};
+  CHECK_THROWS_WITH(check_call(kLayer, c),
+                    "LayerNorm(f16, weights f16, width 256).forward: y is a null pointer");
+  c = layer_forward();
+  c.y = c.x;
+  CHECK_THROWS_WITH(check_call(kLayer, c), Catch::Contains("y overlaps x"));
+  c = layer_forward();
+  c.eps = -1;
+  CHECK_THROWS_WITH(check_call(kLayer, c), Catch::Contains("eps must be a finite number ≥ 0"));
+  c = layer_forward();
+  c.stride = 255;
+  CHECK_THROWS_WITH(check_call(kLayer, c),
+                    Catch::Contains("stride must be at least the width 256, got 255"));
+  c = layer_forward();
+  c.width = 512;
+  CHECK_THROWS_WITH(check_call(kLayer, c), Catch::Contains("called with width 512"));
+  c = layer_forward();
+  c.dh = at(9);
+  CHECK_THROWS_WITH(check_call(kLayer, c),
+                    Catch::StartsWith("LayerNorm(f16, weights f16, width 256).forward: dh is "
+                                      "given to a layer norm's forward"));
+
+  NormCall b = rms_backward();
+  b.dx = b.dy;
+  CHECK_THROWS_WITH(check_call(kRms, b),
+                    Catch::StartsWith("RmsNorm(bf16, weights f32, width 256).backward: dx "
+                                      "overlaps dy"));
+  b = rms_backward();
+  b.workspace = {0x700008, 4096};
+  CHECK_THROWS_WITH(check_call(kRms, b), Catch::Contains("the workspace at 0x700008 is not "
+                                                         "16-byte aligned"));
+  // A short view, by its element size and bytes.
+  b = rms_backward();
+  b.dw = DeviceView(at(6).address, 4 * 255, 4);
+  CHECK_THROWS_WITH(check_call(kRms, b), Catch::Contains("dw holds 1020 bytes; width 256 needs "
+                                                         "1024 bytes of f32"));
+
+  // The typed calls convert to the same NormCall and are refused with the same message.
+  const RmsNormBackwardArgs typed{
+      .dy = at(4), .x = at(1), .w = at(2), .rstd = at(3), .dx = at(4), .dw = at(6), .batch = 8};
+  CHECK_THROWS_WITH(check_call(kRms.dtype, kRms.weight_dtype, kRms.width, typed),
+                    Catch::StartsWith("RmsNorm(bf16, weights f32, width 256).backward: dx "
+                                      "overlaps dy"));
+  const NormCall converted = norm_call(typed);
+  CHECK(converted.direction == Direction::Backward);
+  CHECK(converted.dx.address == typed.dx.address);
+  CHECK(converted.dw.address == typed.dw.address);
+  CHECK(converted.batch == 8u);
+}
