@@ -8,6 +8,7 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "model_numerics.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 #include "weight_grads.hpp"
@@ -95,8 +96,8 @@ std::uint32_t checked_cluster(const Plan& plan) {
   return plan.cluster_ctas;
 }
 
-// x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy (dy without w), for a chunk; masked elements
-// give g = 0.
+// x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy (dy without w; w with the weight offset added), for
+// a chunk; masked elements give g = 0.
 struct Terms {
   Values xhat, g, dy;
 };
@@ -306,7 +307,8 @@ Terms BackwardBuilder::terms(const BackwardRow& r, std::uint32_t j, std::optiona
   Values wv;
   if (w_col) {
     const GlobalDPtr wj = shifted(k, *w_col, shift, per_chunk);
-    wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads));
+    wv = applied_weights(
+        k, spec, decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads)));
   }
   for (std::uint32_t e = 0; e < plan.vec; ++e) {
     t.xhat.push_back(ln ? k.mul(k.sub(xv[e], *r.mean), r.rstd) : k.mul(xv[e], r.rstd));

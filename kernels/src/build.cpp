@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "builders.hpp"
 #include "ptxdsl/dsl/error.hpp"
@@ -67,6 +68,16 @@ void check_variant(const NormSpec& spec) {
   if (spec.outputs != Outputs::All && !is_backward(spec.kind)) {
     throw Error(fmt::format("outputs {} chooses a backward's gradients; {} is a forward",
                             outputs_name(spec.outputs), kind_name(spec.kind)));
+  }
+  if (!std::isfinite(spec.weight_offset)) {
+    throw Error(fmt::format("weight offset must be a finite number (Gemma's is 1), got {}",
+                            spec.weight_offset));
+  }
+  if (spec.weight_offset != 0.0f && !has_weight(spec)) {
+    throw Error(
+        fmt::format("weight offset {} is added to w; affine none has no w (full or weight "
+                    "take it)",
+                    spec.weight_offset));
   }
   if (spec.residual == Residual::AddF32 && is_backward(spec.kind)) {
     throw Error(

@@ -10,6 +10,7 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "model_numerics.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -371,8 +372,9 @@ void ForwardBuilder::write_statistics(Reg<U32> row, std::optional<Pred> row_ok,
   });
 }
 
-// y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them); w and b
-// come from L1 (read by every row), or from shared memory, or held since the row's loads.
+// y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them; w with
+// the weight offset added); w and b come from L1 (read by every row), or from shared memory, or
+// held since the row's loads.
 void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeights& early,
                                       const RowStats& stats) {
   xt.reread_with(hints.row_rereads);
@@ -395,8 +397,9 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
         const bool is_held = held != early.end();
         Values wv;
         if (w_col) {
-          wv = is_held ? decode_chunk(k, columns, j, held->second.first)
-                       : weights(*w_col, shared.w, j, shift);
+          wv = applied_weights(k, spec,
+                               is_held ? decode_chunk(k, columns, j, held->second.first)
+                                       : weights(*w_col, shared.w, j, shift));
         }
         Values bv;
         if (b_col) {

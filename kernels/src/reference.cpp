@@ -171,6 +171,7 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
     for (std::size_t i = 0; i < r.rows.size(); ++i) r.rows[i] += residual[i];
   }
   r.w = has_weight(spec) ? in.w.values : std::vector<float>(width, 1.0f);
+  for (float& v : r.w) v += spec.weight_offset;  // in f32, as the model has it
   r.b = has_bias(spec) ? in.b.values : std::vector<float>(width, 0.0f);
   // The forward's statistics of the rows (the backward's mean and rstd inputs too); a backward
   // needs them alone, not y, whose doubles would be the largest array of the reference.

@@ -1,7 +1,10 @@
-// A norm's variant fields (affine, residual, outputs): their names, and the tensors they give a
-// kernel.
+// A norm's variant fields (affine, residual, outputs, weight offset): their names, and the tensors
+// they give a kernel.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <charconv>
+#include <cmath>
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/kernels/norm.hpp"
@@ -49,6 +52,16 @@ Outputs parse_outputs(std::string_view name) {
   return parse_name<Outputs>(name, kOutputsNames, "outputs");
 }
 
+float parse_weight_offset(std::string_view text) {
+  float v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) {
+    throw Error(
+        fmt::format("weight offset must be a finite number (Gemma's is 1), got '{}'", text));
+  }
+  return v;
+}
+
 bool has_weight(const NormSpec& spec) {
   return spec.affine != Affine::None;
 }
@@ -76,6 +89,14 @@ std::string variant_suffix(const NormSpec& spec) {
   if (spec.affine == Affine::Weight) s += "_wonly";
   if (spec.affine == Affine::None) s += "_noaffine";
   if (spec.outputs == Outputs::Dx) s += "_dx";
+  if (spec.weight_offset != 0.0f) {
+    // The shortest text that reads back as the same float, spelled as a PTX identifier allows.
+    for (char c : fmt::format("_wo{}", spec.weight_offset)) {
+      if (c == '.') s += 'p';
+      if (c == '-') s += 'm';
+      if (c != '.' && c != '-' && c != '+') s += c;
+    }
+  }
   return s;
 }
 

@@ -1,6 +1,7 @@
 // Bad specs and shapes throw ptxdsl::Error naming the value and the allowed range.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -250,4 +251,25 @@ TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check
   REQUIRE(plans_resolved() == plans);
   REQUIRE_THROWS_WITH(resolve(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
                       "width must be in [1, 262144], got 0");
+}
+
+TEST_CASE("weight offset: finite, with a weight, named in the entry", "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 1000);
+  s.weight_offset = 1.0f;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_wo1");
+  s.weight_offset = -0.5f;
+  CHECK(variant_suffix(s) == "_wom0p5");
+  s.weight_offset = std::numeric_limits<float>::infinity();
+  REQUIRE_THROWS_WITH(validate(s), "weight offset must be a finite number (Gemma's is 1), got inf");
+  s.weight_offset = 1.0f;
+  s.affine = Affine::None;
+  REQUIRE_THROWS_WITH(
+      validate(s), "weight offset 1 is added to w; affine none has no w (full or weight take it)");
+  REQUIRE(parse_weight_offset("1") == 1.0f);
+  REQUIRE(parse_weight_offset("-0.25") == -0.25f);
+  REQUIRE_THROWS_WITH(parse_weight_offset("one"),
+                      "weight offset must be a finite number (Gemma's is 1), got 'one'");
+  REQUIRE_THROWS_WITH(parse_weight_offset("nan"),
+                      "weight offset must be a finite number (Gemma's is 1), got 'nan'");
 }

@@ -557,3 +557,28 @@ TEST_CASE("emit --json escapes a file name that is not UTF-8", "[tools]") {
   std::remove(path.c_str());
   rmdir(dir.c_str());
 }
+
+#if __has_include("ptxdsl/dsl/executor.hpp")
+TEST_CASE("the model's numerics: --weight-offset on the executor, named, refused when bad",
+          "[tools][executor]") {
+  for (const char* args :
+       {"run rms_fwd --batch 3 --width 1151 --dtype bf16 --weight-offset 1 --cpu",
+        "run ln_bwd --batch 3 --width 100 --dtype f16 --weight-offset -0.5 --residual add --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("PASS") != std::string::npos);
+  }
+  const Result emitted = run_cli("emit --json rms_fwd --width 64 --dtype f16 --weight-offset 1");
+  REQUIRE(emitted.status == 0);
+  CHECK(emitted.out.find("\"rms_fwd_f16_wf16_n64_wo1\"") != std::string::npos);
+  const Result bad = run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset one");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("weight offset must be a finite number (Gemma's is 1), got 'one'") !=
+        std::string::npos);
+  const Result none =
+      run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset 1 --affine none");
+  CHECK(none.status == 2);
+  CHECK(none.err.find("affine none has no w") != std::string::npos);
+}
+#endif

@@ -47,13 +47,16 @@ RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> 
 
 // The answers for a spec's variant from its inputs (make_inputs): the norm above on the rows it
 // normalizes (x, or h = x + residual added in f32 as the kernel adds them), with w = 1 and b = 0
-// where the variant has none. A backward's x is the forward's stored h where it has the residual
-// add; its dx has dh added, and mean and rstd are the statistics of x (the backward's inputs).
+// where the variant has none, and the weight offset added to w. A backward's x is the forward's
+// stored h where it has the residual add; its dx has dh added, and mean and rstd are the
+// statistics of x (the backward's inputs).
 // `first_row` and `rows` (0: to the last) take a part of the batch: every output is of those rows
 // alone (dw, db summed over them), so that parts can run on several threads.
 struct NormReference {
   std::vector<float> rows;  // what is normalized: the rows asked for, `stride` apart, as x
-  std::vector<float> w, b;  // the weights applied (ones and zeros where the variant has none)
+  // The weights applied: weight_offset + w (formed in f32, as the model has it), and b; ones and
+  // zeros where the variant has none.
+  std::vector<float> w, b;
   std::vector<double> y, mean, rstd, h;  // forward (h with the residual add); backward: mean, rstd
   std::vector<double> dx, dw, db;        // backward (dw and db where it writes them)
 };

@@ -40,6 +40,8 @@ std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
 Residual parse_residual(std::string_view name);
 std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
+// A weight offset parsed from text (a finite decimal); throws Error naming the text.
+float parse_weight_offset(std::string_view text);
 
 inline constexpr std::uint32_t kMaxWidth = 262144;
 // Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
@@ -65,6 +67,9 @@ struct NormSpec {
   Affine affine = Affine::Full;
   Residual residual = Residual::None;
   Outputs outputs = Outputs::All;  // backward only
+  // Gemma's zero-centred weights: y = x̂·(weight_offset + w) (+ b), the sum formed in f32; the
+  // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
+  float weight_offset = 0.0f;
   // Take the device's tuning table's knobs where the table applies (kernels/tuning.hpp); false
   // plans by the heuristic alone (what `ptxdsl tune` measures the table's entries against).
   bool tuning = true;
@@ -80,7 +85,8 @@ bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and 
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
-// every output), else e.g. "_res", "_resf32", "_noaffine", "_wonly", "_dx".
+// every output, no weight offset), else e.g. "_res", "_resf32", "_noaffine", "_wonly", "_dx",
+// "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
