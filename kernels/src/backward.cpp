@@ -317,8 +317,8 @@ Terms BackwardBuilder::terms(const BackwardRow& r, std::uint32_t j, std::optiona
   return t;
 }
 
-// Pass 1: Σ x̂·g, Σ g, and (partial rows) dw += dy·x̂, db += dy; then their sums over the row
-// group (or the cluster).
+// Pass 1: Σ x̂·g, Σ g, and (partial rows) dw += dy·x̂ (x̂ rounded as the casting says), db += dy;
+// then their sums over the row group (or the cluster).
 std::vector<Reg<F32>> BackwardBuilder::sum_terms(const BackwardRow& r) {
   RunningSum sum_xg(k), sum_g(k);
   for_each_chunk(
@@ -329,7 +329,8 @@ std::vector<Reg<F32>> BackwardBuilder::sum_terms(const BackwardRow& r) {
         for (std::uint32_t e = 0; e < plan.vec; ++e) xg.push_back(k.mul(t.xhat[e], t.g[e]));
         sum_xg.add(k, tree_sum(k, xg));
         if (ln) sum_g.add(k, tree_sum(k, t.g));
-        grad_sums->add(k, j, t.dy, t.xhat, shift);
+        const Values xhat_for_dw = has_weight_grads(spec) ? cast_xhat(k, spec, t.xhat) : t.xhat;
+        grad_sums->add(k, j, t.dy, xhat_for_dw, shift);
       },
       fence);
   std::vector<Reg<F32>> sums{sum_xg.value()};

@@ -69,6 +69,10 @@ void check_variant(const NormSpec& spec) {
     throw Error(fmt::format("outputs {} chooses a backward's gradients; {} is a forward",
                             outputs_name(spec.outputs), kind_name(spec.kind)));
   }
+  if (casting_name(spec.casting) == "?") {
+    throw Error(fmt::format("casting must be one of none, llama, gemma, got enum value {}",
+                            static_cast<int>(spec.casting)));
+  }
   if (!std::isfinite(spec.weight_offset)) {
     throw Error(fmt::format("weight offset must be a finite number (Gemma's is 1), got {}",
                             spec.weight_offset));

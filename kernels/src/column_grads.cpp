@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "model_numerics.hpp"
 #include "weight_grads.hpp"
 
 namespace ptxdsl::kernels::detail {
@@ -62,12 +63,13 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan, cons
         const std::vector<Reg<F32>> xv = decode(k, l.x);
         const std::vector<Reg<F32>> dyv = decode(k, l.dy);
         const Reg<F32> rstd = decode(k, l.stats.back())[0];
-        for (std::uint32_t e = 0; e < cv; ++e) {
-          const Reg<F32> xhat =
-              in.mean ? k.mul(k.sub(xv[e], decode(k, l.stats[0])[0]), rstd) : k.mul(xv[e], rstd);
+        const auto normalized = [&](std::uint32_t e) {
+          return in.mean ? k.mul(k.sub(xv[e], decode(k, l.stats[0])[0]), rstd) : k.mul(xv[e], rstd);
+        };
+        for_each_xhat(k, spec, cv, normalized, [&](std::size_t e, Reg<F32> xhat) {
           k.fma(sums[0][e], dyv[e], xhat, sums[0][e]);          // dw += dy·x̂
           if (nacc > 1) k.add(sums[1][e], sums[1][e], dyv[e]);  // db += dy
-        }
+        });
       }
     });
     // The rows that shared a warp's loads, added by a butterfly over the row-lane bits.

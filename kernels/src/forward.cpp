@@ -248,8 +248,9 @@ std::pair<std::optional<GlobalDPtr>, std::optional<GlobalDPtr>> ForwardBuilder::
   return columns_at;
 }
 
-// A chunk of the row normalized: x's, or h = x + residual's, the residual's chunks read from
-// memory by every pass (held nowhere, so the plans of x fit unchanged).
+// A chunk of the row normalized: x's, or h = x + residual's (as stored, under the casting that
+// says so), the residual's chunks read from memory by every pass (held nowhere, so the plans of x
+// fit unchanged).
 Values ForwardBuilder::row_values(RowPass& r, std::uint32_t j, std::optional<Reg<U32>> shift) {
   Values v = xt.get(k, r.masks, j, shift);
   if (!r.residual_row) return v;
@@ -257,7 +258,7 @@ Values ForwardBuilder::row_values(RowPass& r, std::uint32_t j, std::optional<Reg
   const MemHints rh = r.residual_reread ? hints.row_rereads : hints.row_loads;
   const Values res = decode_chunk(k, r.masks, j, issue_chunk(k, r.masks, at_chunk, j, rh));
   for (std::size_t e = 0; e < v.size(); ++e) v[e] = k.add(v[e], res[e]);
-  return v;
+  return normalized_h(k, spec, std::move(v));
 }
 
 void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
@@ -373,8 +374,8 @@ void ForwardBuilder::write_statistics(Reg<U32> row, std::optional<Pred> row_ok,
 }
 
 // y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them; w with
-// the weight offset added); w and b come from L1 (read by every row), or from shared memory, or
-// held since the row's loads.
+// the weight offset added, x̂ rounded as the casting says); w and b come from L1 (read by every
+// row), or from shared memory, or held since the row's loads.
 void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeights& early,
                                       const RowStats& stats) {
   xt.reread_with(hints.row_rereads);
@@ -407,10 +408,11 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
                        : weights(*b_col, shared.b, j, shift);
         }
         const Values xv = row_values(r, j, shift);
+        const auto normalized = [&](std::size_t e) {
+          return ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
+        };
         Values out;
-        for (std::size_t e = 0; e < xv.size(); ++e) {
-          const Reg<F32> xhat =
-              ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
+        for_each_xhat(k, spec, xv.size(), normalized, [&](std::size_t e, Reg<F32> xhat) {
           if (b_col) {
             out.push_back(k.fma(xhat, wv[e], bv[e]));
           } else if (w_col) {
@@ -418,7 +420,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
           } else {
             out.push_back(xhat);
           }
-        }
+        });
         store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
       },
       fence);

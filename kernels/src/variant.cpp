@@ -1,5 +1,5 @@
-// A norm's variant fields (affine, residual, outputs, weight offset): their names, and the tensors
-// they give a kernel.
+// A norm's variant fields (affine, residual, outputs, weight offset, casting): their names, and
+// the tensors and roundings they give a kernel.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,6 +30,7 @@ std::string_view name_of(E v, const std::string_view (&names)[N]) {
 constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
 constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
 constexpr std::string_view kOutputsNames[] = {"all", "dx"};
+constexpr std::string_view kCastingNames[] = {"none", "llama", "gemma"};
 
 }  // namespace
 
@@ -50,6 +51,13 @@ std::string_view outputs_name(Outputs o) {
 }
 Outputs parse_outputs(std::string_view name) {
   return parse_name<Outputs>(name, kOutputsNames, "outputs");
+}
+
+std::string_view casting_name(Casting c) {
+  return name_of(c, kCastingNames);
+}
+Casting parse_casting(std::string_view name) {
+  return parse_name<Casting>(name, kCastingNames, "casting");
 }
 
 float parse_weight_offset(std::string_view text) {
@@ -82,6 +90,16 @@ DType residual_dtype(const NormSpec& spec) {
   return spec.residual == Residual::AddF32 ? DType::F32 : spec.dtype;
 }
 
+bool normalizes_stored_h(const NormSpec& spec) {
+  return spec.casting != Casting::None && !is_backward(spec.kind) && has_residual(spec) &&
+         residual_dtype(spec) != DType::F32;
+}
+
+std::optional<DType> rounded_xhat(const NormSpec& spec) {
+  if (spec.casting != Casting::Llama || spec.dtype == DType::F32) return std::nullopt;
+  return spec.dtype;
+}
+
 std::string variant_suffix(const NormSpec& spec) {
   std::string s;
   if (spec.residual == Residual::Add) s += "_res";
@@ -97,6 +115,7 @@ std::string variant_suffix(const NormSpec& spec) {
       if (c != '.' && c != '-' && c != '+') s += c;
     }
   }
+  if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
   return s;
 }
 

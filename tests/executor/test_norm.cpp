@@ -102,8 +102,9 @@ std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, 
                             << affine_name(spec.affine) << " residual "
                             << residual_name(spec.residual) << " outputs "
                             << outputs_name(spec.outputs) << " weight offset " << spec.weight_offset
-                            << " width " << width << " batch " << batch << " stride " << stride
-                            << " seed " << seed << " x offset " << x_offset);
+                            << " casting " << casting_name(spec.casting) << " width " << width
+                            << " batch " << batch << " stride " << stride << " seed " << seed
+                            << " x offset " << x_offset);
   NormInputs in = make_inputs(spec, batch, stride, seed);
   if (x_offset != 0.0f) {
     std::vector<float> moved = in.x.values;
@@ -1229,5 +1230,99 @@ TEST_CASE("weight offset: y = x^ (F + w) (+ b), dx with F + w, against the float
   for (const float offset : {1.0f, -0.5f}) {
     INFO("weight offset " << offset);
     run_numerics([offset](NormSpec& s) { s.weight_offset = offset; });
+  }
+}
+
+TEST_CASE("casting llama and gemma against their float64 models", "[executor][norm]") {
+  for (const Casting casting : {Casting::Llama, Casting::Gemma}) {
+    INFO("casting " << casting_name(casting));
+    run_numerics([casting](NormSpec& s) { s.casting = casting; });
+  }
+  // Gemma as its models run it: casting gemma, weight offset 1.
+  run_numerics([](NormSpec& s) {
+    s.casting = Casting::Gemma;
+    s.weight_offset = 1.0f;
+  });
+}
+
+namespace {
+
+// The elements of `got` that differ from `want` rounded to `d` (as a kernel stores it).
+std::size_t differing(std::span<const float> got, std::span<const double> want, DType d) {
+  const std::vector<float> rounded = make_tensor(to_f32(want), d).values;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) n += got[i] != rounded[i] ? 1 : 0;
+  return n;
+}
+
+// `spec`'s outputs on the executor, and the float64 models of its casting and of none.
+struct CastingRun {
+  std::map<std::string, std::vector<float>> got;
+  NormReference model, none;
+};
+CastingRun run_casting(NormSpec spec, std::uint32_t batch) {
+  spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, spec.width, 0, 0);
+  const BuiltNorm built = build_norm(spec);
+  const std::map<std::string, std::vector<std::byte>> written = run_batch(built, batch, spec.width);
+  CastingRun r;
+  for (const auto& [name, bytes] : written) {
+    const DType d = name == "dw" || name == "db"       ? spec.weight_dtype
+                    : name == "mean" || name == "rstd" ? DType::F32
+                    : name == "h"                      ? residual_dtype(spec)
+                                                       : spec.dtype;
+    r.got[name] = to_floats(bytes, d);
+  }
+  const NormInputs in =
+      make_inputs(spec, batch, spec.width, seed_for(spec.kind, spec.dtype, spec.width, batch));
+  NormSpec none = spec;
+  none.casting = Casting::None;
+  r.model = norm_reference(spec, in, kEps);
+  r.none = norm_reference(none, in, kEps);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("casting: the kernels round where their model does, and not where none does",
+          "[executor][norm]") {
+  // 16-bit outputs within the accuracy rule's bounds could come from either model: the bits tell.
+  // Llama's y is its model's rounded to the dtype but at the rare x̂ whose f32 and float64 values
+  // straddle a tie; none's differs in many elements.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      NormSpec spec = spec_of(kind, dtype, 1151);
+      spec.casting = Casting::Llama;
+      INFO(kind_name(kind) << " " << dtype_name(dtype) << " llama");
+      const CastingRun r = run_casting(spec, 3);
+      const std::vector<float>& y = r.got.at("y");
+      CHECK(differing(y, r.model.y, dtype) * 500 <= y.size());
+      CHECK(differing(y, r.none.y, dtype) * 20 >= y.size());
+      // Gemma with the residual add normalizes h as stored: its y and rstd are its model's.
+      spec.casting = Casting::Gemma;
+      spec.residual = Residual::Add;
+      INFO("gemma, residual add");
+      const CastingRun g = run_casting(spec, 3);
+      const std::vector<float>& gy = g.got.at("y");
+      CHECK(differing(gy, g.model.y, dtype) * 500 <= gy.size());
+      CHECK(differing(gy, g.none.y, dtype) * 20 >= gy.size());
+    }
+  }
+  // Llama's dw (f32 beside bf16 rows) sums dy·x̂ rounded: far nearer its model than none's.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (const bool single_launch : {false, true}) {
+      NormSpec spec = spec_of(kind, DType::BF16, 1151);
+      spec.weight_dtype = DType::F32;
+      spec.casting = Casting::Llama;
+      spec.knobs.single_launch = single_launch;
+      INFO(kind_name(kind) << " llama dw, single_launch " << single_launch);
+      const CastingRun r = run_casting(spec, 17);
+      const std::vector<float>& dw = r.got.at("dw");
+      double to_model = 0, to_none = 0;
+      for (std::size_t i = 0; i < dw.size(); ++i) {
+        to_model = std::max(to_model, std::abs(dw[i] - r.model.dw[i]));
+        to_none = std::max(to_none, std::abs(dw[i] - r.none.dw[i]));
+      }
+      CHECK(to_model * 10 < to_none);
+    }
   }
 }

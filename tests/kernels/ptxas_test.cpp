@@ -482,3 +482,10 @@ void assemble_numerics(const std::string& label, const std::function<void(NormSp
 TEST_CASE("the weight offset assembles without spills", "[ptxas]") {
   assemble_numerics("weight offset 1", [](NormSpec& s) { s.weight_offset = 1.0f; });
 }
+TEST_CASE("casting llama and gemma assemble without spills", "[ptxas]") {
+  assemble_numerics("casting llama", [](NormSpec& s) { s.casting = Casting::Llama; });
+  assemble_numerics("casting gemma, weight offset 1", [](NormSpec& s) {
+    s.casting = Casting::Gemma;
+    s.weight_offset = 1.0f;
+  });
+}

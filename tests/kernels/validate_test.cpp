@@ -273,3 +273,30 @@ TEST_CASE("weight offset: finite, with a weight, named in the entry", "[validate
   REQUIRE_THROWS_WITH(parse_weight_offset("nan"),
                       "weight offset must be a finite number (Gemma's is 1), got 'nan'");
 }
+
+TEST_CASE("casting: by name, named in the entry, the roundings it asks for", "[validate]") {
+  REQUIRE(parse_casting("llama") == Casting::Llama);
+  REQUIRE(parse_casting("gemma") == Casting::Gemma);
+  REQUIRE_THROWS_WITH(parse_casting("mistral"),
+                      "casting must be one of none, llama, gemma, got 'mistral'");
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::F16, 1000);
+  s.casting = static_cast<Casting>(7);
+  REQUIRE_THROWS_WITH(validate(s), "casting must be one of none, llama, gemma, got enum value 7");
+  s.casting = Casting::Llama;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_llama");
+  CHECK(rounded_xhat(s) == DType::F16);
+  CHECK_FALSE(normalizes_stored_h(s));
+  s.residual = Residual::Add;
+  s.weight_offset = 1.0f;
+  CHECK(variant_suffix(s) == "_res_wo1_llama");
+  CHECK(normalizes_stored_h(s));
+  s.residual = Residual::AddF32;  // h in f32: its sum is what is stored
+  CHECK_FALSE(normalizes_stored_h(s));
+  s.dtype = DType::F32;
+  s.weight_dtype = DType::F32;
+  CHECK_FALSE(rounded_xhat(s));  // rounding f32 x̂ to f32 changes nothing
+  s.casting = Casting::Gemma;
+  CHECK(variant_suffix(s) == "_resf32_wo1_gemma");
+  CHECK_FALSE(rounded_xhat(s));
+}

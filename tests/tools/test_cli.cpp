@@ -559,11 +559,14 @@ TEST_CASE("emit --json escapes a file name that is not UTF-8", "[tools]") {
 }
 
 #if __has_include("ptxdsl/dsl/executor.hpp")
-TEST_CASE("the model's numerics: --weight-offset on the executor, named, refused when bad",
+TEST_CASE("the model's numerics: --weight-offset, --casting on the executor, refused when bad",
           "[tools][executor]") {
   for (const char* args :
        {"run rms_fwd --batch 3 --width 1151 --dtype bf16 --weight-offset 1 --cpu",
-        "run ln_bwd --batch 3 --width 100 --dtype f16 --weight-offset -0.5 --residual add --cpu"}) {
+        "run ln_bwd --batch 3 --width 100 --dtype f16 --weight-offset -0.5 --residual add --cpu",
+        "run rms_fwd --batch 3 --width 1151 --dtype bf16 --casting llama --residual add --cpu",
+        "run rms_bwd --batch 3 --width 1151 --dtype bf16 --weight-dtype f32 --casting llama --cpu",
+        "run rms_fwd --batch 2 --width 64 --dtype f16 --casting gemma --weight-offset 1 --cpu"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CHECK(r.status == 0);
@@ -575,6 +578,14 @@ TEST_CASE("the model's numerics: --weight-offset on the executor, named, refused
   const Result bad = run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset one");
   CHECK(bad.status == 2);
   CHECK(bad.err.find("weight offset must be a finite number (Gemma's is 1), got 'one'") !=
+        std::string::npos);
+  const Result gemma = run_cli("emit --json rms_fwd --width 64 --dtype f16 --casting gemma");
+  REQUIRE(gemma.status == 0);
+  CHECK(gemma.out.find("\"rms_fwd_f16_wf16_n64_gemma\"") != std::string::npos);
+  CHECK(gemma.out.find("\"casting\": \"gemma\"") != std::string::npos);
+  const Result mistral = run_cli("emit rms_fwd --width 64 --dtype f16 --casting mistral");
+  CHECK(mistral.status == 2);
+  CHECK(mistral.err.find("casting must be one of none, llama, gemma, got 'mistral'") !=
         std::string::npos);
   const Result none =
       run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset 1 --affine none");

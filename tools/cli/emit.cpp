@@ -60,8 +60,9 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
   j.field("weight_dtype", kernels::dtype_name(s.weight_dtype));
   j.field("width", s.width);
   // What the kernel computes beyond the norm, where it is not the default: y = x^ (weight_offset
-  // + w) (+ b).
+  // + w) (+ b), and where it rounds to the dtype (docs/kernels.md, "The model's numerics").
   if (s.weight_offset != 0.0f) j.field("weight_offset", static_cast<double>(s.weight_offset));
+  if (s.casting != kernels::Casting::None) j.field("casting", kernels::casting_name(s.casting));
   j.field("arch", arch_name(s.arch));
   j.field("ptx_version", fmt::format("{}.{}", s.ptx_version.major, s.ptx_version.minor));
   // The limits the plan was made for: a loader on another device should build for that one.

@@ -39,6 +39,10 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   app.add_option("--weight-offset", weight_offset,
                  "F in y = x^ (F + w) (+ b), F + w in f32 (default 0; Gemma's is 1); the "
                  "backward's dx uses F + w");
+  app.add_option("--casting", casting,
+                 "none (default: y rounded once from f32), llama (x^ rounded to the dtype before "
+                 "the affine, and in dw) or gemma (y rounded once from f32); llama and gemma "
+                 "normalize the residual add's h as stored");
   add_knobs_to(app);
 }
 
@@ -98,6 +102,7 @@ kernels::NormSpec SpecOptions::parsed() const {
   if (!weight_offset.empty()) {
     s.weight_offset = usage([&] { return kernels::parse_weight_offset(weight_offset); });
   }
+  if (!casting.empty()) s.casting = usage([&] { return kernels::parse_casting(casting); });
   std::size_t i = 0;
   kernels::for_each_knob(s.knobs, [&](const kernels::KnobInfo& info, auto& field) {
     const std::string& text = knobs[i++];
@@ -160,6 +165,11 @@ runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) co
     throw UsageError(fmt::format(
         "--weight-offset {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
         weight_offset));
+  }
+  if (spec.casting != kernels::Casting::None) {
+    throw UsageError(fmt::format(
+        "--casting {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
+        casting));
   }
   runtime::NormOptions o;
   if (kernels::is_backward(spec.kind)) {
