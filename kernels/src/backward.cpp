@@ -9,6 +9,7 @@
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 #include "weight_grads.hpp"
@@ -146,7 +147,7 @@ class BackwardBuilder {
 
  private:
   GlobalDPtr thread_row(GlobalDPtr ptr, Reg<U32> row) {
-    return at(k, row_of(k, ptr, row, p.stride), first_column);
+    return at(k, row_start(k, spec, ptr, row, p.stride), first_column);
   }
   void set_up_shared();
   void set_up_sums();

@@ -8,6 +8,7 @@
 #include <bit>
 
 #include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "weight_grads.hpp"
 
 namespace ptxdsl::kernels::detail {
@@ -53,8 +54,8 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan, cons
         const Reg<U32> row = u == 0 ? first : k.add(first, u * S * rows_a_load);
         const Pred ok = u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, row, in.batch));
         Loaded l;
-        l.x = load_raw(k, row_of(k, x_col, row, in.stride), cv, ok, kNcNoAllocate);
-        l.dy = load_raw(k, row_of(k, dy_col, row, in.stride), cv, ok, kNcNoAllocate);
+        l.x = load_raw(k, row_start(k, spec, x_col, row, in.stride), cv, ok, kNcNoAllocate);
+        l.dy = load_raw(k, row_start(k, spec, dy_col, row, in.stride), cv, ok, kNcNoAllocate);
         if (in.mean) l.stats.push_back(load_raw(k, at(k, *in.mean, row), 1, ok, kNc));
         l.stats.push_back(load_raw(k, at(k, in.rstd, row), 1, ok, kNc));
         rows.push_back(std::move(l));

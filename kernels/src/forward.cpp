@@ -11,6 +11,7 @@
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
 #include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -153,7 +154,9 @@ class ForwardBuilder {
     return plan.cluster_ctas;
   }
   // This thread's first column of a row of x.
-  GlobalDPtr x_row_at(Reg<U32> row) { return at(k, row_of(k, p.x, row, p.stride), first_column); }
+  GlobalDPtr x_row_at(Reg<U32> row) {
+    return at(k, row_start(k, spec, p.x, row, p.stride), first_column);
+  }
   void make_scratch();
   std::vector<Reg<F32>> reduce_all(std::span<const Reg<F32>> values, std::int64_t buffer);
   Reg<F32> reduce(Reg<F32> v, std::int64_t buffer) {
@@ -264,7 +267,8 @@ Values ForwardBuilder::row_values(RowPass& r, std::uint32_t j, std::optional<Reg
 void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
   RowPass r{RowMasks(k, lanes, row_ok), std::nullopt, false, std::nullopt};
   if (persistent) xt.set_row(x_row_at(row));
-  if (p.residual) r.residual_row = at(k, row_of(k, *p.residual, row, p.stride), first_column);
+  if (p.residual)
+    r.residual_row = at(k, row_start(k, spec, *p.residual, row, p.stride), first_column);
   const RowSums sums = load_and_sum(r, row, row_ok);
   const HeldWeights early = load_early_weights();
   const RowStats stats = statistics(r, sums);
@@ -277,9 +281,9 @@ void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
 // stores h, and sums it, once x's loads are all issued.
 RowSums ForwardBuilder::load_and_sum(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok) {
   if (one_pass) {
-    r.shift = decode(k, load_raw(k, row_of(k, p.x, row, p.stride), 1, row_ok, kNc))[0];
+    r.shift = decode(k, load_raw(k, row_start(k, spec, p.x, row, p.stride), 1, row_ok, kNc))[0];
     if (p.residual) {
-      const Raw r0 = load_raw(k, row_of(k, *p.residual, row, p.stride), 1, row_ok, kNc);
+      const Raw r0 = load_raw(k, row_start(k, spec, *p.residual, row, p.stride), 1, row_ok, kNc);
       r.shift = k.add(*r.shift, decode(k, r0)[0]);
     }
   }
@@ -299,7 +303,7 @@ RowSums ForwardBuilder::load_and_sum(RowPass& r, Reg<U32> row, std::optional<Pre
     return sums;
   }
   xt.load(k, r.masks, {}, fence);
-  const GlobalDPtr h_row = at(k, row_of(k, *p.h, row, p.stride), first_column);
+  const GlobalDPtr h_row = at(k, row_start(k, spec, *p.h, row, p.stride), first_column);
   for_each_chunk(
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> chunk_shift) {
@@ -390,7 +394,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
     const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
     return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
   };
-  const GlobalDPtr y_row = at(k, row_of(k, p.y, row, p.stride), first_column);
+  const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
   for_each_chunk(
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> shift) {

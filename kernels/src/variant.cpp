@@ -1,5 +1,5 @@
-// A norm's variant fields (affine, residual, outputs, weight offset, casting): their names, and
-// the tensors and roundings they give a kernel.
+// A norm's variant fields (affine, residual, outputs, weight offset, casting, row groups): their
+// names, and the tensors, roundings and row addresses they give a kernel.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -100,6 +100,10 @@ std::optional<DType> rounded_xhat(const NormSpec& spec) {
   return spec.dtype;
 }
 
+std::uint64_t row_span(const NormSpec& spec) {
+  return std::uint64_t{spec.row_groups - 1} * spec.group_stride + spec.width;
+}
+
 std::string variant_suffix(const NormSpec& spec) {
   std::string s;
   if (spec.residual == Residual::Add) s += "_res";
@@ -116,6 +120,7 @@ std::string variant_suffix(const NormSpec& spec) {
     }
   }
   if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
+  if (spec.row_groups != 1) s += fmt::format("_g{}x{}", spec.row_groups, spec.group_stride);
   return s;
 }
 

@@ -1,14 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -1325,4 +1328,125 @@ TEST_CASE("casting: the kernels round where their model does, and not where none
       CHECK(to_model * 10 < to_none);
     }
   }
+}
+
+namespace {
+
+// Bytes of a dense tensor's rows (`width` elements each) placed at `row_start(r)` elements of a
+// buffer of `count` elements filled with 0xFF (NaN in every dtype), and back.
+std::vector<std::byte> scatter_rows(const HostTensor& dense, std::uint32_t batch,
+                                    std::uint32_t width, std::size_t count,
+                                    const std::function<std::size_t(std::uint32_t)>& row_start) {
+  const auto s = static_cast<std::size_t>(dtype_bytes(dense.dtype));
+  std::vector<std::byte> out(count * s, std::byte{0xFF});
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    std::copy_n(dense.bytes.begin() + static_cast<std::ptrdiff_t>(std::size_t{r} * width * s),
+                width * s, out.begin() + static_cast<std::ptrdiff_t>(row_start(r) * s));
+  }
+  return out;
+}
+std::vector<float> gather_rows(std::span<const float> grouped, std::uint32_t batch,
+                               std::uint32_t width,
+                               const std::function<std::size_t(std::uint32_t)>& row_start) {
+  std::vector<float> out;
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    const auto first = grouped.begin() + static_cast<std::ptrdiff_t>(row_start(r));
+    out.insert(out.end(), first, first + width);
+  }
+  return out;
+}
+
+// `spec` (with row groups) on the CPU executor, its rows scattered from a dense problem's (row r
+// at (r / G)·stride + (r % G)·S, NaN between them), its outputs gathered back and judged against
+// the dense problem's float64 reference: the same numbers, only the addresses differ.
+void run_grouped(const NormSpec& spec, std::uint32_t batch, std::uint32_t stride) {
+  const std::uint32_t width = spec.width, groups = spec.row_groups;
+  INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " weights "
+                            << dtype_name(spec.weight_dtype) << " residual "
+                            << residual_name(spec.residual) << " width " << width << " row groups "
+                            << groups << " group stride " << spec.group_stride << " stride "
+                            << stride << " batch " << batch);
+  NormSpec dense = spec;
+  dense.row_groups = 1;
+  dense.group_stride = 0;
+  const NormInputs in =
+      make_inputs(dense, batch, width, seed_for(spec.kind, spec.dtype, width, batch));
+  const NormReference ref = norm_reference(dense, in, kEps);
+  const NormProblem problem = norm_problem(dense, in, ref, kEps);
+  const auto row_start = [&](std::uint32_t r) {
+    return std::size_t{r / groups} * stride + std::size_t{r % groups} * spec.group_stride;
+  };
+  const std::size_t count = std::size_t{(batch + groups - 1) / groups} * stride;
+  CpuDevice dev;
+  std::map<std::string, ExecutorAddress> ptrs;
+  for (const auto& [name, t] : {std::pair<const char*, const HostTensor*>{"x", &in.x},
+                                {"dy", &in.dy},
+                                {"residual", &in.residual},
+                                {"dh", &in.dh}}) {
+    if (!t->bytes.empty()) {
+      ptrs[name] = dev.upload(
+          std::span<const std::byte>(scatter_rows(*t, batch, width, count, row_start)), name);
+    }
+  }
+  for (const auto& [name, t] :
+       {std::pair<const char*, const HostTensor*>{"w", &in.w}, {"b", &in.b}}) {
+    if (!t->bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t->bytes), name);
+  }
+  const BuiltNorm built = build_norm(spec);
+  const std::vector<Output> outs = expected_outputs(spec, ref, count, dev, ptrs);
+  for (const Output& o : outs) {
+    ptrs[o.name] =
+        dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name, 0xFF);
+  }
+  run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps);
+  for (const Output& o : outs) {
+    const auto bytes = dev.download<std::byte>(
+        ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
+    std::vector<float> got = to_floats(bytes, o.dtype, o.count);
+    if (o.count == count) got = gather_rows(got, batch, width, row_start);
+    check(problem, o, got);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("row groups (per-head rows of a fused QKV buffer) match the float64 reference",
+          "[executor][norm]") {
+  // Heads of an odd width packed with a gap (the group stride above the width), tokens strided
+  // beyond their heads, batches that end mid-group; every kind and dtype pair, the residual add,
+  // the backward in one launch, and rows read again.
+  for (NormKind kind : kKinds) {
+    for (const auto& [dtype, weights] : {std::pair{DType::F32, DType::F32},
+                                         {DType::BF16, DType::BF16},
+                                         {DType::F16, DType::F32}}) {
+      for (Residual residual : {Residual::None, Residual::Add}) {
+        for (const auto& [width, groups, group_stride] :
+             {std::tuple{1u, 3u, 1u}, {7u, 5u, 9u}, {128u, 8u, 128u}, {1151u, 3u, 1160u}}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.weight_dtype = weights;
+          spec.residual = residual;
+          spec.row_groups = groups;
+          spec.group_stride = group_stride;
+          const std::uint32_t span = (groups - 1) * group_stride + width;
+          const std::uint32_t stride = (span + 7) / 8 * 8 + 8;
+          // Vectors that both strides allow.
+          spec.knobs.vector_elems =
+              vector_elems_for(dtype, weights, std::gcd(stride, group_stride), 0, 0);
+          for (std::uint32_t batch : {1u, 2u * groups + 1}) run_grouped(spec, batch, stride);
+          if (!is_backward(kind)) continue;
+          spec.knobs.single_launch = true;
+          run_grouped(spec, 2 * groups + 1, stride);
+        }
+      }
+    }
+  }
+  // QK-norm's shape: 32 heads of 128, the token's q, k and v (96 heads) apart; rows read again.
+  NormSpec qk = spec_of(NormKind::RmsNormFwd, DType::BF16, 128);
+  qk.row_groups = 32;
+  qk.group_stride = 128;
+  run_grouped(qk, 3 * 32, 96 * 128);
+  NormSpec wide = spec_of(NormKind::RmsNormFwd, DType::BF16, 16384);
+  wide.row_groups = 2;
+  wide.group_stride = 16384 + 64;
+  run_grouped(wide, 5, 2 * (16384 + 64));
 }

@@ -489,3 +489,9 @@ TEST_CASE("casting llama and gemma assemble without spills", "[ptxas]") {
     s.weight_offset = 1.0f;
   });
 }
+TEST_CASE("row groups assemble without spills", "[ptxas]") {
+  assemble_numerics("row groups 8, 64 elements apart", [](NormSpec& s) {
+    s.row_groups = 8;
+    s.group_stride = (s.width + 7) / 8 * 8 + 64;
+  });
+}

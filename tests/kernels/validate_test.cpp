@@ -300,3 +300,32 @@ TEST_CASE("casting: by name, named in the entry, the roundings it asks for", "[v
   CHECK(variant_suffix(s) == "_resf32_wo1_gemma");
   CHECK_FALSE(rounded_xhat(s));
 }
+
+TEST_CASE("row groups: within range, rows of a group apart by whole vectors, named", "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 128);
+  s.row_groups = 32;
+  s.group_stride = 128;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_g32x128");
+  CHECK(row_span(s) == 31 * 128 + 128);
+  s.group_stride = 100;
+  REQUIRE_THROWS_WITH(validate(s), "group stride must be at least the width (128), got 100");
+  s.group_stride = 132;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "group stride must be a multiple of the vector (8 elements; narrower vectors "
+                      "by vector_elems), got 132");
+  s.knobs.vector_elems = 4;
+  REQUIRE_NOTHROW(validate(s));
+  s.row_groups = 0;
+  REQUIRE_THROWS_WITH(validate(s), "row groups must be in [1, 65536], got 0");
+  s.row_groups = 1;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "group stride 132 spaces the rows of a group; row groups 1 has none (give row groups)");
+  s.row_groups = 65536;
+  s.group_stride = 262144;
+  s.knobs.vector_elems.reset();
+  REQUIRE_THROWS_WITH(validate(s),
+                      "row groups 65536 of group stride 262144 span 17179607168 elements, more "
+                      "than 2^32 - 1");
+}

@@ -55,6 +55,8 @@ float parse_weight_offset(std::string_view text);
 inline constexpr std::uint32_t kMaxWidth = 262144;
 // Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
 inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
+// Row groups a spec may have (heads a token).
+inline constexpr std::uint32_t kMaxRowGroups = 65536;
 
 // Whether a knob of this scope means something to the kernel.
 bool knob_applies(KnobScope scope, NormKind kind);
@@ -80,6 +82,13 @@ struct NormSpec {
   // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
   float weight_offset = 0.0f;
   Casting casting = Casting::None;
+  // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
+  // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
+  // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
+  // group_stride: at least the width and a multiple of the vector; a launch's stride at least
+  // row_span(spec).
+  std::uint32_t row_groups = 1;
+  std::uint32_t group_stride = 0;
   // Take the device's tuning table's knobs where the table applies (kernels/tuning.hpp); false
   // plans by the heuristic alone (what `ptxdsl tune` measures the table's entries against).
   bool tuning = true;
@@ -99,9 +108,13 @@ DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for 
 bool normalizes_stored_h(const NormSpec& spec);
 // The dtype x̂ is rounded to before the affine and dw's sums (Casting Llama, 16-bit rows), if any.
 std::optional<DType> rounded_xhat(const NormSpec& spec);
+// The elements a group of rows spans, (row_groups − 1)·group_stride + width: the least stride a
+// launch of the spec takes (its width without row groups).
+std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
-// "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma".
+// "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
+// "_g8x128" (row groups 8, group stride 128).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
