@@ -8,6 +8,8 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 #include "weight_grads.hpp"
@@ -95,8 +97,8 @@ std::uint32_t checked_cluster(const Plan& plan) {
   return plan.cluster_ctas;
 }
 
-// x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy (dy without w), for a chunk; masked elements
-// give g = 0.
+// x̂ = (x − mean)·rstd (or x·rstd) and g = w·dy (dy without w; w with the weight offset added), for
+// a chunk; masked elements give g = 0.
 struct Terms {
   Values xhat, g, dy;
 };
@@ -145,7 +147,7 @@ class BackwardBuilder {
 
  private:
   GlobalDPtr thread_row(GlobalDPtr ptr, Reg<U32> row) {
-    return at(k, row_of(k, ptr, row, p.stride), first_column);
+    return at(k, row_start(k, spec, ptr, row, p.stride), first_column);
   }
   void set_up_shared();
   void set_up_sums();
@@ -306,7 +308,8 @@ Terms BackwardBuilder::terms(const BackwardRow& r, std::uint32_t j, std::optiona
   Values wv;
   if (w_col) {
     const GlobalDPtr wj = shifted(k, *w_col, shift, per_chunk);
-    wv = decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads));
+    wv = applied_weights(
+        k, spec, decode_chunk(k, columns, j, issue_chunk(k, columns, wj, j, hints.weight_loads)));
   }
   for (std::uint32_t e = 0; e < plan.vec; ++e) {
     t.xhat.push_back(ln ? k.mul(k.sub(xv[e], *r.mean), r.rstd) : k.mul(xv[e], r.rstd));
@@ -315,8 +318,8 @@ Terms BackwardBuilder::terms(const BackwardRow& r, std::uint32_t j, std::optiona
   return t;
 }
 
-// Pass 1: Σ x̂·g, Σ g, and (partial rows) dw += dy·x̂, db += dy; then their sums over the row
-// group (or the cluster).
+// Pass 1: Σ x̂·g, Σ g, and (partial rows) dw += dy·x̂ (x̂ rounded as the casting says), db += dy;
+// then their sums over the row group (or the cluster).
 std::vector<Reg<F32>> BackwardBuilder::sum_terms(const BackwardRow& r) {
   RunningSum sum_xg(k), sum_g(k);
   for_each_chunk(
@@ -327,7 +330,8 @@ std::vector<Reg<F32>> BackwardBuilder::sum_terms(const BackwardRow& r) {
         for (std::uint32_t e = 0; e < plan.vec; ++e) xg.push_back(k.mul(t.xhat[e], t.g[e]));
         sum_xg.add(k, tree_sum(k, xg));
         if (ln) sum_g.add(k, tree_sum(k, t.g));
-        grad_sums->add(k, j, t.dy, t.xhat, shift);
+        const Values xhat_for_dw = has_weight_grads(spec) ? cast_xhat(k, spec, t.xhat) : t.xhat;
+        grad_sums->add(k, j, t.dy, xhat_for_dw, shift);
       },
       fence);
   std::vector<Reg<F32>> sums{sum_xg.value()};

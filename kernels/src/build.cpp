@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "builders.hpp"
 #include "ptxdsl/dsl/error.hpp"
@@ -68,11 +69,56 @@ void check_variant(const NormSpec& spec) {
     throw Error(fmt::format("outputs {} chooses a backward's gradients; {} is a forward",
                             outputs_name(spec.outputs), kind_name(spec.kind)));
   }
+  if (casting_name(spec.casting) == "?") {
+    throw Error(fmt::format("casting must be one of none, llama, gemma, got enum value {}",
+                            static_cast<int>(spec.casting)));
+  }
+  if (!std::isfinite(spec.weight_offset)) {
+    throw Error(fmt::format("weight offset must be a finite number (Gemma's is 1), got {}",
+                            spec.weight_offset));
+  }
+  if (spec.weight_offset != 0.0f && !has_weight(spec)) {
+    throw Error(
+        fmt::format("weight offset {} is added to w; affine none has no w (full or weight "
+                    "take it)",
+                    spec.weight_offset));
+  }
   if (spec.residual == Residual::AddF32 && is_backward(spec.kind)) {
     throw Error(
         fmt::format("residual add_f32 is a forward's (h in f32); {} takes residual add, "
                     "with h and dh in the dtype",
                     kind_name(spec.kind)));
+  }
+}
+
+// Two-level rows: groups within their range, a group's rows apart by at least the width, in whole
+// vectors, and a group's span within 32 bits (row offsets within a group are 32-bit).
+void check_row_groups(const NormSpec& spec) {
+  const std::uint32_t g = spec.row_groups, s = spec.group_stride;
+  if (g < 1 || g > kMaxRowGroups) {
+    throw Error(fmt::format("row groups must be in [1, {}], got {}", kMaxRowGroups, g));
+  }
+  if (g == 1) {
+    if (s != 0) {
+      throw Error(fmt::format(
+          "group stride {} spaces the rows of a group; row groups 1 has none (give row groups)",
+          s));
+    }
+    return;
+  }
+  if (s < spec.width) {
+    throw Error(fmt::format("group stride must be at least the width ({}), got {}", spec.width, s));
+  }
+  const std::uint32_t vec = detail::vector_elems_of(spec);
+  if (s % vec != 0) {
+    throw Error(fmt::format(
+        "group stride must be a multiple of the vector ({} elements; narrower vectors by "
+        "vector_elems), got {}",
+        vec, s));
+  }
+  if (row_span(spec) > 0xffffffffu) {
+    throw Error(fmt::format("row groups {} of group stride {} span {} elements, more than 2^32 - 1",
+                            g, s, row_span(spec)));
   }
 }
 
@@ -112,6 +158,7 @@ void detail::check_spec(const NormSpec& spec) {
     throw Error(fmt::format("vector_elems must be a power of two in [1, {}] for {}, got {}",
                             max_vec, dtype_name(spec.dtype), *kn.vector_elems));
   }
+  check_row_groups(spec);
   for_each_knob(kn, [&](const KnobInfo& info, const auto& v) {
     if (!v) return;
     check_knob(info, *v);

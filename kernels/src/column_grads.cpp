@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "weight_grads.hpp"
 
 namespace ptxdsl::kernels::detail {
@@ -52,8 +54,8 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan, cons
         const Reg<U32> row = u == 0 ? first : k.add(first, u * S * rows_a_load);
         const Pred ok = u == 0 ? column_ok : k.and_(column_ok, k.setp(Cmp::Lt, row, in.batch));
         Loaded l;
-        l.x = load_raw(k, row_of(k, x_col, row, in.stride), cv, ok, kNcNoAllocate);
-        l.dy = load_raw(k, row_of(k, dy_col, row, in.stride), cv, ok, kNcNoAllocate);
+        l.x = load_raw(k, row_start(k, spec, x_col, row, in.stride), cv, ok, kNcNoAllocate);
+        l.dy = load_raw(k, row_start(k, spec, dy_col, row, in.stride), cv, ok, kNcNoAllocate);
         if (in.mean) l.stats.push_back(load_raw(k, at(k, *in.mean, row), 1, ok, kNc));
         l.stats.push_back(load_raw(k, at(k, in.rstd, row), 1, ok, kNc));
         rows.push_back(std::move(l));
@@ -62,12 +64,13 @@ void column_weight_grads(Kernel& k, const NormSpec& spec, const Plan& plan, cons
         const std::vector<Reg<F32>> xv = decode(k, l.x);
         const std::vector<Reg<F32>> dyv = decode(k, l.dy);
         const Reg<F32> rstd = decode(k, l.stats.back())[0];
-        for (std::uint32_t e = 0; e < cv; ++e) {
-          const Reg<F32> xhat =
-              in.mean ? k.mul(k.sub(xv[e], decode(k, l.stats[0])[0]), rstd) : k.mul(xv[e], rstd);
+        const auto normalized = [&](std::uint32_t e) {
+          return in.mean ? k.mul(k.sub(xv[e], decode(k, l.stats[0])[0]), rstd) : k.mul(xv[e], rstd);
+        };
+        for_each_xhat(k, spec, cv, normalized, [&](std::size_t e, Reg<F32> xhat) {
           k.fma(sums[0][e], dyv[e], xhat, sums[0][e]);          // dw += dy·x̂
           if (nacc > 1) k.add(sums[1][e], sums[1][e], dyv[e]);  // db += dy
-        }
+        });
       }
     });
     // The rows that shared a warp's loads, added by a butterfly over the row-lane bits.

@@ -10,6 +10,8 @@
 #include "builders.hpp"
 #include "chunk_loop.hpp"
 #include "cta_layout.hpp"
+#include "model_numerics.hpp"
+#include "row_address.hpp"
 #include "row_stats.hpp"
 #include "rows_ahead.hpp"
 
@@ -152,7 +154,9 @@ class ForwardBuilder {
     return plan.cluster_ctas;
   }
   // This thread's first column of a row of x.
-  GlobalDPtr x_row_at(Reg<U32> row) { return at(k, row_of(k, p.x, row, p.stride), first_column); }
+  GlobalDPtr x_row_at(Reg<U32> row) {
+    return at(k, row_start(k, spec, p.x, row, p.stride), first_column);
+  }
   void make_scratch();
   std::vector<Reg<F32>> reduce_all(std::span<const Reg<F32>> values, std::int64_t buffer);
   Reg<F32> reduce(Reg<F32> v, std::int64_t buffer) {
@@ -247,8 +251,9 @@ std::pair<std::optional<GlobalDPtr>, std::optional<GlobalDPtr>> ForwardBuilder::
   return columns_at;
 }
 
-// A chunk of the row normalized: x's, or h = x + residual's, the residual's chunks read from
-// memory by every pass (held nowhere, so the plans of x fit unchanged).
+// A chunk of the row normalized: x's, or h = x + residual's (as stored, under the casting that
+// says so), the residual's chunks read from memory by every pass (held nowhere, so the plans of x
+// fit unchanged).
 Values ForwardBuilder::row_values(RowPass& r, std::uint32_t j, std::optional<Reg<U32>> shift) {
   Values v = xt.get(k, r.masks, j, shift);
   if (!r.residual_row) return v;
@@ -256,13 +261,14 @@ Values ForwardBuilder::row_values(RowPass& r, std::uint32_t j, std::optional<Reg
   const MemHints rh = r.residual_reread ? hints.row_rereads : hints.row_loads;
   const Values res = decode_chunk(k, r.masks, j, issue_chunk(k, r.masks, at_chunk, j, rh));
   for (std::size_t e = 0; e < v.size(); ++e) v[e] = k.add(v[e], res[e]);
-  return v;
+  return normalized_h(k, spec, std::move(v));
 }
 
 void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
   RowPass r{RowMasks(k, lanes, row_ok), std::nullopt, false, std::nullopt};
   if (persistent) xt.set_row(x_row_at(row));
-  if (p.residual) r.residual_row = at(k, row_of(k, *p.residual, row, p.stride), first_column);
+  if (p.residual)
+    r.residual_row = at(k, row_start(k, spec, *p.residual, row, p.stride), first_column);
   const RowSums sums = load_and_sum(r, row, row_ok);
   const HeldWeights early = load_early_weights();
   const RowStats stats = statistics(r, sums);
@@ -275,9 +281,9 @@ void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
 // stores h, and sums it, once x's loads are all issued.
 RowSums ForwardBuilder::load_and_sum(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok) {
   if (one_pass) {
-    r.shift = decode(k, load_raw(k, row_of(k, p.x, row, p.stride), 1, row_ok, kNc))[0];
+    r.shift = decode(k, load_raw(k, row_start(k, spec, p.x, row, p.stride), 1, row_ok, kNc))[0];
     if (p.residual) {
-      const Raw r0 = load_raw(k, row_of(k, *p.residual, row, p.stride), 1, row_ok, kNc);
+      const Raw r0 = load_raw(k, row_start(k, spec, *p.residual, row, p.stride), 1, row_ok, kNc);
       r.shift = k.add(*r.shift, decode(k, r0)[0]);
     }
   }
@@ -297,7 +303,7 @@ RowSums ForwardBuilder::load_and_sum(RowPass& r, Reg<U32> row, std::optional<Pre
     return sums;
   }
   xt.load(k, r.masks, {}, fence);
-  const GlobalDPtr h_row = at(k, row_of(k, *p.h, row, p.stride), first_column);
+  const GlobalDPtr h_row = at(k, row_start(k, spec, *p.h, row, p.stride), first_column);
   for_each_chunk(
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> chunk_shift) {
@@ -371,8 +377,9 @@ void ForwardBuilder::write_statistics(Reg<U32> row, std::optional<Pred> row_ok,
   });
 }
 
-// y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them); w and b
-// come from L1 (read by every row), or from shared memory, or held since the row's loads.
+// y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them; w with
+// the weight offset added, x̂ rounded as the casting says); w and b come from L1 (read by every
+// row), or from shared memory, or held since the row's loads.
 void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeights& early,
                                       const RowStats& stats) {
   xt.reread_with(hints.row_rereads);
@@ -387,7 +394,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
     const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
     return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
   };
-  const GlobalDPtr y_row = at(k, row_of(k, p.y, row, p.stride), first_column);
+  const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
   for_each_chunk(
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
@@ -395,8 +402,9 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
         const bool is_held = held != early.end();
         Values wv;
         if (w_col) {
-          wv = is_held ? decode_chunk(k, columns, j, held->second.first)
-                       : weights(*w_col, shared.w, j, shift);
+          wv = applied_weights(k, spec,
+                               is_held ? decode_chunk(k, columns, j, held->second.first)
+                                       : weights(*w_col, shared.w, j, shift));
         }
         Values bv;
         if (b_col) {
@@ -404,10 +412,11 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
                        : weights(*b_col, shared.b, j, shift);
         }
         const Values xv = row_values(r, j, shift);
+        const auto normalized = [&](std::size_t e) {
+          return ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
+        };
         Values out;
-        for (std::size_t e = 0; e < xv.size(); ++e) {
-          const Reg<F32> xhat =
-              ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
+        for_each_xhat(k, spec, xv.size(), normalized, [&](std::size_t e, Reg<F32> xhat) {
           if (b_col) {
             out.push_back(k.fma(xhat, wv[e], bv[e]));
           } else if (w_col) {
@@ -415,7 +424,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
           } else {
             out.push_back(xhat);
           }
-        }
+        });
         store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
       },
       fence);

@@ -149,7 +149,7 @@ std::vector<float> dense_rows(std::span<const float> strided, std::uint32_t batc
 
 NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint32_t batch,
                        std::uint32_t width, std::uint32_t stride, std::uint64_t seed,
-                       Residual residual) {
+                       Residual residual, float weight_offset) {
   check_batch(batch);
   if (width < 1 || width > kMaxWidth) {
     throw Error(fmt::format("width must be in [1, {}], got {}", kMaxWidth, width));
@@ -164,7 +164,9 @@ NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint
   in.dy = random_rows(seed, 3, batch, width, stride, 0.0, 0.1, dtype);
   std::vector<float> w(width), b;
   Random rw = stream(seed, 1);
-  for (float& v : w) v = static_cast<float>(ln ? rw.uniform() : 1.0 + 0.1 * rw.normal());
+  for (float& v : w) {
+    v = static_cast<float>((ln ? rw.uniform() : 1.0 + 0.1 * rw.normal()) - weight_offset);
+  }
   in.w = make_tensor(w, weight_dtype);
   if (ln) {
     Random rb = stream(seed, 2);

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ptxdsl/dsl/error.hpp"
+#include "ptxdsl/dsl/half.hpp"
 
 namespace ptxdsl::kernels {
 namespace {
@@ -36,6 +37,16 @@ std::pair<double, double> ln_stats(const float* x, std::uint32_t width, double e
   return {mean, 1.0 / std::sqrt(sq / width + eps)};
 }
 
+// x̂ as the model's affine and dw take it: rounded to `d` (through f32, as the model rounds its
+// f32 x̂), or as is.
+double cast_xhat(double xhat, std::optional<DType> d) {
+  if (!d) return xhat;
+  const auto f = static_cast<float>(xhat);
+  return *d == DType::F16    ? f16_bits_to_f32(f32_to_f16_bits(f))
+         : *d == DType::BF16 ? bf16_bits_to_f32(f32_to_bf16_bits(f))
+                             : f;
+}
+
 double rms_rstd(const float* x, std::uint32_t width, double eps) {
   double sq = 0;
   for (std::uint32_t i = 0; i < width; ++i) sq += static_cast<double>(x[i]) * x[i];
@@ -46,7 +57,8 @@ double rms_rstd(const float* x, std::uint32_t width, double eps) {
 
 LayerNormFwdRef layer_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
                                    std::span<const float> b, std::uint32_t batch,
-                                   std::uint32_t width, std::uint32_t stride, double eps) {
+                                   std::uint32_t width, std::uint32_t stride, double eps,
+                                   std::optional<DType> xhat_dtype) {
   check_sizes(x, w, batch, width, stride, "layer_norm_fwd_ref");
   if (b.size() < width)
     throw Error(fmt::format("layer_norm_fwd_ref: bias needs {} elements, got {}", width, b.size()));
@@ -60,7 +72,8 @@ LayerNormFwdRef layer_norm_fwd_ref(std::span<const float> x, std::span<const flo
     r.mean[row] = mean;
     r.rstd[row] = rstd;
     for (std::uint32_t i = 0; i < width; ++i) {
-      r.y[static_cast<std::size_t>(row) * width + i] = (xr[i] - mean) * rstd * w[i] + b[i];
+      r.y[static_cast<std::size_t>(row) * width + i] =
+          cast_xhat((xr[i] - mean) * rstd, xhat_dtype) * w[i] + b[i];
     }
   }
   return r;
@@ -68,7 +81,8 @@ LayerNormFwdRef layer_norm_fwd_ref(std::span<const float> x, std::span<const flo
 
 LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
                                    std::span<const float> dy, std::uint32_t batch,
-                                   std::uint32_t width, std::uint32_t stride, double eps) {
+                                   std::uint32_t width, std::uint32_t stride, double eps,
+                                   std::optional<DType> xhat_dtype) {
   check_sizes(x, w, batch, width, stride, "layer_norm_bwd_ref");
   check_sizes(dy, w, batch, width, stride, "layer_norm_bwd_ref (dy)");
   LayerNormBwdRef r;
@@ -86,7 +100,7 @@ LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const flo
       g[i] = static_cast<double>(w[i]) * dyr[i];
       sum_xg += xhat[i] * g[i];
       sum_g += g[i];
-      r.dw[i] += dyr[i] * xhat[i];
+      r.dw[i] += dyr[i] * cast_xhat(xhat[i], xhat_dtype);
       r.db[i] += dyr[i];
     }
     const double c1 = sum_xg / width, c2 = sum_g / width;
@@ -99,7 +113,7 @@ LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const flo
 
 RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
                                std::uint32_t batch, std::uint32_t width, std::uint32_t stride,
-                               double eps) {
+                               double eps, std::optional<DType> xhat_dtype) {
   check_sizes(x, w, batch, width, stride, "rms_norm_fwd_ref");
   RmsNormFwdRef r;
   r.y.resize(static_cast<std::size_t>(batch) * width);
@@ -109,7 +123,7 @@ RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> 
     const double rstd = rms_rstd(xr, width, eps);
     r.rstd[row] = rstd;
     for (std::uint32_t i = 0; i < width; ++i) {
-      r.y[static_cast<std::size_t>(row) * width + i] = xr[i] * rstd * w[i];
+      r.y[static_cast<std::size_t>(row) * width + i] = cast_xhat(xr[i] * rstd, xhat_dtype) * w[i];
     }
   }
   return r;
@@ -117,7 +131,7 @@ RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> 
 
 RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
                                std::span<const float> dy, std::uint32_t batch, std::uint32_t width,
-                               std::uint32_t stride, double eps) {
+                               std::uint32_t stride, double eps, std::optional<DType> xhat_dtype) {
   check_sizes(x, w, batch, width, stride, "rms_norm_bwd_ref");
   check_sizes(dy, w, batch, width, stride, "rms_norm_bwd_ref (dy)");
   RmsNormBwdRef r;
@@ -133,7 +147,7 @@ RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> 
       xhat[i] = xr[i] * rstd;
       g[i] = static_cast<double>(w[i]) * dyr[i];
       sum_xg += xhat[i] * g[i];
-      r.dw[i] += dyr[i] * xhat[i];
+      r.dw[i] += dyr[i] * cast_xhat(xhat[i], xhat_dtype);
     }
     const double c1 = sum_xg / width;
     for (std::uint32_t i = 0; i < width; ++i) {
@@ -169,8 +183,11 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
   if (adds) {
     const std::vector<float> residual = part(in.residual, "residual");
     for (std::size_t i = 0; i < r.rows.size(); ++i) r.rows[i] += residual[i];
+    // As the model adds them (in the dtype) and normalizes the stored h.
+    if (normalizes_stored_h(spec)) r.rows = make_tensor(r.rows, residual_dtype(spec)).values;
   }
   r.w = has_weight(spec) ? in.w.values : std::vector<float>(width, 1.0f);
+  for (float& v : r.w) v += spec.weight_offset;  // in f32, as the model has it
   r.b = has_bias(spec) ? in.b.values : std::vector<float>(width, 0.0f);
   // The forward's statistics of the rows (the backward's mean and rstd inputs too); a backward
   // needs them alone, not y, whose doubles would be the largest array of the reference.
@@ -186,12 +203,13 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
       }
     }
   } else if (ln) {
-    LayerNormFwdRef f = layer_norm_fwd_ref(r.rows, r.w, r.b, batch, width, stride, eps);
+    LayerNormFwdRef f =
+        layer_norm_fwd_ref(r.rows, r.w, r.b, batch, width, stride, eps, rounded_xhat(spec));
     r.y = std::move(f.y);
     r.mean = std::move(f.mean);
     r.rstd = std::move(f.rstd);
   } else {
-    RmsNormFwdRef f = rms_norm_fwd_ref(r.rows, r.w, batch, width, stride, eps);
+    RmsNormFwdRef f = rms_norm_fwd_ref(r.rows, r.w, batch, width, stride, eps, rounded_xhat(spec));
     r.y = std::move(f.y);
     r.rstd = std::move(f.rstd);
   }
@@ -202,12 +220,14 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
   if (!is_backward(spec.kind)) return r;
   const std::vector<float> dy = part(in.dy, "dy");
   if (ln) {
-    LayerNormBwdRef b = layer_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps);
+    LayerNormBwdRef b =
+        layer_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps, rounded_xhat(spec));
     r.dx = std::move(b.dx);
     r.dw = std::move(b.dw);
     r.db = std::move(b.db);
   } else {
-    RmsNormBwdRef b = rms_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps);
+    RmsNormBwdRef b =
+        rms_norm_bwd_ref(r.rows, r.w, dy, batch, width, stride, eps, rounded_xhat(spec));
     r.dx = std::move(b.dx);
     r.dw = std::move(b.dw);
   }

@@ -266,9 +266,11 @@ std::uint32_t rows_ahead_asked(const Ctx& c) {
   return c.pins.prefetch_rows ? *c.pins.prefetch_rows : 0;
 }
 // A chunk at a time in 32 registers (48 beside f32 weights: sm_80 spills a word at 40; 8 more for
-// a row that ends in lone elements, whose 7 spilled).
+// a row that ends in lone elements, whose 7 spilled, and for x̂ rounded a pair at a time by the
+// casting, which spilled a word at 32).
 std::uint32_t reread_registers(const Ctx& c) {
-  return (c.f.wide_weights ? 48 : 32) + (lone_elements(c) > 0 ? 8 : 0);
+  return (c.f.wide_weights ? 48 : 32) + (lone_elements(c) > 0 ? 8 : 0) +
+         (rounded_xhat(c.f.spec) ? 8 : 0);
 }
 
 // A forward row (or a cluster's slice of one) of 32-64 KiB stays in registers, at most 128 bytes a

@@ -1,7 +1,10 @@
-// A norm's variant fields (affine, residual, outputs): their names, and the tensors they give a
-// kernel.
+// A norm's variant fields (affine, residual, outputs, weight offset, casting, row groups): their
+// names, and the tensors, roundings and row addresses they give a kernel.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <charconv>
+#include <cmath>
 
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/kernels/norm.hpp"
@@ -27,6 +30,7 @@ std::string_view name_of(E v, const std::string_view (&names)[N]) {
 constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
 constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
 constexpr std::string_view kOutputsNames[] = {"all", "dx"};
+constexpr std::string_view kCastingNames[] = {"none", "llama", "gemma"};
 
 }  // namespace
 
@@ -49,6 +53,23 @@ Outputs parse_outputs(std::string_view name) {
   return parse_name<Outputs>(name, kOutputsNames, "outputs");
 }
 
+std::string_view casting_name(Casting c) {
+  return name_of(c, kCastingNames);
+}
+Casting parse_casting(std::string_view name) {
+  return parse_name<Casting>(name, kCastingNames, "casting");
+}
+
+float parse_weight_offset(std::string_view text) {
+  float v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v)) {
+    throw Error(
+        fmt::format("weight offset must be a finite number (Gemma's is 1), got '{}'", text));
+  }
+  return v;
+}
+
 bool has_weight(const NormSpec& spec) {
   return spec.affine != Affine::None;
 }
@@ -69,6 +90,20 @@ DType residual_dtype(const NormSpec& spec) {
   return spec.residual == Residual::AddF32 ? DType::F32 : spec.dtype;
 }
 
+bool normalizes_stored_h(const NormSpec& spec) {
+  return spec.casting != Casting::None && !is_backward(spec.kind) && has_residual(spec) &&
+         residual_dtype(spec) != DType::F32;
+}
+
+std::optional<DType> rounded_xhat(const NormSpec& spec) {
+  if (spec.casting != Casting::Llama || spec.dtype == DType::F32) return std::nullopt;
+  return spec.dtype;
+}
+
+std::uint64_t row_span(const NormSpec& spec) {
+  return std::uint64_t{spec.row_groups - 1} * spec.group_stride + spec.width;
+}
+
 std::string variant_suffix(const NormSpec& spec) {
   std::string s;
   if (spec.residual == Residual::Add) s += "_res";
@@ -76,6 +111,16 @@ std::string variant_suffix(const NormSpec& spec) {
   if (spec.affine == Affine::Weight) s += "_wonly";
   if (spec.affine == Affine::None) s += "_noaffine";
   if (spec.outputs == Outputs::Dx) s += "_dx";
+  if (spec.weight_offset != 0.0f) {
+    // The shortest text that reads back as the same float, spelled as a PTX identifier allows.
+    for (char c : fmt::format("_wo{}", spec.weight_offset)) {
+      if (c == '.') s += 'p';
+      if (c == '-') s += 'm';
+      if (c != '.' && c != '-' && c != '+') s += c;
+    }
+  }
+  if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
+  if (spec.row_groups != 1) s += fmt::format("_g{}x{}", spec.row_groups, spec.group_stride);
   return s;
 }
 

@@ -1,14 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -101,9 +104,10 @@ std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, 
                             << dtype_name(spec.weight_dtype) << " affine "
                             << affine_name(spec.affine) << " residual "
                             << residual_name(spec.residual) << " outputs "
-                            << outputs_name(spec.outputs) << " width " << width << " batch "
-                            << batch << " stride " << stride << " seed " << seed << " x offset "
-                            << x_offset);
+                            << outputs_name(spec.outputs) << " weight offset " << spec.weight_offset
+                            << " casting " << casting_name(spec.casting) << " width " << width
+                            << " batch " << batch << " stride " << stride << " seed " << seed
+                            << " x offset " << x_offset);
   NormInputs in = make_inputs(spec, batch, stride, seed);
   if (x_offset != 0.0f) {
     std::vector<float> moved = in.x.values;
@@ -1178,4 +1182,271 @@ TEST_CASE("every device preset's plans match the reference on the executor", "[e
   }
   // Every preset's h200 twin is skipped, but the smaller devices plan some widths their own way.
   CHECK(ran > std::size(kKinds) * 3 * 3);
+}
+
+namespace {
+
+// A model's numerics (`numerics` sets them on a spec) against their float64 model: every kind,
+// dtype and weight dtype, with and without the residual add and b, at odd widths (a masked tail,
+// chunks that loop at 4097, a wide row read again), batches of 1 and 3, rows with padding between
+// them, and the backward in one launch too.
+void run_numerics(const std::function<void(NormSpec&)>& numerics) {
+  for (NormKind kind : kKinds) {
+    for (const auto& [dtype, weights] : {std::pair{DType::F32, DType::F32},
+                                         {DType::F16, DType::F16},
+                                         {DType::BF16, DType::BF16},
+                                         {DType::F16, DType::F32},
+                                         {DType::BF16, DType::F32}}) {
+      for (std::uint32_t width : {1u, 7u, 1151u, 4097u}) {
+        const std::uint32_t stride = width + 9;
+        for (Residual residual : {Residual::None, Residual::Add, Residual::AddF32}) {
+          if (is_backward(kind) && residual == Residual::AddF32) continue;
+          for (Affine affine : {Affine::Full, Affine::Weight}) {
+            if (affine == Affine::Weight && !is_layer_norm(kind)) continue;
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.residual = residual;
+            spec.affine = affine;
+            numerics(spec);
+            spec.knobs.vector_elems = vector_elems_for(dtype, weights, stride, 0, 0);
+            const BuiltNorm built = build_norm(spec);
+            for (std::uint32_t batch : {1u, 3u}) run_batch(built, batch, stride);
+            if (!is_backward(kind) || residual != Residual::None) continue;
+            spec.knobs.single_launch = true;
+            run_batch(build_norm(spec), 3, stride);
+          }
+        }
+      }
+    }
+    NormSpec wide = spec_of(kind, DType::BF16, 100001);
+    wide.weight_dtype = DType::F32;
+    numerics(wide);
+    wide.knobs.vector_elems = vector_elems_for(DType::BF16, DType::F32, 100003, 0, 0);
+    run_batch(build_norm(wide), 2, 100003);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("weight offset: y = x^ (F + w) (+ b), dx with F + w, against the float64 model",
+          "[executor][norm]") {
+  for (const float offset : {1.0f, -0.5f}) {
+    INFO("weight offset " << offset);
+    run_numerics([offset](NormSpec& s) { s.weight_offset = offset; });
+  }
+}
+
+TEST_CASE("casting llama and gemma against their float64 models", "[executor][norm]") {
+  for (const Casting casting : {Casting::Llama, Casting::Gemma}) {
+    INFO("casting " << casting_name(casting));
+    run_numerics([casting](NormSpec& s) { s.casting = casting; });
+  }
+  // Gemma as its models run it: casting gemma, weight offset 1.
+  run_numerics([](NormSpec& s) {
+    s.casting = Casting::Gemma;
+    s.weight_offset = 1.0f;
+  });
+}
+
+namespace {
+
+// The elements of `got` that differ from `want` rounded to `d` (as a kernel stores it).
+std::size_t differing(std::span<const float> got, std::span<const double> want, DType d) {
+  const std::vector<float> rounded = make_tensor(to_f32(want), d).values;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) n += got[i] != rounded[i] ? 1 : 0;
+  return n;
+}
+
+// `spec`'s outputs on the executor, and the float64 models of its casting and of none.
+struct CastingRun {
+  std::map<std::string, std::vector<float>> got;
+  NormReference model, none;
+};
+CastingRun run_casting(NormSpec spec, std::uint32_t batch) {
+  spec.knobs.vector_elems = vector_elems_for(spec.dtype, spec.weight_dtype, spec.width, 0, 0);
+  const BuiltNorm built = build_norm(spec);
+  const std::map<std::string, std::vector<std::byte>> written = run_batch(built, batch, spec.width);
+  CastingRun r;
+  for (const auto& [name, bytes] : written) {
+    const DType d = name == "dw" || name == "db"       ? spec.weight_dtype
+                    : name == "mean" || name == "rstd" ? DType::F32
+                    : name == "h"                      ? residual_dtype(spec)
+                                                       : spec.dtype;
+    r.got[name] = to_floats(bytes, d);
+  }
+  const NormInputs in =
+      make_inputs(spec, batch, spec.width, seed_for(spec.kind, spec.dtype, spec.width, batch));
+  NormSpec none = spec;
+  none.casting = Casting::None;
+  r.model = norm_reference(spec, in, kEps);
+  r.none = norm_reference(none, in, kEps);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("casting: the kernels round where their model does, and not where none does",
+          "[executor][norm]") {
+  // 16-bit outputs within the accuracy rule's bounds could come from either model: the bits tell.
+  // Llama's y is its model's rounded to the dtype but at the rare x̂ whose f32 and float64 values
+  // straddle a tie; none's differs in many elements.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (DType dtype : {DType::F16, DType::BF16}) {
+      NormSpec spec = spec_of(kind, dtype, 1151);
+      spec.casting = Casting::Llama;
+      INFO(kind_name(kind) << " " << dtype_name(dtype) << " llama");
+      const CastingRun r = run_casting(spec, 3);
+      const std::vector<float>& y = r.got.at("y");
+      CHECK(differing(y, r.model.y, dtype) * 500 <= y.size());
+      CHECK(differing(y, r.none.y, dtype) * 20 >= y.size());
+      // Gemma with the residual add normalizes h as stored: its y and rstd are its model's.
+      spec.casting = Casting::Gemma;
+      spec.residual = Residual::Add;
+      INFO("gemma, residual add");
+      const CastingRun g = run_casting(spec, 3);
+      const std::vector<float>& gy = g.got.at("y");
+      CHECK(differing(gy, g.model.y, dtype) * 500 <= gy.size());
+      CHECK(differing(gy, g.none.y, dtype) * 20 >= gy.size());
+    }
+  }
+  // Llama's dw (f32 beside bf16 rows) sums dy·x̂ rounded: far nearer its model than none's.
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (const bool single_launch : {false, true}) {
+      NormSpec spec = spec_of(kind, DType::BF16, 1151);
+      spec.weight_dtype = DType::F32;
+      spec.casting = Casting::Llama;
+      spec.knobs.single_launch = single_launch;
+      INFO(kind_name(kind) << " llama dw, single_launch " << single_launch);
+      const CastingRun r = run_casting(spec, 17);
+      const std::vector<float>& dw = r.got.at("dw");
+      double to_model = 0, to_none = 0;
+      for (std::size_t i = 0; i < dw.size(); ++i) {
+        to_model = std::max(to_model, std::abs(dw[i] - r.model.dw[i]));
+        to_none = std::max(to_none, std::abs(dw[i] - r.none.dw[i]));
+      }
+      CHECK(to_model * 10 < to_none);
+    }
+  }
+}
+
+namespace {
+
+// Bytes of a dense tensor's rows (`width` elements each) placed at `row_start(r)` elements of a
+// buffer of `count` elements filled with 0xFF (NaN in every dtype), and back.
+std::vector<std::byte> scatter_rows(const HostTensor& dense, std::uint32_t batch,
+                                    std::uint32_t width, std::size_t count,
+                                    const std::function<std::size_t(std::uint32_t)>& row_start) {
+  const auto s = static_cast<std::size_t>(dtype_bytes(dense.dtype));
+  std::vector<std::byte> out(count * s, std::byte{0xFF});
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    std::copy_n(dense.bytes.begin() + static_cast<std::ptrdiff_t>(std::size_t{r} * width * s),
+                width * s, out.begin() + static_cast<std::ptrdiff_t>(row_start(r) * s));
+  }
+  return out;
+}
+std::vector<float> gather_rows(std::span<const float> grouped, std::uint32_t batch,
+                               std::uint32_t width,
+                               const std::function<std::size_t(std::uint32_t)>& row_start) {
+  std::vector<float> out;
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    const auto first = grouped.begin() + static_cast<std::ptrdiff_t>(row_start(r));
+    out.insert(out.end(), first, first + width);
+  }
+  return out;
+}
+
+// `spec` (with row groups) on the CPU executor, its rows scattered from a dense problem's (row r
+// at (r / G)·stride + (r % G)·S, NaN between them), its outputs gathered back and judged against
+// the dense problem's float64 reference: the same numbers, only the addresses differ.
+void run_grouped(const NormSpec& spec, std::uint32_t batch, std::uint32_t stride) {
+  const std::uint32_t width = spec.width, groups = spec.row_groups;
+  INFO(kind_name(spec.kind) << " " << dtype_name(spec.dtype) << " weights "
+                            << dtype_name(spec.weight_dtype) << " residual "
+                            << residual_name(spec.residual) << " width " << width << " row groups "
+                            << groups << " group stride " << spec.group_stride << " stride "
+                            << stride << " batch " << batch);
+  NormSpec dense = spec;
+  dense.row_groups = 1;
+  dense.group_stride = 0;
+  const NormInputs in =
+      make_inputs(dense, batch, width, seed_for(spec.kind, spec.dtype, width, batch));
+  const NormReference ref = norm_reference(dense, in, kEps);
+  const NormProblem problem = norm_problem(dense, in, ref, kEps);
+  const auto row_start = [&](std::uint32_t r) {
+    return std::size_t{r / groups} * stride + std::size_t{r % groups} * spec.group_stride;
+  };
+  const std::size_t count = std::size_t{(batch + groups - 1) / groups} * stride;
+  CpuDevice dev;
+  std::map<std::string, ExecutorAddress> ptrs;
+  for (const auto& [name, t] : {std::pair<const char*, const HostTensor*>{"x", &in.x},
+                                {"dy", &in.dy},
+                                {"residual", &in.residual},
+                                {"dh", &in.dh}}) {
+    if (!t->bytes.empty()) {
+      ptrs[name] = dev.upload(
+          std::span<const std::byte>(scatter_rows(*t, batch, width, count, row_start)), name);
+    }
+  }
+  for (const auto& [name, t] :
+       {std::pair<const char*, const HostTensor*>{"w", &in.w}, {"b", &in.b}}) {
+    if (!t->bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t->bytes), name);
+  }
+  const BuiltNorm built = build_norm(spec);
+  const std::vector<Output> outs = expected_outputs(spec, ref, count, dev, ptrs);
+  for (const Output& o : outs) {
+    ptrs[o.name] =
+        dev.alloc(o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)), o.name, 0xFF);
+  }
+  run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps);
+  for (const Output& o : outs) {
+    const auto bytes = dev.download<std::byte>(
+        ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
+    std::vector<float> got = to_floats(bytes, o.dtype, o.count);
+    if (o.count == count) got = gather_rows(got, batch, width, row_start);
+    check(problem, o, got);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("row groups (per-head rows of a fused QKV buffer) match the float64 reference",
+          "[executor][norm]") {
+  // Heads of an odd width packed with a gap (the group stride above the width), tokens strided
+  // beyond their heads, batches that end mid-group; every kind and dtype pair, the residual add,
+  // the backward in one launch, and rows read again.
+  for (NormKind kind : kKinds) {
+    for (const auto& [dtype, weights] : {std::pair{DType::F32, DType::F32},
+                                         {DType::BF16, DType::BF16},
+                                         {DType::F16, DType::F32}}) {
+      for (Residual residual : {Residual::None, Residual::Add}) {
+        for (const auto& [width, groups, group_stride] :
+             {std::tuple{1u, 3u, 1u}, {7u, 5u, 9u}, {128u, 8u, 128u}, {1151u, 3u, 1160u}}) {
+          NormSpec spec = spec_of(kind, dtype, width);
+          spec.weight_dtype = weights;
+          spec.residual = residual;
+          spec.row_groups = groups;
+          spec.group_stride = group_stride;
+          const std::uint32_t span = (groups - 1) * group_stride + width;
+          const std::uint32_t stride = (span + 7) / 8 * 8 + 8;
+          // Vectors that both strides allow.
+          spec.knobs.vector_elems =
+              vector_elems_for(dtype, weights, std::gcd(stride, group_stride), 0, 0);
+          for (std::uint32_t batch : {1u, 2u * groups + 1}) run_grouped(spec, batch, stride);
+          if (!is_backward(kind)) continue;
+          spec.knobs.single_launch = true;
+          run_grouped(spec, 2 * groups + 1, stride);
+        }
+      }
+    }
+  }
+  // QK-norm's shape: 32 heads of 128, the token's q, k and v (96 heads) apart; rows read again.
+  NormSpec qk = spec_of(NormKind::RmsNormFwd, DType::BF16, 128);
+  qk.row_groups = 32;
+  qk.group_stride = 128;
+  run_grouped(qk, 3 * 32, 96 * 128);
+  NormSpec wide = spec_of(NormKind::RmsNormFwd, DType::BF16, 16384);
+  wide.row_groups = 2;
+  wide.group_stride = 16384 + 64;
+  run_grouped(wide, 5, 2 * (16384 + 64));
 }

@@ -443,3 +443,55 @@ TEST_CASE("narrower vectors assemble for odd widths: RMS norm forward", "[ptxas]
 TEST_CASE("narrower vectors assemble for odd widths: RMS norm backward", "[ptxas][slow]") {
   assemble_narrow_vectors(NormKind::RmsNormBwd);
 }
+
+namespace {
+
+// A model's numerics (`numerics` sets them) on every kind, at the widths where plans change shape,
+// for sm_80 and sm_90, with and without the residual add.
+void assemble_numerics(const std::string& label, const std::function<void(NormSpec&)>& numerics) {
+  std::vector<Group> groups;
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::LayerNormBwd, NormKind::RmsNormFwd,
+                        NormKind::RmsNormBwd}) {
+    for (const auto& [dtype, weights] : {std::pair{DType::F32, DType::F32},
+                                         {DType::BF16, DType::BF16},
+                                         {DType::F16, DType::F32}}) {
+      for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+        for (Residual residual : {Residual::None, Residual::Add}) {
+          Group g;
+          g.label =
+              fmt::format("{}: {} {}/{} {} residual {}", label, kind_name(kind), dtype_name(dtype),
+                          dtype_name(weights), arch_name(arch), residual_name(residual));
+          for (std::uint32_t width : {1u, 1151u, 4097u, 16384u, 65536u}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = weights;
+            spec.arch = arch;
+            spec.residual = residual;
+            numerics(spec);
+            g.built.push_back(build_norm(spec));
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
+}  // namespace
+
+TEST_CASE("the weight offset assembles without spills", "[ptxas]") {
+  assemble_numerics("weight offset 1", [](NormSpec& s) { s.weight_offset = 1.0f; });
+}
+TEST_CASE("casting llama and gemma assemble without spills", "[ptxas]") {
+  assemble_numerics("casting llama", [](NormSpec& s) { s.casting = Casting::Llama; });
+  assemble_numerics("casting gemma, weight offset 1", [](NormSpec& s) {
+    s.casting = Casting::Gemma;
+    s.weight_offset = 1.0f;
+  });
+}
+TEST_CASE("row groups assemble without spills", "[ptxas]") {
+  assemble_numerics("row groups 8, 64 elements apart", [](NormSpec& s) {
+    s.row_groups = 8;
+    s.group_stride = (s.width + 7) / 8 * 8 + 64;
+  });
+}

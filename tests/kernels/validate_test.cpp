@@ -1,6 +1,7 @@
 // Bad specs and shapes throw ptxdsl::Error naming the value and the allowed range.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -250,4 +251,81 @@ TEST_CASE("knobs the kernel would ignore, or that conflict, are refused by check
   REQUIRE(plans_resolved() == plans);
   REQUIRE_THROWS_WITH(resolve(spec_of(NormKind::RmsNormBwd, DType::F16, 0)),
                       "width must be in [1, 262144], got 0");
+}
+
+TEST_CASE("weight offset: finite, with a weight, named in the entry", "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 1000);
+  s.weight_offset = 1.0f;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_wo1");
+  s.weight_offset = -0.5f;
+  CHECK(variant_suffix(s) == "_wom0p5");
+  s.weight_offset = std::numeric_limits<float>::infinity();
+  REQUIRE_THROWS_WITH(validate(s), "weight offset must be a finite number (Gemma's is 1), got inf");
+  s.weight_offset = 1.0f;
+  s.affine = Affine::None;
+  REQUIRE_THROWS_WITH(
+      validate(s), "weight offset 1 is added to w; affine none has no w (full or weight take it)");
+  REQUIRE(parse_weight_offset("1") == 1.0f);
+  REQUIRE(parse_weight_offset("-0.25") == -0.25f);
+  REQUIRE_THROWS_WITH(parse_weight_offset("one"),
+                      "weight offset must be a finite number (Gemma's is 1), got 'one'");
+  REQUIRE_THROWS_WITH(parse_weight_offset("nan"),
+                      "weight offset must be a finite number (Gemma's is 1), got 'nan'");
+}
+
+TEST_CASE("casting: by name, named in the entry, the roundings it asks for", "[validate]") {
+  REQUIRE(parse_casting("llama") == Casting::Llama);
+  REQUIRE(parse_casting("gemma") == Casting::Gemma);
+  REQUIRE_THROWS_WITH(parse_casting("mistral"),
+                      "casting must be one of none, llama, gemma, got 'mistral'");
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::F16, 1000);
+  s.casting = static_cast<Casting>(7);
+  REQUIRE_THROWS_WITH(validate(s), "casting must be one of none, llama, gemma, got enum value 7");
+  s.casting = Casting::Llama;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_llama");
+  CHECK(rounded_xhat(s) == DType::F16);
+  CHECK_FALSE(normalizes_stored_h(s));
+  s.residual = Residual::Add;
+  s.weight_offset = 1.0f;
+  CHECK(variant_suffix(s) == "_res_wo1_llama");
+  CHECK(normalizes_stored_h(s));
+  s.residual = Residual::AddF32;  // h in f32: its sum is what is stored
+  CHECK_FALSE(normalizes_stored_h(s));
+  s.dtype = DType::F32;
+  s.weight_dtype = DType::F32;
+  CHECK_FALSE(rounded_xhat(s));  // rounding f32 x̂ to f32 changes nothing
+  s.casting = Casting::Gemma;
+  CHECK(variant_suffix(s) == "_resf32_wo1_gemma");
+  CHECK_FALSE(rounded_xhat(s));
+}
+
+TEST_CASE("row groups: within range, rows of a group apart by whole vectors, named", "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 128);
+  s.row_groups = 32;
+  s.group_stride = 128;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_g32x128");
+  CHECK(row_span(s) == 31 * 128 + 128);
+  s.group_stride = 100;
+  REQUIRE_THROWS_WITH(validate(s), "group stride must be at least the width (128), got 100");
+  s.group_stride = 132;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "group stride must be a multiple of the vector (8 elements; narrower vectors "
+                      "by vector_elems), got 132");
+  s.knobs.vector_elems = 4;
+  REQUIRE_NOTHROW(validate(s));
+  s.row_groups = 0;
+  REQUIRE_THROWS_WITH(validate(s), "row groups must be in [1, 65536], got 0");
+  s.row_groups = 1;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "group stride 132 spaces the rows of a group; row groups 1 has none (give row groups)");
+  s.row_groups = 65536;
+  s.group_stride = 262144;
+  s.knobs.vector_elems.reset();
+  REQUIRE_THROWS_WITH(validate(s),
+                      "row groups 65536 of group stride 262144 span 17179607168 elements, more "
+                      "than 2^32 - 1");
 }

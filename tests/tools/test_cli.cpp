@@ -557,3 +557,53 @@ TEST_CASE("emit --json escapes a file name that is not UTF-8", "[tools]") {
   std::remove(path.c_str());
   rmdir(dir.c_str());
 }
+
+#if __has_include("ptxdsl/dsl/executor.hpp")
+TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused when bad",
+          "[tools][executor]") {
+  for (const char* args :
+       {"run rms_fwd --batch 3 --width 1151 --dtype bf16 --weight-offset 1 --cpu",
+        "run ln_bwd --batch 3 --width 100 --dtype f16 --weight-offset -0.5 --residual add --cpu",
+        "run rms_fwd --batch 3 --width 1151 --dtype bf16 --casting llama --residual add --cpu",
+        "run rms_bwd --batch 3 --width 1151 --dtype bf16 --weight-dtype f32 --casting llama --cpu",
+        "run rms_fwd --batch 2 --width 64 --dtype f16 --casting gemma --weight-offset 1 --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("PASS") != std::string::npos);
+  }
+  const Result emitted = run_cli("emit --json rms_fwd --width 64 --dtype f16 --weight-offset 1");
+  REQUIRE(emitted.status == 0);
+  CHECK(emitted.out.find("\"rms_fwd_f16_wf16_n64_wo1\"") != std::string::npos);
+  const Result bad = run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset one");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("weight offset must be a finite number (Gemma's is 1), got 'one'") !=
+        std::string::npos);
+  const Result gemma = run_cli("emit --json rms_fwd --width 64 --dtype f16 --casting gemma");
+  REQUIRE(gemma.status == 0);
+  CHECK(gemma.out.find("\"rms_fwd_f16_wf16_n64_gemma\"") != std::string::npos);
+  CHECK(gemma.out.find("\"casting\": \"gemma\"") != std::string::npos);
+  const Result heads =
+      run_cli("emit --json rms_fwd --width 128 --dtype bf16 --row-groups 32 --group-stride 128");
+  REQUIRE(heads.status == 0);
+  CHECK(heads.out.find("\"rms_fwd_bf16_wbf16_n128_g32x128\"") != std::string::npos);
+  CHECK(heads.out.find("\"row_groups\": 32") != std::string::npos);
+  const Result narrow =
+      run_cli("emit rms_fwd --width 128 --dtype bf16 --row-groups 32 --group-stride 100");
+  CHECK(narrow.status == 2);
+  CHECK(narrow.err.find("group stride must be at least the width (128), got 100") !=
+        std::string::npos);
+  const Result run_heads = run_cli(
+      "run rms_fwd --batch 4 --width 128 --dtype bf16 --row-groups 2 --group-stride 128 --cpu");
+  CHECK(run_heads.status == 2);
+  CHECK(run_heads.err.find("--row-groups: run lays its rows --stride apart") != std::string::npos);
+  const Result mistral = run_cli("emit rms_fwd --width 64 --dtype f16 --casting mistral");
+  CHECK(mistral.status == 2);
+  CHECK(mistral.err.find("casting must be one of none, llama, gemma, got 'mistral'") !=
+        std::string::npos);
+  const Result none =
+      run_cli("emit rms_fwd --width 64 --dtype f16 --weight-offset 1 --affine none");
+  CHECK(none.status == 2);
+  CHECK(none.err.find("affine none has no w") != std::string::npos);
+}
+#endif

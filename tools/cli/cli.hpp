@@ -27,6 +27,12 @@ struct SpecOptions {
   std::string affine;
   std::string residual;
   std::string outputs;
+  // The model's numerics (NormSpec::weight_offset as text, Casting by name; empty: the default).
+  std::string weight_offset;
+  std::string casting;
+  // Two-level rows (NormSpec::row_groups, group_stride as text; empty: one level).
+  std::string row_groups;
+  std::string group_stride;
   // A device preset to plan for (empty: h200); `run` on a GPU takes its ordinal here instead.
   std::string device;
   // The knobs' text, one per entry of kernels::knob_table(), in its order (empty: not given).

@@ -59,6 +59,15 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
   j.field("dtype", kernels::dtype_name(s.dtype));
   j.field("weight_dtype", kernels::dtype_name(s.weight_dtype));
   j.field("width", s.width);
+  // What the kernel computes beyond the norm, where it is not the default: y = x^ (weight_offset
+  // + w) (+ b), and where it rounds to the dtype (docs/kernels.md, "The model's numerics").
+  if (s.weight_offset != 0.0f) j.field("weight_offset", static_cast<double>(s.weight_offset));
+  if (s.casting != kernels::Casting::None) j.field("casting", kernels::casting_name(s.casting));
+  if (s.row_groups != 1) {
+    // Row r of the row tensors at (r / row_groups)·stride + (r % row_groups)·group_stride.
+    j.field("row_groups", s.row_groups);
+    j.field("group_stride", s.group_stride);
+  }
   j.field("arch", arch_name(s.arch));
   j.field("ptx_version", fmt::format("{}.{}", s.ptx_version.major, s.ptx_version.minor));
   // The limits the plan was made for: a loader on another device should build for that one.
@@ -110,7 +119,9 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
   }
   j.key("scalars").begin_object();
   j.field("batch", "rows in this launch (u32)");
-  j.field("stride", "elements from one row to the next, >= width (u32)");
+  j.field("stride", s.row_groups == 1 ? "elements from one row to the next, >= width (u32)"
+                                      : "elements from one group of rows to the next, >= "
+                                        "(row_groups - 1) * group_stride + width (u32)");
   j.field("eps", "added to the variance (f32), 1e-5 in the suite");
   j.field("partial_rows", "rows of partials the first backward step wrote: its grid (u32)");
   j.end_object();

@@ -110,6 +110,10 @@ class RunCommand : public Command {
           "docs/cli.md); a norm runs as a plan of launches and is not traced");
     }
     const kernels::NormSpec spec = options_.spec();
+    // run's rows lie `--stride` apart (the executor tests run row groups).
+    if (spec.row_groups != 1) {
+      throw UsageError("--row-groups: run lays its rows --stride apart; emit and check take them");
+    }
     const auto batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     const auto stride = static_cast<std::uint32_t>(
         stride_.empty() ? spec.width : parse_uint("--stride", stride_, spec.width, 0x7fffffff));

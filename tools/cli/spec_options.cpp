@@ -36,6 +36,19 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
                  "none (default), add (h = x + residual, normalized and stored; the backward adds "
                  "dh into dx) or add_f32 (forward: residual and h in f32)");
   app.add_option("--outputs", outputs, "backward: all (default: dx, dw, db) or dx");
+  app.add_option("--weight-offset", weight_offset,
+                 "F in y = x^ (F + w) (+ b), F + w in f32 (default 0; Gemma's is 1); the "
+                 "backward's dx uses F + w");
+  app.add_option("--casting", casting,
+                 "none (default: y rounded once from f32), llama (x^ rounded to the dtype before "
+                 "the affine, and in dw) or gemma (y rounded once from f32); llama and gemma "
+                 "normalize the residual add's h as stored");
+  app.add_option("--row-groups", row_groups,
+                 fmt::format("G: row r at (r / G) stride + (r % G) S (per-head rows of a QKV "
+                             "buffer), 1 to {} (default 1)",
+                             kernels::kMaxRowGroups));
+  app.add_option("--group-stride", group_stride,
+                 "S: elements between the rows of a group (with --row-groups; >= the width)");
   add_knobs_to(app);
 }
 
@@ -92,6 +105,18 @@ kernels::NormSpec SpecOptions::parsed() const {
   if (!affine.empty()) s.affine = usage([&] { return kernels::parse_affine(affine); });
   if (!residual.empty()) s.residual = usage([&] { return kernels::parse_residual(residual); });
   if (!outputs.empty()) s.outputs = usage([&] { return kernels::parse_outputs(outputs); });
+  if (!weight_offset.empty()) {
+    s.weight_offset = usage([&] { return kernels::parse_weight_offset(weight_offset); });
+  }
+  if (!casting.empty()) s.casting = usage([&] { return kernels::parse_casting(casting); });
+  if (!row_groups.empty()) {
+    s.row_groups = static_cast<std::uint32_t>(
+        parse_uint("--row-groups", row_groups, 1, kernels::kMaxRowGroups));
+  }
+  if (!group_stride.empty()) {
+    s.group_stride =
+        static_cast<std::uint32_t>(parse_uint("--group-stride", group_stride, 1, 0xffffffff));
+  }
   std::size_t i = 0;
   kernels::for_each_knob(s.knobs, [&](const kernels::KnobInfo& info, auto& field) {
     const std::string& text = knobs[i++];
@@ -150,6 +175,21 @@ int SpecOptions::gpu_ordinal() const {
 runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) const {
   // The knobs are the named kernel's; the other direction of the runtime object keeps the
   // heuristics' choices (and cannot refuse knobs meant for this one).
+  if (spec.weight_offset != 0.0f) {
+    throw UsageError(fmt::format(
+        "--weight-offset {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
+        weight_offset));
+  }
+  if (spec.row_groups != 1) {
+    throw UsageError(fmt::format(
+        "--row-groups {} is emit's and check's; the runtime does not take row groups yet",
+        row_groups));
+  }
+  if (spec.casting != kernels::Casting::None) {
+    throw UsageError(fmt::format(
+        "--casting {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
+        casting));
+  }
   runtime::NormOptions o;
   if (kernels::is_backward(spec.kind)) {
     o.backward_knobs = spec.knobs;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ struct NormProblem {
   double eps = 1e-5;
   std::span<const float> x, w, b, dy;
   std::span<const float> dh;  // a backward's residual gradient, added into dx (may be empty)
+  // The dtype x̂ is rounded to before dw's sums (Casting Llama), if any.
+  std::optional<DType> xhat_dtype = std::nullopt;
 };
 // The problem of a spec's variant: x as the reference normalized it (h with the residual add),
 // its weights (ones where it has none), and dy, dh of the inputs. Views into `in` and `ref`.

@@ -37,6 +37,8 @@ std::vector<float> dense_rows(std::span<const float> strided, std::uint32_t batc
 // - RMS norm: x = 0.3·randn, w = 1 + 0.1·randn, dy = 0.1·randn (b empty);
 // - with the residual add (`residual` not None): residual = 0.5·randn and dh = 0.1·randn, rows
 //   like x's in the residual's dtype (f32 for add_f32), empty otherwise.
+// - with a weight offset F, w less F, so that the weights applied (F + w) are as above (RMS: w
+//   zero-centred for Gemma's F = 1).
 // x and dy hold batch × stride elements; the padding between rows (stride > width) holds NaN, so a
 // kernel that reads it shows. w and b hold `width` elements in the weight dtype. The same seed
 // gives the same values on every platform (own generator, no std:: distributions).
@@ -49,11 +51,11 @@ struct NormInputs {
 };
 NormInputs make_inputs(NormKind kind, DType dtype, DType weight_dtype, std::uint32_t batch,
                        std::uint32_t width, std::uint32_t stride, std::uint64_t seed = 0,
-                       Residual residual = Residual::None);
+                       Residual residual = Residual::None, float weight_offset = 0.0f);
 inline NormInputs make_inputs(const NormSpec& spec, std::uint32_t batch, std::uint32_t stride,
                               std::uint64_t seed = 0) {
   return make_inputs(spec.kind, spec.dtype, spec.weight_dtype, batch, spec.width, stride, seed,
-                     spec.residual);
+                     spec.residual, spec.weight_offset);
 }
 
 // mean/rstd as the backward kernels take them (f32 per row), from a reference's doubles.

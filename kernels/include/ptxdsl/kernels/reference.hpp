@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,33 +28,42 @@ struct RmsNormBwdRef {
   std::vector<double> dx, dw;
 };
 
-// y = (x − mean)·rstd·w + b, rstd = 1/sqrt(var + eps), var = mean((x − mean)²).
+// y = (x − mean)·rstd·w + b, rstd = 1/sqrt(var + eps), var = mean((x − mean)²). With
+// `xhat_dtype` (Casting Llama), x̂ = (x − mean)·rstd is rounded to it (through f32) before ×w, and
+// the backwards' dw sums dy·x̂ rounded so.
 LayerNormFwdRef layer_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
                                    std::span<const float> b, std::uint32_t batch,
-                                   std::uint32_t width, std::uint32_t stride, double eps);
+                                   std::uint32_t width, std::uint32_t stride, double eps,
+                                   std::optional<DType> xhat_dtype = std::nullopt);
 // dx = rstd·(g − (x̂·mean(x̂·g) + mean(g))), g = w·dy, x̂ = (x − mean)·rstd;
 // dw = Σ_rows dy·x̂, db = Σ_rows dy. The statistics are recomputed from x in float64.
 LayerNormBwdRef layer_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
                                    std::span<const float> dy, std::uint32_t batch,
-                                   std::uint32_t width, std::uint32_t stride, double eps);
+                                   std::uint32_t width, std::uint32_t stride, double eps,
+                                   std::optional<DType> xhat_dtype = std::nullopt);
 // y = x·rstd·w, rstd = 1/sqrt(mean(x²) + eps).
 RmsNormFwdRef rms_norm_fwd_ref(std::span<const float> x, std::span<const float> w,
                                std::uint32_t batch, std::uint32_t width, std::uint32_t stride,
-                               double eps);
+                               double eps, std::optional<DType> xhat_dtype = std::nullopt);
 // dx = rstd·(g − x̂·mean(x̂·g)), g = w·dy, x̂ = x·rstd; dw = Σ_rows dy·x̂.
 RmsNormBwdRef rms_norm_bwd_ref(std::span<const float> x, std::span<const float> w,
                                std::span<const float> dy, std::uint32_t batch, std::uint32_t width,
-                               std::uint32_t stride, double eps);
+                               std::uint32_t stride, double eps,
+                               std::optional<DType> xhat_dtype = std::nullopt);
 
 // The answers for a spec's variant from its inputs (make_inputs): the norm above on the rows it
-// normalizes (x, or h = x + residual added in f32 as the kernel adds them), with w = 1 and b = 0
-// where the variant has none. A backward's x is the forward's stored h where it has the residual
-// add; its dx has dh added, and mean and rstd are the statistics of x (the backward's inputs).
-// `first_row` and `rows` (0: to the last) take a part of the batch: every output is of those rows
-// alone (dw, db summed over them), so that parts can run on several threads.
+// normalizes (x, or h = x + residual added in f32 as the kernel adds them, rounded to h's dtype
+// where the casting normalizes h as stored), with w = 1 and b = 0 where the variant has none, the
+// weight offset added to w, and x̂ rounded where the casting says (rounded_xhat). A backward's x is
+// the forward's stored h where it has the residual add; its dx has dh added, and mean and rstd are
+// the statistics of x (the backward's inputs). `first_row` and `rows` (0: to the last) take a part
+// of the batch: every output is of those rows alone (dw, db summed over them), so that parts can
+// run on several threads.
 struct NormReference {
   std::vector<float> rows;  // what is normalized: the rows asked for, `stride` apart, as x
-  std::vector<float> w, b;  // the weights applied (ones and zeros where the variant has none)
+  // The weights applied: weight_offset + w (formed in f32, as the model has it), and b; ones and
+  // zeros where the variant has none.
+  std::vector<float> w, b;
   std::vector<double> y, mean, rstd, h;  // forward (h with the residual add); backward: mean, rstd
   std::vector<double> dx, dw, db;        // backward (dw and db where it writes them)
 };

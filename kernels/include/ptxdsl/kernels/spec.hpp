@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,16 +35,28 @@ enum class Affine { Full, Weight, None };
 enum class Residual { None, Add, AddF32 };
 // What a backward writes: dx with dw (and db), or dx alone.
 enum class Outputs { All, Dx };
+// Where a forward rounds to the row dtype, to compute what a model's reference computes
+// (docs/kernels.md, "The model's numerics"). None: once, y from f32. Llama (Hugging Face's Llama):
+// x̂ rounded to the row dtype before the affine; its backward sums dw from x̂ rounded so. Gemma
+// (Hugging Face's Gemma): once, y from f32. Llama and Gemma normalize the residual add's h as
+// stored (rounded to its dtype), as those models add it before their norm.
+enum class Casting { None, Llama, Gemma };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
 std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
 Residual parse_residual(std::string_view name);
 std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
+std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
+Casting parse_casting(std::string_view name);
+// A weight offset parsed from text (a finite decimal); throws Error naming the text.
+float parse_weight_offset(std::string_view text);
 
 inline constexpr std::uint32_t kMaxWidth = 262144;
 // Rows a launch takes: row indices and the grid's row groups stay within 32 bits without wrapping.
 inline constexpr std::uint32_t kMaxBatch = 0x7fffffff;
+// Row groups a spec may have (heads a token).
+inline constexpr std::uint32_t kMaxRowGroups = 65536;
 
 // Whether a knob of this scope means something to the kernel.
 bool knob_applies(KnobScope scope, NormKind kind);
@@ -65,6 +78,17 @@ struct NormSpec {
   Affine affine = Affine::Full;
   Residual residual = Residual::None;
   Outputs outputs = Outputs::All;  // backward only
+  // Gemma's zero-centred weights: y = x̂·(weight_offset + w) (+ b), the sum formed in f32; the
+  // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
+  float weight_offset = 0.0f;
+  Casting casting = Casting::None;
+  // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
+  // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
+  // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
+  // group_stride: at least the width and a multiple of the vector; a launch's stride at least
+  // row_span(spec).
+  std::uint32_t row_groups = 1;
+  std::uint32_t group_stride = 0;
   // Take the device's tuning table's knobs where the table applies (kernels/tuning.hpp); false
   // plans by the heuristic alone (what `ptxdsl tune` measures the table's entries against).
   bool tuning = true;
@@ -79,8 +103,18 @@ bool has_bias(const NormSpec& spec);          // b (layer norm, Affine::Full)
 bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and db when has_bias)
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
+// A forward with the residual add that normalizes h as stored, rounded to its 16-bit dtype
+// (Casting Llama and Gemma).
+bool normalizes_stored_h(const NormSpec& spec);
+// The dtype x̂ is rounded to before the affine and dw's sums (Casting Llama, 16-bit rows), if any.
+std::optional<DType> rounded_xhat(const NormSpec& spec);
+// The elements a group of rows spans, (row_groups − 1)·group_stride + width: the least stride a
+// launch of the spec takes (its width without row groups).
+std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
-// every output), else e.g. "_res", "_resf32", "_noaffine", "_wonly", "_dx".
+// every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
+// "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
+// "_g8x128" (row groups 8, group stride 128).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
