@@ -60,12 +60,14 @@ enum class Operands : std::uint8_t {
   DestPair,      // d|p, a...: two destinations joined by `|` (match.all, elect), then sources
   Barrier,       // a barrier id{, thread count}: immediates
   Sources,       // a{, b...}: registers or immediates, nothing written
+  Fragments,     // {d...}, {a...}, {b...}, {c...}: mma's register groups
 };
 
 // Whether an operand list starts with a register the instruction writes.
 constexpr bool writes_first_operand(Operands o) {
   return o == Operands::DestSources || o == Operands::DestPair || o == Operands::Mov ||
-         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait;
+         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait ||
+         o == Operands::Fragments;
 }
 
 // A set of instruction types (the `.type` suffix a family may carry).

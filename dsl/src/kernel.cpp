@@ -289,6 +289,25 @@ void Kernel::cvt_pair_op(ScalarType to, ScalarType from, bool satfinite, Operand
   commit(std::move(in));
 }
 
+void Kernel::mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
+                    Operand a, Operand b, Operand c) {
+  Instr in = make(Op::Mma, acc);
+  in.mma_a = a_type;
+  in.mma_b = b_type;
+  in.sat = satfinite;
+  in.ops = {std::move(d), std::move(a), std::move(b), std::move(c)};
+  commit(std::move(in));
+}
+
+void Kernel::matrix_op(Op op, int count, bool transpose, Operand first, Operand second) {
+  Instr in = make(op, ScalarType::B16);
+  in.space = Space::Shared;
+  in.vec = count;
+  in.transpose = transpose;
+  in.ops = {std::move(first), std::move(second)};
+  commit(std::move(in));
+}
+
 void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                        int width) {
   Instr in = make(op, t);
