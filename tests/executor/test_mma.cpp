@@ -55,47 +55,6 @@ double e5m2_value(std::uint32_t b) {
   return e5m2_bits_to_f32(static_cast<std::uint8_t>(b));
 }
 
-// Random element bits: 16-bit floats and tf32 in [-2, 2] (tf32 with its low bits set too), FP8
-// bytes of every finite value, and C in [-4, 4].
-std::vector<std::uint32_t> random_elements(std::mt19937& rng, std::size_t n, MmaInput t) {
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  std::vector<std::uint32_t> v(n);
-  for (auto& e : v) {
-    switch (t) {
-      case MmaInput::F16:
-        e = f32_to_f16_bits(u(rng));
-        break;
-      case MmaInput::BF16:
-        e = f32_to_bf16_bits(u(rng));
-        break;
-      case MmaInput::TF32:
-        e = std::bit_cast<std::uint32_t>(u(rng));
-        break;
-      case MmaInput::E4M3:
-        do {
-          e = rng() & 0xFFu;
-        } while ((e & 0x7Fu) == 0x7Fu);  // NaN
-        break;
-      case MmaInput::E5M2:
-        do {
-          e = rng() & 0xFFu;
-        } while ((e & 0x7Cu) == 0x7Cu);  // infinities and NaN
-        break;
-      default:
-        e = rng() & 0xFFu;
-        break;
-    }
-  }
-  return v;
-}
-
-std::vector<std::uint32_t> random_f32(std::mt19937& rng, std::size_t n) {
-  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  std::vector<std::uint32_t> v(n);
-  for (auto& e : v) e = std::bit_cast<std::uint32_t>(u(rng));
-  return v;
-}
-
 // D = A·B + C in float64; each element within an f32 rounding of it (and of the sum's size).
 void check_float_product(const MmaCase& m, const std::vector<std::uint32_t>& d, Decode da,
                          Decode db) {
@@ -121,9 +80,9 @@ void check_float_mma(std::uint32_t seed, Decode da, Decode db, Arch arch = Arch:
   std::mt19937 rng(seed);
   constexpr std::uint32_t k = MmaElement<A>::kK;
   const std::uint32_t bits = k == 16 ? 16 : k == 8 ? 32 : 8;
-  const MmaCase m =
-      pack_mma_case(bits, random_elements(rng, 16 * k, MmaElement<A>::kInput),
-                    random_elements(rng, k * 8, MmaElement<B>::kInput), random_f32(rng, 16 * 8));
+  const MmaCase m = pack_mma_case(bits, random_mma_elements(rng, 16 * k, MmaElement<A>::kInput),
+                                  random_mma_elements(rng, k * 8, MmaElement<B>::kInput),
+                                  random_mma_f32(rng, 16 * 8));
   check_float_product(m, run_mma<A, B>(m, arch, version), da, db);
 }
 
@@ -173,7 +132,7 @@ TEST_CASE("mma.sync e4m3 and e5m2 (sm_89, PTX 8.4) against float64 products", "[
 
 TEST_CASE("mma.sync s8/u8: exact sums that wrap, or clamp with .satfinite", "[executor][mma]") {
   std::mt19937 rng(7);
-  const auto bytes = [&](std::size_t n) { return random_elements(rng, n, MmaInput::S8); };
+  const auto bytes = [&](std::size_t n) { return random_mma_elements(rng, n, MmaInput::S8); };
   std::vector<std::uint32_t> c(16 * 8);
   for (auto& e : c) e = static_cast<std::uint32_t>(rng());
   const MmaCase m = pack_mma_case(8, bytes(16 * 32), bytes(32 * 8), c);

@@ -117,6 +117,58 @@ inline MmaCase pack_mma_case(std::uint32_t bits, std::vector<std::uint32_t> a,
   return m;
 }
 
+// Random element bits of type t: 16-bit floats and tf32 in [-2, 2] (tf32 with its low bits set
+// too), FP8 bytes of every finite value, any byte for s8/u8.
+inline std::vector<std::uint32_t> random_mma_elements(std::mt19937& rng, std::size_t n,
+                                                      MmaInput t) {
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<std::uint32_t> v(n);
+  for (auto& e : v) {
+    switch (t) {
+      case MmaInput::F16:
+        e = f32_to_f16_bits(u(rng));
+        break;
+      case MmaInput::BF16:
+        e = f32_to_bf16_bits(u(rng));
+        break;
+      case MmaInput::TF32:
+        e = std::bit_cast<std::uint32_t>(u(rng));
+        break;
+      case MmaInput::E4M3:
+        do {
+          e = rng() & 0xFFu;
+        } while ((e & 0x7Fu) == 0x7Fu);  // NaN
+        break;
+      case MmaInput::E5M2:
+        do {
+          e = rng() & 0xFFu;
+        } while ((e & 0x7Cu) == 0x7Cu);  // infinities and NaN
+        break;
+      default:
+        e = rng() & 0xFFu;
+        break;
+    }
+  }
+  return v;
+}
+
+// f32 bits in [-4, 4]: a C.
+inline std::vector<std::uint32_t> random_mma_f32(std::mt19937& rng, std::size_t n) {
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<std::uint32_t> v(n);
+  for (auto& e : v) e = std::bit_cast<std::uint32_t>(u(rng));
+  return v;
+}
+
+// The bits of |x| for an element of `bits` (the sign is the top bit), or of an f32.
+inline std::vector<std::uint32_t> magnitudes(const std::vector<std::uint32_t>& v,
+                                             std::uint32_t bits) {
+  std::vector<std::uint32_t> out(v.size());
+  const std::uint32_t sign = bits == 32 ? 0x80000000u : 1u << (bits - 1);
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = v[i] & ~sign;
+  return out;
+}
+
 // D (16×8, row-major) from the kernel's d, by the ISA's accumulator table.
 inline std::vector<std::uint32_t> unpack_acc(const std::vector<std::uint32_t>& d_frag) {
   std::vector<std::uint32_t> d(16 * 8);
