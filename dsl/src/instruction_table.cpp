@@ -66,6 +66,7 @@ Handler select_cvt_pair(const Instr& in);
 Handler select_mma(const Instr& in);
 Handler select_ldmatrix(const Instr& in);
 Handler select_stmatrix(const Instr& in);
+Handler select_wgmma_order(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -1265,6 +1266,28 @@ constexpr std::array kTable = {
                     .memory = {.writes = Mem::Shared},
                     .warp_collective = true,
                     .semantics = select_stmatrix},
+    InstructionInfo{.op = Op::WgmmaFence,
+                    .spelling = "wgmma.fence.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaCommit,
+                    .spelling = "wgmma.commit_group.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaWait,
+                    .spelling = "wgmma.wait_group.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Count,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -642,6 +642,33 @@ void Kernel::cp_async_wait(std::uint32_t newest_pending) {
   commit(std::move(in));
 }
 
+void Kernel::wgmma_fence() {
+  commit(make(Op::WgmmaFence, ScalarType::B32));
+}
+
+void Kernel::wgmma_commit_group() {
+  commit(make(Op::WgmmaCommit, ScalarType::B32));
+}
+
+void Kernel::wgmma_wait_group(std::uint32_t newest_pending) {
+  Instr in = make(Op::WgmmaWait, ScalarType::B32);
+  in.ops = {use(Src<U32>(newest_pending))};
+  commit(std::move(in));
+}
+
+MatrixDescriptor Kernel::matrix_descriptor_op(Reg<U32> base, std::int64_t offset,
+                                              const MatrixLayout& layout) {
+  std::uint64_t constant = 0;
+  try {
+    constant = ptxdsl::matrix_descriptor(0, layout);
+  } catch (const Error& e) {
+    fail("matrix_descriptor", e.what());
+  }
+  const Reg<U32> address = offset == 0 ? base : add(base, static_cast<std::uint32_t>(offset));
+  const Reg<U32> start = shr(and_(address, 0x3FFFFu), 4u);
+  return {or_(cvt<U64>(start), constant)};
+}
+
 void Kernel::griddep_launch_dependents() {
   commit(make(Op::GridDepLaunch, ScalarType::B32));
 }

@@ -1300,3 +1300,21 @@ TEST_CASE("tensor cores: mma.sync and ldmatrix at sm_80, stmatrix at sm_90, FP8 
   check_rows_at(fp8, Arch::Sm89, {8, 4}, "fp8_89");
   check_rows_at(fp8, Arch::Sm90, {8, 4}, "fp8_90");
 }
+
+// wgmma's ordering instructions exist on sm_90a only: assembled for it at PTX 8.0, with the
+// matrix descriptor a kernel builds.
+TEST_CASE("wgmma fence, commit_group, wait_group and a matrix descriptor, assembled for sm_90a",
+          "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("wgmma.fence.sync.aligned;", k.wgmma_fence()),
+      ROW("wgmma.commit_group.sync.aligned;", k.wgmma_commit_group()),
+      ROW("wgmma.wait_group.sync.aligned 1;", k.wgmma_wait_group(1)),
+      ROW("and.b32 %r16, %r15, 262143;\nshr.u32 %r17, %r16, 4;\ncvt.u64.u32 %rd9, %r17;\n"
+          "or.b64 %rd10, %rd9, 4611686293305819136;",  // 0x4000004000080000
+          k.matrix_descriptor(x.sp, MatrixLayout{128, 1024, Swizzle::B128})),
+      ROW("add.u32 %r16, %r15, 64;\nand.b32 %r17, %r16, 262143;\nshr.u32 %r18, %r17, 4;\n"
+          "cvt.u64.u32 %rd9, %r18;\nor.b64 %rd10, %rd9, 68719542272;",  // 0x1000010000
+          k.matrix_descriptor(x.sp + 16, MatrixLayout{16, 256, Swizzle::None})),
+  };
+  check_rows_at(table, Arch::Sm90a, {8, 0}, "wgmma");
+}

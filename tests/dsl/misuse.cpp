@@ -812,3 +812,18 @@ TEST_CASE("tensor-core misuse: a target or PTX version too old, a misaligned row
                "instruction 'ldmatrix.sync.aligned.m8n8.x2.shared.b16'",
                "row addresses are 16-byte aligned: the constant offset 8 is not a multiple of 16");
 }
+
+TEST_CASE("wgmma ordering needs sm_90a; a matrix descriptor's offsets are multiples of 16",
+          "[dsl][misuse]") {
+  Module m(Arch::Sm90, {8, 0});
+  Kernel& k = m.kernel("k");
+  CHECK_MISUSE(k.wgmma_fence(), "k", "instruction 'wgmma.fence.sync.aligned'",
+               "needs sm_90a; the module targets sm_90");
+  CHECK_MISUSE(k.wgmma_wait_group(0), "k", "instruction 'wgmma.wait_group.sync.aligned'",
+               "needs sm_90a");
+  const SharedPtr<F16> s{k.reg<U32>(), 0};
+  CHECK_MISUSE(k.matrix_descriptor(s, MatrixLayout{24, 256}), "k", "matrix_descriptor",
+               "the leading byte offset must be a multiple of 16 in [0, 2^18), got 24");
+  CHECK_MISUSE(k.matrix_descriptor(s, MatrixLayout{16, 1u << 18}), "k", "matrix_descriptor",
+               "the stride byte offset must be a multiple of 16 in [0, 2^18), got 262144");
+}

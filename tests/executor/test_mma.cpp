@@ -311,3 +311,46 @@ TEST_CASE("tensor-core misuse at run time: divergence, a partial warp, a misalig
                                          Contains("it must be 16-byte aligned"));
   }
 }
+
+TEST_CASE("swizzles and matrix descriptors against hand-computed values", "[executor][mma]") {
+  // 128-byte swizzle: line 1's chunk 0 moves to chunk 1; line 7's chunk 2 to chunk 5; bytes keep
+  // their place in a chunk, and line 8 starts the next 1024-byte atom unswizzled.
+  CHECK(swizzled_address(Swizzle::B128, 128) == 144);
+  CHECK(swizzled_address(Swizzle::B128, 7 * 128 + 32 + 3) == 7 * 128 + 80 + 3);
+  CHECK(swizzled_address(Swizzle::B128, 1024 + 48) == 1024 + 48);
+  CHECK(swizzled_address(Swizzle::B64, 3 * 128 + 16) == 3 * 128 + 32);  // chunk 1 ^ 3
+  CHECK(swizzled_address(Swizzle::B64, 4 * 128 + 16) == 4 * 128 + 16);  // a new 512-byte atom
+  CHECK(swizzled_address(Swizzle::B32, 128) == 144);
+  CHECK(swizzled_address(Swizzle::B32, 256 + 16) == 256 + 16);
+  CHECK(swizzled_address(Swizzle::None, 7 * 128 + 32) == 7 * 128 + 32);
+  CHECK(matrix_descriptor(0x1230, {128, 1024, Swizzle::B128}) == 0x4000004000080123ull);
+  CHECK(matrix_descriptor(0x40010, {16, 256, Swizzle::B32}) == 0xC000001000010001ull);
+  CHECK_THROWS_WITH(matrix_descriptor(0x1238, {}), Contains("start address") && Contains("4664"));
+
+  // The descriptor a kernel builds is the host's, for every lane's address.
+  Module m(Arch::Sm90a, {8, 0});
+  Kernel& k = m.kernel("descriptor");
+  const GlobalPtr<U64> out = k.param_ptr<U64>("out");
+  const SharedPtr<F16> tile = k.shared_array<F16>("tile", 4096);
+  const Reg<U32> lane = k.tid_x();
+  const MatrixLayout layout{256, 512, Swizzle::B64};
+  const MatrixDescriptor d = k.matrix_descriptor(k.index(tile, k.mul(lane, 64u)) + 8, layout);
+  k.st(k.index(out, lane), d.bits);
+  k.finalize();
+  std::vector<std::uint64_t> got(kWarp, 0);
+  CpuDevice dev;
+  dev.launch(k, {1, kWarp}, {dev.map<std::uint64_t>(got, "out")});
+  for (std::uint32_t l = 0; l < kWarp; ++l) {
+    CHECK(got[l] == matrix_descriptor(l * 128 + 16, layout));  // 'tile' is the only shared array
+  }
+}
+
+TEST_CASE("wgmma.fence in divergent code faults", "[executor][mma]") {
+  Module m(Arch::Sm90a, {8, 0});
+  Kernel& k = m.kernel("fence");
+  k.if_(k.setp(Cmp::Lt, k.tid_x(), 8u), [&] { k.wgmma_fence(); });
+  k.finalize();
+  CpuDevice dev;
+  CHECK_THROWS_WITH(dev.launch(k, {1, kWarp}, {}),
+                    Contains("wgmma.fence.sync.aligned") && Contains("thread (8, 0, 0)"));
+}

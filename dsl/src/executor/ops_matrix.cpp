@@ -237,6 +237,12 @@ void stmatrix(Ctx& c, const DInstr& in, std::uint32_t exec) {
   }
 }
 
+// wgmma.fence, commit_group and wait_group: every thread of the warp together. No wgmma.mma_async
+// runs on the executor yet, so there is no group to complete.
+void wgmma_order(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  check_aligned(c, in, exec);
+}
+
 template <MmaInput A>
 Handler mma_pair(MmaInput b) {
   if constexpr (A == MmaInput::E4M3 || A == MmaInput::E5M2) {
@@ -275,6 +281,9 @@ Handler select_ldmatrix(const Instr& in) {
 }
 Handler select_stmatrix(const Instr& in) {
   return in.transpose ? &stmatrix<true> : &stmatrix<false>;
+}
+Handler select_wgmma_order(const Instr&) {
+  return &wgmma_order;
 }
 
 }  // namespace ptxdsl::detail

@@ -104,6 +104,10 @@ enum class Op : std::uint8_t {
   Mma,  // mma.sync.aligned.m16n8kK.row.col{.satfinite}.dtype.atype.btype.ctype {d}, {a}, {b}, {c}
   Ldmatrix,  // ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {d...}, [row]
   Stmatrix,  // stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [row], {a...}
+  // Warpgroup products' ordering (sm_90a): registers before them, their groups, waiting for them.
+  WgmmaFence,   // wgmma.fence.sync.aligned
+  WgmmaCommit,  // wgmma.commit_group.sync.aligned
+  WgmmaWait,    // wgmma.wait_group.sync.aligned N
   Shfl,
   Bar,
   Bra,

@@ -973,6 +973,20 @@ class Kernel {
     matrix_op(Op::Stmatrix, N, true, address(row), use_vec(v));
   }
 
+  // Warpgroup products' ordering (sm_90a, PTX 8.0), every thread of the warp together:
+  // wgmma.fence before a wgmma reads registers (its accumulators, an A fragment) written since;
+  // wgmma.commit_group closes the thread's wgmma issued since the last one into a group;
+  // wgmma.wait_group n waits until at most its newest n groups are pending.
+  void wgmma_fence();
+  void wgmma_commit_group();
+  void wgmma_wait_group(std::uint32_t newest_pending);
+  // The matrix descriptor of the tile at `tile` with `layout` (mma.hpp's matrix_descriptor) in a
+  // register: the address's bits (masked, shifted, widened) or'ed with the layout's constant ones.
+  template <MemTag T>
+  MatrixDescriptor matrix_descriptor(SharedPtr<T> tile, const MatrixLayout& layout) {
+    return matrix_descriptor_op(tile.base, tile.offset, layout);
+  }
+
   // ---- control flow ----
   Label label(std::string_view hint = "L");
   void bind(Label l);
@@ -1139,6 +1153,8 @@ class Kernel {
     matrix_op(Op::Ldmatrix, N, transpose, def_vec(d), address(row));
     return d;
   }
+  MatrixDescriptor matrix_descriptor_op(Reg<U32> base, std::int64_t offset,
+                                        const MatrixLayout& layout);
   void mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
               Operand a, Operand b, Operand c);
   void matrix_op(Op op, int count, bool transpose, Operand first, Operand second);

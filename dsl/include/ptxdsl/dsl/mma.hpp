@@ -1,6 +1,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstdint>
 
 #include "ptxdsl/dsl/ir.hpp"
 #include "ptxdsl/dsl/reg.hpp"
@@ -97,5 +98,43 @@ template <MmaAccTag T>
 struct MmaAcc {
   Vec<T, 4> regs;
 };
+
+// ---- shared-memory tiles as wgmma reads them (sm_90a) ----
+
+// The swizzle of a shared-memory tile (32, 64 or 128 bytes): the 16-byte chunk of a byte (1, 2 or
+// 3 address bits from bit 4) is XORed with the 128-byte line it lies in (as many bits from bit 7),
+// so that the lines of one column of chunks fall in different banks.
+enum class Swizzle : std::uint8_t { None, B32, B64, B128 };
+
+// Where a tile swizzled by `s` keeps the byte an unswizzled one keeps at `address` (the tile's
+// base aligned to the swizzle's 256-, 512- or 1024-byte atom).
+constexpr std::uint32_t swizzled_address(Swizzle s, std::uint32_t address) {
+  const std::uint32_t bits = s == Swizzle::B32    ? 1
+                             : s == Swizzle::B64  ? 2
+                             : s == Swizzle::B128 ? 3
+                                                  : 0;
+  const std::uint32_t chunk = ((1u << bits) - 1u) << 4;
+  return address ^ ((address >> 3) & chunk);
+}
+
+// A tile's layout as a matrix descriptor states it: the byte offsets between the core matrices
+// (8 rows of 16 bytes) along the leading and the strided dimension, and the swizzle.
+struct MatrixLayout {
+  std::uint32_t leading_bytes = 0;
+  std::uint32_t stride_bytes = 0;
+  Swizzle swizzle = Swizzle::None;
+};
+
+// A matrix descriptor in a register, made by Kernel::matrix_descriptor: what wgmma takes for a
+// tile in shared memory, never bits packed by hand.
+struct MatrixDescriptor {
+  Reg<U64> bits;
+};
+
+// The 64-bit shared-memory matrix descriptor of wgmma (the PTX ISA's "Matrix Descriptor
+// Format"): the start address >> 4 in bits 0-13, the leading byte offset >> 4 in bits 16-29, the
+// stride byte offset >> 4 in bits 32-45, the swizzle in bits 62-63 (128-byte 1, 64-byte 2,
+// 32-byte 3), base offset 0. Throws naming a value that is not a multiple of 16 below 2^18.
+std::uint64_t matrix_descriptor(std::uint32_t shared_address, const MatrixLayout& layout);
 
 }  // namespace ptxdsl
