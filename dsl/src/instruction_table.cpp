@@ -361,37 +361,6 @@ Requirement ld_st_needs(const Instr& in) {
 
 // ---- the tensor-core products ----
 
-// One mma.sync input type: its spelling, the K of its shape, the family it pairs within (A and B
-// of one product share a family), and the oldest target and PTX version that multiply it.
-struct MmaForm {
-  MmaInput input;
-  std::string_view name;
-  int k;
-  int family;
-  Requirement needs;
-};
-constexpr Requirement kFp8Mma{Arch::Sm89, {8, 4}};
-constexpr std::array kMmaForms = {
-    MmaForm{MmaInput::F16, ".f16", 16, 0, {}},
-    MmaForm{MmaInput::BF16, ".bf16", 16, 1, {}},
-    MmaForm{MmaInput::TF32, ".tf32", 8, 2, {}},
-    MmaForm{MmaInput::E4M3, ".e4m3", 32, 3, kFp8Mma},
-    MmaForm{MmaInput::E5M2, ".e5m2", 32, 3, kFp8Mma},
-    MmaForm{MmaInput::S8, ".s8", 32, 4, {}},
-    MmaForm{MmaInput::U8, ".u8", 32, 4, {}},
-};
-constexpr bool mma_forms_follow_inputs() {
-  for (std::size_t i = 0; i < kMmaForms.size(); ++i) {
-    if (static_cast<std::size_t>(kMmaForms[i].input) != i) return false;
-  }
-  return kMmaForms.size() == static_cast<std::size_t>(MmaInput::U8) + 1;
-}
-static_assert(mma_forms_follow_inputs(), "one mma form per MmaInput, in MmaInput's order");
-
-const MmaForm& mma_form(MmaInput t) {
-  return kMmaForms[static_cast<std::size_t>(t)];
-}
-
 bool is_integer_mma(const Instr& in) {
   return mma_form(in.mma_a).family == mma_form(MmaInput::S8).family;
 }

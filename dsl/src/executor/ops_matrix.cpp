@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../instruction_table.hpp"
 #include "numeric.hpp"
 #include "program.hpp"
 #include "ptxdsl/dsl/half.hpp"
@@ -33,20 +34,8 @@ constexpr std::uint32_t thread_in_group(std::uint32_t lane) {
   return lane & 3;
 }
 
-// The bits of one A or B element and the K of the shape, by input type.
 constexpr std::uint32_t element_bits(MmaInput t) {
-  switch (t) {
-    case MmaInput::F16:
-    case MmaInput::BF16:
-      return 16;
-    case MmaInput::TF32:
-      return 32;
-    default:
-      return 8;
-  }
-}
-constexpr std::uint32_t shape_k(MmaInput t) {
-  return element_bits(t) == 16 ? 16 : element_bits(t) == 32 ? 8 : 32;
+  return mma_form(t).element_bits();
 }
 
 // Element i of lane `lane`'s A fragment (16×K): the i-th element of its registers, low bits
@@ -132,7 +121,7 @@ void gather(Ctx& c, const DInstr& in, std::uint32_t first, std::uint32_t element
 template <MmaInput A, MmaInput B>
 void mma(Ctx& c, const DInstr& in, std::uint32_t exec) {
   check_whole_warp(c, in, exec);
-  constexpr std::uint32_t k = shape_k(A);
+  constexpr std::uint32_t k = mma_form(A).k;
   constexpr std::uint32_t a_elements = 4 * 32 / element_bits(A);
   constexpr std::uint32_t b_elements = 2 * 32 / element_bits(B);
   std::array<double, 16 * k> a{};
