@@ -32,6 +32,7 @@ Words on_gpu(const Context& ctx, Module& m, const Kernel& k, const std::vector<W
   const KernelContract contract = k.contract();
   const Function f(ModuleCache::global().get(ctx, ptx, contract.entry), contract);
   std::vector<DeviceBuffer<std::uint32_t>> in;
+  in.reserve(inputs.size());
   for (const Words& w : inputs) in.emplace_back(ctx, std::span<const std::uint32_t>(w));
   DeviceBuffer<std::uint32_t> out(ctx, outputs);
   Stream s(ctx);
@@ -66,8 +67,9 @@ void compare_mma(const Context& ctx, std::uint32_t seed, Arch arch, PtxVersion v
   constexpr std::uint32_t bits = kk == 16 ? 16 : kk == 8 ? 32 : 8;
   constexpr bool integer = std::same_as<MmaAccOf<A>, S32>;
   Words c(16 * 8);
-  if (integer) {
-    for (auto& e : c) e = static_cast<std::uint32_t>(rng());
+  if (integer) {  // within ±2^29: no wraparound (the case below checks that)
+    for (auto& e : c)
+      e = static_cast<std::uint32_t>(static_cast<std::int32_t>(rng() >> 2) - (1 << 29));
   } else {
     c = random_mma_f32(rng, c.size());
   }
@@ -112,6 +114,26 @@ TEST_CASE("mma.sync of every input type: the GPU computes what the executor comp
     compare_mma<E5M2, E4M3>(ctx, seed, Arch::Sm89, {8, 4});
     compare_mma<E4M3, E5M2>(ctx, seed, Arch::Sm89, {8, 4});
   }
+}
+
+// The executor wraps s32 sums past 2^31 - 1 and clamps them with .satfinite: so does the GPU.
+TEST_CASE("mma.sync s32 sums past 2^31 - 1 on the GPU: wrapped, or clamped with .satfinite",
+          "[runtime][gpu][executor]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  const MmaCase big = pack_mma_case(8, Words(16 * 32, 0xFFu), Words(32 * 8, 0xFFu),
+                                    Words(16 * 8, 0x7FFFFFFFu - 999u));
+  const std::vector<Words> inputs = {big.a_frag, big.b_frag, big.c_frag};
+  const auto run = [&]<bool kSat>() {
+    Module m(Arch::Sm80);
+    Kernel& k = m.kernel("mma_big");
+    build_mma_fragments<U8, U8, kSat>(k);
+    k.finalize();
+    const Words gpu = unpack_acc(on_gpu(ctx, m, k, inputs, 4 * kWarp));
+    CHECK(gpu == unpack_acc(on_cpu(k, inputs, 4 * kWarp, {"a", "b", "c", "d"})));
+    return gpu;
+  };
+  CHECK(run.operator()<false>()[0] == 0x7FFFFFFFu - 999u + 32u * 255u * 255u);
+  CHECK(run.operator()<true>()[0] == 0x7FFFFFFFu);
 }
 
 TEST_CASE("ldmatrix and stmatrix x1/x2/x4 (.trans) on the GPU: the executor's bits and the ISA's",
