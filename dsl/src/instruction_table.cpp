@@ -63,6 +63,10 @@ Handler select_setmaxnreg(const Instr& in);
 Handler select_nanosleep(const Instr& in);
 Handler select_copysign(const Instr& in);
 Handler select_cvt_pair(const Instr& in);
+Handler select_mma(const Instr& in);
+Handler select_ldmatrix(const Instr& in);
+Handler select_stmatrix(const Instr& in);
+Handler select_wgmma_order(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -353,6 +357,70 @@ Requirement ld_st_needs(const Instr& in) {
   if (in.eviction != Eviction::None || in.l2_cache_hint || in.l2_prefetch != 0) r = kSm80Ptx74;
   if (in.space == Space::SharedCluster) r = newest(r, kSm90Ptx78);
   return r;
+}
+
+// ---- the tensor-core products ----
+
+bool is_integer_mma(const Instr& in) {
+  return mma_form(in.mma_a).family == mma_form(MmaInput::S8).family;
+}
+
+// `.m16n8k16.row.col.f32.bf16.bf16.f32`: A is row-major and B column-major, the only layouts
+// these shapes have.
+std::string mma_modifiers(const Instr& in) {
+  const std::string acc = type_suffix(in.type);
+  return fmt::format(".m16n8k{}.row.col{}{}{}{}{}", mma_form(in.mma_a).k,
+                     in.sat ? ".satfinite" : "", acc, mma_form(in.mma_a).name,
+                     mma_form(in.mma_b).name, acc);
+}
+
+Requirement mma_needs(const Instr& in) {
+  return newest(mma_form(in.mma_a).needs, mma_form(in.mma_b).needs);
+}
+
+std::string check_mma(const Instr& in) {
+  const MmaForm& a = mma_form(in.mma_a);
+  const MmaForm& b = mma_form(in.mma_b);
+  if (a.family != b.family) {
+    return fmt::format(
+        "mma.sync multiplies A and B of one family (f16, bf16, tf32, e4m3/e5m2, "
+        "s8/u8), got {} and {}",
+        a.name, b.name);
+  }
+  const ScalarType acc = is_integer_mma(in) ? ScalarType::S32 : ScalarType::F32;
+  if (in.type != acc) {
+    return fmt::format("mma.sync on {} sums into .{}, got .{}", a.name, ptx_name(acc),
+                       ptx_name(in.type));
+  }
+  if (in.sat && !is_integer_mma(in)) return ".satfinite applies to the s8/u8 products only";
+  const std::array<std::size_t, 4> regs = {4, 4, 2, 4};
+  if (in.ops.size() != regs.size()) return "mma.sync takes {d}, {a}, {b}, {c}";
+  for (std::size_t i = 0; i < regs.size(); ++i) {
+    if (in.ops[i].kind != Operand::Kind::Vec || in.ops[i].vec.size() != regs[i]) {
+      return fmt::format("mma.sync's operand {} is a group of {} registers", "dabc"[i], regs[i]);
+    }
+  }
+  return {};
+}
+
+// ldmatrix and stmatrix: 1, 2 or 4 matrices, from rows 16-byte aligned in shared memory.
+std::string check_matrix(const Instr& in) {
+  const std::string_view name = instruction(in.op).spelling;
+  if (in.vec != 1 && in.vec != 2 && in.vec != 4) {
+    return fmt::format("{} moves 1, 2 or 4 matrices, got {}", name, in.vec);
+  }
+  const Operand& addr = in.op == Op::Ldmatrix ? in.ops.at(1) : in.ops.at(0);
+  if (addr.offset % 16 != 0) {
+    return fmt::format(
+        "{}'s row addresses are 16-byte aligned: the constant offset {} is not a "
+        "multiple of 16",
+        name, addr.offset);
+  }
+  return {};
+}
+
+std::string matrix_modifiers(const Instr& in) {
+  return fmt::format(".m8n8.x{}{}.shared.b16", in.vec, in.transpose ? ".trans" : "");
 }
 
 // ---- the types families take ----
@@ -1139,6 +1207,56 @@ constexpr std::array kTable = {
         .form_needs = narrow_cvt_needs,
         .check = check_cvt_pair,
         .semantics = select_cvt_pair},
+    InstructionInfo{.op = Op::Mma,
+                    .spelling = "mma.sync.aligned",
+                    .modifiers = mma_modifiers,
+                    .types = {ScalarType::F32, ScalarType::S32},
+                    .operands = Operands::Fragments,
+                    .form_needs = mma_needs,
+                    .check = check_mma,
+                    .warp_collective = true,
+                    .semantics = select_mma},
+    InstructionInfo{.op = Op::Ldmatrix,
+                    .spelling = "ldmatrix.sync.aligned",
+                    .modifiers = matrix_modifiers,
+                    .types = {ScalarType::B16},
+                    .operands = Operands::Load,
+                    .check = check_matrix,
+                    .memory = {.reads = Mem::Shared},
+                    .warp_collective = true,
+                    .semantics = select_ldmatrix},
+    InstructionInfo{.op = Op::Stmatrix,
+                    .spelling = "stmatrix.sync.aligned",
+                    .modifiers = matrix_modifiers,
+                    .types = {ScalarType::B16},
+                    .operands = Operands::Store,
+                    .least = kSm90Ptx78,
+                    .check = check_matrix,
+                    .memory = {.writes = Mem::Shared},
+                    .warp_collective = true,
+                    .semantics = select_stmatrix},
+    InstructionInfo{.op = Op::WgmmaFence,
+                    .spelling = "wgmma.fence.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaCommit,
+                    .spelling = "wgmma.commit_group.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaWait,
+                    .spelling = "wgmma.wait_group.sync.aligned",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Count,
+                    .least = kSm90aPtx80,
+                    .warp_collective = true,
+                    .semantics = select_wgmma_order},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -60,12 +60,14 @@ enum class Operands : std::uint8_t {
   DestPair,      // d|p, a...: two destinations joined by `|` (match.all, elect), then sources
   Barrier,       // a barrier id{, thread count}: immediates
   Sources,       // a{, b...}: registers or immediates, nothing written
+  Fragments,     // {d...}, {a...}, {b...}, {c...}: mma's register groups
 };
 
 // Whether an operand list starts with a register the instruction writes.
 constexpr bool writes_first_operand(Operands o) {
   return o == Operands::DestSources || o == Operands::DestPair || o == Operands::Mov ||
-         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait;
+         o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait ||
+         o == Operands::Fragments;
 }
 
 // A set of instruction types (the `.type` suffix a family may carry).
@@ -120,6 +122,36 @@ struct InstructionInfo {
   Flow flow = Flow::Normal;
   Handler (*semantics)(const Instr&) = nullptr;  // the executor's handler of a form; nullptr: none
 };
+
+// One mma.sync input type: its spelling, the K of its shape (which fixes the element's bits: a
+// lane's four A registers hold 16·K/32 elements), the family it pairs within (A and B of one
+// product share a family), and the oldest target and PTX version that multiply it.
+struct MmaForm {
+  MmaInput input;
+  std::string_view name;
+  std::uint32_t k;
+  int family;
+  Requirement needs;
+  constexpr std::uint32_t element_bits() const { return 256 / k; }
+};
+inline constexpr Requirement kFp8Mma{Arch::Sm89, {8, 4}};
+inline constexpr MmaForm kMmaForms[] = {
+    {MmaInput::F16, ".f16", 16, 0, {}},        {MmaInput::BF16, ".bf16", 16, 1, {}},
+    {MmaInput::TF32, ".tf32", 8, 2, {}},       {MmaInput::E4M3, ".e4m3", 32, 3, kFp8Mma},
+    {MmaInput::E5M2, ".e5m2", 32, 3, kFp8Mma}, {MmaInput::S8, ".s8", 32, 4, {}},
+    {MmaInput::U8, ".u8", 32, 4, {}},
+};
+constexpr const MmaForm& mma_form(MmaInput t) {
+  return kMmaForms[static_cast<std::size_t>(t)];
+}
+constexpr bool mma_forms_follow_inputs() {
+  std::size_t i = 0;
+  for (const MmaForm& f : kMmaForms) {
+    if (static_cast<std::size_t>(f.input) != i++) return false;
+  }
+  return i == static_cast<std::size_t>(MmaInput::U8) + 1;
+}
+static_assert(mma_forms_follow_inputs(), "one mma form per MmaInput, in MmaInput's order");
 
 // The row of `op`.
 const InstructionInfo& instruction(Op op);

@@ -289,6 +289,25 @@ void Kernel::cvt_pair_op(ScalarType to, ScalarType from, bool satfinite, Operand
   commit(std::move(in));
 }
 
+void Kernel::mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
+                    Operand a, Operand b, Operand c) {
+  Instr in = make(Op::Mma, acc);
+  in.mma_a = a_type;
+  in.mma_b = b_type;
+  in.sat = satfinite;
+  in.ops = {std::move(d), std::move(a), std::move(b), std::move(c)};
+  commit(std::move(in));
+}
+
+void Kernel::matrix_op(Op op, int count, bool transpose, Operand first, Operand second) {
+  Instr in = make(op, ScalarType::B16);
+  in.space = Space::Shared;
+  in.vec = count;
+  in.transpose = transpose;
+  in.ops = {std::move(first), std::move(second)};
+  commit(std::move(in));
+}
+
 void Kernel::memory_op(Op op, Space s, ScalarType t, MemHints h, Operand first, Operand second,
                        int width) {
   Instr in = make(op, t);
@@ -621,6 +640,33 @@ void Kernel::cp_async_wait(std::uint32_t newest_pending) {
   Instr in = make(Op::CpAsyncWait, ScalarType::B32);
   in.ops = {use(Src<U32>(newest_pending))};
   commit(std::move(in));
+}
+
+void Kernel::wgmma_fence() {
+  commit(make(Op::WgmmaFence, ScalarType::B32));
+}
+
+void Kernel::wgmma_commit_group() {
+  commit(make(Op::WgmmaCommit, ScalarType::B32));
+}
+
+void Kernel::wgmma_wait_group(std::uint32_t newest_pending) {
+  Instr in = make(Op::WgmmaWait, ScalarType::B32);
+  in.ops = {use(Src<U32>(newest_pending))};
+  commit(std::move(in));
+}
+
+MatrixDescriptor Kernel::matrix_descriptor_op(Reg<U32> base, std::int64_t offset,
+                                              const MatrixLayout& layout) {
+  std::uint64_t constant = 0;
+  try {
+    constant = ptxdsl::matrix_descriptor(0, layout);
+  } catch (const Error& e) {
+    fail("matrix_descriptor", e.what());
+  }
+  const Reg<U32> address = offset == 0 ? base : add(base, static_cast<std::uint32_t>(offset));
+  const Reg<U32> start = shr(and_(address, 0x3FFFFu), 4u);
+  return {or_(cvt<U64>(start), constant)};
 }
 
 void Kernel::griddep_launch_dependents() {

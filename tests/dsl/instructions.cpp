@@ -1194,3 +1194,127 @@ TEST_CASE("setmaxnreg: exact lines, assembled for sm_90a at PTX 8.0", "[dsl][ins
   }
   test::require_assembles(m);
 }
+
+namespace {
+
+// An mma row's fragments, made in this order: A %r16..%r19, B %r20 %r21, C %f4..%f7 (f32) or
+// %r22..%r25 (s32); the result D is next: %f8..%f11 or %r26..%r29.
+template <MmaInputTag A, MmaInputTag B = A>
+struct Frags {
+  MmaA<A> a;
+  MmaB<B> b;
+  MmaAcc<MmaAccOf<A>> c;
+};
+template <MmaInputTag A, MmaInputTag B = A>
+Frags<A, B> frags(Kernel& k) {
+  return {MmaA<A>{regs<B32, 4>(k)}, MmaB<B>{regs<B32, 2>(k)},
+          MmaAcc<MmaAccOf<A>>{regs<MmaAccOf<A>, 4>(k)}};
+}
+
+template <MmaInputTag A, MmaInputTag B = A>
+void mma_of(Kernel& k) {
+  const Frags<A, B> f = frags<A, B>(k);
+  k.mma(f.a, f.b, f.c);
+}
+
+// The rows of one target and PTX version, in one module assembled by ptxas.
+void check_rows_at(const std::vector<Row>& table, Arch arch, PtxVersion version,
+                   const char* family) {
+  Module m(arch, version);
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Kernel& k = m.kernel(fmt::format("{}_{}", family, i));
+    Fx fx(k);
+    INFO(arch_name(arch) << ", " << family << " row " << i << ": " << table[i].expected);
+    table[i].emit(fx);
+    CHECK(test::body_text(k) == table[i].expected);
+  }
+  test::require_assembles(m);
+}
+
+constexpr const char* kF32Frags =
+    "{%f8, %f9, %f10, %f11}, {%r16, %r17, %r18, %r19}, {%r20, %r21}, {%f4, %f5, %f6, %f7};";
+constexpr const char* kS32Frags =
+    "{%r26, %r27, %r28, %r29}, {%r16, %r17, %r18, %r19}, {%r20, %r21}, {%r22, %r23, %r24, %r25};";
+
+std::string line(const char* mnemonic, const char* operands) {
+  return fmt::format("{} {}", mnemonic, operands);
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: mma.sync and ldmatrix at sm_80, stmatrix at sm_90, FP8 mma at sm_89",
+          "[dsl][instructions]") {
+  const std::vector<Row> sm80 = {
+      Row{line("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", kF32Frags),
+          [](Fx& x) { mma_of<F16>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", kF32Frags),
+          [](Fx& x) { mma_of<BF16>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", kF32Frags),
+          [](Fx& x) { mma_of<TF32>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", kS32Frags),
+          [](Fx& x) { mma_of<S8>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32", kS32Frags),
+          [](Fx& x) { mma_of<U8, S8>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32", kS32Frags),
+          [](Fx& x) {
+            const Frags<S8, U8> f = frags<S8, U8>(x.k);
+            x.k.mma_satfinite(f.a, f.b, f.c);
+          }},
+      Row{"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f4, %f5, %f6, %f7}, {%r16, "
+          "%r17, %r18, %r19}, {%r20, %r21}, {%f4, %f5, %f6, %f7};",
+          [](Fx& x) {
+            Frags<BF16> f = frags<BF16>(x.k);
+            x.k.mma_accumulate(f.c, f.a, f.b);
+          }},
+      ROW("mov.f32 %f4, 0f00000000;\nmov.f32 %f5, 0f00000000;\nmov.f32 %f6, 0f00000000;\n"
+          "mov.f32 %f7, 0f00000000;",
+          k.mma_zero<F32>()),
+      ROW("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r16}, [%r15];",
+          k.ldmatrix<1>(x.sp.as<F16>())),
+      ROW("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%r16, %r17}, [%r15+32];",
+          k.ldmatrix_trans<2>(x.sp.as<BF16>() + 16)),
+      ROW("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r16, %r17, %r18, %r19}, [%r15+64];",
+          k.ldmatrix<4>(x.sp.as<B16>() + 32)),
+      ROW("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r16, %r17, %r18, %r19}, [%r15];",
+          k.ldmatrix_trans<4>(x.sp.as<F16>())),
+  };
+  check_rows_at(sm80, Arch::Sm80, {7, 8}, "tc80");
+  check_rows_at(sm80, Arch::Sm90, {7, 8}, "tc90");
+  const std::vector<Row> sm90 = {
+      ROW("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%r15], {%r13};",
+          k.stmatrix<1>(x.sp.as<F16>(), Vec<B32, 1>{x.b32[0]})),
+      ROW("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%r15+16], {%r13, %r14};",
+          k.stmatrix_trans<2>(x.sp.as<BF16>() + 8, Vec<B32, 2>{x.b32[0], x.b32[1]})),
+      ROW("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r15], {%r13, %r14, %r13, %r14};",
+          k.stmatrix<4>(x.sp.as<F16>(), Vec<B32, 4>{x.b32[0], x.b32[1], x.b32[0], x.b32[1]})),
+  };
+  check_rows_at(sm90, Arch::Sm90, {7, 8}, "st90");
+  const std::vector<Row> fp8 = {
+      Row{line("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", kF32Frags),
+          [](Fx& x) { mma_of<E4M3>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32", kF32Frags),
+          [](Fx& x) { mma_of<E5M2, E4M3>(x.k); }},
+      Row{line("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32", kF32Frags),
+          [](Fx& x) { mma_of<E4M3, E5M2>(x.k); }},
+  };
+  check_rows_at(fp8, Arch::Sm89, {8, 4}, "fp8_89");
+  check_rows_at(fp8, Arch::Sm90, {8, 4}, "fp8_90");
+}
+
+// wgmma's ordering instructions exist on sm_90a only: assembled for it at PTX 8.0, with the
+// matrix descriptor a kernel builds.
+TEST_CASE("wgmma fence, commit_group, wait_group and a matrix descriptor, assembled for sm_90a",
+          "[dsl][instructions]") {
+  const std::vector<Row> table = {
+      ROW("wgmma.fence.sync.aligned;", k.wgmma_fence()),
+      ROW("wgmma.commit_group.sync.aligned;", k.wgmma_commit_group()),
+      ROW("wgmma.wait_group.sync.aligned 1;", k.wgmma_wait_group(1)),
+      ROW("and.b32 %r16, %r15, 262143;\nshr.u32 %r17, %r16, 4;\ncvt.u64.u32 %rd9, %r17;\n"
+          "or.b64 %rd10, %rd9, 4611686293305819136;",  // 0x4000004000080000
+          k.matrix_descriptor(x.sp, MatrixLayout{128, 1024, Swizzle::B128})),
+      ROW("add.u32 %r16, %r15, 64;\nand.b32 %r17, %r16, 262143;\nshr.u32 %r18, %r17, 4;\n"
+          "cvt.u64.u32 %rd9, %r18;\nor.b64 %rd10, %rd9, 68719542272;",  // 0x1000010000
+          k.matrix_descriptor(x.sp + 16, MatrixLayout{16, 256, Swizzle::None})),
+  };
+  check_rows_at(table, Arch::Sm90a, {8, 0}, "wgmma");
+}

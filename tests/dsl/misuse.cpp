@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "support.hpp"
@@ -777,4 +778,52 @@ TEST_CASE("atomics and fences: operations, types, orders and targets are checked
                "atom works on global and shared memory, got .param");
   CHECK_MISUSE(k.fence(MemSem::Relaxed, Scope::Gpu), "k", "instruction 'fence.relaxed.gpu'",
                "a fence is .sc or .acq_rel");
+}
+
+TEST_CASE("tensor-core misuse: a target or PTX version too old, a misaligned row",
+          "[dsl][misuse]") {
+  const auto frags = [](Kernel& k) {
+    Vec<B32, 4> a{k.reg<B32>(), k.reg<B32>(), k.reg<B32>(), k.reg<B32>()};
+    Vec<B32, 2> b{k.reg<B32>(), k.reg<B32>()};
+    Vec<F32, 4> c{k.reg<F32>(), k.reg<F32>(), k.reg<F32>(), k.reg<F32>()};
+    return std::tuple{MmaA<E4M3>{a}, MmaB<E5M2>{b}, MmaAcc<F32>{c}};
+  };
+  Module m80(Arch::Sm80);
+  Kernel& k80 = m80.kernel("k80");
+  {
+    const auto [a, b, c] = frags(k80);
+    CHECK_MISUSE(k80.mma(a, b, c), "k80",
+                 "instruction 'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32'",
+                 "needs sm_89 or newer; the module targets sm_80");
+  }
+  const SharedPtr<F16> s80{k80.reg<U32>(), 0};
+  CHECK_MISUSE(k80.stmatrix<4>(s80, Vec<B32, 4>{k80.reg<B32>(), k80.reg<B32>(), k80.reg<B32>(),
+                                                k80.reg<B32>()}),
+               "k80", "instruction 'stmatrix.sync.aligned.m8n8.x4.shared.b16'",
+               "needs sm_90 or newer; the module targets sm_80");
+
+  Module m89(Arch::Sm89, {8, 3});
+  Kernel& k89 = m89.kernel("k89");
+  const auto [a, b, c] = frags(k89);
+  CHECK_MISUSE(k89.mma(a, b, c), "k89", "instruction 'mma.sync.aligned.m16n8k32",
+               "needs PTX 8.4 or newer; the module is PTX 8.3");
+  const SharedPtr<F16> s89{k89.reg<U32>(), 0};
+  CHECK_MISUSE(k89.ldmatrix<2>(s89 + 4), "k89",
+               "instruction 'ldmatrix.sync.aligned.m8n8.x2.shared.b16'",
+               "row addresses are 16-byte aligned: the constant offset 8 is not a multiple of 16");
+}
+
+TEST_CASE("wgmma ordering needs sm_90a; a matrix descriptor's offsets are multiples of 16",
+          "[dsl][misuse]") {
+  Module m(Arch::Sm90, {8, 0});
+  Kernel& k = m.kernel("k");
+  CHECK_MISUSE(k.wgmma_fence(), "k", "instruction 'wgmma.fence.sync.aligned'",
+               "needs sm_90a; the module targets sm_90");
+  CHECK_MISUSE(k.wgmma_wait_group(0), "k", "instruction 'wgmma.wait_group.sync.aligned'",
+               "needs sm_90a");
+  const SharedPtr<F16> s{k.reg<U32>(), 0};
+  CHECK_MISUSE(k.matrix_descriptor(s, MatrixLayout{24, 256}), "k", "matrix_descriptor",
+               "the leading byte offset must be a multiple of 16 in [0, 2^18), got 24");
+  CHECK_MISUSE(k.matrix_descriptor(s, MatrixLayout{16, 1u << 18}), "k", "matrix_descriptor",
+               "the stride byte offset must be a multiple of 16 in [0, 2^18), got 262144");
 }

@@ -222,6 +222,28 @@ static_assert(!CanAtom<GlobalPtr<F16>, Reg<F16>> && !CanAtom<SharedPtr<U16>, Reg
 static_assert(!CanAtom<GlobalPtr<U32>, Reg<F32>> && !CanRed<SharedPtr<F32>, Reg<U32>>);
 static_assert(!CanAtom<GlobalPtr<U64>, Reg<U32>> && !CanRed<GlobalPtr<BF16>, Reg<BF16>>);
 
+// mma.sync multiplies fragments of one family into the accumulator of their type; .satfinite is
+// the 8-bit integers'. ldmatrix and stmatrix move 16-bit elements.
+template <class A, class B, class C>
+concept CanMma = requires(Kernel& k, MmaA<A> a, MmaB<B> b, MmaAcc<C> c) {
+  k.mma(a, b, c);
+};
+template <class A, class B, class C>
+concept CanMmaSatfinite = requires(Kernel& k, MmaA<A> a, MmaB<B> b, MmaAcc<C> c) {
+  k.mma_satfinite(a, b, c);
+};
+template <class T>
+concept CanLdmatrix = requires(Kernel& k, SharedPtr<T> p) {
+  k.template ldmatrix<4>(p);
+};
+static_assert(CanMma<F16, F16, F32> && CanMma<BF16, BF16, F32> && CanMma<TF32, TF32, F32>);
+static_assert(CanMma<E4M3, E5M2, F32> && CanMma<U8, S8, S32> && CanMmaSatfinite<S8, U8, S32>);
+static_assert(!CanMma<F16, BF16, F32> && !CanMma<BF16, F16, F32> && !CanMma<TF32, F16, F32>);
+static_assert(!CanMma<E4M3, S8, F32> && !CanMma<S8, S8, F32> && !CanMma<F16, F16, S32>);
+static_assert(!CanMmaSatfinite<F16, F16, F32> && !CanMmaSatfinite<E4M3, E4M3, F32>);
+static_assert(CanLdmatrix<F16> && CanLdmatrix<BF16> && CanLdmatrix<B16>);
+static_assert(!CanLdmatrix<F32> && !CanLdmatrix<U8> && !CanLdmatrix<B32>);
+
 TEST_CASE("type misuse does not compile (checked by static_assert)", "[dsl][types]") {
   // The checks above ran when this file compiled; this case records that they exist.
   SUCCEED("compile-time checks passed");

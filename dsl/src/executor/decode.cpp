@@ -279,6 +279,19 @@ class Decoder {
       case Operands::Sources:
         operands_in_order(in, d, 0);
         break;
+      case Operands::Fragments:
+        // dst: D's registers; src: A's, B's, then C's, in order.
+        for (std::size_t i = 0; i < in.ops.size(); ++i) {
+          if (in.ops[i].kind != Operand::Kind::Vec) fail(in, "expected a register group");
+          for (RegId r : in.ops[i].vec) {
+            if (i == 0) {
+              add_dst(d, reg_slot(in, r));
+            } else {
+              add_src(d, reg_slot(in, r));
+            }
+          }
+        }
+        break;
       case Operands::Barrier:
         if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes a barrier id{, thread count}");
         for (const Operand& o : in.ops) {

@@ -55,7 +55,9 @@ struct DInstr {
   std::uint32_t guard = kNoSlot;
   std::array<std::uint32_t, 4> dst{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   // Sources in PTX order; for memory, src[0] is the address base (kNoSlot for param space).
-  std::array<std::uint32_t, 6> src{kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+  // (mma.sync's ten: A's four registers, B's two, C's four.)
+  std::array<std::uint32_t, 10> src{kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot,
+                                    kNoSlot, kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   std::int64_t offset = 0;    // address constant
   std::int64_t offset2 = 0;   // a second one: cp.async.bulk's mbarrier
   std::uint32_t aux = 0;      // branch target; param byte offset; Special; barrier id

@@ -99,6 +99,15 @@ enum class Op : std::uint8_t {
   // Narrow floats: one packed pair to another (`cvt.rn.f16x2.e4m3x2 d, a`,
   // `cvt.rn.satfinite.e4m3x2.f16x2 d, a`, `cvt.rn.bf16x2.ue8m0x2 d, a`).
   CvtPair,
+  // Tensor cores, one warp: matrix products on register fragments, and the 8x8 matrices of 16-bit
+  // elements moved between shared memory and fragments.
+  Mma,  // mma.sync.aligned.m16n8kK.row.col{.satfinite}.dtype.atype.btype.ctype {d}, {a}, {b}, {c}
+  Ldmatrix,  // ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {d...}, [row]
+  Stmatrix,  // stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [row], {a...}
+  // Warpgroup products' ordering (sm_90a): registers before them, their groups, waiting for them.
+  WgmmaFence,   // wgmma.fence.sync.aligned
+  WgmmaCommit,  // wgmma.commit_group.sync.aligned
+  WgmmaWait,    // wgmma.wait_group.sync.aligned N
   Shfl,
   Bar,
   Bra,
@@ -156,6 +165,9 @@ enum class Funnel : std::uint8_t { LeftWrap, LeftClamp, RightWrap, RightClamp };
 enum class VoteMode : std::uint8_t { All, Any, Uni, Ballot };
 // redux.sync's operation: add, min and max on u32/s32 values, and, or and xor on b32 bits.
 enum class ReduxOp : std::uint8_t { Add, Min, Max, And, Or, Xor };
+// The element type of an mma.sync's A and B fragments; it fixes the shape: f16 and bf16
+// m16n8k16, tf32 m16n8k8, the FP8 and 8-bit integer types m16n8k32.
+enum class MmaInput : std::uint8_t { F16, BF16, TF32, E4M3, E5M2, S8, U8 };
 // The operation of atom and red: *a = op(old, b). Inc: old >= b ? 0 : old + 1; Dec: old == 0 ||
 // old > b ? b : old - 1; Exch: b; Cas (atom only): old == b ? c : old.
 enum class AtomOp : std::uint8_t { Add, Inc, Min, Max, And, Or, Xor, Exch, Cas, Dec };
@@ -262,6 +274,9 @@ struct Instr {
   VoteMode vote = VoteMode::All;     // vote.sync
   ReduxOp redux = ReduxOp::Add;      // redux.sync
   bool grow = false;                 // setmaxnreg.inc (else .dec)
+  MmaInput mma_a = MmaInput::F16;    // mma.sync: A's element type
+  MmaInput mma_b = MmaInput::F16;    // mma.sync: B's element type
+  bool transpose = false;            // ldmatrix.trans, stmatrix.trans
   bool uniform = false;              // bra.uni
   MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits, atom, red, fence
   Scope scope = Scope::Cta;          // mbarrier waits, fence; atom and red where `scoped`

@@ -14,6 +14,7 @@
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/ir.hpp"
 #include "ptxdsl/dsl/memory.hpp"
+#include "ptxdsl/dsl/mma.hpp"
 #include "ptxdsl/dsl/reg.hpp"
 
 namespace ptxdsl {
@@ -910,6 +911,82 @@ class Kernel {
     return out;
   }
 
+  // ---- tensor cores: one warp's matrix products and the fragments they read ----
+  // Every live thread of the warp executes these together (`.sync.aligned`), all 32 lanes.
+  // mma.sync: D = A·B + C on 16×8 fragments (K = 16 for f16/bf16, 8 for tf32, 32 for FP8 and
+  // 8-bit integers); f32 sums, or s32 sums that wrap. FP8 needs sm_89 (PTX 8.4).
+  template <MmaInputTag A, MmaInputTag B>
+  requires MmaPair<A, B> MmaAcc<MmaAccOf<A>> mma(const MmaA<A>& a, const MmaB<B>& b,
+                                                 const MmaAcc<MmaAccOf<A>>& c) {
+    MmaAcc<MmaAccOf<A>> d{};
+    for (auto& r : d.regs) r = reg<MmaAccOf<A>>();
+    mma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, MmaAccOf<A>::kType, false, def_vec(d.regs),
+           use_vec(a.regs), use_vec(b.regs), use_vec(c.regs));
+    return d;
+  }
+  // The same, summing into `acc` in place (D and C the same registers): a loop's accumulator.
+  template <MmaInputTag A, MmaInputTag B>
+  requires MmaPair<A, B>
+  void mma_accumulate(MmaAcc<MmaAccOf<A>>& acc, const MmaA<A>& a, const MmaB<B>& b) {
+    mma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, MmaAccOf<A>::kType, false,
+           def_vec(acc.regs), use_vec(a.regs), use_vec(b.regs), use_vec(acc.regs));
+  }
+  // mma.sync.satfinite on 8-bit integers: the s32 sums clamp to [-2^31, 2^31 - 1].
+  template <MmaIntTag A, MmaIntTag B>
+  MmaAcc<S32> mma_satfinite(const MmaA<A>& a, const MmaB<B>& b, const MmaAcc<S32>& c) {
+    MmaAcc<S32> d{};
+    for (auto& r : d.regs) r = reg<S32>();
+    mma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, ScalarType::S32, true, def_vec(d.regs),
+           use_vec(a.regs), use_vec(b.regs), use_vec(c.regs));
+    return d;
+  }
+  // An accumulator of zeros (four movs).
+  template <MmaAccTag T>
+  MmaAcc<T> mma_zero() {
+    MmaAcc<T> acc{};
+    for (auto& r : acc.regs) r = mov<T>(0);
+    return acc;
+  }
+  // ldmatrix: N (1, 2 or 4) 8×8 matrices of 16-bit elements from shared memory. Lane 8i + r
+  // gives the 16-byte-aligned address of row r of matrix i; lane l receives, in register i,
+  // row l/4's elements 2(l%4) and 2(l%4)+1 of matrix i (low half first): the A and B fragments
+  // of an f16/bf16 mma. `.trans` gives the transposed matrices (column l/4's elements).
+  template <int N, MemTag T>
+  requires((N == 1 || N == 2 || N == 4) && T::kBytes == 2) Vec<B32, N> ldmatrix(SharedPtr<T> row) {
+    return ldmatrix_n<N>(row, false);
+  }
+  template <int N, MemTag T>
+  requires((N == 1 || N == 2 || N == 4) &&
+           T::kBytes == 2) Vec<B32, N> ldmatrix_trans(SharedPtr<T> row) {
+    return ldmatrix_n<N>(row, true);
+  }
+  // stmatrix (sm_90, PTX 7.8): ldmatrix's inverse, the fragments back into the rows the lanes'
+  // addresses name.
+  template <int N, MemTag T>
+  requires((N == 1 || N == 2 || N == 4) && T::kBytes == 2) void stmatrix(SharedPtr<T> row,
+                                                                         const Vec<B32, N>& v) {
+    matrix_op(Op::Stmatrix, N, false, address(row), use_vec(v));
+  }
+  template <int N, MemTag T>
+  requires((N == 1 || N == 2 || N == 4) &&
+           T::kBytes == 2) void stmatrix_trans(SharedPtr<T> row, const Vec<B32, N>& v) {
+    matrix_op(Op::Stmatrix, N, true, address(row), use_vec(v));
+  }
+
+  // Warpgroup products' ordering (sm_90a, PTX 8.0), every thread of the warp together:
+  // wgmma.fence before a wgmma reads registers (its accumulators, an A fragment) written since;
+  // wgmma.commit_group closes the thread's wgmma issued since the last one into a group;
+  // wgmma.wait_group n waits until at most its newest n groups are pending.
+  void wgmma_fence();
+  void wgmma_commit_group();
+  void wgmma_wait_group(std::uint32_t newest_pending);
+  // The matrix descriptor of the tile at `tile` with `layout` (mma.hpp's matrix_descriptor) in a
+  // register: the address's bits (masked, shifted, widened) or'ed with the layout's constant ones.
+  template <MemTag T>
+  MatrixDescriptor matrix_descriptor(SharedPtr<T> tile, const MatrixLayout& layout) {
+    return matrix_descriptor_op(tile.base, tile.offset, layout);
+  }
+
   // ---- control flow ----
   Label label(std::string_view hint = "L");
   void bind(Label l);
@@ -1068,6 +1145,19 @@ class Kernel {
     commit(std::move(in));
     return d;
   }
+
+  template <int N, MemTag T>
+  Vec<B32, N> ldmatrix_n(SharedPtr<T> row, bool transpose) {
+    Vec<B32, N> d;
+    for (auto& r : d) r = reg<B32>();
+    matrix_op(Op::Ldmatrix, N, transpose, def_vec(d), address(row));
+    return d;
+  }
+  MatrixDescriptor matrix_descriptor_op(Reg<U32> base, std::int64_t offset,
+                                        const MatrixLayout& layout);
+  void mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
+              Operand a, Operand b, Operand c);
+  void matrix_op(Op op, int count, bool transpose, Operand first, Operand second);
 
   void named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads);
   void setmaxnreg(bool grow, std::uint32_t registers);
