@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """ptxdsl.jax under jax.jit beside XLA's own fused norms and a copy of each case's bytes, at the
-standard suite's shapes (BENCHMARKS.md), forward and backward, in one run.
+standard suite's shapes (BENCHMARKS.md), the forward alone and a training step's forward +
+backward (y returned beside the gradients), in one run.
 
     PYTHONPATH=runtime/python PTXDSL_LIBRARY=build/runtime/capi/libptxdsl.so \
         PTXDSL_JAX_NATIVE=build/runtime/python/native/libptxdsl_jax.so \
@@ -86,13 +87,16 @@ def programs(norm, direction):
         return ([jax.jit(lambda xs, w, b, dys, f=f: [f(x, w, b) for x in xs])
                  for f in (ours, theirs)])
 
+    # A training step's forward and backward: y is returned, so that neither program skips the
+    # forward's output (ptxdsl's FFI forward always writes it; XLA would otherwise compute only
+    # the statistics its backward needs).
     def backward(f):
         def one(x, w, b, dy):
             if norm == "ln":
-                _, vjp = jax.vjp(f, x, w, b)
+                y, vjp = jax.vjp(f, x, w, b)
             else:
-                _, vjp = jax.vjp(lambda x, w: f(x, w, b), x, w)
-            return vjp(dy)
+                y, vjp = jax.vjp(lambda x, w: f(x, w, b), x, w)
+            return y, vjp(dy)
         return jax.jit(lambda xs, w, b, dys: [one(x, w, b, dy) for x, dy in zip(xs, dys)])
     return backward(ours), backward(theirs)
 
@@ -105,15 +109,18 @@ def main():
     key = jax.random.PRNGKey(1)
     copy = jax.jit(lambda arrays, *unused: [~a for a in arrays])
     print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}")
-    print(f"{'case':<28} {'ptxdsl us':>10} {'xla us':>10} {'copy us':>9} {'copy/us':>8} "
+    print(f"{'case':<32} {'ptxdsl us':>10} {'xla us':>10} {'copy us':>9} {'copy/us':>8} "
           f"{'xla/ptxdsl':>10}")
     for norm, dtype, rows, width in STANDARD:
         s = jnp.dtype(dtype).itemsize
         for direction in ("fwd", "bwd"):
-            name = f"{norm}_{direction} {jnp.dtype(dtype).name} {rows}x{width}"
+            label = "fwd" if direction == "fwd" else "fwd+bwd"
+            name = f"{norm}_{label} {jnp.dtype(dtype).name} {rows}x{width}"
             if args.only not in name:
                 continue
-            nbytes = case_bytes(norm, direction, rows, width, s)
+            nbytes = case_bytes(norm, "fwd", rows, width, s)
+            if direction == "bwd":
+                nbytes += case_bytes(norm, "bwd", rows, width, s)
             calls = max(2, min(64, math.ceil(2**30 / nbytes)))
             ks = jax.random.split(key, 2 * calls + 2)
             xs = [(jax.random.normal(ks[i], (rows, width)) * 0.3).astype(dtype)
@@ -129,7 +136,7 @@ def main():
             half = [jnp.zeros(nbytes // 8, jnp.uint32) + i for i in range(calls)]
             copy_us = timed(copy, (half,), calls, args.reps)
             del half
-            print(f"{name:<28} {us:>10.1f} {xla_us:>10.1f} {copy_us:>9.1f} {copy_us / us:>8.2f} "
+            print(f"{name:<32} {us:>10.1f} {xla_us:>10.1f} {copy_us:>9.1f} {copy_us / us:>8.2f} "
                   f"{xla_us / us:>10.2f}", flush=True)
 
 
