@@ -3,7 +3,9 @@
 // for a NormCall as for the typed calls that convert to it.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ptxdsl/runtime/norms.hpp"
@@ -153,4 +155,112 @@ TEST_CASE("check_call refuses a NormCall as the object would, and the typed call
   CHECK(converted.dx.address == typed.dx.address);
   CHECK(converted.dw.address == typed.dw.address);
   CHECK(converted.batch == 8u);
+}
+
+// ---- Model options (weight offset, casting, row groups): NormType's, each its own kernels ----
+
+namespace {
+
+NormType with_model(NormType t, const NormModelOptions& m) {
+  t.model = m;
+  return t;
+}
+
+// The entry names and PTX of a type's forward and backward (the module cache is keyed by the PTX).
+std::pair<std::string, std::string> kernels_of(const NormType& t, Direction d) {
+  const kernels::BuiltNorm built = kernels::build_norm(norm_spec(t, d));
+  std::string entries;
+  for (const kernels::LaunchStep& s : built.steps) entries += s.contract.entry + " ";
+  return {entries, built.ptx};
+}
+
+}  // namespace
+
+TEST_CASE("a type's model options reach its kernel spec, and each one its own kernels",
+          "[runtime][norms]") {
+  const kernels::NormSpec plain = norm_spec(kRms, Direction::Forward);
+  CHECK(plain.weight_offset == 0.0f);
+  CHECK(plain.casting == kernels::Casting::None);
+  CHECK(plain.row_groups == 1);
+  CHECK(plain.group_stride == 0);
+  CHECK(kernels::variant_suffix(plain).empty());
+  // The typed calls' defaults are today's norm.
+  CHECK(NormType{false, DType::BF16, DType::F32, 256} == kRms);
+
+  const NormModelOptions models[] = {{.weight_offset = 1.0f},
+                                     {.casting = kernels::Casting::Llama},
+                                     {.casting = kernels::Casting::Gemma},
+                                     {.row_groups = 4, .group_stride = 512},
+                                     {.row_groups = 4, .group_stride = 264}};
+  for (const NormType& base : {kLayer, kRms}) {
+    for (const Direction d : {Direction::Forward, Direction::Backward}) {
+      const auto [plain_entries, plain_ptx] = kernels_of(base, d);
+      std::vector<std::pair<std::string, std::string>> seen{{plain_entries, plain_ptx}};
+      for (const NormModelOptions& m : models) {
+        const NormType t = with_model(base, m);
+        const kernels::NormSpec s = norm_spec(t, d);
+        CHECK(s.weight_offset == m.weight_offset);
+        CHECK(s.casting == m.casting);
+        CHECK(s.row_groups == m.row_groups);
+        CHECK(s.group_stride == m.group_stride);
+        // A variant is never served another's kernel: its entry names and PTX differ from the
+        // default's and from every other variant's.
+        auto [entries, ptx] = kernels_of(t, d);
+        INFO(entries);
+        for (const auto& [other_entries, other_ptx] : seen) {
+          CHECK(entries != other_entries);
+          CHECK(ptx != other_ptx);
+        }
+        seen.emplace_back(std::move(entries), std::move(ptx));
+      }
+    }
+  }
+}
+
+TEST_CASE("check_call refuses model options and row-group layouts the kernels cannot take",
+          "[runtime][norms]") {
+  const NormType gemma = with_model(kRms, {.weight_offset = 1.0f});
+  NormCall c = rms_backward();
+  CHECK_NOTHROW(check_call(gemma, c));
+  NormCall no_w{.direction = Direction::Forward, .x = at(1), .y = at(4), .rstd = at(6), .batch = 8};
+  CHECK_NOTHROW(check_call(kRms, no_w));
+  CHECK_THROWS_WITH(check_call(gemma, no_w),
+                    "RmsNorm(bf16, weights f32, width 256, weight offset 1).forward: a weight "
+                    "offset of 1 needs w: y = x̂·(1 + w) (give w)");
+  CHECK_THROWS_WITH(check_call(with_model(kRms, {.weight_offset = NAN}), NormCall{}),
+                    Catch::Contains("weight offset must be a finite number, got nan"));
+  CHECK_THROWS_WITH(
+      check_call(with_model(kLayer, {.casting = static_cast<kernels::Casting>(7)}), NormCall{}),
+      Catch::Contains("casting must be one of none, llama, gemma, got enum value 7"));
+
+  // Row groups: 4 heads of width 256, 264 elements apart; a token's span is 3·264 + 256 = 1048.
+  const NormType heads = with_model(kLayer, {.row_groups = 4, .group_stride = 264});
+  NormCall f = layer_forward();
+  f.stride = 1048;
+  CHECK_NOTHROW(check_call(heads, f));
+  f.stride = 1047;
+  CHECK_THROWS_WITH(check_call(heads, f),
+                    "LayerNorm(f16, weights f16, width 256, row groups 4 × group stride 264)."
+                    "forward: stride must be at least the row groups' span (row groups 4 − "
+                    "1)·group stride 264 + width 256 = 1048, got 1047");
+  f.stride = 0;  // contiguous: the width, below the span
+  CHECK_THROWS_WITH(check_call(heads, f), Catch::Contains("= 1048, got 256"));
+  // Batch 8 = two tokens: the last row ends at 1·stride + 3·264 + 256 elements.
+  f.stride = 2000;
+  const std::uint64_t extent = 2000 + 3 * 264 + 256;
+  f.x = DeviceView(at(1).address, extent * 2);
+  CHECK_NOTHROW(check_call(heads, f));
+  f.x = DeviceView(at(1).address, extent * 2 - 2);
+  CHECK_THROWS_WITH(check_call(heads, f), Catch::Contains("x holds"));
+
+  CHECK_THROWS_WITH(check_call(with_model(kLayer, {.row_groups = 4, .group_stride = 200}), f),
+                    Catch::Contains("group stride must be at least the width (256), got 200"));
+  CHECK_THROWS_WITH(check_call(with_model(kLayer, {.row_groups = 0}), NormCall{}),
+                    Catch::Contains("row groups must be in [1, 65536], got 0"));
+  CHECK_THROWS_WITH(check_call(with_model(kLayer, {.group_stride = 512}), NormCall{}),
+                    Catch::Contains("group stride 512 spaces the rows of a group; row groups 1 "
+                                    "has none"));
+  CHECK_THROWS_WITH(
+      check_call(with_model(kLayer, {.row_groups = 65536, .group_stride = 131072}), NormCall{}),
+      Catch::Contains("span 8589803776 elements, more than 2^32 - 1"));
 }

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -171,6 +172,24 @@ NormVariant variant_of(bool layer, const NormCall& c) {
   return backward_variant(c.w, c.dw, layer ? &c.db : nullptr, c.dh);
 }
 
+kernels::NormSpec norm_spec(const NormType& type, Direction direction, const NormVariant& variant) {
+  const bool backward = direction == Direction::Backward;
+  kernels::NormSpec s;
+  s.kind = type.layer ? (backward ? NormKind::LayerNormBwd : NormKind::LayerNormFwd)
+                      : (backward ? NormKind::RmsNormBwd : NormKind::RmsNormFwd);
+  s.dtype = type.dtype;
+  s.weight_dtype = type.weight_dtype;
+  s.width = type.width;
+  s.affine = variant.affine;
+  s.residual = variant.residual;
+  if (backward) s.outputs = variant.outputs;
+  s.weight_offset = type.model.weight_offset;
+  s.casting = type.model.casting;
+  s.row_groups = type.model.row_groups;
+  s.group_stride = type.model.group_stride;
+  return s;
+}
+
 namespace {
 
 // A typed call's fields, each a NormCall field of the same name (a typed struct has a subset).
@@ -283,7 +302,12 @@ class CallChecks {
   // the outputs, the forward's eps and the backward's workspace alignment. Returns the variant.
   NormVariant check(const NormCall& c, const PointerArgs& ptrs) const {
     const bool backward = c.direction == Direction::Backward;
+    check_model(backward);
     const NormVariant variant = variant_for(c);
+    if (type_.model.weight_offset != 0.0f && variant.affine == kernels::Affine::None) [[unlikely]] {
+      fail(backward, fmt::format("a weight offset of {} needs w: y = x̂·({} + w) (give w)",
+                                 type_.model.weight_offset, type_.model.weight_offset));
+    }
     const CallShape shape = shape_of(c, variant);
     check_shape(backward, shape, c.width);
     check_views(backward, ptrs.view(), shape);
@@ -302,10 +326,65 @@ class CallChecks {
             variant.residual == kernels::Residual::AddF32 ? 4 : elem()};
   }
 
+  // The object's name: its type, with the model options that are not the defaults.
   std::string describe(bool backward) const {
-    return fmt::format("{}({}, weights {}, width {}).{}", type_.layer ? "LayerNorm" : "RmsNorm",
+    const NormModelOptions& m = type_.model;
+    std::string model;
+    if (m.weight_offset != 0.0f) model += fmt::format(", weight offset {}", m.weight_offset);
+    if (m.casting != kernels::Casting::None) {
+      model += fmt::format(", casting {}", kernels::casting_name(m.casting));
+    }
+    if (m.row_groups != 1 || m.group_stride != 0) {
+      model += fmt::format(", row groups {} × group stride {}", m.row_groups, m.group_stride);
+    }
+    return fmt::format("{}({}, weights {}, width {}{}).{}", type_.layer ? "LayerNorm" : "RmsNorm",
                        kernels::dtype_name(type_.dtype), kernels::dtype_name(type_.weight_dtype),
-                       type_.width, backward ? "backward" : "forward");
+                       type_.width, model, backward ? "backward" : "forward");
+  }
+
+  // The model options alone, as the kernels take them (what an object checks when it is built).
+  void check_model(bool backward) const {
+    const NormModelOptions& m = type_.model;
+    if (!std::isfinite(m.weight_offset)) [[unlikely]] {
+      fail(backward, fmt::format("weight offset must be a finite number, got {}", m.weight_offset));
+    }
+    if (kernels::casting_name(m.casting) == "?") [[unlikely]] {
+      fail(backward, fmt::format("casting must be one of none, llama, gemma, got enum value {}",
+                                 static_cast<int>(m.casting)));
+    }
+    if (m.row_groups < 1 || m.row_groups > kernels::kMaxRowGroups) [[unlikely]] {
+      fail(backward, fmt::format("row groups must be in [1, {}], got {}", kernels::kMaxRowGroups,
+                                 m.row_groups));
+    }
+    if (m.row_groups == 1) {
+      if (m.group_stride != 0) [[unlikely]] {
+        fail(backward, fmt::format("group stride {} spaces the rows of a group; row groups 1 has "
+                                   "none (give row groups, or group stride 0)",
+                                   m.group_stride));
+      }
+      return;
+    }
+    if (m.group_stride < type_.width) [[unlikely]] {
+      fail(backward, fmt::format("group stride must be at least the width ({}), got {}",
+                                 type_.width, m.group_stride));
+    }
+    if (row_span() > 0xffffffffu) [[unlikely]] {
+      fail(backward, fmt::format("row groups {} of group stride {} span {} elements, more than "
+                                 "2^32 - 1",
+                                 m.row_groups, m.group_stride, row_span()));
+    }
+  }
+
+  // The elements a group of rows spans: the least stride (the width without row groups).
+  std::uint64_t row_span() const {
+    return std::uint64_t{type_.model.row_groups - 1} * type_.model.group_stride + type_.width;
+  }
+
+  // The elements from the first row's start to the last row's end.
+  std::uint64_t rows_extent(const CallShape& shape) const {
+    const std::uint32_t last = shape.batch - 1, groups = type_.model.row_groups;
+    return std::uint64_t{last / groups} * shape.stride +
+           std::uint64_t{last % groups} * type_.model.group_stride + type_.width;
   }
 
   [[noreturn]] void fail(bool backward, const std::string& problem) const {
@@ -330,12 +409,12 @@ class CallChecks {
   }
 
   std::uint64_t needed_bytes(TensorLayout layout, const CallShape& shape) const {
-    const std::uint64_t row_span = std::uint64_t{shape.batch - 1} * shape.stride + type_.width;
+    const std::uint64_t rows = rows_extent(shape);
     switch (layout) {
       case TensorLayout::Rows:
-        return row_span * static_cast<std::uint64_t>(elem());
+        return rows * static_cast<std::uint64_t>(elem());
       case TensorLayout::ResidualRows:
-        return row_span * static_cast<std::uint64_t>(shape.residual_elem);
+        return rows * static_cast<std::uint64_t>(shape.residual_elem);
       case TensorLayout::Weights:
         return std::uint64_t{type_.width} * static_cast<std::uint64_t>(weight_elem());
       case TensorLayout::PerRow:
@@ -360,9 +439,15 @@ class CallChecks {
                                  "(make one object per width)",
                                  width_check, type_.width));
     }
-    if (shape.stride < type_.width) [[unlikely]] {
+    if (type_.model.row_groups == 1 && shape.stride < type_.width) [[unlikely]] {
       fail(backward,
            fmt::format("stride must be at least the width {}, got {}", type_.width, shape.stride));
+    }
+    if (shape.stride < row_span()) [[unlikely]] {
+      fail(backward, fmt::format("stride must be at least the row groups' span (row groups {} − "
+                                 "1)·group stride {} + width {} = {}, got {}",
+                                 type_.model.row_groups, type_.model.group_stride, type_.width,
+                                 row_span(), shape.stride));
     }
     if (shape.batch > kernels::kMaxBatch) [[unlikely]] {
       fail(backward,
@@ -370,8 +455,7 @@ class CallChecks {
     }
     // (batch − 1) × stride < 2^63 cannot wrap; past 2^48 elements no GPU holds the rows, and the
     // byte counts below could.
-    if (const std::uint64_t span = std::uint64_t{shape.batch - 1} * shape.stride + type_.width;
-        span > kMaxSpanElements) [[unlikely]] {
+    if (const std::uint64_t span = rows_extent(shape); span > kMaxSpanElements) [[unlikely]] {
       fail(backward, fmt::format("batch {} × stride {} spans {} elements, more than a GPU "
                                  "addresses (2^48)",
                                  shape.batch, shape.stride, span));
@@ -481,9 +565,8 @@ class NormPair {
  public:
   NormPair(const Context& ctx, const NormType& type, NormOptions options)
       : ctx_(ctx.share()), type_(type), options_(options), checks_(type) {
-    spec_.dtype = type.dtype;
-    spec_.weight_dtype = type.weight_dtype;
-    spec_.width = type.width;
+    checks_.check_model(false);
+    spec_ = norm_spec(type, Direction::Forward);
     spec_.device = ctx.info().model;
     spec_.arch = options.arch.value_or(spec_.device.arch());
     spec_.ptx_version = options.ptx_version.value_or(
@@ -494,8 +577,11 @@ class NormPair {
     knobs_[1] = options.backward_knobs.value_or(options.knobs);
     for (const bool backward : {false, true}) {
       kernels::NormKnobs& kn = knobs_[backward ? 1 : 0];
+      // Row groups' vectors divide the group stride (the widest power of two that does).
+      const std::uint32_t stride_vec =
+          type.model.row_groups > 1 ? type.model.group_stride & (0u - type.model.group_stride) : 16;
       max_vec_[backward ? 1 : 0] =
-          kn.vector_elems.value_or(16 / static_cast<std::uint32_t>(elem()));
+          kn.vector_elems.value_or(std::min(16 / static_cast<std::uint32_t>(elem()), stride_vec));
       kn.vector_elems.reset();  // chosen per call, from the alignment
       // Planned now, at the widest vectors, which checks the knobs; the first call of that width
       // and variant takes this plan.
@@ -519,21 +605,16 @@ class NormPair {
     }
   }
 
-  NormKind forward_kind() const {
-    return type_.layer ? NormKind::LayerNormFwd : NormKind::RmsNormFwd;
-  }
   // The spec of one direction, with its knobs, as `variant` has it.
   kernels::NormSpec spec_for(bool backward, const NormVariant& variant = {}) const {
-    kernels::NormSpec s = spec_;
-    s.kind = backward ? backward_kind() : forward_kind();
+    kernels::NormSpec s =
+        norm_spec(type_, backward ? Direction::Backward : Direction::Forward, variant);
+    s.device = spec_.device;
+    s.arch = spec_.arch;
+    s.ptx_version = spec_.ptx_version;
+    s.tuning = spec_.tuning;
     s.knobs = knobs_[backward ? 1 : 0];
-    s.affine = variant.affine;
-    s.residual = variant.residual;
-    if (backward) s.outputs = variant.outputs;
     return s;
-  }
-  NormKind backward_kind() const {
-    return type_.layer ? NormKind::LayerNormBwd : NormKind::RmsNormBwd;
   }
   int elem() const { return kernels::dtype_bytes(spec_.dtype); }
   const NormType& type() const { return type_; }
@@ -560,9 +641,13 @@ class NormPair {
       if (a.layout == TensorLayout::ResidualRows) residual_bits |= v.address;
     }
     const DType residual_dtype = shape.residual_elem == 4 ? DType::F32 : spec_.dtype;
+    // With row groups, rows start at multiples of both strides: a vector divides each.
+    const std::uint32_t row_steps = type_.model.row_groups > 1
+                                        ? std::gcd(shape.stride, type_.model.group_stride)
+                                        : shape.stride;
     const std::uint32_t vec =
         std::min(max_vec_[backward ? 1 : 0],
-                 kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, shape.stride, row_bits,
+                 kernels::vector_elems_for(spec_.dtype, spec_.weight_dtype, row_steps, row_bits,
                                            weight_bits, residual_dtype, residual_bits));
     last_vec_ = vec;
     values_.batch = shape.batch;
@@ -815,6 +900,7 @@ class NormPair {
 
 void check_call(const NormType& type, const NormCall& call) {
   kernels::check_weight_dtype(type.dtype, type.weight_dtype);
+  detail::CallChecks(type).check_model(call.direction == Direction::Backward);
   if (call.batch == 0) return;
   detail::CallChecks(type).check(call, detail::pointers_of(type.layer, call));
 }
@@ -867,8 +953,8 @@ std::uint32_t Norm::last_vector_elems() const {
 }
 
 LayerNorm::LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
-                     NormOptions options)
-    : Norm(ctx, {true, dtype, weight_dtype, width}, options) {}
+                     NormOptions options, const NormModelOptions& model)
+    : Norm(ctx, {true, dtype, weight_dtype, width, model}, options) {}
 void LayerNorm::forward(const LayerNormForwardArgs& a) {
   call(norm_call(a));
 }
@@ -877,8 +963,8 @@ void LayerNorm::backward(const LayerNormBackwardArgs& a) {
 }
 
 RmsNorm::RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
-                 NormOptions options)
-    : Norm(ctx, {false, dtype, weight_dtype, width}, options) {}
+                 NormOptions options, const NormModelOptions& model)
+    : Norm(ctx, {false, dtype, weight_dtype, width, model}, options) {}
 void RmsNorm::forward(const RmsNormForwardArgs& a) {
   call(norm_call(a));
 }

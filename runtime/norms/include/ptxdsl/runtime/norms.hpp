@@ -12,10 +12,10 @@
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
 
-// The norms' host API: one object per (norm, dtype, weight dtype, width) (Norm; LayerNorm and
-// RmsNorm add typed calls), whose calls (NormCall: forward or backward) launch the right kernels
-// on device pointers. Objects build (or fetch from the module
-// cache) the kernels they need on first use: one JIT per (kernel, width, dtype, device) in the
+// The norms' host API: one object per (norm, dtype, weight dtype, width, model options) (Norm;
+// LayerNorm and RmsNorm add typed calls), whose calls (NormCall: forward or backward) launch the
+// right kernels on device pointers. Objects build (or fetch from the module cache) the kernels
+// they need on first use: one JIT per (kernel, width, dtype, model options, device) in the
 // program.
 //
 // Before any launch: batch 0 returns at once; null pointers, a stride below the width, a row count
@@ -77,12 +77,28 @@ struct NormOptions {
 // Which way a norm call goes.
 enum class Direction : std::uint8_t { Forward, Backward };
 
+// What a model's norm asks beyond the default (kernels::NormSpec's fields of the same names,
+// docs/kernels.md): each value is its own kernels. The defaults are today's norm.
+struct NormModelOptions {
+  // y = x̂·(weight_offset + w) (+ b), the sum in f32 (Gemma: 1); calls must give w.
+  float weight_offset = 0.0f;
+  kernels::Casting casting = kernels::Casting::None;  // where a forward rounds to the row dtype
+  // Per-head rows: row r of x, y, dy, dx (and residual, h, dh) starts at
+  // (r / row_groups)·stride + (r % row_groups)·group_stride elements; a call's stride is at
+  // least (row_groups − 1)·group_stride + width; vectors divide both strides. Row groups 1 takes
+  // group stride 0.
+  std::uint32_t row_groups = 1;
+  std::uint32_t group_stride = 0;
+  auto operator<=>(const NormModelOptions&) const = default;
+};
+
 // What a norm object is built for, and what a call without one is checked against.
 struct NormType {
   bool layer = true;                // layer norm; false: RMS norm
   DType dtype = DType::F16;         // x, y, dy, dx (and residual, h, dh)
   DType weight_dtype = DType::F16;  // w, b, dw, db: the dtype, or F32 with 16-bit rows
   std::uint32_t width = 0;          // elements a row
+  NormModelOptions model{};
   auto operator<=>(const NormType&) const = default;
 };
 
@@ -187,6 +203,12 @@ struct NormVariant {
   kernels::Outputs outputs = kernels::Outputs::All;  // the backward's
 };
 
+// The kernel spec of one direction and variant of a type: its kind, dtypes, width, variant and
+// model fields (the device, target and knobs at their defaults; an object sets them). Its entry
+// names and PTX, and so the module cache's key, differ wherever the type does. Needs no device.
+kernels::NormSpec norm_spec(const NormType& type, Direction direction,
+                            const NormVariant& variant = {});
+
 // The variant a call's views ask for (the calls take it so); throws ptxdsl::Error naming the view
 // that fits none (b without w, residual without h, db without dw, ...) or that the norm and
 // direction do not take. Needs no device.
@@ -197,10 +219,11 @@ NormVariant variant_of(const RmsNormForwardArgs& args);
 NormVariant variant_of(const RmsNormBackwardArgs& args);
 
 // What a call on an object of this type is refused for before the device is asked: the dtype
-// pair, the variant, the stride, the rows' span, views that are null, misaligned, too short or
-// overlapping an output, eps, a misaligned workspace. Throws ptxdsl::Error with the message the
-// call would give; at batch 0 (a call that returns at once), the dtype pair alone. Needs no
-// driver (the C ABI checks this before it loads one).
+// pair, the model options (row groups, weight offset), the variant (a weight offset needs w), the
+// stride (at least the row groups' span), the rows' span, views that are null, misaligned, too
+// short or overlapping an output, eps, a misaligned workspace. Throws ptxdsl::Error with the
+// message the call would give; at batch 0 (a call that returns at once), the dtype pair and the
+// model options alone. Needs no driver (the C ABI checks this before it loads one).
 void check_call(const NormType& type, const NormCall& call);
 void check_call(DType dtype, DType weight_dtype, std::uint32_t width,
                 const LayerNormForwardArgs& args);
@@ -250,7 +273,7 @@ class Norm {
 class LayerNorm : public Norm {
  public:
   LayerNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
-            NormOptions options = {});
+            NormOptions options = {}, const NormModelOptions& model = {});
 
   // y = (x − mean)·rstd·w + b per row (x + residual with the residual add); writes mean and rstd.
   void forward(const LayerNormForwardArgs& args);
@@ -261,7 +284,7 @@ class LayerNorm : public Norm {
 class RmsNorm : public Norm {
  public:
   RmsNorm(const Context& ctx, DType dtype, DType weight_dtype, std::uint32_t width,
-          NormOptions options = {});
+          NormOptions options = {}, const NormModelOptions& model = {});
 
   // y = x·rstd·w per row (x + residual with the residual add); writes rstd.
   void forward(const RmsNormForwardArgs& args);
