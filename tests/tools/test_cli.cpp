@@ -607,3 +607,32 @@ TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused w
   CHECK(none.err.find("affine none has no w") != std::string::npos);
 }
 #endif
+
+TEST_CASE("run and bench on a GPU take --weight-offset and --casting; row groups are refused",
+          "[tools]") {
+  // Without a GPU the driver is what stops them (not a refusal of the options); with one, the
+  // outputs pass against the float64 model of their variant.
+  for (const char* args :
+       {"run rms_fwd --batch 1 --width 1151 --dtype bf16 --weight-offset 1",
+        "run ln_bwd --batch 3 --width 1151 --dtype f16 --stride 1160 --weight-offset -0.5",
+        "run rms_fwd --batch 3 --width 1151 --dtype bf16 --casting llama --residual add",
+        "run rms_bwd --batch 3 --width 1151 --dtype bf16 --weight-dtype f32 --casting llama",
+        "run rms_fwd --batch 2 --width 64 --dtype f16 --casting gemma --weight-offset 1"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CAPTURE(r.err);
+    CHECK(r.err.find("does not take") == std::string::npos);
+    if (r.err.find("no CUDA driver") == std::string::npos) {
+      CHECK(r.status == 0);
+      CHECK(r.out.find("PASS") != std::string::npos);
+    }
+  }
+  const Result heads =
+      run_cli("bench rms_fwd --batch 4 --width 128 --dtype bf16 --row-groups 2 --group-stride 128");
+  CHECK(heads.status == 2);
+  CHECK(heads.err.find("--row-groups 2: run and bench on a GPU lay their rows --stride apart") !=
+        std::string::npos);
+  const Result suite = run_cli("bench --suite standard --casting llama");
+  CHECK(suite.status == 2);
+  CHECK(suite.err.find("--suite takes no --casting") != std::string::npos);
+}

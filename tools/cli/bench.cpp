@@ -614,6 +614,16 @@ class BenchCommand : public Command {
               flag));
         }
       }
+      for (const auto& [flag, value] : {std::pair{"--weight-offset", &options_.weight_offset},
+                                        std::pair{"--casting", &options_.casting},
+                                        std::pair{"--row-groups", &options_.row_groups},
+                                        std::pair{"--group-stride", &options_.group_stride}}) {
+        if (!value->empty()) {
+          throw UsageError(fmt::format(
+              "--suite takes no {}: its cases are the default norms; time one case to give it",
+              flag));
+        }
+      }
       for (const Shape& s : suite_ == "wide" ? wide_suite() : standard_suite()) {
         for (NormKind k : s.layer_norm ? std::vector{NormKind::LayerNormFwd, NormKind::LayerNormBwd}
                                        : std::vector{NormKind::RmsNormFwd, NormKind::RmsNormBwd}) {
@@ -639,6 +649,7 @@ class BenchCommand : public Command {
     if (options_.dtype.empty()) throw UsageError("--dtype is required without --suite");
     CaseResult r;
     r.spec = options_.spec();
+    options_.norm_options(r.spec);  // what the runtime cannot take, refused before the driver loads
     r.batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     if (!stride_.empty()) {
       r.stride =

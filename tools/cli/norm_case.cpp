@@ -254,7 +254,12 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                           ctx, o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype))));
     }
   }
-  norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width}, options);
+  const runtime::NormModelOptions model{.weight_offset = spec_.weight_offset,
+                                        .casting = spec_.casting,
+                                        .row_groups = spec_.row_groups,
+                                        .group_stride = spec_.group_stride};
+  norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width, model},
+                options);
 }
 
 GpuNorm::~GpuNorm() = default;

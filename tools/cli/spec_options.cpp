@@ -173,23 +173,15 @@ int SpecOptions::gpu_ordinal() const {
 }
 
 runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) const {
-  // The knobs are the named kernel's; the other direction of the runtime object keeps the
-  // heuristics' choices (and cannot refuse knobs meant for this one).
-  if (spec.weight_offset != 0.0f) {
-    throw UsageError(fmt::format(
-        "--weight-offset {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
-        weight_offset));
-  }
+  // The runtime takes row groups (NormModelOptions); the inputs run and bench make do not.
   if (spec.row_groups != 1) {
     throw UsageError(fmt::format(
-        "--row-groups {} is emit's and check's; the runtime does not take row groups yet",
+        "--row-groups {}: run and bench on a GPU lay their rows --stride apart; emit and check "
+        "take row groups",
         row_groups));
   }
-  if (spec.casting != kernels::Casting::None) {
-    throw UsageError(fmt::format(
-        "--casting {} runs on the CPU executor (run --cpu); the runtime does not take it yet",
-        casting));
-  }
+  // The knobs are the named kernel's; the other direction of the runtime object keeps the
+  // heuristics' choices (and cannot refuse knobs meant for this one).
   runtime::NormOptions o;
   if (kernels::is_backward(spec.kind)) {
     o.backward_knobs = spec.knobs;
