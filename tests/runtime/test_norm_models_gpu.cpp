@@ -1,0 +1,289 @@
+// The model options of a norm object (weight offset, casting, row groups) on a GPU: each variant's
+// forward and backward against the float64 model of its variant (kernels::norm_reference, what
+// the CPU executor's tests and `ptxdsl run` judge by), at odd shapes: batch 1, width 1151, rows
+// strided and per-head rows ending mid-group. Outputs are poisoned first; what lies between rows
+// must stay untouched.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu_support.hpp"
+#include "ptxdsl/kernels/check_outputs.hpp"
+#include "ptxdsl/kernels/inputs.hpp"
+#include "ptxdsl/kernels/reference.hpp"
+#include "ptxdsl/runtime.hpp"
+#include "ptxdsl/runtime/norms.hpp"
+
+using namespace ptxdsl;
+using namespace ptxdsl::runtime;
+
+namespace {
+
+constexpr double kEps = 1e-5;
+constexpr std::byte kPoison{0xFF};  // NaN in f32, f16 and bf16 alike
+
+struct ModelCase {
+  bool layer = false;
+  DType dtype = DType::BF16;
+  DType weight_dtype = DType::BF16;
+  std::uint32_t width = 1151;
+  std::uint32_t batch = 1;
+  std::uint32_t stride = 0;  // 0: the rows' span (the width without row groups)
+  NormModelOptions model{};
+  bool residual = false;  // the residual add (h in the dtype)
+
+  NormType type() const { return {layer, dtype, weight_dtype, width, model}; }
+  std::uint32_t row_stride() const {
+    return stride != 0 ? stride : (model.row_groups - 1) * model.group_stride + width;
+  }
+  std::size_t row_start(std::uint32_t r) const {
+    return std::size_t{r / model.row_groups} * row_stride() +
+           std::size_t{r % model.row_groups} * model.group_stride;
+  }
+  std::size_t elements() const { return row_start(batch - 1) + width; }
+  std::string describe() const {
+    std::ostringstream s;
+    s << (layer ? "layer norm " : "RMS norm ") << kernels::dtype_name(dtype) << " (weights "
+      << kernels::dtype_name(weight_dtype) << "), width " << width << ", batch " << batch
+      << ", stride " << row_stride() << ", weight offset " << model.weight_offset << ", casting "
+      << kernels::casting_name(model.casting) << ", row groups " << model.row_groups << " × "
+      << model.group_stride << (residual ? ", residual add" : "");
+    return s.str();
+  }
+};
+
+// Dense rows (`width` apart) placed at the case's row starts; the rest poison.
+std::vector<std::byte> scatter(const ModelCase& c, const kernels::HostTensor& dense) {
+  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(dense.dtype));
+  std::vector<std::byte> out(c.elements() * e, kPoison);
+  for (std::uint32_t r = 0; r < c.batch; ++r) {
+    std::copy_n(dense.bytes.begin() + static_cast<std::ptrdiff_t>(std::size_t{r} * c.width * e),
+                c.width * e, out.begin() + static_cast<std::ptrdiff_t>(c.row_start(r) * e));
+  }
+  return out;
+}
+
+struct Rows {
+  std::vector<float> dense;
+  std::size_t padding_written = 0;  // bytes between rows no longer the poison
+};
+Rows gather(const ModelCase& c, std::vector<std::byte> bytes, DType d) {
+  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(d));
+  Rows rows;
+  const std::vector<float> all = kernels::to_floats(bytes, d);
+  for (std::uint32_t r = 0; r < c.batch; ++r) {
+    const std::size_t at = c.row_start(r);
+    rows.dense.insert(rows.dense.end(), all.begin() + static_cast<std::ptrdiff_t>(at),
+                      all.begin() + static_cast<std::ptrdiff_t>(at + c.width));
+    std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(at * e), c.width * e, kPoison);
+  }
+  rows.padding_written = static_cast<std::size_t>(
+      std::count_if(bytes.begin(), bytes.end(), [](std::byte b) { return b != kPoison; }));
+  return rows;
+}
+
+DeviceBuffer<std::byte> upload(const Context& ctx, const std::vector<std::byte>& bytes) {
+  return DeviceBuffer<std::byte>(ctx, std::span<const std::byte>(bytes));
+}
+DeviceBuffer<std::byte> poisoned(const Context& ctx, std::size_t bytes) {
+  DeviceBuffer<std::byte> b(ctx, bytes);
+  fill_u8(ctx, b.address(), 0xFF, bytes);
+  return b;
+}
+DeviceView view(const DeviceBuffer<std::byte>& b, DType d) {
+  return DeviceView(b.address(), b.bytes(), static_cast<std::uint32_t>(kernels::dtype_bytes(d)));
+}
+
+// One output against its model by the one accuracy rule.
+void check_output(const kernels::NormProblem& problem, const char* name, DType d,
+                  const std::vector<float>& got, const std::vector<double>& want) {
+  const kernels::NormOutput out[] = {{name, d, got, want}};
+  const kernels::OutputVerdict v = kernels::check_outputs(problem, out).outputs[0];
+  INFO(name << ": " << v.failures << " over their bound, " << v.nonfinite
+            << " non-finite; worst at " << v.worst << ": got " << v.got << ", want " << v.want
+            << ", error " << v.error << ", bound " << v.bound);
+  CHECK(v.pass);
+}
+
+void run_model_case(const Context& ctx, const ModelCase& c) {
+  INFO(c.describe());
+  const NormType type = c.type();
+  const kernels::Residual residual = c.residual ? kernels::Residual::Add : kernels::Residual::None;
+  // The models of the dense problem: the row groups change where rows lie, not their numbers.
+  kernels::NormSpec forward = norm_spec(type, Direction::Forward, {.residual = residual});
+  kernels::NormSpec backward = norm_spec(type, Direction::Backward, {.residual = residual});
+  for (kernels::NormSpec* s : {&forward, &backward}) {
+    s->row_groups = 1;
+    s->group_stride = 0;
+  }
+  const kernels::NormInputs in = kernels::make_inputs(forward, c.batch, c.width, 48);
+  const kernels::NormReference fref = kernels::norm_reference(forward, in, kEps);
+  const kernels::NormReference bref = kernels::norm_reference(backward, in, kEps);
+  const kernels::NormProblem fproblem = kernels::norm_problem(forward, in, fref, kEps);
+  const kernels::NormProblem bproblem = kernels::norm_problem(backward, in, bref, kEps);
+
+  const std::size_t row_bytes =
+      c.elements() * static_cast<std::size_t>(kernels::dtype_bytes(c.dtype));
+  const std::size_t weight_bytes =
+      std::size_t{c.width} * static_cast<std::size_t>(kernels::dtype_bytes(c.weight_dtype));
+  const DType d = c.dtype, wd = c.weight_dtype, f32 = DType::F32;
+  const DeviceBuffer<std::byte> x = upload(ctx, scatter(c, in.x));
+  const DeviceBuffer<std::byte> dy = upload(ctx, scatter(c, in.dy));
+  const DeviceBuffer<std::byte> w = upload(ctx, in.w.bytes);
+  const DeviceBuffer<std::byte> b = c.layer ? upload(ctx, in.b.bytes) : DeviceBuffer<std::byte>{};
+  DeviceBuffer<std::byte> res, dh;
+  if (c.residual) {
+    res = upload(ctx, scatter(c, in.residual));
+    dh = upload(ctx, scatter(c, in.dh));
+  }
+  const auto per_row = [&](const std::vector<double>& v) {
+    return upload(ctx, kernels::from_floats(kernels::to_f32(v), f32));
+  };
+  const DeviceBuffer<std::byte> mean_in = c.layer ? per_row(bref.mean) : DeviceBuffer<std::byte>{};
+  const DeviceBuffer<std::byte> rstd_in = per_row(bref.rstd);
+  DeviceBuffer<std::byte> y = poisoned(ctx, row_bytes), h = poisoned(ctx, row_bytes),
+                          dx = poisoned(ctx, row_bytes), dw = poisoned(ctx, weight_bytes),
+                          db = poisoned(ctx, weight_bytes), mean = poisoned(ctx, 4 * c.batch),
+                          rstd = poisoned(ctx, 4 * c.batch);
+  const auto if_layer = [&](const DeviceBuffer<std::byte>& buf, DType dt) {
+    return c.layer ? view(buf, dt) : DeviceView{};
+  };
+  const auto if_residual = [&](const DeviceBuffer<std::byte>& buf) {
+    return c.residual ? view(buf, d) : DeviceView{};
+  };
+
+  Norm norm(ctx, type);
+  norm.call({.direction = Direction::Forward,
+             .x = view(x, d),
+             .w = view(w, wd),
+             .b = if_layer(b, wd),
+             .y = view(y, d),
+             .mean = if_layer(mean, f32),
+             .rstd = view(rstd, f32),
+             .residual = if_residual(res),
+             .h = if_residual(h),
+             .batch = c.batch,
+             .stride = c.row_stride(),
+             .eps = static_cast<float>(kEps)});
+  const std::uint32_t forward_vec = norm.last_vector_elems();
+  norm.call({.direction = Direction::Backward,
+             .x = view(x, d),
+             .w = view(w, wd),
+             .mean = if_layer(mean_in, f32),
+             .rstd = view(rstd_in, f32),
+             .dy = view(dy, d),
+             .dx = view(dx, d),
+             .dw = view(dw, wd),
+             .db = if_layer(db, wd),
+             .dh = if_residual(dh),
+             .batch = c.batch,
+             .stride = c.row_stride()});
+  const std::uint32_t backward_vec = norm.last_vector_elems();
+  ctx.synchronize();
+
+  // Vectors divide both strides, so every row starts on one.
+  const std::uint32_t steps = std::gcd(c.row_stride(), c.model.group_stride);
+  CHECK(steps % forward_vec == 0);
+  CHECK(steps % backward_vec == 0);
+  const Rows y_rows = gather(c, y.to_host(), d);
+  check_output(fproblem, "y", d, y_rows.dense, fref.y);
+  CHECK(y_rows.padding_written == 0);
+  check_output(fproblem, "rstd", f32, kernels::to_floats(rstd.to_host(), f32), fref.rstd);
+  if (c.layer) {
+    check_output(fproblem, "mean", f32, kernels::to_floats(mean.to_host(), f32), fref.mean);
+  }
+  if (c.residual) {
+    const Rows h_rows = gather(c, h.to_host(), d);
+    check_output(fproblem, "h", d, h_rows.dense, fref.h);
+    CHECK(h_rows.padding_written == 0);
+  }
+  const Rows dx_rows = gather(c, dx.to_host(), d);
+  check_output(bproblem, "dx", d, dx_rows.dense, bref.dx);
+  CHECK(dx_rows.padding_written == 0);
+  check_output(bproblem, "dw", wd, kernels::to_floats(dw.to_host(), wd), bref.dw);
+  if (c.layer) check_output(bproblem, "db", wd, kernels::to_floats(db.to_host(), wd), bref.db);
+}
+
+}  // namespace
+
+TEST_CASE("weight offset and casting match their float64 models on a GPU, at odd shapes",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  using kernels::Casting;
+  const ModelCase cases[] = {
+      // Gemma: RMS norm, 1 + w, rounded once; one row.
+      {.model = {.weight_offset = 1.0f, .casting = Casting::Gemma}},
+      // Llama: x̂ rounded to bf16 before ×w, the residual add's h normalized as stored.
+      {.dtype = DType::BF16,
+       .weight_dtype = DType::F32,
+       .batch = 37,
+       .stride = 1160,
+       .model = {.casting = Casting::Llama},
+       .residual = true},
+      {.dtype = DType::F16,
+       .weight_dtype = DType::F16,
+       .batch = 3,
+       .stride = 1153,
+       .model = {.casting = Casting::Llama}},
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F16,
+       .batch = 3,
+       .stride = 1153,
+       .model = {.weight_offset = -0.5f}},
+      {.layer = true,
+       .dtype = DType::BF16,
+       .weight_dtype = DType::F32,
+       .batch = 129,
+       .model = {.casting = Casting::Llama}},
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F32,
+       .batch = 1,
+       .stride = 1155,
+       .model = {.weight_offset = 1.0f, .casting = Casting::Gemma},
+       .residual = true},
+      {.dtype = DType::F32,
+       .weight_dtype = DType::F32,
+       .batch = 5,
+       .model = {.weight_offset = 1.0f, .casting = Casting::Llama}},
+  };
+  for (const ModelCase& c : cases) run_model_case(ctx, c);
+}
+
+TEST_CASE("per-head rows (row groups) match the float64 model on a GPU, ending mid-group",
+          "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  const ModelCase cases[] = {
+      // QK-norm: 32 heads of 128 with a gap of 8, tokens 8 elements beyond their heads, 70 rows
+      // (2 tokens and 6 heads), Gemma's offset.
+      {.width = 128,
+       .batch = 70,
+       .stride = 32 * 136 + 8,
+       .model = {.weight_offset = 1.0f, .row_groups = 32, .group_stride = 136}},
+      // Width 1151, 3 groups 1155 apart (vectors of 1), one row and seven.
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F16,
+       .batch = 1,
+       .model = {.row_groups = 3, .group_stride = 1155}},
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F32,
+       .batch = 7,
+       .stride = 3 * 1155 + 1,
+       .model = {.casting = kernels::Casting::Gemma, .row_groups = 3, .group_stride = 1155},
+       .residual = true},
+      {.dtype = DType::BF16,
+       .weight_dtype = DType::BF16,
+       .batch = 9,
+       .stride = 4 * 1152,
+       .model = {.casting = kernels::Casting::Llama, .row_groups = 4, .group_stride = 1152}},
+  };
+  for (const ModelCase& c : cases) run_model_case(ctx, c);
+}
