@@ -1573,3 +1573,23 @@ TEST_CASE("quantized forward: a row of zeros has scale 0 and zeros; an outlier t
     }
   }
 }
+
+TEST_CASE("quantized forward: rows past 64 KiB read again on devices without clusters",
+          "[executor][norm]") {
+  // l40s (sm_89) and a100 (sm_80) hold no such row: y is taken from x read again (int8: FP8
+  // needs sm_90, whose devices split such rows over a cluster).
+  for (const auto& [device, arch, quant] :
+       {std::tuple{"l40s", Arch::Sm89, Quant::Int8}, {"a100", Arch::Sm80, Quant::Int8}}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      INFO(device << " quant " << quant_name(quant));
+      NormSpec spec = spec_of(kind, DType::BF16, 100001);
+      spec.device = device_preset(device);
+      spec.arch = arch;
+      spec.ptx_version = default_ptx_version(arch);
+      spec.residual = Residual::Add;
+      spec.quant = quant;
+      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 100003, 0, 0);
+      run_batch(build_norm(spec), 2, 100003);
+    }
+  }
+}

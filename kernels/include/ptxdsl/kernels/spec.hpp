@@ -44,7 +44,7 @@ enum class Casting { None, Llama, Gemma };
 // A forward's quantized output (docs/kernels.md, "Quantized output"): y (f32, before its final
 // rounding) divided by a per-token scale, absmax(y) / the format's largest value, rounded to
 // nearest even and saturated; y_scale holds the scale, one f32 a row (0 for a row of zeros).
-// y is written in the format alone. FP8 needs sm_89; int8 is symmetric, [-127, 127].
+// y is written in the format alone. FP8 needs sm_90; int8 is symmetric, [-127, 127].
 enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8 };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
