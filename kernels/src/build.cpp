@@ -74,8 +74,9 @@ void check_variant(const NormSpec& spec) {
                             static_cast<int>(spec.casting)));
   }
   if (quant_name(spec.quant) == "?") {
-    throw Error(fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value {}",
-                            static_cast<int>(spec.quant)));
+    throw Error(
+        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value {}",
+                    static_cast<int>(spec.quant)));
   }
   if (spec.quant != Quant::None && is_backward(spec.kind)) {
     throw Error(fmt::format("quant {} is a forward's output; {} is a backward",
@@ -83,9 +84,10 @@ void check_variant(const NormSpec& spec) {
   }
   // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
   if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
-    throw Error(fmt::format("quant {} converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, "
-                            "got {}",
-                            quant_name(spec.quant), arch_name(spec.arch)));
+    throw Error(
+        fmt::format("quant {} converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, "
+                    "got {}",
+                    quant_name(spec.quant), arch_name(spec.arch)));
   }
   if (!std::isfinite(spec.weight_offset)) {
     throw Error(fmt::format("weight offset must be a finite number (Gemma's is 1), got {}",

@@ -250,7 +250,8 @@ void ForwardBuilder::make_scratch() {
   if (T > 32) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
-    if (spec.quant != Quant::None) absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
+    if (spec.quant != Quant::None)
+      absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
   }
 }
 

@@ -12,7 +12,7 @@ struct Minifloat {
   int mantissa_bits, bias;
   std::uint8_t max_code;
 };
-constexpr Minifloat kE4m3{3, 7, 0x7E};  // S.1111.111 is NaN; no infinity
+constexpr Minifloat kE4m3{3, 7, 0x7E};   // S.1111.111 is NaN; no infinity
 constexpr Minifloat kE5m2{2, 15, 0x7B};  // S.11111.00 is infinity
 
 const Minifloat& format_of(Quant quant) {

@@ -104,7 +104,8 @@ void check_quantized(const NormSpec& spec, const NormReference& ref,
     INFO("row " << r << " scale " << scale[r] << " want " << want.scale[r]);
     CHECK(std::fabs(scale[r] - want.scale[r]) <= 1e-5f * want.scale[r]);
     for (std::uint32_t i = 0; i < width; ++i) {
-      const std::uint8_t got = q[std::size_t{r} * stride + i], w = want.q[std::size_t{r} * width + i];
+      const std::uint8_t got = q[std::size_t{r} * stride + i],
+                         w = want.q[std::size_t{r} * width + i];
       if (got != w) ++differ;
       if (quant_steps(spec.quant, got, w) > 1 || (want.scale[r] == 0.0f && got != w)) ++far;
     }
@@ -121,12 +122,10 @@ void check_quantized(const NormSpec& spec, const NormReference& ref,
 // `threads` host threads: a kernel whose rows come from a counter (row_order tickets) must leave it
 // at zero for the next launch.
 // Returns the last launch's outputs, by name, as the kernel wrote them.
-std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, std::uint32_t batch,
-                                                        std::uint32_t stride, float x_offset = 0.0f,
-                                                        std::uint32_t launches = 1,
-                                                        unsigned threads = 1,
-                                                        const std::function<void(std::vector<float>&)>&
-                                                            edit_x = {}) {
+std::map<std::string, std::vector<std::byte>> run_batch(
+    const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride, float x_offset = 0.0f,
+    std::uint32_t launches = 1, unsigned threads = 1,
+    const std::function<void(std::vector<float>&)>& edit_x = {}) {
   const NormSpec& spec = built.spec;
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
@@ -1544,8 +1543,9 @@ TEST_CASE("quantized forward (fp8 or int8 y and per-token scales) against its mo
   run_quant(NormKind::RmsNormFwd, DType::BF16);
 }
 
-TEST_CASE("quantized forward: a row of zeros has scale 0 and zeros; an outlier takes the largest code",
-          "[executor][norm]") {
+TEST_CASE(
+    "quantized forward: a row of zeros has scale 0 and zeros; an outlier takes the largest code",
+    "[executor][norm]") {
   for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
     for (const DType dtype : kDtypes) {
       INFO("quant " << quant_name(quant));
@@ -1590,6 +1590,22 @@ TEST_CASE("quantized forward: rows past 64 KiB read again on devices without clu
       spec.quant = quant;
       spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 100003, 0, 0);
       run_batch(build_norm(spec), 2, 100003);
+    }
+  }
+}
+
+TEST_CASE("quantized forward: persistent CTAs walking rows (prefetch_rows 2), shared weights",
+          "[executor][norm]") {
+  // Each row's absmax through its own scratch, row after row, with the rows ahead in flight.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (const bool shared : {false, true}) {
+      NormSpec spec = spec_of(kind, DType::BF16, 4097);
+      spec.quant = Quant::Fp8E4m3;
+      spec.residual = Residual::Add;
+      spec.knobs.prefetch_rows = 2;
+      spec.knobs.shared_weights = shared;
+      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 4106, 0, 0);
+      run_batch(build_norm(spec), 17, 4106);
     }
   }
 }

@@ -504,9 +504,9 @@ TEST_CASE("quantized outputs assemble without spills", "[ptxas]") {
           if (arch != Arch::Sm90 && quant != Quant::Int8) continue;  // FP8: sm_90
           for (Residual residual : {Residual::None, Residual::Add}) {
             Group g;
-            g.label = fmt::format("quant {}: {} {} {} residual {}", quant_name(quant),
-                                  kind_name(kind), dtype_name(dtype), arch_name(arch),
-                                  residual_name(residual));
+            g.label =
+                fmt::format("quant {}: {} {} {} residual {}", quant_name(quant), kind_name(kind),
+                            dtype_name(dtype), arch_name(arch), residual_name(residual));
             // Up to the widest row one CTA holds (64 KiB).
             for (std::uint32_t width : {1u, 1151u, 4097u, 65536u / dtype_bytes(dtype)}) {
               NormSpec spec = spec_of(kind, dtype, width);

@@ -353,8 +353,9 @@ TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the 
   wide.quant = Quant::Fp8E4m3;
   REQUIRE_NOTHROW(validate(wide));
   wide.width = 17408;
-  REQUIRE_THROWS_WITH(validate(wide), Catch::Contains("width 17408 (69632 bytes of f32) splits over "
-                                                      "a cluster of"));
+  REQUIRE_THROWS_WITH(validate(wide),
+                      Catch::Contains("width 17408 (69632 bytes of f32) splits over "
+                                      "a cluster of"));
   REQUIRE_THROWS_WITH(parse_quant("fp4"),
                       "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'");
   CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
