@@ -608,7 +608,7 @@ TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused w
 }
 #endif
 
-TEST_CASE("--quant: the forward's quantized output, named, refused where it does not apply",
+TEST_CASE("the quant option: the quantized forward, named, refused where it does not apply",
           "[tools]") {
   const Result fp8 = run_cli("emit --json rms_fwd --width 4096 --dtype bf16 --quant fp8-e4m3");
   REQUIRE(fp8.status == 0);
