@@ -73,6 +73,22 @@ void check_variant(const NormSpec& spec) {
     throw Error(fmt::format("casting must be one of none, llama, gemma, got enum value {}",
                             static_cast<int>(spec.casting)));
   }
+  if (quant_name(spec.quant) == "?") {
+    throw Error(
+        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value {}",
+                    static_cast<int>(spec.quant)));
+  }
+  if (spec.quant != Quant::None && is_backward(spec.kind)) {
+    throw Error(fmt::format("quant {} is a forward's output; {} is a backward",
+                            quant_name(spec.quant), kind_name(spec.kind)));
+  }
+  // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
+  if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
+    throw Error(
+        fmt::format("quant {} converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, "
+                    "got {}",
+                    quant_name(spec.quant), arch_name(spec.arch)));
+  }
   if (!std::isfinite(spec.weight_offset)) {
     throw Error(fmt::format("weight offset must be a finite number (Gemma's is 1), got {}",
                             spec.weight_offset));
@@ -204,6 +220,14 @@ void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
           "this plan keeps some of a {}-wide row's in global memory: it takes none",
           *kn.partial_cluster, spec.width));
     }
+  }
+  if (spec.quant != Quant::None && p.cluster_ctas > 1) {
+    throw Error(fmt::format(
+        "quant {} takes absmax over a row held by one CTA; width {} ({} bytes of {}) splits "
+        "over a cluster of {} CTAs on {}: quantized rows stop at the widest one CTA holds "
+        "(64 KiB on h100 and h200)",
+        quant_name(spec.quant), spec.width, spec.width * dtype_bytes(spec.dtype),
+        dtype_name(spec.dtype), p.cluster_ctas, spec.device.name));
   }
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(

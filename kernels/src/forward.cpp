@@ -23,11 +23,27 @@ struct ForwardParams {
   GlobalDPtr x;
   std::optional<GlobalDPtr> residual, w, b;
   GlobalDPtr y;
+  std::optional<GlobalPtr<F32>> y_scale;  // a quantized y's per-token scales
   std::optional<GlobalDPtr> h, mean;
   GlobalDPtr rstd;
   Reg<U32> batch, stride;
   Reg<F32> eps;
 };
+
+// A quantized y's element type.
+ScalarType output_type(const NormSpec& spec) {
+  switch (spec.quant) {
+    case Quant::Fp8E4m3:
+      return ScalarType::E4M3;
+    case Quant::Fp8E5m2:
+      return ScalarType::E5M2;
+    case Quant::Int8:
+      return ScalarType::S8;
+    case Quant::None:
+      break;
+  }
+  return element_type(spec.dtype);
+}
 
 ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   const GlobalDPtr x = param_dptr(k, NormArg::X, spec.dtype);
@@ -35,14 +51,18 @@ ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   if (has_residual(spec)) residual = param_dptr(k, NormArg::Residual, residual_dtype(spec));
   if (has_weight(spec)) w = param_dptr(k, NormArg::W, spec.weight_dtype);
   if (has_bias(spec)) b = param_dptr(k, NormArg::B, spec.weight_dtype);
-  const GlobalDPtr y = param_dptr(k, NormArg::Y, spec.dtype);
+  const GlobalDPtr y = spec.quant == Quant::None
+                           ? param_dptr(k, NormArg::Y, spec.dtype)
+                           : ptxdsl::param_dptr(k, arg_name(NormArg::Y), output_type(spec));
+  std::optional<GlobalPtr<F32>> y_scale;
+  if (spec.quant != Quant::None) y_scale = param_dptr(k, NormArg::YScale, DType::F32).p.as<F32>();
   if (residual) h = param_dptr(k, NormArg::H, residual_dtype(spec));
   if (spec.kind == NormKind::LayerNormFwd) mean = param_dptr(k, NormArg::Mean, DType::F32);
   const GlobalDPtr rstd = param_dptr(k, NormArg::Rstd, DType::F32);
   const Reg<U32> batch = k.param<U32>(arg_name(NormArg::Batch));
   const Reg<U32> stride = k.param<U32>(arg_name(NormArg::Stride));
   const Reg<F32> eps = k.param<F32>(arg_name(NormArg::Eps));
-  return {x, residual, w, b, y, h, mean, rstd, batch, stride, eps};
+  return {x, residual, w, b, y, y_scale, h, mean, rstd, batch, stride, eps};
 }
 
 Kernel& start_kernel(Module& m, const NormSpec& spec, const Plan& plan) {
@@ -170,7 +190,9 @@ class ForwardBuilder {
   HeldWeights load_early_weights();
   RowStats statistics(RowPass& r, const RowSums& sums);
   void write_statistics(Reg<U32> row, std::optional<Pred> row_ok, const RowStats& stats);
-  void store_normalized(RowPass& r, Reg<U32> row, const HeldWeights& early, const RowStats& stats);
+  void store_normalized(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok,
+                        const HeldWeights& early, const RowStats& stats);
+  Reg<F32> quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak);
   void copy_weights_in();
   void walk_rows();
 
@@ -214,6 +236,9 @@ class ForwardBuilder {
   const bool persistent;
   SharedPtr<F32> scratch{};
   std::optional<Reg<U32>> scratch_offset;
+  // The quantized output's absmax reduction: a buffer of its own, so that it needs no barrier
+  // beyond the statistics' (which every warp passes between two rows' absmax).
+  SharedPtr<F32> absmax_scratch{};
 };
 
 // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
@@ -225,6 +250,8 @@ void ForwardBuilder::make_scratch() {
   if (T > 32) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
+    if (spec.quant != Quant::None)
+      absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
   }
 }
 
@@ -273,7 +300,7 @@ void ForwardBuilder::normalize_row(Reg<U32> row, std::optional<Pred> row_ok) {
   const HeldWeights early = load_early_weights();
   const RowStats stats = statistics(r, sums);
   write_statistics(row, row_ok, stats);
-  store_normalized(r, row, early, stats);
+  store_normalized(r, row, row_ok, early, stats);
 }
 
 // Σx (layer norm) or Σx² (RMS) while the loads land; with one_pass_stats, Σ(x − x₀) and
@@ -379,9 +406,10 @@ void ForwardBuilder::write_statistics(Reg<U32> row, std::optional<Pred> row_ok,
 
 // y = (x − mean)·rstd·w + b, or x·rstd·w (without b or w as the affine variant has them; w with
 // the weight offset added, x̂ rounded as the casting says); w and b come from L1 (read by every
-// row), or from shared memory, or held since the row's loads.
-void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeights& early,
-                                      const RowStats& stats) {
+// row), or from shared memory, or held since the row's loads. A quantized output takes y twice:
+// its absmax first, then y / scale in the format.
+void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok,
+                                      const HeldWeights& early, const RowStats& stats) {
   xt.reread_with(hints.row_rereads);
   const auto [w_col, b_col] = weight_columns();
   const auto weights = [&](const GlobalDPtr& col, const std::optional<SharedDPtr>& in_shared,
@@ -394,40 +422,86 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, const HeldWeight
     const GlobalDPtr at_chunk = shifted(k, col, shift, per_chunk);
     return decode_chunk(k, columns, j, issue_chunk(k, columns, at_chunk, j, hints.weight_loads));
   };
+  const auto y_of = [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+    const auto held = shift ? early.end() : early.find(j);
+    const bool is_held = held != early.end();
+    Values wv;
+    if (w_col) {
+      wv = applied_weights(k, spec,
+                           is_held ? decode_chunk(k, columns, j, held->second.first)
+                                   : weights(*w_col, shared.w, j, shift));
+    }
+    Values bv;
+    if (b_col) {
+      bv = is_held ? decode_chunk(k, columns, j, *held->second.second)
+                   : weights(*b_col, shared.b, j, shift);
+    }
+    const Values xv = row_values(r, j, shift);
+    const auto normalized = [&](std::size_t e) {
+      return ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
+    };
+    Values out;
+    for_each_xhat(k, spec, xv.size(), normalized, [&](std::size_t e, Reg<F32> xhat) {
+      if (b_col) {
+        out.push_back(k.fma(xhat, wv[e], bv[e]));
+      } else if (w_col) {
+        out.push_back(k.mul(xhat, wv[e]));
+      } else {
+        out.push_back(xhat);
+      }
+    });
+    return out;
+  };
   const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
+  std::optional<Reg<F32>> divisor;
+  if (spec.quant != Quant::None) {
+    // |y| of the row's columns (past the width y need not be 0: the mean, the weight offset).
+    const Reg<F32> peak = k.mov<F32>(0.0f);
+    for_each_chunk(
+        k, fence_all(xt.loop_keys()), plan.loop_group,
+        [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
+          const Values y = y_of(j, shift);
+          Reg<U32> chunk_column = first_column;
+          if (shift) chunk_column = k.mad(*shift, per_chunk, first_column);
+          for (std::size_t e = 0; e < y.size(); ++e) {
+            const Reg<U32> column =
+                k.add(chunk_column, static_cast<std::uint32_t>(map.chunk_offset(j) + e));
+            const Pred inside = k.setp(Cmp::Lt, column, spec.width);
+            k.mov(peak, k.selp(k.max(peak, k.abs(y[e])), peak, inside));
+          }
+        },
+        fence);
+    divisor = quant_divisor(row, row_ok, peak);
+    xt.reread_with(hints.row_rereads);
+  }
   for_each_chunk(
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-        const auto held = shift ? early.end() : early.find(j);
-        const bool is_held = held != early.end();
-        Values wv;
-        if (w_col) {
-          wv = applied_weights(k, spec,
-                               is_held ? decode_chunk(k, columns, j, held->second.first)
-                                       : weights(*w_col, shared.w, j, shift));
-        }
-        Values bv;
-        if (b_col) {
-          bv = is_held ? decode_chunk(k, columns, j, *held->second.second)
-                       : weights(*b_col, shared.b, j, shift);
-        }
-        const Values xv = row_values(r, j, shift);
-        const auto normalized = [&](std::size_t e) {
-          return ln ? k.mul(k.sub(xv[e], *stats.mean), stats.rstd) : k.mul(xv[e], stats.rstd);
-        };
-        Values out;
-        for_each_xhat(k, spec, xv.size(), normalized, [&](std::size_t e, Reg<F32> xhat) {
-          if (b_col) {
-            out.push_back(k.fma(xhat, wv[e], bv[e]));
-          } else if (w_col) {
-            out.push_back(k.mul(xhat, wv[e]));
-          } else {
-            out.push_back(xhat);
+        Values out = y_of(j, shift);
+        if (divisor) {
+          for (Reg<F32>& v : out) {
+            v = k.div(v, *divisor);
+            // int8 is symmetric: -128 is never written (the cvt's .sat stops at -128).
+            if (spec.quant == Quant::Int8) v = k.max(k.min(v, 127.0f), -127.0f);
           }
-        });
+        }
         store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
       },
       fence);
+}
+
+// The row's absmax over its group (its own scratch), the scale absmax / the format's largest
+// value written by lane 0, and what y is divided by: the scale, or 1 for a row of zeros (whose
+// y / 1 is 0, where y / 0 would be NaN).
+Reg<F32> ForwardBuilder::quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak) {
+  const Reg<F32> peaks[] = {peak};
+  const Reg<F32> absmax =
+      group_reduce(k, peaks, Reduction::max(), T, plan.block(), cta.tid, absmax_scratch)[0];
+  const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
+  Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
+  if (row_ok) writer = k.and_(writer, *row_ok);
+  k.predicated(writer, [&] { k.st(k.index(*p.y_scale, row), scale); });
+  return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
 }
 
 // shared_weights: the thread's columns of w and b, copied while the first rows load. With one

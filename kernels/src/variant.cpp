@@ -31,6 +31,10 @@ constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
 constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
 constexpr std::string_view kOutputsNames[] = {"all", "dx"};
 constexpr std::string_view kCastingNames[] = {"none", "llama", "gemma"};
+constexpr std::string_view kQuantNames[] = {"none", "fp8-e4m3", "fp8-e5m2", "int8"};
+constexpr std::string_view kQuantSuffixes[] = {"", "_qe4m3", "_qe5m2", "_qi8"};
+// Each format's largest finite value (int8: symmetric, so -128 is never written).
+constexpr float kQuantMax[] = {0.0f, 448.0f, 57344.0f, 127.0f};
 
 }  // namespace
 
@@ -58,6 +62,16 @@ std::string_view casting_name(Casting c) {
 }
 Casting parse_casting(std::string_view name) {
   return parse_name<Casting>(name, kCastingNames, "casting");
+}
+
+std::string_view quant_name(Quant q) {
+  return name_of(q, kQuantNames);
+}
+Quant parse_quant(std::string_view name) {
+  return parse_name<Quant>(name, kQuantNames, "quant");
+}
+float quant_max(Quant q) {
+  return kQuantMax[static_cast<std::size_t>(q)];
 }
 
 float parse_weight_offset(std::string_view text) {
@@ -120,6 +134,7 @@ std::string variant_suffix(const NormSpec& spec) {
     }
   }
   if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
+  if (quant_name(spec.quant) != "?") s += kQuantSuffixes[static_cast<std::size_t>(spec.quant)];
   if (spec.row_groups != 1) s += fmt::format("_g{}x{}", spec.row_groups, spec.group_stride);
   return s;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -21,6 +22,7 @@
 #include <ptxdsl/kernels/norm.hpp>
 
 #include <ptxdsl/kernels/check_outputs.hpp>
+#include <ptxdsl/kernels/quantize_reference.hpp>
 #include <ptxdsl/kernels/reference.hpp>
 #include "../kernels/occurrences.hpp"
 #include "../kernels/spec_of.hpp"
@@ -73,7 +75,7 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& 
   const std::size_t batch = ref.rstd.size(), width = spec.width;
   std::vector<Output> outs;
   if (!is_backward(spec.kind)) {
-    outs.push_back({"y", spec.dtype, rows, ref.y});
+    if (spec.quant == Quant::None) outs.push_back({"y", spec.dtype, rows, ref.y});
     if (!ref.mean.empty()) outs.push_back({"mean", DType::F32, batch, ref.mean});
     outs.push_back({"rstd", DType::F32, batch, ref.rstd});
     if (!ref.h.empty()) outs.push_back({"h", residual_dtype(spec), rows, ref.h});
@@ -87,16 +89,43 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& 
   return outs;
 }
 
+// A quantized y and its scales against the model (quantize_rows) of the reference's y in f32: the
+// scales within the norm's f32 error (1e-5 relative), each code at most one step from the model's
+// (where the kernel's f32 y and the float64 one round to different sides of a tie of the format)
+// and all but 1% of them (and every one of a row of zeros) bit-exact.
+void check_quantized(const NormSpec& spec, const NormReference& ref,
+                     const std::vector<std::uint8_t>& q, const std::vector<float>& scale,
+                     std::uint32_t batch, std::uint32_t stride) {
+  const std::uint32_t width = spec.width;
+  const std::vector<float> y(ref.y.begin(), ref.y.end());
+  const QuantizedRows want = quantize_rows(spec.quant, y, batch, width);
+  std::size_t differ = 0, far = 0;
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    INFO("row " << r << " scale " << scale[r] << " want " << want.scale[r]);
+    CHECK(std::fabs(scale[r] - want.scale[r]) <= 1e-5f * want.scale[r]);
+    for (std::uint32_t i = 0; i < width; ++i) {
+      const std::uint8_t got = q[std::size_t{r} * stride + i],
+                         w = want.q[std::size_t{r} * width + i];
+      if (got != w) ++differ;
+      if (quant_steps(spec.quant, got, w) > 1 || (want.scale[r] == 0.0f && got != w)) ++far;
+    }
+  }
+  INFO("quant " << quant_name(spec.quant) << ": " << differ << " codes differ, " << far
+                << " by more than a step");
+  CHECK(far == 0);
+  CHECK(differ <= std::size_t{batch} * width / 100);
+}
+
 // Runs every step of `built` for one batch and checks every output.
 // `x_offset` moves every x (rows far from zero test the statistics' precision).
 // `launches` > 1 runs the norm again on the same workspace, outputs poisoned again each time, on
 // `threads` host threads: a kernel whose rows come from a counter (row_order tickets) must leave it
 // at zero for the next launch.
 // Returns the last launch's outputs, by name, as the kernel wrote them.
-std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, std::uint32_t batch,
-                                                        std::uint32_t stride, float x_offset = 0.0f,
-                                                        std::uint32_t launches = 1,
-                                                        unsigned threads = 1) {
+std::map<std::string, std::vector<std::byte>> run_batch(
+    const BuiltNorm& built, std::uint32_t batch, std::uint32_t stride, float x_offset = 0.0f,
+    std::uint32_t launches = 1, unsigned threads = 1,
+    const std::function<void(std::vector<float>&)>& edit_x = {}) {
   const NormSpec& spec = built.spec;
   const std::uint32_t width = spec.width;
   const std::uint64_t seed = seed_for(spec.kind, spec.dtype, width, batch);
@@ -113,6 +142,11 @@ std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, 
     std::vector<float> moved = in.x.values;
     for (float& v : moved) v += x_offset;  // NaN padding stays NaN
     in.x = make_tensor(moved, in.x.dtype);
+  }
+  if (edit_x) {
+    std::vector<float> edited = in.x.values;
+    edit_x(edited);
+    in.x = make_tensor(edited, in.x.dtype);
   }
   CpuDevice dev;
   std::map<std::string, ExecutorAddress> ptrs;
@@ -152,7 +186,17 @@ std::map<std::string, std::vector<std::byte>> run_batch(const BuiltNorm& built, 
                   std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{0xFF})));
       }
     }
+    if (spec.quant != Quant::None) {
+      ptrs["y"] = dev.alloc(rows, "y", 0xFF);
+      ptrs["y_scale"] = dev.alloc(std::size_t{batch} * 4, "y_scale", 0xFF);
+    }
     run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
+    if (spec.quant != Quant::None) {
+      check_quantized(spec, ref, dev.download<std::uint8_t>(ptrs.at("y"), rows),
+                      dev.download<float>(ptrs.at("y_scale"), batch), batch, stride);
+      written["y"] = dev.download<std::byte>(ptrs.at("y"), rows);
+      written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), std::size_t{batch} * 4);
+    }
     for (const Output& o : outs) {
       const auto bytes = dev.download<std::byte>(
           ptrs.at(o.name), o.count * static_cast<std::size_t>(dtype_bytes(o.dtype)));
@@ -1449,4 +1493,119 @@ TEST_CASE("row groups (per-head rows of a fused QKV buffer) match the float64 re
   wide.row_groups = 2;
   wide.group_stride = 16384 + 64;
   run_grouped(wide, 5, 2 * (16384 + 64));
+}
+
+namespace {
+
+// The quantized forward (NormSpec::quant) against its model: both forwards, each dtype, with and
+// without the residual add, each format, odd widths and the widest without a cluster (64 KiB on
+// the default device, h200), batches of 1 and 3, rows with padding between them.
+
+void run_quant(NormKind kind, DType dtype) {
+  const std::uint32_t widest = 65536 / static_cast<std::uint32_t>(dtype_bytes(dtype));
+  for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
+    for (std::uint32_t width : {1u, 7u, 1151u, 4097u, widest}) {
+      const std::uint32_t stride = width + 9;
+      for (Residual residual : {Residual::None, Residual::Add}) {
+        INFO("quant " << quant_name(quant));
+        NormSpec spec = spec_of(kind, dtype, width);
+        spec.weight_dtype = dtype;
+        spec.residual = residual;
+        spec.quant = quant;
+        spec.knobs.vector_elems = vector_elems_for(dtype, dtype, stride, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        for (std::uint32_t batch : {1u, 3u}) {
+          if (width == widest && batch == 3) continue;
+          run_batch(built, batch, stride);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized forward (fp8 or int8 y and per-token scales) against its model: f32 rows",
+          "[executor][norm]") {
+  run_quant(NormKind::LayerNormFwd, DType::F32);
+  run_quant(NormKind::RmsNormFwd, DType::F32);
+}
+
+TEST_CASE("quantized forward (fp8 or int8 y and per-token scales) against its model: f16 rows",
+          "[executor][norm]") {
+  run_quant(NormKind::LayerNormFwd, DType::F16);
+  run_quant(NormKind::RmsNormFwd, DType::F16);
+}
+
+TEST_CASE("quantized forward (fp8 or int8 y and per-token scales) against its model: bf16 rows",
+          "[executor][norm]") {
+  run_quant(NormKind::LayerNormFwd, DType::BF16);
+  run_quant(NormKind::RmsNormFwd, DType::BF16);
+}
+
+TEST_CASE(
+    "quantized forward: a row of zeros has scale 0 and zeros; an outlier takes the largest code",
+    "[executor][norm]") {
+  for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
+    for (const DType dtype : kDtypes) {
+      INFO("quant " << quant_name(quant));
+      const std::uint32_t width = 1151, stride = 1160;
+      NormSpec spec = spec_of(NormKind::RmsNormFwd, dtype, width);
+      spec.weight_dtype = dtype;
+      spec.quant = quant;
+      spec.knobs.vector_elems = vector_elems_for(dtype, dtype, stride, 0, 0);
+      const BuiltNorm built = build_norm(spec);
+      // Row 0 zeros; row 1 with x[5] = 1000 (the rest below 1 in magnitude, many under a step).
+      const auto edit = [&](std::vector<float>& x) {
+        std::fill_n(x.begin(), width, 0.0f);
+        x[stride + 5] = 1000.0f;
+      };
+      const auto out = run_batch(built, 3, stride, 0.0f, 1, 1, edit);
+      const auto& y = out.at("y");
+      const auto& scales = out.at("y_scale");
+      float zero_scale = 1.0f;
+      std::memcpy(&zero_scale, scales.data(), 4);
+      CHECK(zero_scale == 0.0f);
+      CHECK(std::all_of(y.begin(), y.begin() + width,
+                        [](std::byte b) { return b == std::byte{0} || b == std::byte{0x80}; }));
+      const auto outlier = static_cast<std::uint8_t>(y[stride + 5]);
+      CHECK(std::fabs(quant_value(quant, outlier)) == quant_max(quant));
+    }
+  }
+}
+
+TEST_CASE("quantized forward: rows past 64 KiB read again on devices without clusters",
+          "[executor][norm]") {
+  // l40s (sm_89) and a100 (sm_80) hold no such row: y is taken from x read again (int8: FP8
+  // needs sm_90, whose devices split such rows over a cluster).
+  for (const auto& [device, arch, quant] :
+       {std::tuple{"l40s", Arch::Sm89, Quant::Int8}, {"a100", Arch::Sm80, Quant::Int8}}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      INFO(device << " quant " << quant_name(quant));
+      NormSpec spec = spec_of(kind, DType::BF16, 100001);
+      spec.device = device_preset(device);
+      spec.arch = arch;
+      spec.ptx_version = default_ptx_version(arch);
+      spec.residual = Residual::Add;
+      spec.quant = quant;
+      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 100003, 0, 0);
+      run_batch(build_norm(spec), 2, 100003);
+    }
+  }
+}
+
+TEST_CASE("quantized forward: persistent CTAs walking rows (prefetch_rows 2), shared weights",
+          "[executor][norm]") {
+  // Each row's absmax through its own scratch, row after row, with the rows ahead in flight.
+  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+    for (const bool shared : {false, true}) {
+      NormSpec spec = spec_of(kind, DType::BF16, 4097);
+      spec.quant = Quant::Fp8E4m3;
+      spec.residual = Residual::Add;
+      spec.knobs.prefetch_rows = 2;
+      spec.knobs.shared_weights = shared;
+      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 4106, 0, 0);
+      run_batch(build_norm(spec), 17, 4106);
+    }
+  }
 }

@@ -495,3 +495,33 @@ TEST_CASE("row groups assemble without spills", "[ptxas]") {
     s.group_stride = (s.width + 7) / 8 * 8 + 64;
   });
 }
+TEST_CASE("quantized outputs assemble without spills", "[ptxas]") {
+  std::vector<Group> groups;
+  for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (Arch arch : {Arch::Sm80, Arch::Sm89, Arch::Sm90}) {
+          if (arch != Arch::Sm90 && quant != Quant::Int8) continue;  // FP8: sm_90
+          for (Residual residual : {Residual::None, Residual::Add}) {
+            Group g;
+            g.label =
+                fmt::format("quant {}: {} {} {} residual {}", quant_name(quant), kind_name(kind),
+                            dtype_name(dtype), arch_name(arch), residual_name(residual));
+            // Up to the widest row one CTA holds (64 KiB).
+            for (std::uint32_t width : {1u, 1151u, 4097u, 65536u / dtype_bytes(dtype)}) {
+              NormSpec spec = spec_of(kind, dtype, width);
+              spec.weight_dtype = dtype;
+              spec.arch = arch;
+              spec.ptx_version = default_ptx_version(arch);
+              spec.residual = residual;
+              spec.quant = quant;
+              g.built.push_back(build_norm(spec));
+            }
+            groups.push_back(std::move(g));
+          }
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}

@@ -329,3 +329,34 @@ TEST_CASE("row groups: within range, rows of a group apart by whole vectors, nam
                       "row groups 65536 of group stride 262144 span 17179607168 elements, more "
                       "than 2^32 - 1");
 }
+
+TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the entry",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 4096);
+  s.quant = Quant::Fp8E4m3;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qe4m3");
+  s.quant = Quant::Int8;
+  CHECK(variant_suffix(s) == "_qi8");
+  s.quant = Quant::Fp8E5m2;
+  s.arch = Arch::Sm80;
+  s.ptx_version = default_ptx_version(Arch::Sm80);
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant fp8-e5m2 converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, "
+                      "got sm_80");
+  s.quant = Quant::Int8;
+  REQUIRE_NOTHROW(validate(s));
+  NormSpec bwd = spec_of(NormKind::LayerNormBwd, DType::F16, 64);
+  bwd.quant = Quant::Int8;
+  REQUIRE_THROWS_WITH(validate(bwd), "quant int8 is a forward's output; ln_bwd is a backward");
+  NormSpec wide = spec_of(NormKind::LayerNormFwd, DType::F32, 16384);
+  wide.quant = Quant::Fp8E4m3;
+  REQUIRE_NOTHROW(validate(wide));
+  wide.width = 17408;
+  REQUIRE_THROWS_WITH(validate(wide),
+                      Catch::Contains("width 17408 (69632 bytes of f32) splits over "
+                                      "a cluster of"));
+  REQUIRE_THROWS_WITH(parse_quant("fp4"),
+                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'");
+  CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
+}

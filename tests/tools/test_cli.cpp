@@ -636,3 +636,36 @@ TEST_CASE("run and bench on a GPU take --weight-offset and --casting; row groups
   CHECK(suite.status == 2);
   CHECK(suite.err.find("--suite takes no --casting") != std::string::npos);
 }
+
+TEST_CASE("the quant option: the quantized forward, named, refused where it does not apply",
+          "[tools]") {
+  const Result fp8 = run_cli("emit --json rms_fwd --width 4096 --dtype bf16 --quant fp8-e4m3");
+  REQUIRE(fp8.status == 0);
+  CHECK(fp8.out.find("\"rms_fwd_bf16_wbf16_n4096_qe4m3\"") != std::string::npos);
+  CHECK(fp8.out.find("\"quant\": \"fp8-e4m3\"") != std::string::npos);
+  const Result int8 = run_cli("emit ln_fwd --width 1151 --dtype f16 --quant int8 --residual add");
+  REQUIRE(int8.status == 0);
+  CHECK(int8.out.find("cvt.rni.sat.s8.f32") != std::string::npos);
+  CHECK(int8.out.find("y_scale") != std::string::npos);
+  const struct {
+    const char* args;
+    const char* error;
+  } refusals[] = {
+      {"emit rms_fwd --width 64 --dtype f16 --quant fp4",
+       "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'"},
+      {"emit rms_fwd --width 64 --dtype f16 --quant fp8-e5m2 --arch sm_80",
+       "quant fp8-e5m2 converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, got sm_80"},
+      {"emit rms_bwd --width 64 --dtype f16 --quant int8",
+       "quant int8 is a forward's output; rms_bwd is a backward"},
+      {"emit ln_fwd --width 40000 --dtype bf16 --quant int8",
+       "width 40000 (80000 bytes of bf16) splits over a cluster of"},
+      {"run rms_fwd --batch 2 --width 64 --dtype f16 --quant int8 --cpu",
+       "--quant int8: run checks y in the row dtype; emit and check take quantized outputs"},
+  };
+  for (const auto& [args, error] : refusals) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status != 0);
+    CHECK(r.err.find(error) != std::string::npos);
+  }
+}

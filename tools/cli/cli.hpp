@@ -30,6 +30,8 @@ struct SpecOptions {
   // The model's numerics (NormSpec::weight_offset as text, Casting by name; empty: the default).
   std::string weight_offset;
   std::string casting;
+  // The forward's quantized output (kernels::Quant by name; empty: none).
+  std::string quant;
   // Two-level rows (NormSpec::row_groups, group_stride as text; empty: one level).
   std::string row_groups;
   std::string group_stride;

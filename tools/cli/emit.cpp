@@ -63,6 +63,8 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
   // + w) (+ b), and where it rounds to the dtype (docs/kernels.md, "The model's numerics").
   if (s.weight_offset != 0.0f) j.field("weight_offset", static_cast<double>(s.weight_offset));
   if (s.casting != kernels::Casting::None) j.field("casting", kernels::casting_name(s.casting));
+  // y in this format, y / (absmax(y) / its largest value), and y_scale one f32 a row.
+  if (s.quant != kernels::Quant::None) j.field("quant", kernels::quant_name(s.quant));
   if (s.row_groups != 1) {
     // Row r of the row tensors at (r / row_groups)·stride + (r % row_groups)·group_stride.
     j.field("row_groups", s.row_groups);

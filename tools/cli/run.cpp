@@ -110,6 +110,12 @@ class RunCommand : public Command {
           "docs/cli.md); a norm runs as a plan of launches and is not traced");
     }
     const kernels::NormSpec spec = options_.spec();
+    // run checks y against the reference in the row dtype (the executor tests check q).
+    if (spec.quant != kernels::Quant::None) {
+      throw UsageError(fmt::format(
+          "--quant {}: run checks y in the row dtype; emit and check take quantized outputs",
+          kernels::quant_name(spec.quant)));
+    }
     // run's rows lie `--stride` apart (the executor tests run row groups).
     if (spec.row_groups != 1) {
       throw UsageError("--row-groups: run lays its rows --stride apart; emit and check take them");

@@ -43,6 +43,10 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
                  "none (default: y rounded once from f32), llama (x^ rounded to the dtype before "
                  "the affine, and in dw) or gemma (y rounded once from f32); llama and gemma "
                  "normalize the residual add's h as stored");
+  app.add_option("--quant", quant,
+                 "forward: none (default), fp8-e4m3, fp8-e5m2 (sm_90 or newer) or int8: y written "
+                 "as y / scale in that format, scale = absmax(y) / 448, 57344 or 127 written one "
+                 "f32 a row (y_scale)");
   app.add_option("--row-groups", row_groups,
                  fmt::format("G: row r at (r / G) stride + (r % G) S (per-head rows of a QKV "
                              "buffer), 1 to {} (default 1)",
@@ -109,6 +113,7 @@ kernels::NormSpec SpecOptions::parsed() const {
     s.weight_offset = usage([&] { return kernels::parse_weight_offset(weight_offset); });
   }
   if (!casting.empty()) s.casting = usage([&] { return kernels::parse_casting(casting); });
+  if (!quant.empty()) s.quant = usage([&] { return kernels::parse_quant(quant); });
   if (!row_groups.empty()) {
     s.row_groups = static_cast<std::uint32_t>(
         parse_uint("--row-groups", row_groups, 1, kernels::kMaxRowGroups));

@@ -28,6 +28,7 @@ enum class NormArg : std::uint8_t {
   Dh,
   PartialDw,
   PartialDb,
+  YScale,
   RowCounter,
   Batch,
   Stride,

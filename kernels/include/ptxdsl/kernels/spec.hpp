@@ -41,6 +41,11 @@ enum class Outputs { All, Dx };
 // (Hugging Face's Gemma): once, y from f32. Llama and Gemma normalize the residual add's h as
 // stored (rounded to its dtype), as those models add it before their norm.
 enum class Casting { None, Llama, Gemma };
+// A forward's quantized output (docs/kernels.md, "Quantized output"): y (f32, before its final
+// rounding) divided by a per-token scale, absmax(y) / the format's largest value, rounded to
+// nearest even and saturated; y_scale holds the scale, one f32 a row (0 for a row of zeros).
+// y is written in the format alone. FP8 needs sm_90; int8 is symmetric, [-127, 127].
+enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8 };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
 std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
@@ -49,6 +54,11 @@ std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
 std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
 Casting parse_casting(std::string_view name);
+std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8"
+Quant parse_quant(std::string_view name);
+// The largest value of the format q is quantized to (448, 57344, 127); the per-token scale is
+// absmax(y) divided by it.
+float quant_max(Quant q);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
 float parse_weight_offset(std::string_view text);
 
@@ -82,6 +92,7 @@ struct NormSpec {
   // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
   float weight_offset = 0.0f;
   Casting casting = Casting::None;
+  Quant quant = Quant::None;  // forward only
   // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
   // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
   // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
@@ -114,7 +125,7 @@ std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
-// "_g8x128" (row groups 8, group stride 128).
+// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8" (quantized output).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the

@@ -1,0 +1,82 @@
+#include "ptxdsl/kernels/quantize_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+namespace ptxdsl::kernels {
+namespace {
+
+// An FP8 format: mantissa bits, exponent bias, and its largest finite code (positive side).
+struct Minifloat {
+  int mantissa_bits, bias;
+  std::uint8_t max_code;
+};
+constexpr Minifloat kE4m3{3, 7, 0x7E};   // S.1111.111 is NaN; no infinity
+constexpr Minifloat kE5m2{2, 15, 0x7B};  // S.11111.00 is infinity
+
+const Minifloat& format_of(Quant quant) {
+  return quant == Quant::Fp8E4m3 ? kE4m3 : kE5m2;
+}
+
+double magnitude(const Minifloat& f, std::uint8_t code) {
+  const int e = (code & 0x7F) >> f.mantissa_bits;
+  const int m = code & ((1 << f.mantissa_bits) - 1);
+  if (e == 0) return std::ldexp(m, 1 - f.bias - f.mantissa_bits);
+  return std::ldexp((1 << f.mantissa_bits) + m, e - f.bias - f.mantissa_bits);
+}
+
+// Signed steps from zero: codes of one sign are ordered by magnitude.
+int ordinal(Quant quant, std::uint8_t code) {
+  if (quant == Quant::Int8) return static_cast<std::int8_t>(code);
+  return (code & 0x80) ? -(code & 0x7F) : (code & 0x7F);
+}
+
+}  // namespace
+
+double quant_value(Quant quant, std::uint8_t code) {
+  if (quant == Quant::Int8) return static_cast<std::int8_t>(code);
+  const double m = magnitude(format_of(quant), code);
+  return (code & 0x80) ? -m : m;
+}
+
+std::uint8_t quant_code(Quant quant, float v) {
+  if (quant == Quant::Int8) {
+    const float r = std::clamp(std::nearbyint(v), -127.0f, 127.0f);  // ties to even
+    return static_cast<std::uint8_t>(static_cast<std::int8_t>(r));
+  }
+  const Minifloat& f = format_of(quant);
+  const std::uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const double a = std::fabs(static_cast<double>(v));
+  if (a >= magnitude(f, f.max_code)) return sign | f.max_code;  // satfinite
+  std::uint8_t best = 0;
+  for (std::uint8_t c = 1; c <= f.max_code; ++c) {
+    const double d = std::fabs(magnitude(f, c) - a), best_d = std::fabs(magnitude(f, best) - a);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c;
+  }
+  return sign | best;  // past the largest value: the largest (satfinite)
+}
+
+int quant_steps(Quant quant, std::uint8_t a, std::uint8_t b) {
+  return std::abs(ordinal(quant, a) - ordinal(quant, b));
+}
+
+QuantizedRows quantize_rows(Quant quant, std::span<const float> y, std::uint32_t batch,
+                            std::uint32_t width) {
+  QuantizedRows out;
+  out.q.resize(static_cast<std::size_t>(batch) * width);
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    const std::span<const float> row = y.subspan(static_cast<std::size_t>(r) * width, width);
+    float absmax = 0.0f;
+    for (float v : row) absmax = std::max(absmax, std::fabs(v));
+    const float scale = absmax / quant_max(quant);
+    const float divisor = absmax == 0.0f ? 1.0f : scale;
+    out.scale.push_back(scale);
+    for (std::uint32_t i = 0; i < width; ++i) {
+      out.q[static_cast<std::size_t>(r) * width + i] = quant_code(quant, row[i] / divisor);
+    }
+  }
+  return out;
+}
+
+}  // namespace ptxdsl::kernels
