@@ -241,9 +241,11 @@ TEST_CASE("fuzzed PTX files and ptxas reports give a report or one clean error",
   const std::string report = scratch.dir() + "/report.txt";
   const std::string fake = scratch.file("fake-ptxas.sh", "#!/bin/sh\ncat '" + report + "'\n", 0755);
   const auto start = std::chrono::steady_clock::now();
-  int files = 0, reports = 0;
-  // Bounded by time and count: a few seconds of CI.
-  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(6) && files < 40) {
+  int files = 0;
+  // At least 10 files (5 of them reports), then more while 6 seconds last, up to 40: a few
+  // seconds of CI, and never fewer files on a loaded machine.
+  while (files < 10 ||
+         (std::chrono::steady_clock::now() - start < std::chrono::seconds(6) && files < 40)) {
     const bool real_ptxas = files % 2 == 0;
     std::string ptx = real_ptxas ? module(fuzz.pick(4) == 0 ? "sm_80" : "sm_90", "k") : "";
     ptx += fuzz.words(ptx_words, 1 + fuzz.pick(30), files % 5 == 0 ? 100000 : 40);
@@ -254,7 +256,6 @@ TEST_CASE("fuzzed PTX files and ptxas reports give a report or one clean error",
     if (!real_ptxas) {
       scratch.file("report.txt", fuzz.words(report_words, 1 + fuzz.pick(60), 2000));
       setup = with_env("PTXDSL_PTXAS=" + fake);
-      ++reports;
     }
     const Result r = run_argv(ptxdsl_binary(), args, setup);
     CAPTURE(files, ptx.substr(0, 300), r.err.substr(0, 500));
@@ -267,6 +268,4 @@ TEST_CASE("fuzzed PTX files and ptxas reports give a report or one clean error",
     }
     ++files;
   }
-  CHECK(files >= 10);
-  CHECK(reports >= 5);
 }
