@@ -500,7 +500,7 @@ class CallChecks {
         : a.layout == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
         : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
-                                          : "f32";
+                                            : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
       fail(backward, fmt::format("{} has {}-byte elements; it must hold {} ({} bytes)",
@@ -515,7 +515,7 @@ class CallChecks {
         rows
             ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
         : a.layout == TensorLayout::Weights ? fmt::format("width {}", type_.width)
-                                          : fmt::format("batch {}", shape.batch);
+                                            : fmt::format("batch {}", shape.batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
                                v.bytes, described, needed_bytes(a.layout, shape), type));
   }
