@@ -4,11 +4,14 @@
     PYTHONPATH=runtime/python PTXDSL_LIBRARY=build/runtime/capi/libptxdsl.so \
         python3 tools/bench/python_host_cost.py [--rows 8] [--width 4096] [--dtype bfloat16]
                                                 [--calls 2000] [--profile] [--decode]
+                                                [--breakdown]
 
 Host time is CPU wall over --calls calls at a shape whose kernels take less time than their launch,
 so that the GPU idles and the loop measures the Python, dispatch and launch path alone (the method
 of docs/performance.md, "Host cost"). --decode adds end-to-end time per call at decode shapes
 (rows 1-64, the given width). --profile prints cProfile's top entries of one ptxdsl forward loop.
+--breakdown prints only the host time of each piece of a no-grad forward (allocations, the C ABI
+through ctypes, the native call, the Python wrapper), each as its own loop.
 """
 
 import argparse
@@ -154,6 +157,46 @@ def profile(rows, width, dtype, calls):
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
 
 
+def breakdown(rows, width, dtype, calls):
+    import ctypes
+    from ptxdsl import _lib, _native
+    x, r, w, b, dy = inputs(rows, width, dtype, False)
+    y, rstd = torch.empty_like(x), torch.empty(rows, device="cuda", dtype=torch.float32)
+    code = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}[dtype]
+    stream = torch.cuda.current_stream().cuda_stream
+    forward = _lib.function("ptxdsl_rms_norm_forward")
+    native = _native.ops()
+    pieces = [
+        ("empty Python loop", lambda: None),
+        ("torch.no_grad() enter/exit", lambda: torch.no_grad().__enter__()),
+        ("torch.compiler.is_compiling()", torch.compiler.is_compiling),
+        ("torch.empty_like(x)", lambda: torch.empty_like(x)),
+        ("torch.empty(rows, f32)", lambda: torch.empty(rows, device="cuda",
+                                                       dtype=torch.float32)),
+        ("torch.cuda.current_stream()", torch.cuda.current_stream),
+        ("C ABI through ctypes, outputs given", lambda: forward(
+            0, code, code, rows, width, 0, x.data_ptr(), w.data_ptr(), None, None,
+            y.data_ptr(), ctypes.cast(rstd.data_ptr(), ctypes.POINTER(ctypes.c_float)), 1e-6,
+            stream)),
+        ("x.data_ptr() x4", lambda: (x.data_ptr(), w.data_ptr(), y.data_ptr(), rstd.data_ptr())),
+    ]
+    if native is not None:
+        shape = (width,)
+        pieces.append((f"native rms_norm_call ({native.entry})",
+                       lambda: native.rms_norm_call(x, shape, w, 1e-6, None)))
+    pieces += [
+        ("ptxdsl.torch.rms_norm", lambda: pt.rms_norm(x, (width,), w, 1e-6)),
+        ("F.rms_norm (eager)", lambda: F.rms_norm(x, (width,), w, 1e-6)),
+    ]
+    print(f"\nhost µs of the pieces of a no-grad rms_norm forward, {rows} x {width} {dtype} "
+          f"(each its own loop, grad off)")
+    print("| piece | µs |")
+    print("|---|---:|")
+    with torch.no_grad():
+        for name, fn in pieces:
+            print(f"| {name} | {host_us(fn, calls):.2f} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8)
@@ -163,8 +206,12 @@ def main():
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--decode", action="store_true")
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
+    if args.breakdown:
+        breakdown(args.rows, args.width, dtype, args.calls)
+        return
     table(args.rows, args.width, dtype, args.calls)
     if args.decode:
         decode(args.width, dtype, args.calls)
