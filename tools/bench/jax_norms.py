@@ -15,12 +15,20 @@ and synchronization (a few hundred µs, which a program of a few large calls wou
 over them); the median over --reps runs. The copy is XLA's elementwise `~` over uint32 arrays of
 half the case's bytes (read once, written once), timed the same way: `copy/us` is then comparable
 with `ptxdsl bench`'s copy ratio of the same case, and `us` with its µs.
+
+`c abi us` (where torch is present): the same kernels on the same inputs (shared through DLPack)
+from the C ABI, through ptxdsl.torch, timed the same way with CUDA graphs of K and 2K calls
+replayed in place of the jitted programs (no host time in either): `jax/c` is the FFI's cost.
 """
 
 import argparse
 import math
+import os
 import statistics
 import time
+
+# torch and JAX share the GPU here: neither may take most of its memory up front.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax
 import jax.numpy as jnp
@@ -101,6 +109,68 @@ def programs(norm, direction):
     return backward(ours), backward(theirs)
 
 
+def c_abi_program(norm, direction, xs, w, b, dys):
+    """A function replaying, as one CUDA graph, ptxdsl.torch's calls (the C ABI's kernels) on
+    the JAX arrays xs (and dys): the forward, or the forward and its vjp, as programs() runs."""
+    import torch
+    import ptxdsl.torch as pt
+    t = lambda a: torch.from_dlpack(a)
+    tx, tw, tb, tdy = [t(x) for x in xs], t(w), t(b), [t(d) for d in dys]
+    grad = direction != "fwd"
+    params = [tw.detach().requires_grad_(grad)] + (
+        [tb.detach().requires_grad_(grad)] if norm == "ln" else [])
+
+    def one(x, dy):
+        x = x.detach().requires_grad_(grad)
+        width = x.shape[-1]
+        y = (pt.layer_norm(x, (width,), params[0], params[1], EPS) if norm == "ln"
+             else pt.rms_norm(x, (width,), params[0], EPS))
+        if grad:
+            torch.autograd.grad(y, [x] + params, dy)
+
+    def calls():
+        with torch.set_grad_enabled(grad):
+            for i, x in enumerate(tx):
+                one(x, tdy[i] if grad else None)
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        calls()  # JIT-compiles and warms the allocator before capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        calls()
+
+    def replay(*unused):
+        graph.replay()
+        torch.cuda.synchronize()
+    return replay
+
+
+def c_abi_timed(norm, direction, xs, w, b, dys, calls, reps):
+    """timed() of c_abi_program: graphs of the K calls and of the 2K calls, replayed."""
+    once = c_abi_program(norm, direction, xs, w, b, dys)
+    twice = c_abi_program(norm, direction, xs + xs, w, b, dys + dys)
+
+    def wall(fn):
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+
+    for fn in (once, twice, once, twice):
+        wall(fn)
+    return statistics.median((wall(twice) - wall(once)) / calls * 1e6 for _ in range(reps))
+
+
+def torch_present():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="", help="cases whose name contains TEXT")
@@ -109,8 +179,9 @@ def main():
     key = jax.random.PRNGKey(1)
     copy = jax.jit(lambda arrays, *unused: [~a for a in arrays])
     print(f"{jax.devices()[0].device_kind}, jax {jax.__version__}")
+    with_c = torch_present()
     print(f"{'case':<32} {'ptxdsl us':>10} {'xla us':>10} {'copy us':>9} {'copy/us':>8} "
-          f"{'xla/ptxdsl':>10}")
+          f"{'xla/ptxdsl':>10}" + (f" {'c abi us':>9} {'jax/c':>6}" if with_c else ""))
     for norm, dtype, rows, width in STANDARD:
         s = jnp.dtype(dtype).itemsize
         for direction in ("fwd", "bwd"):
@@ -132,12 +203,15 @@ def main():
             ours, theirs = programs(norm, direction)
             us = timed(ours, (xs, w, b, dys), calls, args.reps)
             xla_us = timed(theirs, (xs, w, b, dys), calls, args.reps)
+            c_us = (c_abi_timed(norm, direction, xs, w, b, dys, calls, args.reps) if with_c
+                    else None)
             del xs, dys
             half = [jnp.zeros(nbytes // 8, jnp.uint32) + i for i in range(calls)]
             copy_us = timed(copy, (half,), calls, args.reps)
             del half
             print(f"{name:<32} {us:>10.1f} {xla_us:>10.1f} {copy_us:>9.1f} {copy_us / us:>8.2f} "
-                  f"{xla_us / us:>10.2f}", flush=True)
+                  f"{xla_us / us:>10.2f}" + (f" {c_us:>9.1f} {us / c_us:>6.2f}" if with_c else ""),
+                  flush=True)
 
 
 if __name__ == "__main__":

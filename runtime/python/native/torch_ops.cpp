@@ -50,14 +50,19 @@ std::int32_t dtype_code(at::ScalarType t) {
   }
 }
 
-// An absent weight, bias or residual comes as an empty tensor: autograd's records of a Function's
-// inputs and outputs cannot take undefined ones, and none of these is ever empty when present.
+// An absent weight, bias, residual or h is undefined, except in autograd's records of a
+// Function's inputs and outputs, which cannot take undefined ones: there it is an empty tensor
+// (recorded()). None of these is ever empty when present.
 bool present(const Tensor& t) {
   return t.defined() && t.numel() != 0;
 }
 
 Tensor absent(const Tensor& x) {
   return at::empty({0}, x.options());
+}
+
+Tensor recorded(const Tensor& t, const Tensor& x) {
+  return t.defined() ? t : absent(x);
 }
 
 std::int32_t weight_code(const Tensor& x, const Tensor& w) {
@@ -76,7 +81,7 @@ ptxdsl_stream stream_of(const Tensor& x) {
 }
 
 Tensor h_of(const Tensor& x, const Tensor& residual) {
-  return present(residual) ? at::empty_like(x) : absent(x);
+  return present(residual) ? at::empty_like(x) : Tensor();
 }
 
 Tensor per_row(const Tensor& x) {
@@ -128,7 +133,7 @@ struct RmsNorm : torch::autograd::Function<RmsNorm> {
     // The backward normalizes what the forward did: h with the residual add.
     ctx->save_for_backward({present(residual) ? h : x, w, rstd});
     ctx->saved_data["residual"] = present(residual);
-    return {y, h};
+    return {y, recorded(h, x)};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -156,7 +161,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     ctx->save_for_backward({present(residual) ? h : x, w, mean, rstd});
     ctx->saved_data["residual"] = present(residual);
     ctx->saved_data["bias"] = present(b);
-    return {y, h};
+    return {y, recorded(h, x)};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -214,10 +219,10 @@ Tensor rows_of(const Tensor& t, std::int64_t width) {
 }
 
 // A weight or bias as one contiguous row of the input's dtype or float32 beside 16-bit rows; an
-// absent one as absent(x).
+// absent one undefined.
 std::optional<Tensor> param_of(const std::optional<Tensor>& p, const Tensor& input,
                                std::int64_t width, at::ScalarType dtype) {
-  if (!p.has_value() || !p->defined()) return absent(input);
+  if (!p.has_value() || !p->defined()) return Tensor();
   PTXDSL_FAST_REQUIRE(p->is_cuda() && p->get_device() == input.get_device());
   PTXDSL_FAST_REQUIRE(p->scalar_type() == dtype && p->numel() == width);
   return (p->dim() == 1 ? *p : p->reshape({width})).contiguous();
@@ -236,13 +241,13 @@ std::optional<at::ScalarType> weight_dtype(const Tensor& input, const std::optio
 
 std::optional<Tensor> residual_of(const std::optional<Tensor>& r, const Tensor& input,
                                   std::int64_t width) {
-  if (!r.has_value() || !r->defined()) return absent(input);
+  if (!r.has_value() || !r->defined()) return Tensor();
   PTXDSL_FAST_REQUIRE(r->is_cuda() && r->get_device() == input.get_device());
   PTXDSL_FAST_REQUIRE(r->scalar_type() == input.scalar_type() && r->sizes() == input.sizes());
   return rows_of(*r, width);
 }
 
-// The rows, weight, bias and residual as the kernels read them, absent ones as absent(x).
+// The rows, weight, bias and residual as the kernels read them, absent ones undefined.
 struct Operands {
   Tensor x, w, b, r;
 };
@@ -274,7 +279,7 @@ bool needs_grad(std::initializer_list<const Tensor*> tensors) {
 
 std::tuple<Tensor, Tensor> shaped(const Tensor& y, const Tensor& h, const Tensor& input) {
   if (y.sizes() == input.sizes()) return {y, h};
-  return {y.view(input.sizes()), h.numel() != 0 ? h.view(input.sizes()) : h};
+  return {y.view(input.sizes()), present(h) ? h.view(input.sizes()) : h};
 }
 
 std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
@@ -285,7 +290,7 @@ std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef no
   if (!o.has_value()) [[unlikely]]
     return {};
   if (needs_grad({&o->x, &o->w, &o->r})) {
-    variable_list out = RmsNorm::apply(o->x, o->w, o->r, eps);
+    variable_list out = RmsNorm::apply(o->x, recorded(o->w, o->x), recorded(o->r, o->x), eps);
     return shaped(out[0], out[1], input);
   }
   RmsNormOutputs out = rms_norm_launch(o->x, o->w, o->r, eps);
@@ -301,7 +306,8 @@ std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef 
   if (!o.has_value()) [[unlikely]]
     return {};
   if (needs_grad({&o->x, &o->w, &o->b, &o->r})) {
-    variable_list out = LayerNorm::apply(o->x, o->w, o->b, o->r, eps);
+    variable_list out = LayerNorm::apply(o->x, recorded(o->w, o->x), recorded(o->b, o->x),
+                                         recorded(o->r, o->x), eps);
     return shaped(out[0], out[1], input);
   }
   LayerNormOutputs out = layer_norm_launch(o->x, o->w, o->b, o->r, eps);
