@@ -13,10 +13,12 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -88,6 +90,25 @@ Tensor per_row(const Tensor& x) {
   return at::empty({x.size(0)}, x.options().dtype(at::kFloat));
 }
 
+// The statistics a forward without autograd writes and nothing reads (rstd, and the layer norm's
+// mean): one f32 buffer a device, grown as batches need and never freed (a CUDA graph may hold
+// its address), so that such a call allocates y alone. Kernels on several streams may write it at
+// once: nobody reads what they write.
+float* discarded_stats(const Tensor& x, std::int64_t floats) {
+  static std::mutex mutex;
+  static auto* held = new std::vector<std::vector<Tensor>>();  // by device; never destroyed
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto device = static_cast<std::size_t>(x.get_device());
+  if (held->size() <= device) held->resize(device + 1);
+  std::vector<Tensor>& buffers = (*held)[device];
+  if (buffers.empty() || buffers.back().numel() < floats) {
+    const std::int64_t grown =
+        buffers.empty() ? floats : std::max(floats, 2 * buffers.back().numel());
+    buffers.push_back(at::empty({grown}, x.options().dtype(at::kFloat)));
+  }
+  return buffers.back().data_ptr<float>();
+}
+
 // The gradient reaching h from its other uses after a residual add (undefined where none).
 Tensor h_grad(bool residual, const Tensor& dh) {
   return residual && dh.defined() && dh.numel() != 0 ? dh.contiguous() : Tensor();
@@ -97,17 +118,20 @@ Tensor dy_of(const Tensor& dy, const Tensor& x) {
   return dy.defined() ? dy.contiguous() : at::zeros_like(x);
 }
 
+// A forward's outputs: the statistics as tensors for autograd (kept), or written to
+// discarded_stats (undefined here).
 struct RmsNormOutputs {
   Tensor y, rstd, h;
 };
 
-RmsNormOutputs rms_norm_launch(const Tensor& x, const Tensor& w, const Tensor& residual,
-                               double eps) {
-  RmsNormOutputs o{at::empty_like(x), per_row(x), h_of(x, residual)};
+RmsNormOutputs rms_norm_launch(const Tensor& x, const Tensor& w, const Tensor& residual, double eps,
+                               bool keep_stats) {
+  RmsNormOutputs o{at::empty_like(x), keep_stats ? per_row(x) : Tensor(), h_of(x, residual)};
+  float* rstd = keep_stats ? o.rstd.data_ptr<float>() : discarded_stats(x, x.size(0));
   check(api.rms_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
                              x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(residual),
-                             mutable_ptr(o.h), o.y.data_ptr(), o.rstd.data_ptr<float>(),
-                             static_cast<float>(eps), stream_of(x)));
+                             mutable_ptr(o.h), o.y.data_ptr(), rstd, static_cast<float>(eps),
+                             stream_of(x)));
   return o;
 }
 
@@ -116,12 +140,15 @@ struct LayerNormOutputs {
 };
 
 LayerNormOutputs layer_norm_launch(const Tensor& x, const Tensor& w, const Tensor& b,
-                                   const Tensor& residual, double eps) {
-  LayerNormOutputs o{at::empty_like(x), per_row(x), per_row(x), h_of(x, residual)};
+                                   const Tensor& residual, double eps, bool keep_stats) {
+  LayerNormOutputs o{at::empty_like(x), keep_stats ? per_row(x) : Tensor(),
+                     keep_stats ? per_row(x) : Tensor(), h_of(x, residual)};
+  float* mean = keep_stats ? o.mean.data_ptr<float>() : discarded_stats(x, 2 * x.size(0));
+  float* rstd = keep_stats ? o.rstd.data_ptr<float>() : mean + x.size(0);
   check(api.layer_norm_forward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
                                x.size(0), x.size(1), 0, x.data_ptr(), ptr(w), ptr(b), ptr(residual),
-                               mutable_ptr(o.h), o.y.data_ptr(), o.mean.data_ptr<float>(),
-                               o.rstd.data_ptr<float>(), static_cast<float>(eps), stream_of(x)));
+                               mutable_ptr(o.h), o.y.data_ptr(), mean, rstd,
+                               static_cast<float>(eps), stream_of(x)));
   return o;
 }
 
@@ -129,7 +156,7 @@ struct RmsNorm : torch::autograd::Function<RmsNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const Tensor& residual, double eps) {
     ctx->set_materialize_grads(false);
-    auto [y, rstd, h] = rms_norm_launch(x, w, residual, eps);
+    auto [y, rstd, h] = rms_norm_launch(x, w, residual, eps, true);
     // The backward normalizes what the forward did: h with the residual add.
     ctx->save_for_backward({present(residual) ? h : x, w, rstd});
     ctx->saved_data["residual"] = present(residual);
@@ -157,7 +184,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
                                const Tensor& b, const Tensor& residual, double eps) {
     ctx->set_materialize_grads(false);
-    auto [y, mean, rstd, h] = layer_norm_launch(x, w, b, residual, eps);
+    auto [y, mean, rstd, h] = layer_norm_launch(x, w, b, residual, eps, true);
     ctx->save_for_backward({present(residual) ? h : x, w, mean, rstd});
     ctx->saved_data["residual"] = present(residual);
     ctx->saved_data["bias"] = present(b);
@@ -293,7 +320,7 @@ std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef no
     variable_list out = RmsNorm::apply(o->x, recorded(o->w, o->x), recorded(o->r, o->x), eps);
     return shaped(out[0], out[1], input);
   }
-  RmsNormOutputs out = rms_norm_launch(o->x, o->w, o->r, eps);
+  RmsNormOutputs out = rms_norm_launch(o->x, o->w, o->r, eps, false);
   return shaped(out.y, out.h, input);
 }
 
@@ -310,7 +337,7 @@ std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef 
                                          recorded(o->r, o->x), eps);
     return shaped(out[0], out[1], input);
   }
-  LayerNormOutputs out = layer_norm_launch(o->x, o->w, o->b, o->r, eps);
+  LayerNormOutputs out = layer_norm_launch(o->x, o->w, o->b, o->r, eps, false);
   return shaped(out.y, out.h, input);
 }
 
