@@ -213,6 +213,7 @@ def norms_ms(fused):
         shape, device="cuda", dtype=torch.bfloat16)
 
     def step():
+        torch.compiler.cudagraph_mark_step_begin()
         y, h = run(x, r)
         torch.autograd.backward((y, h), (dy, dh))
 
