@@ -11,7 +11,7 @@ so that the GPU idles and the loop measures the Python, dispatch and launch path
 of docs/performance.md, "Host cost"). --decode adds end-to-end time per call at decode shapes
 (rows 1-64, the given width). --profile prints cProfile's top entries of one ptxdsl forward loop.
 --breakdown prints only the host time of each piece of a no-grad forward (allocations, the C ABI
-through ctypes, the native call, the Python wrapper), each as its own loop.
+through ctypes, the native call, the Python wrapper), each as its own loop, and of the backwards.
 """
 
 import argparse
@@ -204,6 +204,56 @@ def breakdown(rows, width, dtype, calls):
         print(f"| {name} | {t:.2f} |")
 
 
+def breakdown_backward(rows, width, dtype, calls):
+    """The C ABI's backwards through ctypes, their workspace from the library's pool or given,
+    beside autograd's backward of ptxdsl.torch and of eager's norm (the graph kept)."""
+    from ptxdsl import _lib
+    x, r, w, b, dy = inputs(rows, width, dtype, False)
+    code = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}[dtype]
+    stream = torch.cuda.current_stream().cuda_stream
+    y, dx, dw, db = (torch.empty_like(t) for t in (x, x, w, b))
+    mean, rstd = (torch.empty(rows, device="cuda", dtype=torch.float32) for _ in range(2))
+    p = lambda t: t.data_ptr()
+    _lib.function("ptxdsl_layer_norm_forward")(0, code, code, rows, width, 0, p(x), p(w), p(b),
+                                               None, None, p(y), p(mean), p(rstd), 1e-5, stream)
+    ln, rms = (_lib.function(f"ptxdsl_{n}_norm_backward") for n in ("layer", "rms"))
+    work = {n: _lib.workspace_bytes(0, c, code, code, width, rows)
+            for n, c in (("ln", _lib.LAYER_NORM), ("rms", _lib.RMS_NORM))}
+    space = torch.empty(max(work.values()) + 16, device="cuda", dtype=torch.uint8)
+
+    def ln_call(given):
+        return lambda: ln(0, code, code, rows, width, 0, p(dy), None, p(x), p(w), p(mean),
+                          p(rstd), p(dx), p(dw), p(db), p(space) if given else None,
+                          work["ln"] if given else 0, stream)
+
+    def rms_call(given):
+        return lambda: rms(0, code, code, rows, width, 0, p(dy), None, p(x), p(w), p(rstd),
+                           p(dx), p(dw), p(space) if given else None,
+                           work["rms"] if given else 0, stream)
+
+    def autograd(fn, args):
+        leaves = [t.detach().requires_grad_(True) for t in args]
+        out = fn(*leaves)
+        return lambda: torch.autograd.grad(out, leaves, dy, retain_graph=True)
+
+    pieces = [
+        ("C ABI layer_norm backward, the pool's workspace", ln_call(False)),
+        ("C ABI layer_norm backward, workspace given", ln_call(True)),
+        ("C ABI rms_norm backward, the pool's workspace", rms_call(False)),
+        ("C ABI rms_norm backward, workspace given", rms_call(True)),
+        ("ptxdsl.torch layer_norm, autograd backward", autograd(ptxdsl_ln, (x, w, b))),
+        ("F.layer_norm, autograd backward", autograd(torch_ln, (x, w, b))),
+        ("ptxdsl.torch rms_norm, autograd backward", autograd(ptxdsl_rms, (x, w))),
+        ("F.rms_norm, autograd backward", autograd(torch_rms, (x, w))),
+    ]
+    times = host_us([fn for _, fn in pieces], calls)
+    print(f"\nhost µs of backwards, {rows} x {width} {dtype} (the loops in turn)")
+    print("| piece | µs |")
+    print("|---|---:|")
+    for (name, _), t in zip(pieces, times):
+        print(f"| {name} | {t:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8)
@@ -218,6 +268,7 @@ def main():
     dtype = getattr(torch, args.dtype)
     if args.breakdown:
         breakdown(args.rows, args.width, dtype, args.calls)
+        breakdown_backward(args.rows, args.width, dtype, args.calls)
         return
     table(args.rows, args.width, dtype, args.calls)
     if args.decode:
