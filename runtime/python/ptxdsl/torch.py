@@ -617,7 +617,7 @@ def _model(weight_offset, casting, heads, residual):
 
 def _shaped(y, h, input):
     """y, or (y, h) after a residual add, in the input's shape."""
-    if input.dim() != 2:
+    if y.shape != input.shape:
         y = y.view(input.shape)
         h = h.view(input.shape) if h is not None else None
     return y if h is None else (y, h)
@@ -721,7 +721,7 @@ def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quan
     # The scales of rows shaped as the input's leading (not normalized) dimensions.
     normalized = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
     scales = scales.view(_SCALE_SHAPES[scale](tuple(input.shape[:input.dim() - normalized]), width))
-    if input.dim() != 2:
+    if y.shape != input.shape:
         y = y.view(input.shape)
         h = h.view(input.shape) if r is not None else None
     return (y, scales) if r is None else (y, scales, h)
