@@ -300,9 +300,7 @@ def _empty_rows(x, dtype=None):
     dtype = x.dtype if dtype is None else dtype
     if x.dim() == 2:
         return torch.empty(x.shape, dtype=dtype, device=x.device)
-    tokens, heads, width = x.shape
-    span = 0 if x.numel() == 0 else (tokens - 1) * x.stride(0) + (heads - 1) * x.stride(1) + width
-    return x.new_empty(span, dtype=dtype).as_strided(x.shape, x.stride())
+    return torch.empty_strided(x.shape, x.stride(), dtype=dtype, device=x.device)
 
 
 def _norm_forward_ex_impl(layer, x, weight, bias, residual, eps, weight_offset, casting,
