@@ -436,3 +436,109 @@ TEST_CASE(
     run_quant_case(ctx, c, true);
   }
 }
+
+TEST_CASE("the model options through the C ABI's _ex functions give the C++ API's bits",
+          "[runtime][gpu][norms][capi]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  const ModelCase cases[] = {
+      {.width = 128,
+       .batch = 70,
+       .stride = 32 * 136 + 8,
+       .model = {.weight_offset = 1.0f,
+                 .casting = kernels::Casting::Gemma,
+                 .row_groups = 32,
+                 .group_stride = 136}},
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F32,
+       .batch = 37,
+       .stride = 1160,
+       .model = {.weight_offset = -0.5f, .casting = kernels::Casting::Llama}},
+  };
+  for (const ModelCase& c : cases) {
+    INFO(c.describe());
+    const kernels::NormSpec spec = norm_spec(c.type(), Direction::Forward);
+    kernels::NormSpec dense = spec;
+    dense.row_groups = 1;
+    dense.group_stride = 0;
+    const kernels::NormInputs in = kernels::make_inputs(dense, c.batch, c.width, 49);
+    const DType d = c.dtype, wd = c.weight_dtype, f32 = DType::F32;
+    const std::size_t row_bytes = c.elements() * static_cast<std::size_t>(kernels::dtype_bytes(d));
+    const std::size_t weight_bytes =
+        std::size_t{c.width} * static_cast<std::size_t>(kernels::dtype_bytes(wd));
+    const DeviceBuffer<std::byte> x = upload(ctx, scatter(c, in.x));
+    const DeviceBuffer<std::byte> dy = upload(ctx, scatter(c, in.dy));
+    const DeviceBuffer<std::byte> w = upload(ctx, in.w.bytes);
+    const DeviceBuffer<std::byte> b = c.layer ? upload(ctx, in.b.bytes) : DeviceBuffer<std::byte>{};
+    // [0]: the C++ API's outputs, [1]: the C ABI's.
+    struct Outputs {
+      DeviceBuffer<std::byte> y, mean, rstd, dx, dw, db;
+    } out[2];
+    for (Outputs& o : out) {
+      o.y = poisoned(ctx, row_bytes);
+      o.dx = poisoned(ctx, row_bytes);
+      o.mean = poisoned(ctx, 4 * c.batch);
+      o.rstd = poisoned(ctx, 4 * c.batch);
+      o.dw = poisoned(ctx, weight_bytes);
+      o.db = poisoned(ctx, weight_bytes);
+    }
+    const auto if_layer = [&](const DeviceBuffer<std::byte>& buf, DType dt) {
+      return c.layer ? view(buf, dt) : DeviceView{};
+    };
+    Norm norm(ctx, c.type());
+    norm.call({.direction = Direction::Forward,
+               .x = view(x, d),
+               .w = view(w, wd),
+               .b = if_layer(b, wd),
+               .y = view(out[0].y, d),
+               .mean = if_layer(out[0].mean, f32),
+               .rstd = view(out[0].rstd, f32),
+               .batch = c.batch,
+               .stride = c.row_stride(),
+               .eps = static_cast<float>(kEps)});
+    norm.call({.direction = Direction::Backward,
+               .x = view(x, d),
+               .w = view(w, wd),
+               .mean = if_layer(out[0].mean, f32),
+               .rstd = view(out[0].rstd, f32),
+               .dy = view(dy, d),
+               .dx = view(out[0].dx, d),
+               .dw = view(out[0].dw, wd),
+               .db = if_layer(out[0].db, wd),
+               .batch = c.batch,
+               .stride = c.row_stride()});
+    const ptxdsl_norm_options options{.size = sizeof(ptxdsl_norm_options),
+                                      .weight_offset = c.model.weight_offset,
+                                      .casting = kernels::casting_name(c.model.casting).data(),
+                                      .quant = nullptr,
+                                      .row_groups = c.model.row_groups,
+                                      .group_stride = c.model.group_stride,
+                                      .residual_in_f32 = 0};
+    const auto p = [](const DeviceBuffer<std::byte>& buf) {
+      return reinterpret_cast<void*>(buf.address());
+    };
+    const std::int32_t norm_code = c.layer ? PTXDSL_LAYER_NORM : PTXDSL_RMS_NORM;
+    std::int32_t status = ptxdsl_norm_forward_ex(
+        ctx.device(), norm_code, static_cast<std::int32_t>(d), static_cast<std::int32_t>(wd),
+        c.batch, c.width, c.row_stride(), &options, p(x), p(w), c.layer ? p(b) : nullptr, nullptr,
+        nullptr, p(out[1].y), nullptr, c.layer ? static_cast<float*>(p(out[1].mean)) : nullptr,
+        static_cast<float*>(p(out[1].rstd)), static_cast<float>(kEps), nullptr);
+    INFO(ptxdsl_last_error());
+    REQUIRE(status == PTXDSL_SUCCESS);
+    status = ptxdsl_norm_backward_ex(
+        ctx.device(), norm_code, static_cast<std::int32_t>(d), static_cast<std::int32_t>(wd),
+        c.batch, c.width, c.row_stride(), &options, p(dy), nullptr, p(x), p(w),
+        c.layer ? static_cast<const float*>(p(out[1].mean)) : nullptr,
+        static_cast<const float*>(p(out[1].rstd)), p(out[1].dx), p(out[1].dw),
+        c.layer ? p(out[1].db) : nullptr, nullptr, 0, nullptr);
+    INFO(ptxdsl_last_error());
+    REQUIRE(status == PTXDSL_SUCCESS);
+    ctx.synchronize();
+    CHECK(out[0].y.to_host() == out[1].y.to_host());
+    CHECK(out[0].rstd.to_host() == out[1].rstd.to_host());
+    CHECK(out[0].mean.to_host() == out[1].mean.to_host());
+    CHECK(out[0].dx.to_host() == out[1].dx.to_host());
+    CHECK(out[0].dw.to_host() == out[1].dw.to_host());
+    CHECK(out[0].db.to_host() == out[1].db.to_host());
+  }
+}
