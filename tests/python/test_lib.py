@@ -38,6 +38,29 @@ class LibraryTest(unittest.TestCase):
         with self.assertRaisesRegex(ptxdsl.ArgumentError, "width"):
             layer_norm_forward(width=0)
 
+    def test_model_options_through_the_extensible_entry(self):
+        # ptxdsl_norm_options from ctypes: each bad value named before any driver loads.
+        def forward(options, batch=8):
+            _lib.call("ptxdsl_norm_forward_ex", 0, _lib.RMS_NORM, _lib.BF16, _lib.BF16, batch, 256,
+                      0, options, 0x100000, 0x200000, None, None, None, 0x400000, 0x700000,
+                      None, 0x600000, 1e-5, None)
+        with self.assertRaisesRegex(ptxdsl.ArgumentError,
+                                    "options->casting: casting must be one of none, llama, "
+                                    "gemma, got 'mistral'"):
+            forward(_lib.norm_options(casting="mistral"))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "options->quant: quant must be one of"):
+            forward(_lib.norm_options(quant="fp4"))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "group stride must be at least the "
+                                                          "width \\(256\\), got 8"):
+            forward(_lib.norm_options(row_groups=4, group_stride=8))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "y_scale is given, but the quant is "
+                                                          "none"):
+            forward(_lib.norm_options(weight_offset=1.0))
+        self.assertIsNone(_lib.norm_options())  # the plain norm: NULL
+        self.assertIs(_lib.norm_options(1.0, "gemma"), _lib.norm_options(1.0, "gemma"))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "row_groups must be in"):
+            _lib.norm_options(row_groups=2**32)
+
     def test_without_a_driver_calls_say_so(self):
         try:
             _lib.call("ptxdsl_init")

@@ -1,7 +1,9 @@
 """ptxdsl.torch on a GPU: layer_norm and rms_norm, forward and backward, against torch's own
 F.layer_norm / F.rms_norm in float64 at odd shapes, under torch.compile(fullgraph=True), captured
-into a CUDA graph and replayed, on two streams at once, and their argument errors. Exits 77 (CTest's
-skip) when torch or a GPU is missing."""
+into a CUDA graph and replayed, on two streams at once, and their argument errors; the model
+options (weight offset, casting, per-head rows) against Gemma's and Llama's RMS norms as Hugging
+Face writes them, and the quantized forward against torch's own casts. Exits 77 (CTest's skip)
+when torch or a GPU is missing."""
 
 import unittest
 
@@ -236,6 +238,213 @@ class NormsTest(unittest.TestCase):
         wide = torch.randn(2, 300000, device="cuda")
         with self.assertRaisesRegex(ptxdsl.ArgumentError, "300000"):
             pt.layer_norm(wide, (300000,))
+
+
+# ---- the model options and the quantized forward ----
+
+
+def gemma_rms_norm(x, weight, eps):
+    """Hugging Face's GemmaRMSNorm.forward: all in float32, (1 + w), rounded once."""
+    xf = x.float()
+    out = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    out = out * (1.0 + weight.float())
+    return out.type_as(x)
+
+
+def llama_rms_norm(x, weight, eps):
+    """Hugging Face's LlamaRMSNorm.forward: x̂ rounded to the input dtype before the weight."""
+    hidden = x.to(torch.float32)
+    variance = hidden.pow(2).mean(-1, keepdim=True)
+    hidden = hidden * torch.rsqrt(variance + eps)
+    return weight * hidden.to(x.dtype)
+
+
+def offset_reference(layer, x, w, b, dy, eps, offset):
+    """Outputs and gradients of y = x̂·(offset + w) (+ b) by torch in float64."""
+    xd = x.double().requires_grad_()
+    wd = w.double().requires_grad_()
+    bd = b.double().requires_grad_() if layer else None
+    n = x.shape[-1]
+    y = (F.layer_norm(xd, (n,), wd + offset, bd, eps) if layer
+         else F.rms_norm(xd, (n,), wd + offset, eps))
+    y.backward(dy.double())
+    return y.detach(), xd.grad, wd.grad, (bd.grad if layer else None)
+
+
+# A format's torch dtype, largest value and the relative size of one step (int8: absolute 1).
+QUANT = {"fp8-e4m3": (torch.float8_e4m3fn, 448.0, 2.0**-3),
+         "fp8-e5m2": (torch.float8_e5m2, 57344.0, 2.0**-2),
+         "int8": (torch.int8, 127.0, None)}
+
+
+def torch_quantized(y, quant):
+    """y (float32 rows) quantized by torch's own cast with the same scale and saturation."""
+    dtype, largest, _ = QUANT[quant]
+    absmax = y.abs().amax(-1, keepdim=True)
+    scale = absmax / largest
+    q = (y / torch.where(absmax == 0, torch.ones_like(scale), scale)).clamp(-largest, largest)
+    q = torch.round(q) if dtype == torch.int8 else q
+    return q.to(dtype), scale.squeeze(-1)
+
+
+class ModelOptionsTest(unittest.TestCase):
+
+    def test_gemma_and_llama_as_hugging_face_writes_them(self):
+        for dtype in (torch.bfloat16, torch.float16):
+            x, w, _, _ = inputs((37, 1151), dtype, dtype, 30)
+            w = (w - 1.0).to(dtype)  # Gemma's zero-centred weight
+            got = pt.rms_norm(x, (1151,), w, 1e-6, weight_offset=1.0, casting="gemma")
+            close(self, got, gemma_rms_norm(x, w, 1e-6).double(), dtype, f"gemma {dtype}")
+            gemma = pt.RMSNorm(1151, eps=1e-6, weight_offset=1.0, casting="gemma",
+                               device="cuda", dtype=dtype)
+            with torch.no_grad():
+                gemma.weight.copy_(w)
+            self.assertTrue(torch.equal(gemma(x), got), "the Gemma module is the function")
+            x, w, _, _ = inputs((37, 1151), dtype, dtype, 31)
+            got = pt.rms_norm(x, (1151,), w, 1e-6, casting="llama")
+            close(self, got, llama_rms_norm(x, w, 1e-6).double(), dtype, f"llama {dtype}")
+
+    def test_weight_offset_gradients_match_float64(self):
+        for layer in (False, True):
+            for shape, dtype, weight_dtype in (((17, 1000), torch.float32, torch.float32),
+                                               ((5, 4097), torch.bfloat16, torch.float32),
+                                               ((2, 3, 31), torch.float16, torch.float16)):
+                x, w, b, dy = inputs(shape, dtype, weight_dtype, 32)
+                for offset, casting in ((1.0, "none"), (-0.5, "gemma"), (1.0, "llama")):
+                    name = f"{'layer' if layer else 'rms'} {shape} {dtype} {offset} {casting}"
+                    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+                    bg = b.clone().requires_grad_() if layer else None
+                    n = shape[-1]
+                    y = (pt.layer_norm(xg, (n,), wg, bg, 1e-5, weight_offset=offset,
+                                       casting=casting) if layer
+                         else pt.rms_norm(xg, (n,), wg, 1e-5, weight_offset=offset,
+                                          casting=casting))
+                    y.backward(dy)
+                    want = offset_reference(layer, x, w, b, dy, 1e-5, offset)
+                    close(self, y.detach(), want[0], dtype, name + " y")
+                    close(self, xg.grad, want[1], dtype, name + " dx")
+                    close(self, wg.grad, want[2], weight_dtype, name + " dw")
+                    if layer:
+                        close(self, bg.grad, want[3], weight_dtype, name + " db")
+
+    def test_modules_keep_torch_nns_state_dict(self):
+        for ours, theirs in ((pt.LayerNorm, torch.nn.LayerNorm), (pt.RMSNorm, torch.nn.RMSNorm)):
+            mod = ours(64, weight_offset=1.0, casting="gemma", device="cuda")
+            self.assertEqual(mod.state_dict().keys(), theirs(64).state_dict().keys())
+            # The applied weights, 1 + w, start at ones: w at zeros.
+            self.assertTrue(torch.equal(mod.weight, torch.zeros_like(mod.weight)))
+            self.assertIn("weight_offset=1.0", repr(mod))
+
+    def test_quantized_forward_matches_torchs_own_cast(self):
+        for quant, (dtype, largest, step) in QUANT.items():
+            for layer in (False, True):
+                x, w, b, _ = inputs((33, 1151), torch.bfloat16, torch.float32, 33)
+                x[3] = 0  # a row of zeros: scale 0, codes 0
+                n = 1151
+                if layer:
+                    q, s = pt.layer_norm_quant(x, n, w, b, 1e-5, quant=quant)
+                    y = F.layer_norm(x.float(), (n,), w, b, 1e-5)
+                else:
+                    q, s = pt.rms_norm_quant(x, n, w, 1e-5, quant=quant)
+                    y = F.rms_norm(x.float(), (n,), w, 1e-5)
+                name = f"{'layer' if layer else 'rms'} {quant}"
+                self.assertEqual(q.dtype, dtype, name)
+                self.assertEqual(tuple(s.shape), (33,), name)
+                want_q, want_s = torch_quantized(y, quant)
+                torch.testing.assert_close(s, want_s, rtol=1e-5, atol=0, msg=name + " scales")
+                got, want = q.float(), want_q.float()
+                # One step apart at most (a tie the kernel's y and torch's round apart), rarely.
+                allowed = 1.0 if step is None else (want.abs() * step).clamp_min(2.0**-9)
+                self.assertTrue(((got - want).abs() <= allowed).all().item(), name)
+                self.assertGreaterEqual((got == want).float().mean().item(), 0.99, name)
+                if not layer:  # layer norm's row of zeros is its bias
+                    self.assertTrue((got[3] == 0).all().item(), name + " a row of zeros")
+
+    def test_quantized_forward_with_residual_and_leading_dims(self):
+        x, w, _, _ = inputs((2, 3, 40), torch.float16, torch.float16, 34)
+        r = torch.randn_like(x)
+        q, s, h = pt.rms_norm_quant(x, 40, w, 1e-5, r, quant="int8")
+        self.assertEqual((q.shape, s.shape, h.shape, h.dtype), (x.shape, (2, 3), x.shape, x.dtype))
+        close(self, h, (x.double() + r.double()), torch.float16, "h")
+
+    def test_per_head_rows_on_a_fused_qkv_buffer(self):
+        tokens, q_heads, kv_heads, d = 19, 8, 2, 128
+        qkv = torch.randn(tokens, (q_heads + 2 * kv_heads) * d, device="cuda",
+                          dtype=torch.bfloat16, requires_grad=True)
+        w = (torch.rand(d, device="cuda") * 0.2 - 0.1).to(torch.bfloat16)
+        q = qkv[:, :q_heads * d].view(tokens, q_heads, d)  # a view: no copy
+        y = pt.rms_norm(q, d, w, 1e-6, weight_offset=1.0, heads=True)
+        self.assertEqual(y.stride(), q.stride(), "y lies as the input's rows")
+        want = offset_reference(False, q.detach().contiguous(), w, None, torch.ones_like(y),
+                                1e-6, 1.0)
+        close(self, y.detach(), want[0], torch.bfloat16, "per-head y")
+        y.backward(torch.ones_like(y))
+        close(self, qkv.grad[:, :q_heads * d].view(tokens, q_heads, d), want[1], torch.bfloat16,
+              "per-head dx")
+        self.assertTrue((qkv.grad[:, q_heads * d:] == 0).all().item(), "k and v untouched")
+        q_norm = pt.RMSNorm(d, eps=1e-6, weight_offset=1.0, heads=True, device="cuda",
+                            dtype=torch.bfloat16)
+        with torch.no_grad():
+            q_norm.weight.copy_(w)
+            self.assertTrue(torch.equal(q_norm(q), y.detach()), "the per-head module")
+
+    def test_variants_under_torch_compile(self):
+        def block(x, w):
+            y = pt.rms_norm(x, (x.shape[-1],), w, 1e-6, weight_offset=1.0, casting="gemma")
+            return y, pt.rms_norm_quant(y, x.shape[-1], w, 1e-6, quant="fp8-e4m3")
+
+        compiled = torch.compile(block, fullgraph=True)
+        x, w, _, dy = inputs((37, 1536), torch.bfloat16, torch.bfloat16, 35)
+        outs = []
+        for f in (block, compiled):
+            xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+            y, (q, s) = f(xg, wg)
+            y.backward(dy)
+            outs.append((y, q.view(torch.uint8), s, xg.grad, wg.grad))
+        for what, e, c in zip(("y", "q", "scales", "dx", "dw"), *outs):
+            self.assertTrue(torch.equal(e, c), f"compiled {what} differs from eager")
+
+    def test_quantized_forward_in_a_cuda_graph(self):
+        x, w, _, _ = inputs((300, 4096), torch.bfloat16, torch.bfloat16, 36)
+        static_x = x.clone()
+        pt.prepare("rms_norm", torch.bfloat16, 4096, quant="fp8-e4m3", weight_offset=1.0)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                pt.rms_norm_quant(static_x, 4096, w, 1e-6, quant="fp8-e4m3", weight_offset=1.0)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            q, s = pt.rms_norm_quant(static_x, 4096, w, 1e-6, quant="fp8-e4m3",
+                                     weight_offset=1.0)
+        for seed in (37, 38):
+            new_x, _, _, _ = inputs((300, 4096), torch.bfloat16, torch.bfloat16, seed)
+            static_x.copy_(new_x)
+            graph.replay()
+            torch.cuda.synchronize()
+            eager_q, eager_s = pt.rms_norm_quant(new_x, 4096, w, 1e-6, quant="fp8-e4m3",
+                                                 weight_offset=1.0)
+            self.assertTrue(torch.equal(q.view(torch.uint8), eager_q.view(torch.uint8)))
+            self.assertTrue(torch.equal(s, eager_s))
+
+    def test_bad_options_name_the_value(self):
+        x = torch.randn(4, 8, device="cuda")
+        w = torch.ones(8, device="cuda")
+        with self.assertRaisesRegex(ValueError, "casting must be one of none, llama, gemma, got "
+                                                "'mistral'"):
+            pt.rms_norm(x, 8, w, casting="mistral")
+        with self.assertRaisesRegex(ValueError, "quant must be one of fp8-e4m3, fp8-e5m2, int8"):
+            pt.rms_norm_quant(x, 8, w, quant="fp4")
+        with self.assertRaisesRegex(ValueError, "scale must be one of per-token"):
+            pt.rms_norm_quant(x, 8, w, scale="group999")
+        with self.assertRaisesRegex(ValueError, "a weight offset of 1 needs w"):
+            pt.rms_norm(x, 8, None, weight_offset=1.0)
+        with self.assertRaisesRegex(ValueError, "heads=True takes no residual"):
+            pt.rms_norm(x.view(4, 2, 4), 4, None, residual=x.view(4, 2, 4), heads=True)
+        with self.assertRaisesRegex(ValueError, "rows may not overlap"):
+            pt.rms_norm(torch.randn(64, device="cuda").as_strided((4, 2, 8), (16, 4, 1)), 8, w,
+                        heads=True)
 
 
 if __name__ == "__main__":

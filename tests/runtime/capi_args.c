@@ -34,6 +34,16 @@ static int32_t ln_forward(int32_t device, int32_t dtype, int32_t weight_dtype, i
                                    NULL);
 }
 
+/* ptxdsl_norm_forward_ex with f16 rows of 256 and every pointer but w and y_scale fixed: x at
+ * FAKE(1), y at FAKE(4), mean (layer norm) at FAKE(5), rstd at FAKE(6). */
+static int32_t ex_forward(int32_t norm, const ptxdsl_norm_options* options, int64_t batch,
+                          const void* w, float* y_scale) {
+  return ptxdsl_norm_forward_ex(0, norm, PTXDSL_F16, PTXDSL_F16, batch, 256, 0, options, FAKE(1), w,
+                                NULL, NULL, NULL, FAKE(4), y_scale,
+                                norm == PTXDSL_LAYER_NORM ? (float*)FAKE(5) : NULL, (float*)FAKE(6),
+                                1e-5f, NULL);
+}
+
 int main(void) {
   int32_t status;
   int32_t count = -1;
@@ -163,6 +173,88 @@ int main(void) {
   if (bytes != 0) {
     ++failures;
     fprintf(stderr, "workspace bytes for batch 0: %llu, want 0\n", (unsigned long long)bytes);
+  }
+
+  /* The model options (ptxdsl_norm_options, the _ex calls): each bad value named with what is
+   * allowed, before any driver loads. */
+  {
+    ptxdsl_norm_options o;
+    unsigned char newer[sizeof(ptxdsl_norm_options) + 8];
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.casting = "mistral";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "ptxdsl_norm_forward_ex: options->casting: casting must be one of none, llama, gemma, "
+           "got 'mistral'");
+    o.casting = "gemma";
+    o.quant = "fp4";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "options->quant: quant must be one of none, fp8-e4m3");
+    o.quant = "int8";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale is a null pointer: quant int8 writes its f32 scales there (1 a row)");
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(1)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale overlaps x");
+    o.quant = NULL;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale is given, but the quant is none");
+    o.weight_offset = 1.0f;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, NULL, NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "RmsNorm(f16, weights f16, width 256, weight offset 1, casting gemma).forward: a "
+           "weight offset of 1 needs w");
+    o.weight_offset = NAN;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 0, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "weight offset must be a finite number, got nan");
+    o.weight_offset = 0.0f;
+    o.row_groups = 4;
+    o.group_stride = 200;
+    EXPECT(ex_forward(PTXDSL_LAYER_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "group stride must be at least the width (256), got 200");
+    EXPECT(ptxdsl_norm_prepare_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, &o),
+           PTXDSL_ERROR_INVALID_ARGUMENT,
+           "ptxdsl_norm_prepare_ex: RmsNorm(f16, weights f16, width 256, casting gemma, row groups "
+           "4 × group stride 200).forward: group stride must be at least the width (256), got 200");
+    o.group_stride = 256;
+    EXPECT(ex_forward(PTXDSL_LAYER_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "stride must be at least the row groups' span (row groups 4 − 1)·group stride 256 + "
+           "width 256 = 1024, got 256");
+    o.row_groups = 0;
+    o.group_stride = 0;
+    o.residual_in_f32 = 1;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "residual_in_f32 is set without a residual");
+    /* The backward does not read what the forward wrote: quant and residual_in_f32 pass. */
+    o.quant = "fp8-e4m3";
+    EXPECT(ptxdsl_norm_backward_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, &o,
+                                   FAKE(1), NULL, FAKE(2), FAKE(3), (float*)FAKE(8),
+                                   (float*)FAKE(4), NULL, FAKE(5), FAKE(6), NULL, 0, NULL),
+           PTXDSL_ERROR_INVALID_ARGUMENT, "mean is given to an RMS norm's backward");
+    EXPECT(ptxdsl_norm_backward_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, &o, NULL,
+                                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+           PTXDSL_SUCCESS, "");
+    EXPECT(ptxdsl_norm_workspace_bytes_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, 0, &o,
+                                          &bytes),
+           PTXDSL_SUCCESS, "");
+    o.size = 8;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "options->size must be at least 36 (sizeof(ptxdsl_norm_options)), got 8");
+    /* A newer header's struct: its fields this library does not know must be zero. */
+    memset(newer, 0, sizeof newer);
+    o.size = (uint32_t)sizeof newer;
+    o.quant = NULL;
+    o.residual_in_f32 = 0;
+    memcpy(newer, &o, sizeof o);
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, (const ptxdsl_norm_options*)(const void*)newer, 0, FAKE(2),
+                      NULL),
+           PTXDSL_SUCCESS, "");
+    newer[sizeof newer - 1] = 1;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, (const ptxdsl_norm_options*)(const void*)newer, 0, FAKE(2),
+                      NULL),
+           PTXDSL_ERROR_UNSUPPORTED, "is not zero: a field this library");
+    EXPECT(
+        ptxdsl_norm_forward_ex(0, 5, PTXDSL_F16, PTXDSL_F16, 8, 256, 0, NULL, FAKE(1), FAKE(2),
+                               NULL, NULL, NULL, FAKE(4), NULL, NULL, (float*)FAKE(6), 1e-5f, NULL),
+        PTXDSL_ERROR_INVALID_ARGUMENT, "norm must be PTXDSL_LAYER_NORM (0) or PTXDSL_RMS_NORM");
   }
 
   /* The driver: absent, a valid call says so; present, host memory is refused. */

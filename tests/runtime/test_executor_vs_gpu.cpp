@@ -45,6 +45,7 @@ std::vector<Tensor> outputs_of(NormKind kind, DType dtype, DType weight_dtype,
     const std::string name(arg_name(t.arg));
     switch (t.layout) {
       case runtime::TensorLayout::Rows:
+      case runtime::TensorLayout::OutputRows:
         out.push_back({name, dtype, std::size_t{kBatch} * width});
         break;
       case runtime::TensorLayout::Weights:
@@ -54,7 +55,8 @@ std::vector<Tensor> outputs_of(NormKind kind, DType dtype, DType weight_dtype,
         out.push_back({name, DType::F32, kBatch});
         break;
       case runtime::TensorLayout::ResidualRows:
-        break;  // the residual add is another variant
+      case runtime::TensorLayout::Scales:
+        break;  // the residual add is another variant, the quantized output another type
     }
   }
   return out;
@@ -135,10 +137,11 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
     upload(o.name.c_str(), poison);
   }
   const auto g = [&](const char* name) { return runtime::DeviceView(gpu.at(name)); };
-  // Every tensor of the full variant (no residual add), by its name.
+  // Every tensor of the full variant (no residual add, no quantized output), by its name.
   runtime::NormCall call{.direction = direction(kind), .batch = kBatch, .eps = kEps};
   for (const runtime::NormTensor& t : runtime::norm_tensors(is_layer_norm(kind), call.direction)) {
-    if (t.layout != runtime::TensorLayout::ResidualRows) {
+    if (t.layout != runtime::TensorLayout::ResidualRows &&
+        t.layout != runtime::TensorLayout::Scales) {
       call.*t.view = g(std::string(arg_name(t.arg)).c_str());
     }
   }

@@ -58,8 +58,8 @@ NormCall rms_backward() {
 
 TEST_CASE("each norm and direction takes its tensors, in its kernels' parameter order",
           "[runtime][norms]") {
-  CHECK(names(true, Direction::Forward) == "x w b residual y h mean rstd");
-  CHECK(names(false, Direction::Forward) == "x w residual y h rstd");
+  CHECK(names(true, Direction::Forward) == "x w b residual y y_scale h mean rstd");
+  CHECK(names(false, Direction::Forward) == "x w residual y y_scale h rstd");
   CHECK(names(true, Direction::Backward) == "dy x w mean rstd dh dx dw db");
   CHECK(names(false, Direction::Backward) == "dy x w rstd dh dx dw");
   CHECK(names(true, Direction::Forward, true) == "x y mean rstd");
@@ -85,7 +85,7 @@ TEST_CASE("a NormCall's variant is the typed call's, and views it does not take 
 
   CHECK_THROWS_WITH(variant_of(false, {.b = at(3)}),
                     "b is given to an RMS norm's forward, which does not take it (it takes x, w, "
-                    "residual, y, h, rstd)");
+                    "residual, y, y_scale, h, rstd)");
   CHECK_THROWS_WITH(variant_of(true, {.dy = at(3)}),
                     Catch::StartsWith("dy is given to a layer norm's forward"));
   CHECK_THROWS_WITH(variant_of(true, {.direction = Direction::Backward, .y = at(3)}),
@@ -263,4 +263,53 @@ TEST_CASE("check_call refuses model options and row-group layouts the kernels ca
   CHECK_THROWS_WITH(
       check_call(with_model(kLayer, {.row_groups = 65536, .group_stride = 131072}), NormCall{}),
       Catch::Contains("span 8589803776 elements, more than 2^32 - 1"));
+}
+
+TEST_CASE("a quantized forward's type: its kernels, y's codes and the scales a call must give",
+          "[runtime][norms]") {
+  const NormType int8 = with_model(kRms, {.quant = kernels::Quant::Int8});
+  CHECK(norm_spec(int8, Direction::Forward).quant == kernels::Quant::Int8);
+  // The backward reads no y: it is the norm's own.
+  CHECK(norm_spec(int8, Direction::Backward).quant == kernels::Quant::None);
+  CHECK(kernels_of(int8, Direction::Forward).first != kernels_of(kRms, Direction::Forward).first);
+  CHECK(kernels_of(int8, Direction::Backward) == kernels_of(kRms, Direction::Backward));
+  CHECK(quant_output(kRms).element_bytes == 2);
+  CHECK(quant_output(kRms).scales_per_row == 0);
+  CHECK(quant_output(int8).element_bytes == 1);
+  CHECK(quant_output(int8).scales_per_row == 1);
+
+  NormCall f{.direction = Direction::Forward,
+             .x = at(1),
+             .w = at(2),
+             .y = DeviceView(at(4).address, 8 * 256),
+             .rstd = at(6),
+             .y_scale = DeviceView(at(7).address, 8 * 4),
+             .batch = 8};
+  CHECK_NOTHROW(check_call(int8, f));
+  // y holds a byte an element; the scales one f32 a row.
+  f.y = DeviceView(at(4).address, 8 * 256 - 1);
+  CHECK_THROWS_WITH(check_call(int8, f),
+                    "RmsNorm(bf16, weights f32, width 256, quant int8).forward: y holds 2047 "
+                    "bytes; batch 8 × stride 256 (width 256) needs 2048 bytes of int8");
+  f.y = at(4);
+  f.y_scale = DeviceView(at(7).address, 8 * 4 - 4);
+  CHECK_THROWS_WITH(check_call(int8, f), Catch::Contains("y_scale holds 28 bytes; batch 8 needs "
+                                                         "32 bytes of f32"));
+  f.y_scale = {};
+  CHECK_THROWS_WITH(check_call(int8, f), Catch::Contains("y_scale is a null pointer: quant int8 "
+                                                         "writes its f32 scales there (1 a row)"));
+  f.y_scale = at(7);
+  CHECK_THROWS_WITH(check_call(kRms, f),
+                    Catch::Contains("y_scale is given, but the quant is none"));
+  f.y_scale = at(1);
+  CHECK_THROWS_WITH(check_call(int8, f), Catch::Contains("y_scale overlaps x"));
+  // A backward of the type takes no y_scale (it is not among its tensors).
+  NormCall b = rms_backward();
+  CHECK_NOTHROW(check_call(int8, b));
+  b.y_scale = at(7);
+  CHECK_THROWS_WITH(check_call(int8, b), Catch::Contains("y_scale is given to an RMS norm's "
+                                                         "backward, which does not take it"));
+  CHECK_THROWS_WITH(
+      check_call(with_model(kRms, {.quant = static_cast<kernels::Quant>(40)}), NormCall{}),
+      Catch::Contains("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value 40"));
 }

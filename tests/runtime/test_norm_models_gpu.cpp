@@ -1,8 +1,9 @@
-// The model options of a norm object (weight offset, casting, row groups) on a GPU: each variant's
+// The model options of a norm object (weight offset, casting, row groups, quant) on a GPU: each
+// variant's
 // forward and backward against the float64 model of its variant (kernels::norm_reference, what
-// the CPU executor's tests and `ptxdsl run` judge by), at odd shapes: batch 1, width 1151, rows
-// strided and per-head rows ending mid-group. Outputs are poisoned first; what lies between rows
-// must stay untouched.
+// the CPU executor's tests and `ptxdsl run` judge by; a quantized y against kernels::quantize_rows
+// of it), at odd shapes: batch 1, width 1151, rows strided and per-head rows ending mid-group.
+// Outputs are poisoned first; what lies between rows must stay untouched.
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -15,7 +16,9 @@
 #include "gpu_support.hpp"
 #include "ptxdsl/kernels/check_outputs.hpp"
 #include "ptxdsl/kernels/inputs.hpp"
+#include "ptxdsl/kernels/quantize_reference.hpp"
 #include "ptxdsl/kernels/reference.hpp"
+#include "ptxdsl/ptxdsl.h"
 #include "ptxdsl/runtime.hpp"
 #include "ptxdsl/runtime/norms.hpp"
 
@@ -286,4 +289,256 @@ TEST_CASE("per-head rows (row groups) match the float64 model on a GPU, ending m
        .model = {.casting = kernels::Casting::Llama, .row_groups = 4, .group_stride = 1152}},
   };
   for (const ModelCase& c : cases) run_model_case(ctx, c);
+}
+
+namespace {
+
+// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32,
+// as the executor's tests judge them: scales within 1e-5 relative, every code at most one step
+// from the model's (a tie the kernel's f32 y and the float64 one round to different sides of)
+// and all but 1% of them bit-exact; a row of zeros exactly. `q` holds the case's row layout.
+void check_quantized(const ModelCase& c, kernels::Quant quant, const std::vector<double>& ref_y,
+                     const std::vector<std::byte>& q, const std::vector<float>& scale) {
+  const std::vector<float> y(ref_y.begin(), ref_y.end());
+  const kernels::QuantizedRows want = kernels::quantize_rows(quant, y, c.batch, c.width);
+  std::size_t differ = 0, far = 0, between_rows = q.size();
+  for (std::uint32_t r = 0; r < c.batch; ++r) {
+    INFO("row " << r << " scale " << scale[r] << " want " << want.scale[r]);
+    CHECK(std::fabs(scale[r] - want.scale[r]) <= 1e-5f * want.scale[r]);
+    for (std::uint32_t i = 0; i < c.width; ++i) {
+      const auto got = static_cast<std::uint8_t>(q[c.row_start(r) + i]);
+      const std::uint8_t w = want.q[std::size_t{r} * c.width + i];
+      differ += got != w;
+      far += kernels::quant_steps(quant, got, w) > 1 || (want.scale[r] == 0.0f && got != w);
+    }
+    between_rows -= c.width;
+  }
+  const auto poison = static_cast<std::size_t>(std::count(q.begin(), q.end(), kPoison));
+  INFO(kernels::quant_name(quant) << ": " << differ << " codes differ, " << far
+                                  << " by more than a step");
+  CHECK(far == 0);
+  CHECK(differ <= std::size_t{c.batch} * c.width / 100);
+  CHECK(poison >= between_rows);  // nothing written between rows (codes may be 0xFF too)
+}
+
+// The quantized forward of a case through the C++ API (or the C ABI's ptxdsl_norm_forward_ex):
+// y's codes and scales against the quantizer, rstd (and mean, h) against the float64 model.
+void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
+  INFO(c.describe() << ", quant " << kernels::quant_name(c.model.quant)
+                    << (c_abi ? ", C ABI" : ", C++ API"));
+  const NormType type = c.type();
+  const kernels::Residual residual = c.residual ? kernels::Residual::Add : kernels::Residual::None;
+  kernels::NormSpec forward = norm_spec(type, Direction::Forward, {.residual = residual});
+  forward.row_groups = 1;
+  forward.group_stride = 0;
+  const kernels::NormInputs in = kernels::make_inputs(forward, c.batch, c.width, 48);
+  const kernels::NormReference ref = kernels::norm_reference(forward, in, kEps);
+  const kernels::NormProblem problem = kernels::norm_problem(forward, in, ref, kEps);
+  const DType d = c.dtype, wd = c.weight_dtype, f32 = DType::F32;
+  const QuantOutput out = quant_output(type);
+  const DeviceBuffer<std::byte> x = upload(ctx, scatter(c, in.x));
+  const DeviceBuffer<std::byte> w = upload(ctx, in.w.bytes);
+  const DeviceBuffer<std::byte> b = c.layer ? upload(ctx, in.b.bytes) : DeviceBuffer<std::byte>{};
+  const DeviceBuffer<std::byte> res =
+      c.residual ? upload(ctx, scatter(c, in.residual)) : DeviceBuffer<std::byte>{};
+  const std::size_t row_bytes = c.elements() * static_cast<std::size_t>(kernels::dtype_bytes(d));
+  DeviceBuffer<std::byte> y = poisoned(ctx, c.elements() * out.element_bytes),
+                          y_scale = poisoned(ctx, 4 * c.batch * out.scales_per_row),
+                          h = poisoned(ctx, row_bytes), mean = poisoned(ctx, 4 * c.batch),
+                          rstd = poisoned(ctx, 4 * c.batch);
+  const auto maybe = [](bool given, const DeviceBuffer<std::byte>& buf) {
+    return given ? buf.address() : std::uint64_t{0};
+  };
+  if (c_abi) {
+    const ptxdsl_norm_options options{.size = sizeof(ptxdsl_norm_options),
+                                      .weight_offset = c.model.weight_offset,
+                                      .casting = kernels::casting_name(c.model.casting).data(),
+                                      .quant = kernels::quant_name(c.model.quant).data(),
+                                      .row_groups = c.model.row_groups,
+                                      .group_stride = c.model.group_stride,
+                                      .residual_in_f32 = 0};
+    const auto ptr = [](std::uint64_t a) { return reinterpret_cast<void*>(a); };
+    const std::int32_t status = ptxdsl_norm_forward_ex(
+        ctx.device(), c.layer ? PTXDSL_LAYER_NORM : PTXDSL_RMS_NORM, static_cast<std::int32_t>(d),
+        static_cast<std::int32_t>(wd), c.batch, c.width, c.row_stride(), &options, ptr(x.address()),
+        ptr(w.address()), ptr(maybe(c.layer, b)), ptr(maybe(c.residual, res)),
+        ptr(maybe(c.residual, h)), ptr(y.address()), static_cast<float*>(ptr(y_scale.address())),
+        static_cast<float*>(ptr(maybe(c.layer, mean))), static_cast<float*>(ptr(rstd.address())),
+        static_cast<float>(kEps), nullptr);
+    INFO(ptxdsl_last_error());
+    REQUIRE(status == PTXDSL_SUCCESS);
+  } else {
+    Norm norm(ctx, type);
+    const auto v = [&](bool given, const DeviceBuffer<std::byte>& buf, DType dt) {
+      return given ? view(buf, dt) : DeviceView{};
+    };
+    norm.call({.direction = Direction::Forward,
+               .x = view(x, d),
+               .w = view(w, wd),
+               .b = v(c.layer, b, wd),
+               .y = DeviceView(y.address(), y.bytes(), out.element_bytes),
+               .mean = v(c.layer, mean, f32),
+               .rstd = view(rstd, f32),
+               .y_scale = view(y_scale, f32),
+               .residual = v(c.residual, res, d),
+               .h = v(c.residual, h, d),
+               .batch = c.batch,
+               .stride = c.row_stride(),
+               .eps = static_cast<float>(kEps)});
+  }
+  ctx.synchronize();
+  check_quantized(c, c.model.quant, ref.y, y.to_host(), kernels::to_floats(y_scale.to_host(), f32));
+  check_output(problem, "rstd", f32, kernels::to_floats(rstd.to_host(), f32), ref.rstd);
+  if (c.layer) {
+    check_output(problem, "mean", f32, kernels::to_floats(mean.to_host(), f32), ref.mean);
+  }
+  if (c.residual) {
+    const Rows h_rows = gather(c, h.to_host(), d);
+    check_output(problem, "h", d, h_rows.dense, ref.h);
+    CHECK(h_rows.padding_written == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "quantized forwards (fp8 e4m3/e5m2, int8, per-token scales) on a GPU match the host "
+    "quantizer, through the C++ API and the C ABI",
+    "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  using kernels::Quant;
+  const bool fp8 = ctx.info().model.arch() >= Arch::Sm90;
+  std::vector<ModelCase> cases;
+  for (const Quant q : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
+    if (q != Quant::Int8 && !fp8) continue;
+    cases.push_back({.batch = 37, .stride = 1160, .model = {.quant = q}});
+    cases.push_back(
+        {.layer = true,
+         .dtype = DType::F16,
+         .weight_dtype = DType::F32,
+         .batch = 3,
+         .stride = 1153,
+         .model = {.weight_offset = 1.0f, .casting = kernels::Casting::Gemma, .quant = q},
+         .residual = true});
+    cases.push_back({.dtype = DType::F32,
+                     .weight_dtype = DType::F32,
+                     .batch = 1,
+                     .model = {.casting = kernels::Casting::Llama, .quant = q}});
+    // QK-norm into FP8: 8 heads of 128, two tokens and three heads.
+    cases.push_back(
+        {.width = 128,
+         .batch = 19,
+         .stride = 8 * 136,
+         .model = {.weight_offset = 1.0f, .row_groups = 8, .group_stride = 136, .quant = q}});
+  }
+  for (const ModelCase& c : cases) {
+    run_quant_case(ctx, c, false);
+    run_quant_case(ctx, c, true);
+  }
+}
+
+TEST_CASE("the model options through the C ABI's _ex functions give the C++ API's bits",
+          "[runtime][gpu][norms][capi]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  const ModelCase cases[] = {
+      {.width = 128,
+       .batch = 70,
+       .stride = 32 * 136 + 8,
+       .model = {.weight_offset = 1.0f,
+                 .casting = kernels::Casting::Gemma,
+                 .row_groups = 32,
+                 .group_stride = 136}},
+      {.layer = true,
+       .dtype = DType::F16,
+       .weight_dtype = DType::F32,
+       .batch = 37,
+       .stride = 1160,
+       .model = {.weight_offset = -0.5f, .casting = kernels::Casting::Llama}},
+  };
+  for (const ModelCase& c : cases) {
+    INFO(c.describe());
+    const kernels::NormSpec spec = norm_spec(c.type(), Direction::Forward);
+    kernels::NormSpec dense = spec;
+    dense.row_groups = 1;
+    dense.group_stride = 0;
+    const kernels::NormInputs in = kernels::make_inputs(dense, c.batch, c.width, 49);
+    const DType d = c.dtype, wd = c.weight_dtype, f32 = DType::F32;
+    const std::size_t row_bytes = c.elements() * static_cast<std::size_t>(kernels::dtype_bytes(d));
+    const std::size_t weight_bytes =
+        std::size_t{c.width} * static_cast<std::size_t>(kernels::dtype_bytes(wd));
+    const DeviceBuffer<std::byte> x = upload(ctx, scatter(c, in.x));
+    const DeviceBuffer<std::byte> dy = upload(ctx, scatter(c, in.dy));
+    const DeviceBuffer<std::byte> w = upload(ctx, in.w.bytes);
+    const DeviceBuffer<std::byte> b = c.layer ? upload(ctx, in.b.bytes) : DeviceBuffer<std::byte>{};
+    // [0]: the C++ API's outputs, [1]: the C ABI's.
+    struct Outputs {
+      DeviceBuffer<std::byte> y, mean, rstd, dx, dw, db;
+    } out[2];
+    for (Outputs& o : out) {
+      o.y = poisoned(ctx, row_bytes);
+      o.dx = poisoned(ctx, row_bytes);
+      o.mean = poisoned(ctx, 4 * c.batch);
+      o.rstd = poisoned(ctx, 4 * c.batch);
+      o.dw = poisoned(ctx, weight_bytes);
+      o.db = poisoned(ctx, weight_bytes);
+    }
+    const auto if_layer = [&](const DeviceBuffer<std::byte>& buf, DType dt) {
+      return c.layer ? view(buf, dt) : DeviceView{};
+    };
+    Norm norm(ctx, c.type());
+    norm.call({.direction = Direction::Forward,
+               .x = view(x, d),
+               .w = view(w, wd),
+               .b = if_layer(b, wd),
+               .y = view(out[0].y, d),
+               .mean = if_layer(out[0].mean, f32),
+               .rstd = view(out[0].rstd, f32),
+               .batch = c.batch,
+               .stride = c.row_stride(),
+               .eps = static_cast<float>(kEps)});
+    norm.call({.direction = Direction::Backward,
+               .x = view(x, d),
+               .w = view(w, wd),
+               .mean = if_layer(out[0].mean, f32),
+               .rstd = view(out[0].rstd, f32),
+               .dy = view(dy, d),
+               .dx = view(out[0].dx, d),
+               .dw = view(out[0].dw, wd),
+               .db = if_layer(out[0].db, wd),
+               .batch = c.batch,
+               .stride = c.row_stride()});
+    const ptxdsl_norm_options options{.size = sizeof(ptxdsl_norm_options),
+                                      .weight_offset = c.model.weight_offset,
+                                      .casting = kernels::casting_name(c.model.casting).data(),
+                                      .quant = nullptr,
+                                      .row_groups = c.model.row_groups,
+                                      .group_stride = c.model.group_stride,
+                                      .residual_in_f32 = 0};
+    const auto p = [](const DeviceBuffer<std::byte>& buf) {
+      return reinterpret_cast<void*>(buf.address());
+    };
+    const std::int32_t norm_code = c.layer ? PTXDSL_LAYER_NORM : PTXDSL_RMS_NORM;
+    std::int32_t status = ptxdsl_norm_forward_ex(
+        ctx.device(), norm_code, static_cast<std::int32_t>(d), static_cast<std::int32_t>(wd),
+        c.batch, c.width, c.row_stride(), &options, p(x), p(w), c.layer ? p(b) : nullptr, nullptr,
+        nullptr, p(out[1].y), nullptr, c.layer ? static_cast<float*>(p(out[1].mean)) : nullptr,
+        static_cast<float*>(p(out[1].rstd)), static_cast<float>(kEps), nullptr);
+    INFO(ptxdsl_last_error());
+    REQUIRE(status == PTXDSL_SUCCESS);
+    status = ptxdsl_norm_backward_ex(
+        ctx.device(), norm_code, static_cast<std::int32_t>(d), static_cast<std::int32_t>(wd),
+        c.batch, c.width, c.row_stride(), &options, p(dy), nullptr, p(x), p(w),
+        c.layer ? static_cast<const float*>(p(out[1].mean)) : nullptr,
+        static_cast<const float*>(p(out[1].rstd)), p(out[1].dx), p(out[1].dw),
+        c.layer ? p(out[1].db) : nullptr, nullptr, 0, nullptr);
+    INFO(ptxdsl_last_error());
+    REQUIRE(status == PTXDSL_SUCCESS);
+    ctx.synchronize();
+    CHECK(out[0].y.to_host() == out[1].y.to_host());
+    CHECK(out[0].rstd.to_host() == out[1].rstd.to_host());
+    CHECK(out[0].mean.to_host() == out[1].mean.to_host());
+    CHECK(out[0].dx.to_host() == out[1].dx.to_host());
+    CHECK(out[0].dw.to_host() == out[1].dw.to_host());
+    CHECK(out[0].db.to_host() == out[1].db.to_host());
+  }
 }

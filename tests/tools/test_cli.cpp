@@ -559,7 +559,7 @@ TEST_CASE("emit --json escapes a file name that is not UTF-8", "[tools]") {
 }
 
 #if __has_include("ptxdsl/dsl/executor.hpp")
-TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused when bad",
+TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups, --quant; refused when bad",
           "[tools][executor]") {
   for (const char* args :
        {"run rms_fwd --batch 3 --width 1151 --dtype bf16 --weight-offset 1 --cpu",
@@ -588,15 +588,35 @@ TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused w
   REQUIRE(heads.status == 0);
   CHECK(heads.out.find("\"rms_fwd_bf16_wbf16_n128_g32x128\"") != std::string::npos);
   CHECK(heads.out.find("\"row_groups\": 32") != std::string::npos);
+  CHECK(heads.out.find("\"row_start\": \"(r / row_groups) * stride + (r % row_groups) * "
+                       "group_stride elements") != std::string::npos);
   const Result narrow =
       run_cli("emit rms_fwd --width 128 --dtype bf16 --row-groups 32 --group-stride 100");
   CHECK(narrow.status == 2);
   CHECK(narrow.err.find("group stride must be at least the width (128), got 100") !=
         std::string::npos);
-  const Result run_heads = run_cli(
-      "run rms_fwd --batch 4 --width 128 --dtype bf16 --row-groups 2 --group-stride 128 --cpu");
-  CHECK(run_heads.status == 2);
-  CHECK(run_heads.err.find("--row-groups: run lays its rows --stride apart") != std::string::npos);
+  // run lays the rows at their row groups' addresses, poisoned between, and packs them back.
+  for (const char* args :
+       {"run rms_fwd --batch 7 --width 128 --dtype bf16 --row-groups 3 --group-stride 136 "
+        "--stride 420 --weight-offset 1 --cpu",
+        "run ln_bwd --batch 5 --width 100 --dtype f16 --row-groups 2 --group-stride 100 "
+        "--vector-elems 4 --cpu",
+        "run rms_fwd --batch 4 --width 64 --dtype f16 --row-groups 2 --group-stride 72 --quant "
+        "int8 --residual add --cpu",
+        // Quantized outputs: codes against the host quantizer, scales within 1e-5.
+        "run rms_fwd --batch 3 --width 1151 --dtype bf16 --quant fp8-e4m3 --casting gemma "
+        "--weight-offset 1 --cpu",
+        "run ln_fwd --batch 2 --width 300 --dtype f32 --quant fp8-e5m2 --stride 304 --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("PASS") != std::string::npos);
+  }
+  const Result short_stride = run_cli(
+      "run rms_fwd --batch 4 --width 128 --dtype bf16 --row-groups 2 --group-stride 128 "
+      "--stride 255 --cpu");
+  CHECK(short_stride.status == 2);
+  CHECK(short_stride.err.find("--stride must be") != std::string::npos);
   const Result mistral = run_cli("emit rms_fwd --width 64 --dtype f16 --casting mistral");
   CHECK(mistral.status == 2);
   CHECK(mistral.err.find("casting must be one of none, llama, gemma, got 'mistral'") !=
@@ -608,7 +628,7 @@ TEST_CASE("the LLM variants: --weight-offset, --casting, --row-groups; refused w
 }
 #endif
 
-TEST_CASE("run and bench on a GPU take --weight-offset and --casting; row groups are refused",
+TEST_CASE("run and bench on a GPU take --weight-offset, --casting, --row-groups and --quant",
           "[tools]") {
   // Without a GPU the driver is what stops them (not a refusal of the options); with one, the
   // outputs pass against the float64 model of their variant.
@@ -617,21 +637,28 @@ TEST_CASE("run and bench on a GPU take --weight-offset and --casting; row groups
         "run ln_bwd --batch 3 --width 1151 --dtype f16 --stride 1160 --weight-offset -0.5",
         "run rms_fwd --batch 3 --width 1151 --dtype bf16 --casting llama --residual add",
         "run rms_bwd --batch 3 --width 1151 --dtype bf16 --weight-dtype f32 --casting llama",
-        "run rms_fwd --batch 2 --width 64 --dtype f16 --casting gemma --weight-offset 1"}) {
+        "run rms_fwd --batch 2 --width 64 --dtype f16 --casting gemma --weight-offset 1",
+        "run rms_fwd --batch 70 --width 128 --dtype bf16 --row-groups 32 --group-stride 136 "
+        "--stride 4360 --weight-offset 1",
+        "run ln_bwd --batch 7 --width 1151 --dtype f16 --row-groups 3 --group-stride 1155 "
+        "--vector-elems 1",
+        "bench rms_fwd --batch 64 --width 128 --dtype bf16 --row-groups 8 --group-stride 128",
+        "run rms_fwd --batch 37 --width 1151 --dtype bf16 --stride 1160 --quant fp8-e4m3",
+        "run ln_fwd --batch 3 --width 4096 --dtype f16 --quant fp8-e5m2 --residual add",
+        "run rms_fwd --batch 33 --width 128 --dtype bf16 --quant int8 --row-groups 8 "
+        "--group-stride 136 --weight-offset 1",
+        "bench rms_fwd --batch 4096 --width 4096 --dtype bf16 --quant fp8-e4m3",
+        "bench ln_fwd --batch 1 --width 1151 --dtype f16 --quant int8 --residual add"}) {
     CAPTURE(args);
     const Result r = run_cli(args);
     CAPTURE(r.err);
     CHECK(r.err.find("does not take") == std::string::npos);
+    CHECK(r.err.find("--row-groups") == std::string::npos);
     if (r.err.find("no CUDA driver") == std::string::npos) {
       CHECK(r.status == 0);
       CHECK(r.out.find("PASS") != std::string::npos);
     }
   }
-  const Result heads =
-      run_cli("bench rms_fwd --batch 4 --width 128 --dtype bf16 --row-groups 2 --group-stride 128");
-  CHECK(heads.status == 2);
-  CHECK(heads.err.find("--row-groups 2: run and bench on a GPU lay their rows --stride apart") !=
-        std::string::npos);
   const Result suite = run_cli("bench --suite standard --casting llama");
   CHECK(suite.status == 2);
   CHECK(suite.err.find("--suite takes no --casting") != std::string::npos);
@@ -643,6 +670,12 @@ TEST_CASE("the quant option: the quantized forward, named, refused where it does
   REQUIRE(fp8.status == 0);
   CHECK(fp8.out.find("\"rms_fwd_bf16_wbf16_n4096_qe4m3\"") != std::string::npos);
   CHECK(fp8.out.find("\"quant\": \"fp8-e4m3\"") != std::string::npos);
+  // What a foreign loader allocates and reads: one byte a code, one f32 scale a row.
+  CHECK(fp8.out.find("\"y_element_bytes\": 1") != std::string::npos);
+  CHECK(fp8.out.find("\"scales_per_row\": 1") != std::string::npos);
+  CHECK(fp8.out.find("\"largest\": 448") != std::string::npos);
+  CHECK(fp8.out.find("\"element\": \"e4m3\"") != std::string::npos);
+  CHECK(fp8.out.find("\"name\": \"y_scale\"") != std::string::npos);
   const Result int8 = run_cli("emit ln_fwd --width 1151 --dtype f16 --quant int8 --residual add");
   REQUIRE(int8.status == 0);
   CHECK(int8.out.find("cvt.rni.sat.s8.f32") != std::string::npos);
@@ -659,8 +692,7 @@ TEST_CASE("the quant option: the quantized forward, named, refused where it does
        "quant int8 is a forward's output; rms_bwd is a backward"},
       {"emit ln_fwd --width 40000 --dtype bf16 --quant int8",
        "width 40000 (80000 bytes of bf16) splits over a cluster of"},
-      {"run rms_fwd --batch 2 --width 64 --dtype f16 --quant int8 --cpu",
-       "--quant int8: run checks y in the row dtype; emit and check take quantized outputs"},
+      {"bench --suite standard --quant int8", "--suite takes no --quant"},
   };
   for (const auto& [args, error] : refusals) {
     CAPTURE(args);

@@ -108,7 +108,7 @@ std::vector<Shape> wide_suite() {
 struct CaseResult {
   kernels::NormSpec spec;
   std::uint32_t batch = 0;
-  std::uint32_t stride = 0;  // elements from one row to the next (0: the width)
+  std::uint32_t stride = 0;  // elements from one row (group of rows) to the next (0: the span)
   std::uint64_t bytes = 0;
   bool pass = false;
   std::string error;  // a failure before or while timing
@@ -130,8 +130,9 @@ struct CaseResult {
   }
   std::string name() const {
     const std::string strided = stride == 0 ? "" : fmt::format(" (stride {})", stride);
-    return fmt::format("{} {} {}x{}{}", kernels::kind_name(spec.kind),
-                       kernels::dtype_name(spec.dtype), batch, spec.width, strided);
+    return fmt::format("{} {} {}x{}{}{}", kernels::kind_name(spec.kind),
+                       kernels::dtype_name(spec.dtype), batch, spec.width, strided,
+                       kernels::variant_suffix(spec));
   }
 };
 
@@ -383,7 +384,19 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
     j.field("outputs", kernels::outputs_name(r.spec.outputs));
     j.field("batch", r.batch);
     j.field("width", r.spec.width);
-    j.field("stride", r.stride == 0 ? r.spec.width : r.stride);
+    j.field("stride", r.stride == 0 ? kernels::row_span(r.spec) : r.stride);
+    // The model options where they are not the defaults (the entry names' suffix spells them).
+    if (r.spec.weight_offset != 0.0f) {
+      j.field("weight_offset", static_cast<double>(r.spec.weight_offset));
+    }
+    if (r.spec.casting != kernels::Casting::None) {
+      j.field("casting", kernels::casting_name(r.spec.casting));
+    }
+    if (r.spec.quant != kernels::Quant::None) j.field("quant", kernels::quant_name(r.spec.quant));
+    if (r.spec.row_groups != 1) {
+      j.field("row_groups", r.spec.row_groups);
+      j.field("group_stride", r.spec.group_stride);
+    }
     j.field("bytes", r.bytes);
     j.field("pass", r.pass);
     const auto timed = [&](std::string_view name, double v) {
@@ -614,10 +627,11 @@ class BenchCommand : public Command {
               flag));
         }
       }
-      for (const auto& [flag, value] : {std::pair{"--weight-offset", &options_.weight_offset},
-                                        std::pair{"--casting", &options_.casting},
-                                        std::pair{"--row-groups", &options_.row_groups},
-                                        std::pair{"--group-stride", &options_.group_stride}}) {
+      for (const auto& [flag, value] :
+           {std::pair{"--weight-offset", &options_.weight_offset},
+            std::pair{"--casting", &options_.casting}, std::pair{"--quant", &options_.quant},
+            std::pair{"--row-groups", &options_.row_groups},
+            std::pair{"--group-stride", &options_.group_stride}}) {
         if (!value->empty()) {
           throw UsageError(fmt::format(
               "--suite takes no {}: its cases are the default norms; time one case to give it",
@@ -652,8 +666,8 @@ class BenchCommand : public Command {
     options_.norm_options(r.spec);  // what the runtime cannot take, refused before the driver loads
     r.batch = static_cast<std::uint32_t>(parse_uint("--batch", batch_, 1, 0x7fffffff));
     if (!stride_.empty()) {
-      r.stride =
-          static_cast<std::uint32_t>(parse_uint("--stride", stride_, r.spec.width, 0x7fffffff));
+      r.stride = static_cast<std::uint32_t>(
+          parse_uint("--stride", stride_, kernels::row_span(r.spec), 0x7fffffff));
     }
     cases.push_back(r);
     return cases;

@@ -8,6 +8,7 @@
 #include "ptxdsl/cli/contract_json.hpp"
 #include "ptxdsl/cli/json.hpp"
 #include "ptxdsl/cli/output_file.hpp"
+#include "ptxdsl/runtime/norms.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -49,6 +50,25 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.end_object();
 }
 
+// A quantized forward's output, for a loader that allocates and reads it: y's codes and the
+// scales, their sizes from the runtime's quant_output (the one statement of them).
+void write_quantized(JsonWriter& j, const kernels::NormSpec& s) {
+  const runtime::QuantOutput out = runtime::quant_output(
+      {kernels::is_layer_norm(s.kind), s.dtype, s.weight_dtype, s.width, {.quant = s.quant}});
+  j.field("quant", kernels::quant_name(s.quant));
+  j.key("quantized").begin_object();
+  j.field("y_element_bytes", out.element_bytes);
+  j.field("scales_per_row", out.scales_per_row);
+  j.field("largest", static_cast<double>(kernels::quant_max(s.quant)));
+  j.field("y_scale", fmt::format("f32[batch * {}]: max |y| of the row (f32, before rounding) / "
+                                 "largest; 0 for a row of zeros",
+                                 out.scales_per_row));
+  j.field("y",
+          "the code nearest y / y_scale (y / 1 for a row of zeros), ties to even, "
+          "saturated to +-largest; y = code * y_scale");
+  j.end_object();
+}
+
 // The launch contract of a built norm: what a foreign loader needs to launch its PTX.
 std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_batch_limit,
                           std::optional<std::uint32_t> batch, const std::string& ptx_file) {
@@ -63,12 +83,13 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
   // + w) (+ b), and where it rounds to the dtype (docs/kernels.md, "The model's numerics").
   if (s.weight_offset != 0.0f) j.field("weight_offset", static_cast<double>(s.weight_offset));
   if (s.casting != kernels::Casting::None) j.field("casting", kernels::casting_name(s.casting));
-  // y in this format, y / (absmax(y) / its largest value), and y_scale one f32 a row.
-  if (s.quant != kernels::Quant::None) j.field("quant", kernels::quant_name(s.quant));
+  if (s.quant != kernels::Quant::None) write_quantized(j, s);
   if (s.row_groups != 1) {
-    // Row r of the row tensors at (r / row_groups)·stride + (r % row_groups)·group_stride.
     j.field("row_groups", s.row_groups);
     j.field("group_stride", s.group_stride);
+    j.field("row_start",
+            "(r / row_groups) * stride + (r % row_groups) * group_stride elements "
+            "(x, y, residual, h, dy, dx, dh); mean, rstd, y_scale: one a row");
   }
   j.field("arch", arch_name(s.arch));
   j.field("ptx_version", fmt::format("{}.{}", s.ptx_version.major, s.ptx_version.minor));

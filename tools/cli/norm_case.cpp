@@ -3,15 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <thread>
 
 #include "ptxdsl/cli/app.hpp"
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/kernels/check_outputs.hpp"
 #include "ptxdsl/kernels/cpu_run.hpp"
+#include "ptxdsl/kernels/quantize_reference.hpp"
 #include "ptxdsl/kernels/row_blocks.hpp"
 #include "ptxdsl/runtime/stream.hpp"
 
@@ -73,20 +76,42 @@ kernels::HostTensor f32_tensor(const std::vector<double>& values) {
   return kernels::make_tensor(f, DType::F32);
 }
 
+// What a forward writes as y and y_scale (the runtime's statement of it).
+runtime::QuantOutput quant_of(const kernels::NormSpec& s) {
+  return runtime::quant_output(
+      {is_layer_norm(s.kind), s.dtype, s.weight_dtype, s.width, {.quant = s.quant}});
+}
+
+// Elements a row tensor's buffer holds: the groups of rows (one row a group without row groups),
+// `stride` apart.
+std::size_t row_elements(const kernels::NormSpec& s, std::uint32_t batch, std::uint32_t stride) {
+  return std::size_t{(batch + s.row_groups - 1) / s.row_groups} * stride;
+}
+
 // Output names, dtypes and element counts of a kernel, as its variant writes them: row tensors
-// (`rows`) hold `batch` rows `stride` elements apart.
+// (`rows`) hold `batch` rows at row_start(); `codes`: a quantized y, a code an element.
 struct OutputShape {
   const char* name;
   DType dtype;
   std::size_t count;
   bool rows;
+  bool codes = false;
+  std::size_t bytes(const kernels::NormSpec& s) const {
+    return count * (codes ? quant_of(s).element_bytes
+                          : static_cast<std::size_t>(kernels::dtype_bytes(dtype)));
+  }
 };
 std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t batch,
                                        std::uint32_t stride) {
-  const std::size_t rows = std::size_t{batch} * stride;
+  const std::size_t rows = row_elements(s, batch, stride);
   std::vector<OutputShape> out;
   if (!is_backward(s.kind)) {
-    out.push_back({"y", s.dtype, rows, true});
+    const bool quantized = s.quant != kernels::Quant::None;
+    out.push_back({"y", s.dtype, rows, true, quantized});
+    if (quantized) {
+      out.push_back(
+          {"y_scale", DType::F32, std::size_t{batch} * quant_of(s).scales_per_row, false});
+    }
     if (is_layer_norm(s.kind)) out.push_back({"mean", DType::F32, batch, false});
     out.push_back({"rstd", DType::F32, batch, false});
     if (kernels::has_residual(s)) out.push_back({"h", kernels::residual_dtype(s), rows, true});
@@ -100,26 +125,138 @@ std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t
   return out;
 }
 
-// One output as the kernel left it (its buffer poisoned with 0xFF bytes first), its rows packed
-// densely; an element written between rows is a failure, named.
-Output unpack(const OutputShape& o, std::span<const std::byte> bytes, std::uint32_t batch,
-              std::uint32_t width, std::uint32_t stride) {
-  std::vector<float> values = kernels::to_floats(bytes, o.dtype, o.count);
-  if (!o.rows || stride == width) return {o.name, o.dtype, std::move(values)};
-  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(o.dtype));
-  std::size_t written = 0;
-  for (std::size_t r = 0; r < batch; ++r) {
-    const auto gap = bytes.subspan((r * stride + width) * e, std::size_t{stride - width} * e);
+// A row tensor's rows packed densely (`e` bytes an element) out of a buffer poisoned with 0xFF
+// bytes before the kernel ran; a byte written outside the rows is a failure, named.
+std::vector<std::byte> gather_rows(const char* name, std::span<const std::byte> bytes,
+                                   std::size_t e, const kernels::NormSpec& s, std::uint32_t batch,
+                                   std::uint32_t stride) {
+  std::vector<std::byte> dense;
+  dense.reserve(std::size_t{batch} * s.width * e);
+  std::size_t written = 0, end = 0;
+  const auto count_written = [&](std::size_t from, std::size_t to) {
+    const auto gap = bytes.subspan(from * e, (to - from) * e);
     written += static_cast<std::size_t>(
         std::count_if(gap.begin(), gap.end(), [](std::byte b) { return b != std::byte{0xFF}; }));
+  };
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    const std::size_t start = row_start(s, stride, r);  // rising with r
+    count_written(end, start);
+    const auto row = bytes.subspan(start * e, std::size_t{s.width} * e);
+    dense.insert(dense.end(), row.begin(), row.end());
+    end = start + s.width;
   }
+  count_written(end, bytes.size() / e);
   if (written > 0) {
     throw std::runtime_error(fmt::format(
-        "{} has {} bytes written between its rows (width {}, stride {}), which it must not touch",
-        o.name, written, width, stride));
+        "{} has {} bytes written between its rows (width {}, stride {}{}), which it must not "
+        "touch",
+        name, written, s.width, stride,
+        s.row_groups > 1
+            ? fmt::format(", row groups {} × group stride {}", s.row_groups, s.group_stride)
+            : ""));
   }
-  return {o.name, o.dtype, kernels::dense_rows(values, batch, width, stride)};
+  return dense;
 }
+
+// One output as the kernel left it (its buffer poisoned with 0xFF bytes first), its rows packed
+// densely; an element written between rows is a failure, named.
+Output unpack(const OutputShape& o, std::span<const std::byte> bytes, const kernels::NormSpec& s,
+              std::uint32_t batch, std::uint32_t stride) {
+  if (o.codes) {
+    const std::vector<std::byte> dense =
+        gather_rows(o.name, bytes, quant_of(s).element_bytes, s, batch, stride);
+    Output out{o.name, o.dtype, {}, std::vector<std::uint8_t>(dense.size())};
+    std::memcpy(out.codes.data(), dense.data(), dense.size());
+    return out;
+  }
+  const bool dense = !o.rows || (stride == s.width && s.row_groups == 1);
+  if (dense) return {o.name, o.dtype, kernels::to_floats(bytes, o.dtype, o.count), {}};
+  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(o.dtype));
+  return {o.name,
+          o.dtype,
+          kernels::to_floats(gather_rows(o.name, bytes, e, s, batch, stride), o.dtype),
+          {}};
+}
+
+// A row tensor of the inputs as the kernels' buffers hold it: as made (rows `stride` apart), or
+// with row groups its dense rows placed at row_start(), NaN (0xFF bytes) between them.
+std::vector<std::byte> placed_rows(const kernels::HostTensor& t, const kernels::NormSpec& s,
+                                   std::uint32_t batch, std::uint32_t stride) {
+  if (s.row_groups == 1 || t.bytes.empty()) return t.bytes;
+  const std::size_t e = static_cast<std::size_t>(kernels::dtype_bytes(t.dtype));
+  std::vector<std::byte> out(row_elements(s, batch, stride) * e, std::byte{0xFF});
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    std::memcpy(out.data() + row_start(s, stride, r) * e,
+                t.bytes.data() + std::size_t{r} * s.width * e, std::size_t{s.width} * e);
+  }
+  return out;
+}
+
+// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32,
+// as the executor's tests judge them: each scale within 1e-5 relative, each code at most a step
+// of the format from the model's (a tie the kernel's f32 y and the float64 one round to
+// different sides of; `error` counts steps, `bound` is one), and all but 1% bit-exact; a row of
+// zeros exactly.
+std::vector<kernels::OutputVerdict> check_quantized(const kernels::NormSpec& s,
+                                                    std::span<const double> ref_y,
+                                                    const std::vector<std::uint8_t>& q,
+                                                    const std::vector<float>& scale,
+                                                    std::uint32_t batch) {
+  const std::uint32_t width = s.width;
+  const std::vector<float> y(ref_y.begin(), ref_y.end());
+  const kernels::QuantizedRows want = kernels::quantize_rows(s.quant, y, batch, width);
+  kernels::OutputVerdict codes{.name = "y", .dtype = s.dtype, .bound = 1};
+  kernels::OutputVerdict scales{.name = "y_scale", .dtype = DType::F32};
+  std::size_t differ = 0;
+  double worst_scale = -1;
+  for (std::uint32_t r = 0; r < batch; ++r) {
+    const double err = std::fabs(double{scale[r]} - want.scale[r]);
+    const double bound = 1e-5 * want.scale[r];
+    const double ratio = bound > 0 ? err / bound : (err > 0 || std::isnan(err) ? 1e300 : 0);
+    scales.nonfinite += !std::isfinite(scale[r]);
+    scales.failures += !(err <= bound);
+    scales.max_abs = std::max(scales.max_abs, err);
+    if (ratio > worst_scale || std::isnan(err)) {
+      worst_scale = ratio;
+      scales.worst = r;
+      scales.got = scale[r];
+      scales.want = want.scale[r];
+      scales.error = err;
+      scales.bound = bound;
+    }
+    for (std::uint32_t i = 0; i < width; ++i) {
+      const std::size_t at = std::size_t{r} * width + i;
+      const std::uint8_t got = q[at], w = want.q[at];
+      const int steps = kernels::quant_steps(s.quant, got, w);
+      differ += got != w;
+      codes.failures += steps > 1 || (want.scale[r] == 0.0f && got != w);
+      const double got_value = kernels::quant_value(s.quant, got) * want.scale[r];
+      const double want_value = kernels::quant_value(s.quant, w) * want.scale[r];
+      codes.nonfinite += !std::isfinite(got_value);
+      codes.max_abs = std::max(codes.max_abs, std::fabs(got_value - want_value));
+      if (steps > codes.error || !std::isfinite(got_value)) {
+        codes.worst = at;
+        codes.got = got_value;
+        codes.want = want_value;
+        codes.error = std::isfinite(got_value) ? steps : 1e300;
+      }
+    }
+  }
+  scales.pass = scales.failures == 0;
+  // More than 1% a step apart is no longer the ties alone: each of them then counts as a failure.
+  if (differ > std::size_t{batch} * width / 100) codes.failures += differ;
+  codes.pass = codes.failures == 0;
+  return {codes, scales};
+}
+
+}  // namespace
+
+std::size_t row_start(const kernels::NormSpec& spec, std::uint32_t stride, std::uint32_t r) {
+  return std::size_t{r / spec.row_groups} * stride +
+         std::size_t{r % spec.row_groups} * spec.group_stride;
+}
+
+namespace {
 
 const std::vector<double>& reference_of(const NormData& d, const std::string& name) {
   if (name == "y") return d.forward.y;
@@ -139,17 +276,24 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
   NormData d;
   d.spec = spec;
   d.batch = batch;
-  d.stride = stride == 0 ? spec.width : stride;
+  d.stride = stride == 0 ? static_cast<std::uint32_t>(kernels::row_span(spec)) : stride;
   const NormKind forward = is_layer_norm(spec.kind) ? NormKind::LayerNormFwd : NormKind::RmsNormFwd;
   const NormKind backward =
       is_layer_norm(spec.kind) ? NormKind::LayerNormBwd : NormKind::RmsNormBwd;
   const bool backward_too = with_backward || is_backward(spec.kind);
   // The backward's spec first: it refuses what it cannot take before the references run.
   const kernels::NormSpec backward_spec = backward_too ? direction_spec(spec, backward) : spec;
-  d.in = kernels::make_inputs(spec, batch, d.stride, seed);
-  d.forward = reference(direction_spec(spec, forward), d.in);
+  // Row groups place the rows elsewhere; the numbers are the dense problem's.
+  const bool grouped = spec.row_groups > 1;
+  const auto dense = [&](kernels::NormSpec s) {
+    s.row_groups = 1;
+    s.group_stride = 0;
+    return s;
+  };
+  d.in = kernels::make_inputs(spec, batch, grouped ? spec.width : d.stride, seed);
+  d.forward = reference(dense(direction_spec(spec, forward)), d.in);
   if (!backward_too) return d;
-  d.backward = reference(backward_spec, d.in);
+  d.backward = reference(dense(backward_spec), d.in);
   if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.backward.mean);
   d.rstd_in = f32_tensor(d.backward.rstd);
   return d;
@@ -191,15 +335,31 @@ std::string CaseCheck::summary() const {
 
 CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>& got) {
   const kernels::NormSpec spec = direction_spec(data.spec, kind);
+  const auto output = [&](const char* name) -> const Output& {
+    const auto it =
+        std::find_if(got.begin(), got.end(), [&](const Output& o) { return o.name == name; });
+    if (it == got.end()) throw std::runtime_error(fmt::format("output '{}' missing", name));
+    return *it;
+  };
   std::vector<kernels::NormOutput> outputs;
   for (const OutputShape& shape : output_shapes(spec, data.batch, data.stride)) {
-    const auto it =
-        std::find_if(got.begin(), got.end(), [&](const Output& o) { return o.name == shape.name; });
-    if (it == got.end()) throw std::runtime_error(fmt::format("output '{}' missing", shape.name));
-    outputs.push_back({shape.name, shape.dtype, it->values, reference_of(data, shape.name)});
+    const Output& o = output(shape.name);
+    if (shape.codes || o.name == "y_scale") continue;  // check_quantized's
+    outputs.push_back({shape.name, shape.dtype, o.values, reference_of(data, shape.name)});
   }
   const kernels::NormReference& ref = is_backward(kind) ? data.backward : data.forward;
-  return {kernels::check_outputs(kernels::norm_problem(spec, data.in, ref, kEps), outputs)};
+  kernels::NormSpec dense = spec;
+  dense.row_groups = 1;
+  dense.group_stride = 0;
+  CaseCheck check{
+      kernels::check_outputs(kernels::norm_problem(dense, data.in, ref, kEps), outputs)};
+  if (!is_backward(kind) && spec.quant != kernels::Quant::None) {
+    for (kernels::OutputVerdict& v :
+         check_quantized(spec, ref.y, output("y").codes, output("y_scale").values, data.batch)) {
+      check.verdict.outputs.push_back(std::move(v));
+    }
+  }
+  return check;
 }
 
 // ---- GPU ----
@@ -211,9 +371,10 @@ struct GpuNorm::Buffers {
 
 namespace {
 
-runtime::DeviceBuffer<std::byte> upload(const runtime::Context& ctx, const kernels::HostTensor& t) {
-  if (t.bytes.empty()) return {};
-  return runtime::DeviceBuffer<std::byte>(ctx, std::span<const std::byte>(t.bytes));
+runtime::DeviceBuffer<std::byte> upload(const runtime::Context& ctx,
+                                        std::span<const std::byte> bytes) {
+  if (bytes.empty()) return {};
+  return runtime::DeviceBuffer<std::byte>(ctx, bytes);
 }
 
 runtime::DeviceView view(const runtime::DeviceBuffer<std::byte>& buf, DType d) {
@@ -233,14 +394,17 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
       batch_(data.batch),
       stride_(data.stride),
       b_(std::make_unique<Buffers>()) {
-  b_->x = upload(ctx, data.in.x);
-  b_->w = upload(ctx, data.in.w);
-  b_->b = upload(ctx, data.in.b);
-  b_->dy = upload(ctx, data.in.dy);
-  b_->mean_in = upload(ctx, data.mean_in);
-  b_->rstd_in = upload(ctx, data.rstd_in);
-  b_->residual = upload(ctx, data.in.residual);
-  b_->dh = upload(ctx, data.in.dh);
+  const auto rows = [&](const kernels::HostTensor& t) {
+    return upload(ctx, placed_rows(t, spec_, batch_, stride_));
+  };
+  b_->x = rows(data.in.x);
+  b_->w = upload(ctx, data.in.w.bytes);
+  b_->b = upload(ctx, data.in.b.bytes);
+  b_->dy = rows(data.in.dy);
+  b_->mean_in = upload(ctx, data.mean_in.bytes);
+  b_->rstd_in = upload(ctx, data.rstd_in.bytes);
+  b_->residual = rows(data.in.residual);
+  b_->dh = rows(data.in.dh);
   // Outputs of both directions: `bench` times the forward and the backward with one object (the
   // backward where its direction has a spec).
   const bool ln = is_layer_norm(spec_.kind);
@@ -249,15 +413,14 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
     if (is_backward(k) && spec_.residual == kernels::Residual::AddF32) continue;
     const kernels::NormSpec s = direction_spec(spec_, k);
     for (const OutputShape& o : output_shapes(s, batch_, stride_)) {
-      b_->out.emplace(o.name,
-                      runtime::DeviceBuffer<std::byte>(
-                          ctx, o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype))));
+      b_->out.emplace(o.name, runtime::DeviceBuffer<std::byte>(ctx, o.bytes(s)));
     }
   }
   const runtime::NormModelOptions model{.weight_offset = spec_.weight_offset,
                                         .casting = spec_.casting,
                                         .row_groups = spec_.row_groups,
-                                        .group_stride = spec_.group_stride};
+                                        .group_stride = spec_.group_stride,
+                                        .quant = spec_.quant};
   norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width, model},
                 options);
 }
@@ -304,6 +467,10 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
     c.residual = in_if(residual, b_->residual, rd);
     c.residual_in_f32 = s.residual == kernels::Residual::AddF32;
     c.y = out("y", d);
+    if (s.quant != kernels::Quant::None) {
+      c.y.element_bytes = quant_of(s).element_bytes;
+      c.y_scale = out("y_scale", f32);
+    }
     c.h = out("h", rd);
     c.mean = out("mean", f32);
     c.rstd = out("rstd", f32);
@@ -317,7 +484,7 @@ std::vector<Output> GpuNorm::download(NormKind kind) const {
   std::vector<Output> outs;
   for (const OutputShape& o : output_shapes(s, batch_, stride_)) {
     const std::vector<std::byte> bytes = b_->out.at(o.name).to_host();
-    outs.push_back(unpack(o, bytes, batch_, s.width, stride_));
+    outs.push_back(unpack(o, bytes, s, batch_, stride_));
   }
   return outs;
 }
@@ -326,9 +493,12 @@ std::vector<Output> GpuNorm::download(NormKind kind) const {
 
 std::vector<Output> run_on_cpu(const NormData& data) {
   kernels::NormSpec spec = data.spec;
-  // As the runtime does on a GPU: no wider vectors than rows `stride` apart allow.
+  // As the runtime does on a GPU: no wider vectors than rows `stride` apart allow (with row
+  // groups, rows start at multiples of both strides).
+  const std::uint32_t steps =
+      spec.row_groups > 1 ? std::gcd(data.stride, spec.group_stride) : data.stride;
   const std::uint32_t widest =
-      kernels::vector_elems_for(spec.dtype, spec.weight_dtype, data.stride, 0, 0);
+      kernels::vector_elems_for(spec.dtype, spec.weight_dtype, steps, 0, 0);
   if (!spec.knobs.vector_elems || *spec.knobs.vector_elems > widest) {
     spec.knobs.vector_elems = widest;
   }
@@ -348,33 +518,33 @@ std::vector<Output> run_on_cpu(const NormData& data) {
   }
   CpuDevice dev;
   std::map<std::string, ExecutorAddress> ptrs;
-  const auto put = [&](const char* name, const kernels::HostTensor& t) {
-    if (!t.bytes.empty()) ptrs[name] = dev.upload(std::span<const std::byte>(t.bytes), name);
+  const auto put = [&](const char* name, std::span<const std::byte> bytes) {
+    if (!bytes.empty()) ptrs[name] = dev.upload(bytes, name);
   };
-  put("x", data.in.x);
-  put("w", data.in.w);
-  put("b", data.in.b);
-  put("dy", data.in.dy);
-  put("residual", data.in.residual);
-  put("dh", data.in.dh);
+  const auto rows = [&](const char* name, const kernels::HostTensor& t) {
+    put(name, placed_rows(t, spec, data.batch, data.stride));
+  };
+  rows("x", data.in.x);
+  put("w", data.in.w.bytes);
+  put("b", data.in.b.bytes);
+  rows("dy", data.in.dy);
+  rows("residual", data.in.residual);
+  rows("dh", data.in.dh);
   if (is_backward(spec.kind)) {
-    put("mean", data.mean_in);
-    put("rstd", data.rstd_in);
+    put("mean", data.mean_in.bytes);
+    put("rstd", data.rstd_in.bytes);
   }
   const std::vector<OutputShape> shapes = output_shapes(spec, data.batch, data.stride);
-  for (const OutputShape& o : shapes) {
-    ptrs[o.name] =
-        dev.alloc(o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype)), o.name);
-  }
+  // Poisoned, as on a GPU: a byte written between rows shows.
+  for (const OutputShape& o : shapes) ptrs[o.name] = dev.alloc(o.bytes(spec), o.name, 0xFF);
   ExecOptions options;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
   kernels::run_norm_on_cpu(built, dev, ptrs, data.batch, data.stride, static_cast<float>(kEps),
                            options);
   std::vector<Output> outs;
   for (const OutputShape& o : shapes) {
-    const auto bytes = dev.download<std::byte>(
-        ptrs.at(o.name), o.count * static_cast<std::size_t>(kernels::dtype_bytes(o.dtype)));
-    outs.push_back(unpack(o, bytes, data.batch, spec.width, data.stride));
+    const auto bytes = dev.download<std::byte>(ptrs.at(o.name), o.bytes(spec));
+    outs.push_back(unpack(o, bytes, spec, data.batch, data.stride));
   }
   return outs;
 }
@@ -390,7 +560,10 @@ std::uint64_t floor_bytes(const kernels::NormSpec& spec, std::uint32_t batch) {
   const bool layer = is_layer_norm(spec.kind);
   if (!is_backward(spec.kind)) {
     const std::uint64_t residual = kernels::has_residual(spec) ? 2 * m * n * rs : 0;  // residual, h
-    return 2 * m * n * s + weights * n * ws + (layer ? 8 * m : 0) + residual;
+    // y: its dtype's bytes, or a quantized y's codes and scales.
+    const runtime::QuantOutput q = quant_of(spec);
+    const std::uint64_t y = m * n * q.element_bytes + 4 * m * q.scales_per_row;
+    return m * n * s + y + weights * n * ws + (layer ? 8 * m : 0) + residual;
   }
   const std::uint64_t grads = kernels::has_weight_grads(spec) ? weights : 0;
   const std::uint64_t dh = kernels::has_residual(spec) ? m * n * rs : 0;

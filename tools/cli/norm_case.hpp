@@ -24,11 +24,13 @@ using kernels::is_layer_norm;
 
 // Inputs of one (norm, variant, dtype, batch, width) and the references every kernel of that
 // norm is checked against. The backward's mean and rstd inputs are the statistics of its x, in
-// f32.
+// f32. With row groups (spec.row_groups > 1), `in` holds the rows densely (`width` apart) and the
+// kernels' buffers hold them at row_start(): the same numbers, at other addresses.
 struct NormData {
   kernels::NormSpec spec;  // kind: the norm and direction asked for
   std::uint32_t batch = 0;
-  std::uint32_t stride = 0;  // elements from one row to the next (≥ the width)
+  // Elements from one row to the next (≥ the width); with row groups, from one group to the next.
+  std::uint32_t stride = 0;
   kernels::NormInputs in;
   kernels::HostTensor mean_in, rstd_in;  // f32, one per row
   kernels::NormReference forward;        // y, mean, rstd (and h)
@@ -38,15 +40,22 @@ struct NormData {
 // f32 residual add is refused: its h would be f32).
 kernels::NormSpec direction_spec(kernels::NormSpec spec, kernels::NormKind kind);
 // `with_backward`: also the backward reference (always when spec.kind is a backward). Rows are
-// `stride` elements apart (0: the width), the padding between them NaN.
+// `stride` elements apart (0: the width, or with row groups their span), the padding between them
+// NaN.
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
                         bool with_backward = false, std::uint32_t stride = 0);
 
-// What one kernel wrote, as floats, named as its parameter is (rows packed densely).
+// Where row r of the row tensors starts, in elements: r·stride, or with row groups
+// (r / row_groups)·stride + (r % row_groups)·group_stride.
+std::size_t row_start(const kernels::NormSpec& spec, std::uint32_t stride, std::uint32_t r);
+
+// What one kernel wrote, as floats, named as its parameter is (rows packed densely); a quantized
+// y as its codes.
 struct Output {
   std::string name;
   kernels::DType dtype;
   std::vector<float> values;
+  std::vector<std::uint8_t> codes;  // a quantized y (values empty)
 };
 
 // The accuracy rule's verdict on one case (kernels::check_outputs): each output's worst element
@@ -92,7 +101,7 @@ std::vector<Output> run_on_cpu(const NormData& data);
 
 // The bytes a kernel must move, by BENCHMARKS.md's formulas (GB/s counts these and nothing else),
 // with the variant's own traffic: residual and h (forward) or dh (backward), the weights it reads
-// and the weight gradients it writes, each in its own dtype.
+// and the weight gradients it writes, each in its own dtype; a quantized y's codes and scales.
 std::uint64_t floor_bytes(const kernels::NormSpec& spec, std::uint32_t batch);
 
 }  // namespace ptxdsl::cli

@@ -178,13 +178,6 @@ int SpecOptions::gpu_ordinal() const {
 }
 
 runtime::NormOptions SpecOptions::norm_options(const kernels::NormSpec& spec) const {
-  // The runtime takes row groups (NormModelOptions); the inputs run and bench make do not.
-  if (spec.row_groups != 1) {
-    throw UsageError(fmt::format(
-        "--row-groups {}: run and bench on a GPU lay their rows --stride apart; emit and check "
-        "take row groups",
-        row_groups));
-  }
   // The knobs are the named kernel's; the other direction of the runtime object keeps the
   // heuristics' choices (and cannot refuse knobs meant for this one).
   runtime::NormOptions o;

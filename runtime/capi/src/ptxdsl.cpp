@@ -3,7 +3,10 @@
 // vectors by alignment.
 #include "ptxdsl/ptxdsl.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -19,6 +22,10 @@ static_assert(PTXDSL_VERSION_MAJOR == PTXDSL_PROJECT_VERSION_MAJOR &&
               "ptxdsl.h's version must be the project's (CMakeLists.txt)");
 static_assert(PTXDSL_MAX_WIDTH == ptxdsl::kernels::kMaxWidth,
               "ptxdsl.h's widest row must be the kernels' (kernels/norm.hpp)");
+
+static_assert(PTXDSL_NORM_OPTIONS_MIN_SIZE ==
+                  offsetof(ptxdsl_norm_options, residual_in_f32) + sizeof(int32_t),
+              "ptxdsl.h's least options size must end at the 0.1 fields' last");
 
 namespace ptxdsl::capi {
 namespace {
@@ -60,7 +67,7 @@ std::uint32_t range_arg(const char* name, std::int64_t value, std::int64_t lo, s
 }
 
 NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_t weight_dtype,
-                std::int64_t width) {
+                std::int64_t width, const runtime::NormModelOptions& model = {}) {
   NormKey k;
   k.device = static_cast<int>(range_arg("device", device, 0, INT32_MAX));
   k.type.layer = layer;
@@ -68,7 +75,56 @@ NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_
   k.type.weight_dtype = dtype_arg("weight_dtype", weight_dtype);
   kernels::check_weight_dtype(k.type.dtype, k.type.weight_dtype);
   k.type.width = range_arg("width", width, 1, kernels::kMaxWidth);
+  k.type.model = model;
   return k;
+}
+
+// What a caller's ptxdsl_norm_options asks for: the object's model options, and the forward's
+// residual dtype. NULL: the plain norm.
+struct ModelArgs {
+  runtime::NormModelOptions model;
+  bool residual_in_f32 = false;
+};
+
+// A name parsed by the kernels' own parser (which lists the names it takes), the field named.
+template <class Parse>
+auto named_arg(const char* field, const char* name, Parse parse) {
+  try {
+    return parse(name == nullptr ? std::string_view("none") : std::string_view(name));
+  } catch (const Error& e) {
+    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, fmt::format("options->{}: {}", field, e.what()));
+  }
+}
+
+ModelArgs model_arg(const ptxdsl_norm_options* options) {
+  ModelArgs m;
+  if (options == nullptr) return m;
+  if (options->size < PTXDSL_NORM_OPTIONS_MIN_SIZE) {
+    throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
+                    fmt::format("options->size must be at least {} (sizeof(ptxdsl_norm_options)), "
+                                "got {}",
+                                PTXDSL_NORM_OPTIONS_MIN_SIZE, options->size));
+  }
+  // Fields of a newer header than this library's: refused unless they are left at zero.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(options);
+  for (std::size_t i = sizeof(ptxdsl_norm_options); i < options->size; ++i) {
+    if (bytes[i] != 0) {
+      throw CallError(PTXDSL_ERROR_UNSUPPORTED,
+                      fmt::format("options->size is {}, and byte {} is not zero: a field this "
+                                  "library ({} bytes of options) does not know (a newer "
+                                  "ptxdsl.h than libptxdsl.so?)",
+                                  options->size, i, sizeof(ptxdsl_norm_options)));
+    }
+  }
+  ptxdsl_norm_options o{};
+  std::memcpy(&o, options, std::min<std::size_t>(options->size, sizeof o));
+  m.model.weight_offset = o.weight_offset;
+  m.model.casting = named_arg("casting", o.casting, kernels::parse_casting);
+  m.model.quant = named_arg("quant", o.quant, kernels::parse_quant);
+  m.model.row_groups = o.row_groups == 0 ? 1 : o.row_groups;
+  m.model.group_stride = o.group_stride;
+  m.residual_in_f32 = o.residual_in_f32 != 0;
+  return m;
 }
 
 // A pointer as the norms take it: NULL is an empty view, which picks a variant where the tensor
@@ -85,9 +141,14 @@ struct CallArgs {
 
 CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device,
                    std::int32_t dtype, std::int32_t weight_dtype, std::int64_t batch,
-                   std::int64_t width, std::int64_t stride, ptxdsl_stream stream) {
+                   std::int64_t width, std::int64_t stride, ptxdsl_stream stream,
+                   const ModelArgs& model = {}) {
   CallArgs a;
-  a.key = key_arg(layer, device, dtype, weight_dtype, width);
+  runtime::NormModelOptions m = model.model;
+  // What the forward wrote is not the backward's: it shares the object of the plain output.
+  if (direction == runtime::Direction::Backward) m.quant = kernels::Quant::None;
+  a.key = key_arg(layer, device, dtype, weight_dtype, width, m);
+  if (direction == runtime::Direction::Forward) a.call.residual_in_f32 = model.residual_in_f32;
   a.call.direction = direction;
   a.call.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
   a.call.stride = range_arg("stride", stride, 0, UINT32_MAX);
@@ -95,15 +156,18 @@ CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device
   return a;
 }
 
-// The one way into the norms: the variant its pointers ask for (runtime::variant_of) at any
-// batch; from batch 1 on, the pointers the call must give, its workspace, and everything else the
-// call would be refused for without a device (runtime::check_call), so that no argument error
-// waits for the driver to load; then its object's call. ptxdsl::Error is
-// PTXDSL_ERROR_INVALID_ARGUMENT.
+// The one way into the norms: the variant its pointers ask for (runtime::variant_of), the dtype
+// pair and the model options at any batch; from batch 1 on, the pointers the call must give, its
+// workspace, and everything else the call would be refused for without a device
+// (runtime::check_call), so that no argument error waits for the driver to load; then its
+// object's call. ptxdsl::Error is PTXDSL_ERROR_INVALID_ARGUMENT.
 void run_norm(const CallArgs& a) {
   const runtime::NormCall& c = a.call;
   runtime::variant_of(a.key.type.layer, c);
-  if (c.batch == 0) return;
+  if (c.batch == 0) {
+    runtime::check_call(a.key.type, c);  // the dtype pair and the model options
+    return;
+  }
   for (const runtime::NormTensor& t : runtime::norm_tensors(a.key.type.layer, c.direction)) {
     if (t.required && (c.*t.view).address == 0) {
       throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
@@ -275,6 +339,89 @@ int32_t ptxdsl_norm_prepare(int32_t device, int32_t norm, int32_t dtype, int32_t
     NormObject& o = norm_object(key);
     const std::lock_guard<std::mutex> lock(o.mutex);
     o.norm->prepare();
+  });
+}
+
+int32_t ptxdsl_norm_forward_ex(int32_t device, int32_t norm, int32_t dtype, int32_t weight_dtype,
+                               int64_t batch, int64_t width, int64_t stride,
+                               const ptxdsl_norm_options* options, const void* x, const void* w,
+                               const void* b, const void* residual, void* residual_out, void* y,
+                               float* y_scale, float* mean, float* rstd, float eps,
+                               ptxdsl_stream stream) {
+  return guarded(__func__, [&] {
+    CallArgs a = call_args(norm_arg(norm), Direction::Forward, device, dtype, weight_dtype, batch,
+                           width, stride, stream, model_arg(options));
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.b = pointer_arg(b);
+    a.call.residual = pointer_arg(residual);
+    a.call.h = pointer_arg(residual_out);
+    a.call.y = pointer_arg(y);
+    a.call.y_scale = pointer_arg(y_scale);
+    a.call.mean = pointer_arg(mean);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.eps = eps;
+    run_norm(a);
+  });
+}
+
+int32_t ptxdsl_norm_backward_ex(int32_t device, int32_t norm, int32_t dtype, int32_t weight_dtype,
+                                int64_t batch, int64_t width, int64_t stride,
+                                const ptxdsl_norm_options* options, const void* dy, const void* dh,
+                                const void* x, const void* w, const float* mean, const float* rstd,
+                                void* dx, void* dw, void* db, void* workspace,
+                                uint64_t workspace_bytes, ptxdsl_stream stream) {
+  return guarded(__func__, [&] {
+    CallArgs a = call_args(norm_arg(norm), Direction::Backward, device, dtype, weight_dtype, batch,
+                           width, stride, stream, model_arg(options));
+    a.call.dy = pointer_arg(dy);
+    a.call.dh = pointer_arg(dh);
+    a.call.x = pointer_arg(x);
+    a.call.w = pointer_arg(w);
+    a.call.mean = pointer_arg(mean);
+    a.call.rstd = pointer_arg(rstd);
+    a.call.dx = pointer_arg(dx);
+    a.call.dw = pointer_arg(dw);
+    a.call.db = pointer_arg(db);
+    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
+    run_norm(a);
+  });
+}
+
+int32_t ptxdsl_norm_workspace_bytes_ex(int32_t device, int32_t norm, int32_t dtype,
+                                       int32_t weight_dtype, int64_t width, int64_t batch,
+                                       const ptxdsl_norm_options* options, uint64_t* bytes) {
+  return guarded(__func__, [&] {
+    if (bytes == nullptr) throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
+    *bytes = 0;
+    ptxdsl::runtime::NormModelOptions model = model_arg(options).model;
+    model.quant = ptxdsl::kernels::Quant::None;  // the backward's object (call_args)
+    const NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width, model);
+    ptxdsl::runtime::check_call(key.type, {.direction = Direction::Backward});
+    const std::uint32_t rows = range_arg("batch", batch, 0, ptxdsl::kernels::kMaxBatch);
+    if (rows == 0) return;
+    NormObject& o = norm_object(key);
+    const std::lock_guard<std::mutex> lock(o.mutex);
+    *bytes = o.norm->workspace_bytes(rows);
+  });
+}
+
+int32_t ptxdsl_norm_prepare_ex(int32_t device, int32_t norm, int32_t dtype, int32_t weight_dtype,
+                               int64_t width, const ptxdsl_norm_options* options) {
+  return guarded(__func__, [&] {
+    const ptxdsl::runtime::NormModelOptions model = model_arg(options).model;
+    const bool layer = norm_arg(norm);
+    // The forward's object (its quant) and the backward's (without: call_args).
+    ptxdsl::runtime::NormModelOptions backward_model = model;
+    backward_model.quant = ptxdsl::kernels::Quant::None;
+    for (const ptxdsl::runtime::NormModelOptions& m : {model, backward_model}) {
+      const NormKey key = key_arg(layer, device, dtype, weight_dtype, width, m);
+      ptxdsl::runtime::check_call(key.type, {});
+      NormObject& o = norm_object(key);
+      const std::lock_guard<std::mutex> lock(o.mutex);
+      o.norm->prepare();
+      if (model.quant == ptxdsl::kernels::Quant::None) break;
+    }
   });
 }
 

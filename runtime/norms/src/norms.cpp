@@ -29,6 +29,17 @@ bool given(const DeviceView& v) {
   return v.address != 0;
 }
 
+using kernels::quant_name;
+
+// The formats kernels::Quant names, for errors: "none, fp8-e4m3, ...".
+std::string quant_names() {
+  std::string names;
+  for (int q = 0; quant_name(static_cast<kernels::Quant>(q)) != "?"; ++q) {
+    names += fmt::format("{}{}", q == 0 ? "" : ", ", quant_name(static_cast<kernels::Quant>(q)));
+  }
+  return names;
+}
+
 // A call's variant from the views it gave, each combination that none has refused by name.
 NormVariant forward_variant(const DeviceView& w, const DeviceView* b, const DeviceView& residual,
                             const DeviceView& h, bool residual_in_f32) {
@@ -98,7 +109,8 @@ constexpr TensorRow kTensorRows[] = {
     {{A::W, &NormCall::w, L::Weights, false, false}, kFwd, false},
     {{A::B, &NormCall::b, L::Weights, false, false}, kFwd, true},
     {{A::Residual, &NormCall::residual, L::ResidualRows, false, false}, kFwd, false},
-    {{A::Y, &NormCall::y, L::Rows, true, true}, kFwd, false},
+    {{A::Y, &NormCall::y, L::OutputRows, true, true}, kFwd, false},
+    {{A::YScale, &NormCall::y_scale, L::Scales, false, true}, kFwd, false},
     {{A::H, &NormCall::h, L::ResidualRows, false, true}, kFwd, false},
     {{A::Mean, &NormCall::mean, L::PerRow, true, true}, kFwd, true},
     {{A::Rstd, &NormCall::rstd, L::PerRow, true, true}, kFwd, false},
@@ -187,7 +199,17 @@ kernels::NormSpec norm_spec(const NormType& type, Direction direction, const Nor
   s.casting = type.model.casting;
   s.row_groups = type.model.row_groups;
   s.group_stride = type.model.group_stride;
+  if (!backward) s.quant = type.model.quant;
   return s;
+}
+
+QuantOutput quant_output(const NormType& type) {
+  if (type.model.quant == kernels::Quant::None) {
+    return {static_cast<std::uint32_t>(kernels::dtype_bytes(type.dtype)), 0};
+  }
+  // Every format kernels::Quant has writes a byte a code and one f32 scale a row (per token), as
+  // kernels::quantize_rows models it.
+  return {1, 1};
 }
 
 namespace {
@@ -205,6 +227,7 @@ NormCall call_of(Direction direction, const Args& a) {
   c.rstd = a.rstd;
   if constexpr (requires { a.b; }) c.b = a.b;
   if constexpr (requires { a.y; }) c.y = a.y;
+  if constexpr (requires { a.y_scale; }) c.y_scale = a.y_scale;
   if constexpr (requires { a.mean; }) c.mean = a.mean;
   if constexpr (requires { a.residual; }) c.residual = a.residual;
   if constexpr (requires { a.h; }) c.h = a.h;
@@ -308,6 +331,7 @@ class CallChecks {
       fail(backward, fmt::format("a weight offset of {} needs w: y = x̂·({} + w) (give w)",
                                  type_.model.weight_offset, type_.model.weight_offset));
     }
+    if (!backward) check_scales_given(c);
     const CallShape shape = shape_of(c, variant);
     check_shape(backward, shape, c.width);
     check_views(backward, ptrs.view(), shape);
@@ -337,6 +361,7 @@ class CallChecks {
     if (m.row_groups != 1 || m.group_stride != 0) {
       model += fmt::format(", row groups {} × group stride {}", m.row_groups, m.group_stride);
     }
+    if (m.quant != kernels::Quant::None) model += fmt::format(", quant {}", quant_name(m.quant));
     return fmt::format("{}({}, weights {}, width {}{}).{}", type_.layer ? "LayerNorm" : "RmsNorm",
                        kernels::dtype_name(type_.dtype), kernels::dtype_name(type_.weight_dtype),
                        type_.width, model, backward ? "backward" : "forward");
@@ -351,6 +376,10 @@ class CallChecks {
     if (kernels::casting_name(m.casting) == "?") [[unlikely]] {
       fail(backward, fmt::format("casting must be one of none, llama, gemma, got enum value {}",
                                  static_cast<int>(m.casting)));
+    }
+    if (quant_name(m.quant) == "?") [[unlikely]] {
+      fail(backward, fmt::format("quant must be one of {}, got enum value {}", quant_names(),
+                                 static_cast<int>(m.quant)));
     }
     if (m.row_groups < 1 || m.row_groups > kernels::kMaxRowGroups) [[unlikely]] {
       fail(backward, fmt::format("row groups must be in [1, {}], got {}", kernels::kMaxRowGroups,
@@ -403,7 +432,10 @@ class CallChecks {
       case TensorLayout::Weights:
         return static_cast<std::uint32_t>(weight_elem());
       case TensorLayout::PerRow:
+      case TensorLayout::Scales:
         return 4;
+      case TensorLayout::OutputRows:
+        return quant_output(type_).element_bytes;
     }
     return 0;
   }
@@ -419,6 +451,10 @@ class CallChecks {
         return std::uint64_t{type_.width} * static_cast<std::uint64_t>(weight_elem());
       case TensorLayout::PerRow:
         return std::uint64_t{shape.batch} * 4;
+      case TensorLayout::OutputRows:
+        return rows * quant_output(type_).element_bytes;
+      case TensorLayout::Scales:
+        return std::uint64_t{shape.batch} * quant_output(type_).scales_per_row * 4;
     }
     return 0;
   }
@@ -430,6 +466,21 @@ class CallChecks {
       return variant_of(type_.layer, c);
     } catch (const Error& e) {
       fail(c.direction == Direction::Backward, e.what());
+    }
+  }
+
+  // A quantized forward writes its scales to y_scale; one in the dtype has none to write.
+  void check_scales_given(const NormCall& c) const {
+    const kernels::Quant q = type_.model.quant;
+    if (q != kernels::Quant::None && !given(c.y_scale)) [[unlikely]] {
+      fail(false, fmt::format("y_scale is a null pointer: quant {} writes its f32 scales there "
+                              "({} a row)",
+                              quant_name(q), quant_output(type_).scales_per_row));
+    }
+    if (q == kernels::Quant::None && given(c.y_scale)) [[unlikely]] {
+      fail(false,
+           "y_scale is given, but the quant is none: y is written in the dtype, with no "
+           "scales (leave y_scale empty, or build the object with a quant)");
     }
   }
 
@@ -495,8 +546,11 @@ class CallChecks {
   [[noreturn]] void fail_pointer(bool backward, const PointerArg& a, const CallShape& shape) const {
     const DeviceView& v = *a.view;
     const std::uint32_t e = expected_elem(a.layout, shape);
+    const bool quantized = type_.model.quant != kernels::Quant::None;
     const std::string_view type =
-        a.layout == TensorLayout::Rows ? kernels::dtype_name(type_.dtype)
+        a.layout == TensorLayout::OutputRows && quantized ? quant_name(type_.model.quant)
+        : a.layout == TensorLayout::Rows || a.layout == TensorLayout::OutputRows
+            ? kernels::dtype_name(type_.dtype)
         : a.layout == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
         : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
@@ -510,7 +564,8 @@ class CallChecks {
       fail(backward, fmt::format("{} at 0x{:x} is not aligned to its {}-byte {} elements",
                                  arg_name(a.bind), v.address, e, type));
     }
-    const bool rows = a.layout == TensorLayout::Rows || a.layout == TensorLayout::ResidualRows;
+    const bool rows = a.layout == TensorLayout::Rows || a.layout == TensorLayout::ResidualRows ||
+                      a.layout == TensorLayout::OutputRows;
     const std::string described =
         rows
             ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
@@ -636,7 +691,10 @@ class NormPair {
                                    arg_name(a.bind), v.address));
       }
       values_.pointers[static_cast<int>(a.bind)] = v.address;
-      if (a.layout == TensorLayout::Rows) row_bits |= v.address;
+      // A quantized y's codes are narrower than x's elements: x's alignment is more than they need.
+      if (a.layout == TensorLayout::Rows || a.layout == TensorLayout::OutputRows) {
+        row_bits |= v.address;
+      }
       if (a.layout == TensorLayout::Weights) weight_bits |= v.address;
       if (a.layout == TensorLayout::ResidualRows) residual_bits |= v.address;
     }

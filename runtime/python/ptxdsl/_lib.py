@@ -49,6 +49,45 @@ _EXCEPTIONS = {
 
 _i32, _i64, _u64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
 _ptr, _f32 = ctypes.c_void_p, ctypes.c_float
+
+
+class NormOptions(ctypes.Structure):
+    """ptxdsl_norm_options: the model options of a norm (ptxdsl.h says what each computes)."""
+    _fields_ = [("size", ctypes.c_uint32), ("weight_offset", ctypes.c_float),
+                ("casting", ctypes.c_char_p), ("quant", ctypes.c_char_p),
+                ("row_groups", ctypes.c_uint32), ("group_stride", ctypes.c_uint32),
+                ("residual_in_f32", ctypes.c_int32)]
+
+
+_options_lock = threading.Lock()
+_options_cache = {}
+_PLAIN_OPTIONS = (0.0, "none", "none", 1, 0)
+
+
+def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1, group_stride=0):
+    """These options as a pointer to a ptxdsl_norm_options, made once and kept (calls pass it as
+    is); None for the plain norm, which the library takes as NULL. The library checks the values
+    and names what it allows."""
+    key = (float(weight_offset), casting, quant, row_groups, group_stride)
+    if key == _PLAIN_OPTIONS:
+        return None
+    found = _options_cache.get(key)
+    if found is not None:
+        return found
+    for name, value in (("casting", casting), ("quant", quant)):
+        if not isinstance(value, str):
+            raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
+                                f"{name} must be a string, got {type(value).__name__}")
+    for name, value in (("row_groups", row_groups), ("group_stride", group_stride)):
+        if not 0 <= integer(name, value, "int64") <= 2**32 - 1:
+            raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
+                                f"{name} must be in [0, 4294967295] (a C uint32_t), got {value}")
+    o = NormOptions(ctypes.sizeof(NormOptions), key[0], casting.encode(), quant.encode(),
+                    row_groups, group_stride, 0)
+    with _options_lock:
+        return _options_cache.setdefault(key, ctypes.pointer(o))
+
+
 _SIGNATURES = {
     "ptxdsl_version": [],
     "ptxdsl_status_name": [_i32],
@@ -66,6 +105,16 @@ _SIGNATURES = {
     "ptxdsl_rms_norm_backward": [_i32, _i32, _i32, _i64, _i64, _i64] + [_ptr] * 8 + [_u64, _ptr],
     "ptxdsl_norm_workspace_bytes": [_i32, _i32, _i32, _i32, _i64, _i64, ctypes.POINTER(_u64)],
     "ptxdsl_norm_prepare": [_i32, _i32, _i32, _i32, _i64],
+    # device, norm, dtype, weight_dtype, batch, width, stride, options, x, w, b, residual,
+    # residual_out, y, y_scale, mean, rstd, eps, stream
+    "ptxdsl_norm_forward_ex": [_i32, _i32, _i32, _i32, _i64, _i64, _i64, _ptr] + [_ptr] * 9 +
+                              [_f32, _ptr],
+    # ..., options, dy, dh, x, w, mean, rstd, dx, dw, db, workspace, workspace_bytes, stream
+    "ptxdsl_norm_backward_ex": [_i32, _i32, _i32, _i32, _i64, _i64, _i64, _ptr] + [_ptr] * 10 +
+                               [_u64, _ptr],
+    "ptxdsl_norm_workspace_bytes_ex": [_i32, _i32, _i32, _i32, _i64, _i64, _ptr,
+                                       ctypes.POINTER(_u64)],
+    "ptxdsl_norm_prepare_ex": [_i32, _i32, _i32, _i32, _i64, _ptr],
 }
 _RESTYPES = {
     "ptxdsl_status_name": ctypes.c_char_p,

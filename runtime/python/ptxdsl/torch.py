@@ -267,6 +267,194 @@ def _needs_grad(*tensors):
     return False
 
 
+# ---- the model options (weight offset, casting, per-head rows) and the quantized forward ----
+# Both norms through the C ABI's one extensible entry (ptxdsl_norm_forward_ex / _backward_ex). x
+# is (rows, width) and contiguous, or per head (tokens, heads, width) with any strides whose
+# rows do not overlap (a view of a fused QKV buffer): the kernels then read and write the rows
+# where they lie, y, h and dx with x's strides over a buffer of its span.
+
+# The quantized formats: the library's name (its --quant) and torch's dtype of the codes.
+_QUANT_DTYPES = {
+    "fp8-e4m3": getattr(torch, "float8_e4m3fn", None),
+    "fp8-e5m2": getattr(torch, "float8_e5m2", None),
+    "int8": torch.int8,
+}
+# The scale modes: the library's name and the scales' shape for rows of the shape `rows` (a
+# tuple) and `width` elements.
+_SCALE_SHAPES = {"per-token": lambda rows, width: rows}
+
+
+def _layout(x):
+    """(rows, stride, row_groups, group_stride) of x as the kernels take it: rows `stride`
+    apart (0: the width), or per head (one token: stride = its span)."""
+    if x.dim() == 2:
+        return x.shape[0], 0, 1, 0
+    tokens, heads, width = x.shape
+    group_stride = x.stride(1) if heads > 1 else 0
+    stride = x.stride(0) if tokens > 1 else max(heads - 1, 0) * group_stride + width
+    return tokens * heads, stride, heads if heads > 1 else 1, group_stride
+
+
+def _empty_rows(x, dtype=None):
+    """An output laid out as x's rows, of x's dtype or `dtype`."""
+    dtype = x.dtype if dtype is None else dtype
+    if x.dim() == 2:
+        return torch.empty(x.shape, dtype=dtype, device=x.device)
+    return torch.empty_strided(x.shape, x.stride(), dtype=dtype, device=x.device)
+
+
+def _norm_forward_ex_impl(layer, x, weight, bias, residual, eps, weight_offset, casting,
+                          quant="none", scale="per-token"):
+    rows, stride, groups, group_stride = _layout(x)
+    width = x.shape[-1]
+    quantized = quant != "none"
+    y = _empty_rows(x, _QUANT_DTYPES[quant] if quantized else None)
+    scales = (torch.empty(_SCALE_SHAPES[scale]((rows,), width), dtype=torch.float32,
+                          device=x.device) if quantized else None)
+    mean = torch.empty(rows, dtype=torch.float32, device=x.device) if layer else None
+    rstd = torch.empty(rows, dtype=torch.float32, device=x.device)
+    h = _empty_rows(x) if residual is not None else None
+    index = x.get_device()
+    _launch("ptxdsl_norm_forward_ex", index, _lib.LAYER_NORM if layer else _lib.RMS_NORM,
+            _CODES[x.dtype], _weight_code(x, weight), rows, width, stride,
+            _lib.norm_options(weight_offset, casting, quant, groups, group_stride), x.data_ptr(),
+            _ptr(weight), _ptr(bias), _ptr(residual), _ptr(h), y.data_ptr(), _ptr(scales),
+            _ptr(mean), rstd.data_ptr(), eps, _raw_stream(index))
+    return y, scales, mean, rstd, h
+
+
+def _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad,
+                           weight_offset, casting):
+    rows, stride, groups, group_stride = _layout(x)
+    if dy.stride() != x.stride():  # the kernels read dy (and dh) where x's rows lie
+        dy = _empty_rows(x).copy_(dy)
+    if dh is not None and dh.stride() != x.stride():
+        dh = _empty_rows(x).copy_(dh)
+    dx = _empty_rows(x)
+    dw = torch.empty_like(weight) if weight_grad else _none(x)
+    db = torch.empty_like(weight) if bias_grad else _none(x)
+    index = x.get_device()
+    _launch("ptxdsl_norm_backward_ex", index, _lib.LAYER_NORM if layer else _lib.RMS_NORM,
+            _CODES[x.dtype], _weight_code(x, weight), rows, x.shape[-1], stride,
+            _lib.norm_options(weight_offset, casting, "none", groups, group_stride),
+            dy.data_ptr(), _ptr(dh), x.data_ptr(), _ptr(weight), _ptr(mean), rstd.data_ptr(),
+            dx.data_ptr(), dw.data_ptr() if weight_grad else None,
+            db.data_ptr() if bias_grad else None, None, 0, _raw_stream(index))
+    return dx, dw, db
+
+
+def _norm_ex_setup(ctx, inputs, output):
+    layer, x, weight, bias, residual, _, weight_offset, casting = inputs
+    _, mean, rstd, h = output
+    ctx.save_for_backward(h if residual is not None else x, weight,
+                          mean if layer else None, rstd)
+    ctx.layer, ctx.weight_offset, ctx.casting = layer, weight_offset, casting
+    ctx.has_bias = bias is not None
+    ctx.has_residual = residual is not None
+    ctx.mark_non_differentiable(mean, rstd)
+
+
+def _norm_ex_grad_with(backward):
+    """The gradients of (layer, x, weight, bias, residual, eps, weight_offset, casting): dx uses
+    weight_offset + w (the kernels'), dw and db are the norm's own."""
+    def grad(ctx, dy, _dmean, _drstd, dh):
+        x, weight, mean, rstd = ctx.saved_tensors
+        weight_grad = weight is not None and (ctx.needs_input_grad[2] or
+                                              (ctx.has_bias and ctx.needs_input_grad[3]))
+        bias_grad = weight_grad and ctx.has_bias
+        if dy is None:
+            dy = torch.zeros_like(x)
+        dx, dw, db = backward(ctx.layer, dy, _h_grad(ctx, dh), x, weight,
+                              mean if ctx.layer else None, rstd, weight_grad, bias_grad,
+                              ctx.weight_offset, ctx.casting)
+        return (None, dx, dw if weight_grad else None, db if bias_grad else None,
+                dx if ctx.has_residual else None, None, None, None)
+    return grad
+
+
+class _NormExFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, layer, x, weight, bias, residual, eps, weight_offset, casting):
+        ctx.set_materialize_grads(False)
+        y, _, mean, rstd, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
+                                                    weight_offset, casting)
+        output = (y, mean if layer else _none(x), rstd, h if h is not None else _none(x))
+        _norm_ex_setup(ctx, (layer, x, weight, bias, residual, eps, weight_offset, casting),
+                       output)
+        return output
+
+    backward = staticmethod(_norm_ex_grad_with(_norm_backward_ex_impl))
+
+
+def _fake_rows(x, dtype=None):
+    return _empty_rows(x, dtype)
+
+
+@torch.library.custom_op("ptxdsl::norm_forward_ex", mutates_args=(), device_types="cuda")
+def _norm_forward_ex(layer: bool, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                     residual: Optional[Tensor], eps: float, weight_offset: float,
+                     casting: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    y, _, mean, rstd, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
+                                                weight_offset, casting)
+    return (y, mean if mean is not None else _none(x), rstd, h if h is not None else _none(x))
+
+
+@_norm_forward_ex.register_fake
+def _(layer, x, weight, bias, residual, eps, weight_offset, casting):
+    rows = _layout(x)[0]
+    return (_fake_rows(x), x.new_empty(rows if layer else 0, dtype=torch.float32),
+            x.new_empty(rows, dtype=torch.float32),
+            _fake_rows(x) if residual is not None else _none(x))
+
+
+@torch.library.custom_op("ptxdsl::norm_backward_ex", mutates_args=(), device_types="cuda")
+def _norm_backward_ex(layer: bool, dy: Tensor, dh: Optional[Tensor], x: Tensor,
+                      weight: Optional[Tensor], mean: Optional[Tensor], rstd: Tensor,
+                      weight_grad: bool, bias_grad: bool, weight_offset: float,
+                      casting: str) -> tuple[Tensor, Tensor, Tensor]:
+    return _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad,
+                                  weight_offset, casting)
+
+
+@_norm_backward_ex.register_fake
+def _(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad, weight_offset, casting):
+    return (_fake_rows(x), torch.empty_like(weight) if weight_grad else _none(x),
+            torch.empty_like(weight) if bias_grad else _none(x))
+
+
+_norm_forward_ex.register_autograd(_norm_ex_grad_with(_norm_backward_ex),
+                                   setup_context=_norm_ex_setup)
+
+
+@torch.library.custom_op("ptxdsl::norm_quant", mutates_args=(), device_types="cuda")
+def _norm_quant(layer: bool, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+                residual: Optional[Tensor], eps: float, weight_offset: float, casting: str,
+                quant: str, scale: str) -> tuple[Tensor, Tensor, Tensor]:
+    y, scales, _, _, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
+                                               weight_offset, casting, quant, scale)
+    return y, scales, h if h is not None else _none(x)
+
+
+@_norm_quant.register_fake
+def _(layer, x, weight, bias, residual, eps, weight_offset, casting, quant, scale):
+    rows, width = _layout(x)[0], x.shape[-1]
+    return (_fake_rows(x, _QUANT_DTYPES[quant]),
+            x.new_empty(_SCALE_SHAPES[scale]((rows,), width), dtype=torch.float32),
+            _fake_rows(x) if residual is not None else _none(x))
+
+
+def _norm_ex_rows(layer, x, w, b, r, eps, weight_offset, casting):
+    """A norm with model options, chosen as _layer_norm_rows chooses. Returns (y, h)."""
+    if torch.compiler.is_compiling():
+        y, _, _, h = _norm_forward_ex(layer, x, w, b, r, eps, weight_offset, casting)
+        return y, h
+    if _needs_grad(x, w, b, r):
+        y, _, _, h = _NormExFunction.apply(layer, x, w, b, r, eps, weight_offset, casting)
+    else:
+        y, _, _, _, h = _norm_forward_ex_impl(layer, x, w, b, r, eps, weight_offset, casting)
+    return y, h
+
+
 def _layer_norm_rows(x, w, b, r, eps):
     """The layer norm of (rows, width) tensors as the context calls for it: the custom op while
     torch.compile traces; else a direct launch (with an autograd Function only where a gradient is
@@ -381,23 +569,76 @@ def _residual(residual, input, width):
     return r
 
 
+def _head_rows(x, width):
+    """A (..., heads, width) input as (tokens, heads, width) where it lies, without a copy: its
+    leading dimensions one token dimension, each head's row contiguous, and no two rows
+    overlapping."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"input must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_cuda:
+        raise ValueError(f"input must be on a CUDA device, got {x.device}")
+    if x.dtype not in _CODES:
+        raise TypeError(f"input must be float32, float16 or bfloat16, got {x.dtype}")
+    if x.dim() < 2 or x.shape[-1] != width:
+        raise ValueError(f"with heads=True the input is (..., heads, {width}) (normalized_shape "
+                         f"its last dimension), got shape {list(x.shape)}")
+    heads = x.shape[-2]
+    try:
+        t = x.view(-1, heads, width) if x.numel() else x.reshape(0, heads, width)
+    except RuntimeError:
+        raise ValueError(f"with heads=True the leading dimensions {list(x.shape[:-2])} must "
+                         f"merge into one token dimension without a copy (strides "
+                         f"{list(x.stride())})") from None
+    if width > 1 and t.stride(2) != 1:
+        raise ValueError(f"with heads=True a head's {width} elements must be contiguous, got "
+                         f"strides {list(x.stride())}")
+    span = (heads - 1) * t.stride(1) + width
+    if (heads > 1 and t.stride(1) < width) or (t.shape[0] > 1 and t.stride(0) < span):
+        raise ValueError(f"with heads=True rows may not overlap: heads at least {width} "
+                         f"elements apart and tokens at least (heads - 1) * head stride + "
+                         f"{width}, got strides {list(x.stride())}")
+    return t
+
+
+def _model(weight_offset, casting, heads, residual):
+    """Whether a call has model options (the C ABI's extensible entry), checked."""
+    try:
+        offset = float(weight_offset)
+    except (TypeError, ValueError):
+        raise TypeError(f"weight_offset must be a number, got "
+                        f"{type(weight_offset).__name__}") from None
+    if heads and residual is not None:
+        raise ValueError("heads=True takes no residual (per-head rows are QK-norm's, which adds "
+                         "none)")
+    return offset, offset != 0.0 or casting != "none" or bool(heads)
+
+
 def _shaped(y, h, input):
     """y, or (y, h) after a residual add, in the input's shape."""
-    if input.dim() != 2:
+    if y.shape != input.shape:
         y = y.view(input.shape)
         h = h.view(input.shape) if h is not None else None
     return y if h is None else (y, h)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None, *,
+               weight_offset=0.0, casting="none", heads=False):
     """torch.nn.functional.layer_norm on ptxdsl's kernels (CUDA tensors of float32, float16 or
     bfloat16; weight and bias in the input's dtype or float32, or None: no affine, or no bias).
 
     With `residual` (the input's shape and dtype), the fused residual add of flash-attention's
     layer_norm_fn(residual=...): h = input + residual is normalized, and (y, h) is returned; h is
-    the next layer's residual. Gradients flow to input and residual through both outputs."""
+    the next layer's residual. Gradients flow to input and residual through both outputs.
+
+    weight_offset F: y = x̂·(F + weight) + bias, F + weight formed in float32 (the backward's dx
+    uses it too; the weight's gradient is unchanged). casting: where y is rounded to the input's
+    dtype: "none" (once, from float32), "llama" (x̂ rounded before the weight, as Hugging Face's
+    Llama), "gemma" (once, as Hugging Face's Gemma). heads=True: per-head rows, the input a
+    (..., heads, width) view (of a fused QKV buffer) normalized where it lies, without a copy; y
+    has the input's strides (docs/python.md)."""
+    offset, modelled = _model(weight_offset, casting, heads, residual)
     native = _native.ops()
-    if native is not None and not torch.compiler.is_compiling():
+    if native is not None and not modelled and not torch.compiler.is_compiling():
         try:
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
             y, h = native.layer_norm_call(input, shape, weight, bias, eps, residual)
@@ -406,23 +647,29 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residu
         except (RuntimeError, TypeError) as e:
             _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
-    x = _rows(input, width)
+    x = _head_rows(input, width) if heads else _rows(input, width)
     dtype = _weight_dtype(x, weight, bias)
     w = _param(weight, x, width, "weight", dtype)
     b = _param(bias, x, width, "bias", dtype)
     if w is None and b is not None:
         raise ValueError("bias without weight is not supported: pass a weight of ones")
     r = _residual(residual, input, width)
-    y, h = _layer_norm_rows(x, w, b, r, _eps(eps))
+    if modelled:
+        y, h = _norm_ex_rows(True, x, w, b, r, _eps(eps), offset, casting)
+    else:
+        y, h = _layer_norm_rows(x, w, b, r, _eps(eps))
     return _shaped(y, h if r is not None else None, input)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None):
+def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None, *, weight_offset=0.0,
+             casting="none", heads=False):
     """torch.nn.functional.rms_norm on ptxdsl's kernels; eps None is the input dtype's epsilon,
     as torch takes it. `residual` as for layer_norm (Liger's and vLLM's fused add + RMS norm):
-    returns (y, h), h = input + residual."""
+    returns (y, h), h = input + residual. weight_offset, casting and heads as for layer_norm:
+    Gemma's RMS norm is weight_offset=1.0, casting="gemma"; Llama's casting="llama"."""
+    offset, modelled = _model(weight_offset, casting, heads, residual)
     native = _native.ops()
-    if native is not None and not torch.compiler.is_compiling():
+    if native is not None and not modelled and not torch.compiler.is_compiling():
         try:
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
             y, h = native.rms_norm_call(input, shape, weight,
@@ -432,32 +679,134 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None):
         except (RuntimeError, TypeError, KeyError, AttributeError) as e:
             _native.reraise_unless_fallback(e)
     width = _normalized_width(input, normalized_shape)
-    x = _rows(input, width)
+    x = _head_rows(input, width) if heads else _rows(input, width)
     w = _param(weight, x, width, "weight", _weight_dtype(x, weight))
     if eps is None:
         eps = torch.finfo(x.dtype).eps
     r = _residual(residual, input, width)
-    y, h = _rms_norm_rows(x, w, r, _eps(eps))
+    if modelled:
+        y, h = _norm_ex_rows(False, x, w, None, r, _eps(eps), offset, casting)
+    else:
+        y, h = _rms_norm_rows(x, w, r, _eps(eps))
     return _shaped(y, h if r is not None else None, input)
 
 
-class LayerNorm(torch.nn.LayerNorm):
-    """torch.nn.LayerNorm (same arguments, parameters and state dict) on ptxdsl's kernels."""
+def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quant, scale,
+               weight_offset, casting, heads):
+    """The quantized forward of either norm: (y_q, scales) or (y_q, scales, h)."""
+    if _QUANT_DTYPES.get(quant) is None:
+        known = [name for name, dtype in _QUANT_DTYPES.items() if dtype is not None]
+        raise ValueError(f"quant must be one of {', '.join(known)} (with this torch), got "
+                         f"{quant!r}")
+    if scale not in _SCALE_SHAPES:
+        raise ValueError(f"scale must be one of {', '.join(_SCALE_SHAPES)}, got {scale!r}")
+    offset, _ = _model(weight_offset, casting, heads, residual)
+    width = _normalized_width(input, normalized_shape)
+    x = _head_rows(input, width) if heads else _rows(input, width)
+    dtype = _weight_dtype(x, weight, bias)
+    w = _param(weight, x, width, "weight", dtype)
+    b = _param(bias, x, width, "bias", dtype)
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps
+    r = _residual(residual, input, width)
+    # No gradient flows through a quantized output.
+    x, w, b, r = (t.detach() if t is not None else None for t in (x, w, b, r))
+    if torch.compiler.is_compiling():
+        y, scales, h = _norm_quant(layer, x, w, b, r, _eps(eps), offset, casting, quant, scale)
+    else:
+        y, scales, _, _, h = _norm_forward_ex_impl(layer, x, w, b, r, _eps(eps), offset, casting,
+                                                   quant, scale)
+    # The scales of rows shaped as the input's leading (not normalized) dimensions.
+    normalized = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
+    scales = scales.view(_SCALE_SHAPES[scale](tuple(input.shape[:input.dim() - normalized]), width))
+    if y.shape != input.shape:
+        y = y.view(input.shape)
+        h = h.view(input.shape) if r is not None else None
+    return (y, scales) if r is None else (y, scales, h)
+
+
+def rms_norm_quant(input, normalized_shape, weight=None, eps=None, residual=None, *,
+                   quant="fp8-e4m3", scale="per-token", weight_offset=0.0, casting="none",
+                   heads=False):
+    """rms_norm whose y is written quantized, the input of an FP8 or INT8 matrix product:
+    returns (y_q, scales), or (y_q, scales, h) with a residual (h in the input's dtype).
+    quant: "fp8-e4m3" (torch.float8_e4m3fn), "fp8-e5m2" (torch.float8_e5m2), "int8"
+    (torch.int8). scale "per-token": one float32 a row (scales of the input's shape without its
+    last dimension), scale = max|y| / the format's largest value (448, 57344, 127), y_q = y /
+    scale rounded to nearest even and saturated (0 for a row of zeros); y ≈ y_q · scale. No
+    gradient flows through it. weight_offset, casting and heads as for rms_norm."""
+    return _quantized(False, input, normalized_shape, weight, None, eps, residual, quant, scale,
+                      weight_offset, casting, heads)
+
+
+def layer_norm_quant(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None,
+                     *, quant="fp8-e4m3", scale="per-token", weight_offset=0.0, casting="none",
+                     heads=False):
+    """layer_norm whose y is written quantized, as rms_norm_quant."""
+    return _quantized(True, input, normalized_shape, weight, bias, eps, residual, quant, scale,
+                      weight_offset, casting, heads)
+
+
+class _ModelOptions:
+    """The model options of a module (keyword arguments; no parameters or buffers, so the state
+    dict is torch.nn's). With a weight offset F the weight starts at 1 − F, so that the weights
+    applied, F + weight, start at ones as torch.nn's do (Gemma's zeros for F = 1)."""
+
+    def _set_model(self, weight_offset, casting, heads):
+        self.weight_offset = float(weight_offset)
+        self.casting = casting
+        self.heads = bool(heads)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        offset = getattr(self, "weight_offset", 0.0)
+        if offset != 0.0 and getattr(self, "weight", None) is not None:
+            with torch.no_grad():
+                self.weight.sub_(offset)
+
+    def _model_kwargs(self):
+        return {"weight_offset": self.weight_offset, "casting": self.casting, "heads": self.heads}
+
+    def extra_repr(self):
+        model = "".join(f", {k}={v!r}" for k, v in self._model_kwargs().items()
+                        if v != {"weight_offset": 0.0, "casting": "none", "heads": False}[k])
+        return super().extra_repr() + model
+
+
+class LayerNorm(_ModelOptions, torch.nn.LayerNorm):
+    """torch.nn.LayerNorm (same arguments, parameters and state dict) on ptxdsl's kernels, with
+    layer_norm's weight_offset, casting and heads as keyword arguments."""
+
+    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._set_model(weight_offset, casting, heads)
 
     def forward(self, input):
-        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps,
+                          **self._model_kwargs())
 
 
-class RMSNorm(torch.nn.RMSNorm):
-    """torch.nn.RMSNorm (same arguments, parameters and state dict) on ptxdsl's kernels."""
+class RMSNorm(_ModelOptions, torch.nn.RMSNorm):
+    """torch.nn.RMSNorm (same arguments, parameters and state dict) on ptxdsl's kernels, with
+    rms_norm's weight_offset, casting and heads as keyword arguments: Gemma's is
+    RMSNorm(width, eps, weight_offset=1.0, casting="gemma"), its weight zero-centred."""
+
+    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._set_model(weight_offset, casting, heads)
 
     def forward(self, input):
-        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps,
+                        **self._model_kwargs())
 
 
-def prepare(norm, dtype, width, weight_dtype=None, device=None):
+def prepare(norm, dtype, width, weight_dtype=None, device=None, *, weight_offset=0.0,
+            casting="none", quant="none", heads=1, head_stride=0):
     """JIT-compiles the kernels of norm ("layer_norm" or "rms_norm") for rows of `width` elements
-    of `dtype` now, so that neither a first call nor a CUDA graph capture pays for it."""
+    of `dtype` now, so that neither a first call nor a CUDA graph capture pays for it. The model
+    options are the calls' (heads and head_stride: a per-head call's heads and their stride in
+    elements; quant: a quantized call's format)."""
     codes = {"layer_norm": _lib.LAYER_NORM, "rms_norm": _lib.RMS_NORM}
     if norm not in codes:
         raise ValueError(f"norm must be 'layer_norm' or 'rms_norm', got {norm!r}")
@@ -466,8 +815,9 @@ def prepare(norm, dtype, width, weight_dtype=None, device=None):
                         f"{weight_dtype}")
     index = torch.device(device if device is not None else "cuda").index
     index = torch.cuda.current_device() if index is None else index
-    _lib.call("ptxdsl_norm_prepare", _lib.integer("device", index), codes[norm], _CODES[dtype],
-              _CODES[weight_dtype or dtype], _lib.integer("width", width, "int64"))
+    options = _lib.norm_options(weight_offset, casting, quant, heads, head_stride if heads > 1 else 0)
+    _lib.call("ptxdsl_norm_prepare_ex", _lib.integer("device", index), codes[norm], _CODES[dtype],
+              _CODES[weight_dtype or dtype], _lib.integer("width", width, "int64"), options)
 
 
 def enable_inductor_fusion():

@@ -150,6 +150,78 @@ PTXDSL_C_API int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, i
 PTXDSL_C_API int32_t ptxdsl_norm_prepare(int32_t device, int32_t norm, int32_t dtype,
                                          int32_t weight_dtype, int64_t width);
 
+/* ---- The model options: what a model's norm asks for beyond the plain norm ----
+ * docs/runtime.md, "Model options", says what each computes. A zero-initialized struct with its
+ * size set is the plain norm:
+ *     ptxdsl_norm_options o = {sizeof(ptxdsl_norm_options)};
+ *     o.weight_offset = 1.0f;  (Gemma)
+ * A later ptxdsl.h appends fields: `size` says how many bytes of them the caller's header has, and
+ * fields past it keep their defaults; a library older than the caller's header refuses fields it
+ * does not know that are not zero (PTXDSL_ERROR_UNSUPPORTED). Names are those of ptxdsl's command
+ * line; a name the library does not know is refused with the list of those it does. Each set of
+ * options is its own kernels, built (JIT-compiled) at its first call and kept. */
+typedef struct ptxdsl_norm_options {
+  uint32_t size; /* sizeof(ptxdsl_norm_options) in the caller's header; at least 36 */
+  /* y = x^ * (weight_offset + w) (+ b), the sum in f32 (Gemma: 1); needs w. The backward's dx
+   * uses weight_offset + w too; dw is unchanged. */
+  float weight_offset;
+  /* Where the forward rounds to the row dtype: NULL or "none" (once, y from f32), "llama" (x^
+   * rounded to the dtype before * w, as Hugging Face's Llama), "gemma" (once, from f32, as
+   * Hugging Face's Gemma). "llama" and "gemma" normalize the residual add's h as stored. */
+  const char* casting;
+  /* The forward's y in a quantized format: NULL or "none" (y in the dtype), "fp8-e4m3",
+   * "fp8-e5m2" (sm_90 and newer), "int8". y then holds one byte an element (rows `stride`
+   * elements apart, as x's) and the call's y_scale one float a row: y = q * y_scale, with
+   * y_scale = max|y| / the format's largest value (448, 57344, 127), q rounded to nearest even
+   * and saturated, 0 for a row of zeros. residual_out stays in the dtype. */
+  const char* quant;
+  /* Per-head rows (a fused QKV buffer without a copy): row r of the row tensors starts at
+   * (r / row_groups) * stride + (r % row_groups) * group_stride elements; 0 or 1: none (rows
+   * `stride` apart). group_stride: at least width; stride: at least
+   * (row_groups - 1) * group_stride + width. mean, rstd and y_scale stay one a row. */
+  uint32_t row_groups;
+  uint32_t group_stride;
+  /* The forward's residual and residual_out hold float (else the dtype); needs them. The
+   * backward takes the forward's h in the dtype. */
+  int32_t residual_in_f32;
+} ptxdsl_norm_options;
+
+/* The fields every caller's struct has (ptxdsl 0.1): `size` must be at least this. */
+#define PTXDSL_NORM_OPTIONS_MIN_SIZE 36
+
+/* Either norm's forward with model options (options NULL: the plain norm, as
+ * ptxdsl_layer_norm_forward and ptxdsl_rms_norm_forward compute). norm is ptxdsl_norm; an RMS
+ * norm takes no b and no mean (NULL). y_scale: NULL, or with options->quant the scales (float, as
+ * the quant says). Every other argument as ptxdsl_layer_norm_forward's. */
+PTXDSL_C_API int32_t ptxdsl_norm_forward_ex(int32_t device, int32_t norm, int32_t dtype,
+                                            int32_t weight_dtype, int64_t batch, int64_t width,
+                                            int64_t stride, const ptxdsl_norm_options* options,
+                                            const void* x, const void* w, const void* b,
+                                            const void* residual, void* residual_out, void* y,
+                                            float* y_scale, float* mean, float* rstd, float eps,
+                                            ptxdsl_stream stream);
+
+/* Either norm's backward with model options: its forward's (quant and residual_in_f32, which
+ * say what the forward wrote, are not read). An RMS norm takes no mean and no db (NULL).
+ * Every other argument as ptxdsl_layer_norm_backward's. */
+PTXDSL_C_API int32_t ptxdsl_norm_backward_ex(int32_t device, int32_t norm, int32_t dtype,
+                                             int32_t weight_dtype, int64_t batch, int64_t width,
+                                             int64_t stride, const ptxdsl_norm_options* options,
+                                             const void* dy, const void* dh, const void* x,
+                                             const void* w, const float* mean, const float* rstd,
+                                             void* dx, void* dw, void* db, void* workspace,
+                                             uint64_t workspace_bytes, ptxdsl_stream stream);
+
+/* ptxdsl_norm_workspace_bytes and ptxdsl_norm_prepare for the object of these model options. */
+PTXDSL_C_API int32_t ptxdsl_norm_workspace_bytes_ex(int32_t device, int32_t norm, int32_t dtype,
+                                                    int32_t weight_dtype, int64_t width,
+                                                    int64_t batch,
+                                                    const ptxdsl_norm_options* options,
+                                                    uint64_t* bytes);
+PTXDSL_C_API int32_t ptxdsl_norm_prepare_ex(int32_t device, int32_t norm, int32_t dtype,
+                                            int32_t weight_dtype, int64_t width,
+                                            const ptxdsl_norm_options* options);
+
 #ifdef __cplusplus
 }
 #endif

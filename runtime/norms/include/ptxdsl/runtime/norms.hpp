@@ -89,6 +89,10 @@ struct NormModelOptions {
   // group stride 0.
   std::uint32_t row_groups = 1;
   std::uint32_t group_stride = 0;
+  // The forward's y in this format (docs/kernels.md, "Quantized output"): y / scale rounded and
+  // saturated, the scales written to the call's y_scale (quant_output() says their layout); the
+  // residual add's h stays in its dtype. The backward is the norm's own (it reads no y).
+  kernels::Quant quant = kernels::Quant::None;
   auto operator<=>(const NormModelOptions&) const = default;
 };
 
@@ -122,9 +126,13 @@ struct NormType {
 //   too; dh may be empty.
 // - dw and db (backward): both empty writes dx alone; layer norm's dw without db fits a forward
 //   without b.
+//
+// A quantized forward (NormModelOptions::quant) writes y as the format's codes (rows `stride`
+// elements apart, as x's; quant_output(type) says their bytes) and its scales to y_scale.
 struct NormCall {
   Direction direction = Direction::Forward;
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
+  DeviceView y_scale{};  // a quantized forward's scales (f32); none otherwise
   DeviceView residual{}, h{};
   DeviceView dy{}, dx{}, dw{}, db{}, dh{};
   bool residual_in_f32 = false;  // forward
@@ -137,8 +145,18 @@ struct NormCall {
 };
 
 // How a tensor of a call is laid out, which sets its element type and size: rows of the dtype,
-// rows of the residual add's dtype, a row of weights, or one f32 per row.
-enum class TensorLayout : std::uint8_t { Rows, ResidualRows, Weights, PerRow };
+// rows of the residual add's dtype, a row of weights, one f32 per row, the forward's output rows
+// (the dtype's, or a quantized format's codes) or a quantized output's scales.
+enum class TensorLayout : std::uint8_t { Rows, ResidualRows, Weights, PerRow, OutputRows, Scales };
+
+// What a forward writes as y and y_scale, for callers that allocate them: y's element bytes (the
+// dtype's, or a quantized format's code) and the f32 scales a row writes (0 without quant).
+struct QuantOutput {
+  std::uint32_t element_bytes = 2;
+  std::uint32_t scales_per_row = 0;
+};
+// Stated once here for the runtime's checks, the C ABI, the command line and the contract.
+QuantOutput quant_output(const NormType& type);
 
 // One tensor a (norm, direction) takes.
 struct NormTensor {
@@ -155,6 +173,7 @@ std::span<const NormTensor> norm_tensors(bool layer, Direction direction);
 // same fields.
 struct LayerNormForwardArgs {
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
+  DeviceView y_scale{};  // a quantized forward's scales
   DeviceView residual{}, h{};
   bool residual_in_f32 = false;
   std::uint32_t batch = 0;
@@ -174,6 +193,7 @@ struct LayerNormBackwardArgs {
 };
 struct RmsNormForwardArgs {
   DeviceView x{}, w{}, y{}, rstd{};
+  DeviceView y_scale{};  // a quantized forward's scales
   DeviceView residual{}, h{};
   bool residual_in_f32 = false;
   std::uint32_t batch = 0;
