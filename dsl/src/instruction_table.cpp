@@ -67,6 +67,7 @@ Handler select_mma(const Instr& in);
 Handler select_ldmatrix(const Instr& in);
 Handler select_stmatrix(const Instr& in);
 Handler select_wgmma_order(const Instr& in);
+Handler select_wgmma(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -421,6 +422,78 @@ std::string check_matrix(const Instr& in) {
 
 std::string matrix_modifiers(const Instr& in) {
   return fmt::format(".m8n8.x{}{}.shared.b16", in.vec, in.transpose ? ".trans" : "");
+}
+
+// ---- wgmma.mma_async (sm_90a, PTX 8.0) ----
+
+// `.m64n128k16.f32.bf16.bf16`.
+std::string wgmma_modifiers(const Instr& in) {
+  return fmt::format(".m{}n{}k{}{}{}{}", kWgmmaM, in.mma_n, mma_form(in.mma_a).k,
+                     type_suffix(in.type), mma_form(in.mma_a).name, mma_form(in.mma_b).name);
+}
+
+// An immediate operand that must be one of two values.
+std::string check_wgmma_immediate(const Operand& o, std::string_view name, std::int32_t first,
+                                  std::int32_t second) {
+  const auto v = static_cast<std::int32_t>(o.imm_bits);
+  if (o.kind != Operand::Kind::Imm || (v != first && v != second)) {
+    return fmt::format("wgmma.mma_async's {} is the immediate {} or {}", name, first, second);
+  }
+  return {};
+}
+
+// The operands as the ISA lists them: {d} of N/2 f32 registers; A's descriptor (a .b64 register)
+// or its four-register fragment; B's descriptor; scale-d (a predicate or 0/1); imm-scale-a and -b
+// (1 or -1); imm-trans-a (descriptor A only) and imm-trans-b, for the 16-bit inputs only.
+std::string check_wgmma(const Instr& in) {
+  const MmaForm& a = mma_form(in.mma_a);
+  const MmaForm& b = mma_form(in.mma_b);
+  if (!is_wgmma_input(in.mma_a) || !is_wgmma_input(in.mma_b) || a.family != b.family) {
+    return fmt::format(
+        "wgmma.mma_async multiplies f16, bf16, tf32 or e4m3/e5m2 (A and B of one family), got {} "
+        "and {}",
+        a.name, b.name);
+  }
+  if (!is_wgmma_n(in.mma_n)) {
+    return fmt::format("wgmma.mma_async's N is a multiple of 8 in [8, {}], got {}", kWgmmaMaxN,
+                       in.mma_n);
+  }
+  const bool a_in_registers =
+      !in.ops.empty() && in.ops.size() > 1 && in.ops[1].kind == Operand::Kind::Vec;
+  const std::size_t transposes = wgmma_transposes(in.mma_a) ? (a_in_registers ? 1 : 2) : 0;
+  if (in.ops.size() != 6 + transposes) {
+    return fmt::format("wgmma.mma_async{} takes {} operands, got {}", wgmma_modifiers(in),
+                       6 + transposes, in.ops.size());
+  }
+  if (in.ops[0].kind != Operand::Kind::Vec || in.ops[0].vec.size() != in.mma_n / 2) {
+    return fmt::format("wgmma.mma_async's d is a group of N/2 = {} registers", in.mma_n / 2);
+  }
+  if (a_in_registers && in.ops[1].vec.size() != 4) {
+    return "wgmma.mma_async's A fragment is a group of 4 registers";
+  }
+  for (std::size_t i : {std::size_t{1}, std::size_t{2}}) {
+    if (i == 1 && a_in_registers) continue;
+    if (in.ops[i].kind != Operand::Kind::Reg || in.ops[i].reg.cls != RegClass::B64) {
+      return fmt::format("wgmma.mma_async's {} is a 64-bit matrix descriptor register",
+                         i == 1 ? "a-desc" : "b-desc");
+    }
+  }
+  const Operand& scale_d = in.ops[3];
+  if (scale_d.kind == Operand::Kind::Imm
+          ? scale_d.imm_bits > 1
+          : scale_d.kind != Operand::Kind::Reg || scale_d.reg.cls != RegClass::Pred) {
+    return "wgmma.mma_async's scale-d is a predicate or the immediate 0 or 1";
+  }
+  for (const std::string& problem :
+       {check_wgmma_immediate(in.ops[4], "imm-scale-a", 1, -1),
+        check_wgmma_immediate(in.ops[5], "imm-scale-b", 1, -1),
+        transposes >= 1
+            ? check_wgmma_immediate(in.ops[6], a_in_registers ? "imm-trans-b" : "imm-trans-a", 0, 1)
+            : std::string(),
+        transposes == 2 ? check_wgmma_immediate(in.ops[7], "imm-trans-b", 0, 1) : std::string()}) {
+    if (!problem.empty()) return problem;
+  }
+  return {};
 }
 
 // ---- the types families take ----
@@ -1257,6 +1330,16 @@ constexpr std::array kTable = {
                     .least = kSm90aPtx80,
                     .warp_collective = true,
                     .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaMma,
+                    .spelling = "wgmma.mma_async.sync.aligned",
+                    .modifiers = wgmma_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::Wgmma,
+                    .least = kSm90aPtx80,
+                    .check = check_wgmma,
+                    .memory = {.reads = Mem::Shared},
+                    .warp_collective = true,
+                    .semantics = select_wgmma},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -656,6 +656,36 @@ void Kernel::wgmma_wait_group(std::uint32_t newest_pending) {
   commit(std::move(in));
 }
 
+void Kernel::wgmma_op(MmaInput a_type, MmaInput b_type, int n, Operand d, Operand a, Operand b,
+                      const WgmmaOptions& o) {
+  Instr in = make(Op::WgmmaMma, ScalarType::F32);
+  in.mma_a = a_type;
+  in.mma_b = b_type;
+  in.mma_n = static_cast<std::uint16_t>(n);
+  const bool a_in_registers = a.kind == Operand::Kind::Vec;
+  const auto immediate = [](std::int32_t v) { return Src<S32>(v).op; };
+  const Operand scale_d = std::holds_alternative<bool>(o.accumulate)
+                              ? immediate(std::get<bool>(o.accumulate) ? 1 : 0)
+                              : use(std::get<Pred>(o.accumulate));
+  in.ops = {std::move(d),
+            std::move(a),
+            std::move(b),
+            scale_d,
+            immediate(o.negate_a ? -1 : 1),
+            immediate(o.negate_b ? -1 : 1)};
+  if (detail::wgmma_transposes(a_type)) {
+    if (!a_in_registers) in.ops.push_back(immediate(o.transpose_a ? 1 : 0));
+    in.ops.push_back(immediate(o.transpose_b ? 1 : 0));
+  }
+  if (o.transpose_a && (a_in_registers || !detail::wgmma_transposes(a_type))) {
+    fail(in, "A is read MN-major (transpose_a) only from shared memory, and only f16 or bf16");
+  }
+  if (o.transpose_b && !detail::wgmma_transposes(a_type)) {
+    fail(in, "B is read MN-major (transpose_b) only for f16 or bf16");
+  }
+  commit(std::move(in));
+}
+
 MatrixDescriptor Kernel::matrix_descriptor_op(Reg<U32> base, std::int64_t offset,
                                               const MatrixLayout& layout) {
   std::uint64_t constant = 0;

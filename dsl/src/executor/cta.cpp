@@ -267,9 +267,13 @@ void run_warp(Ctx& c, Warp& w) {
     switch (in.flow) {
       case Flow::Normal:
         if (exec != 0) {
+          if (w.wgmma_busy_slots != 0 && in.op != Op::WgmmaMma) {
+            check_wgmma_registers(c, in, exec);
+          }
           if (check_regs) check_sources(c, in, exec);
           in.fn(c, in, exec);
           for (std::uint32_t i = 0; i < in.ndst; ++i) w.init[in.dst[i]] |= exec;
+          if (!w.written_at.empty()) note_register_writes(c, in);
         }
         advance(w, w.pc + 1);
         break;
@@ -533,6 +537,7 @@ void reset_cta(Ctx& c, Dim3 cta) {
     w.committed.fill(0);
     w.cluster_arrival.fill(0);
     w.cluster_waited = 0;
+    reset_wgmma(w, p);
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();
@@ -573,7 +578,10 @@ void run_cluster(Cluster& cl, const std::vector<Dim3>& ctas) {
       progress = progress || wake == Wake::Progress;
       done = done && wake == Wake::Done;
     }
-    if (done) return;
+    if (done) {
+      for (Ctx* c : cl.ctas) check_warpgroups_agree(*c);
+      return;
+    }
     if (!progress && !release_cluster(cl)) deadlock(cl);
   }
 }

@@ -233,6 +233,45 @@ class Decoder {
     }
   }
 
+  // wgmma.mma_async: the form in Program::wgmma (d.aux); the sources checked for initialization
+  // are the descriptors, A's registers and scale-d's predicate (D's only where it is read).
+  void wgmma(const Instr& in, DInstr& d) {
+    WgmmaForm f;
+    f.n = in.mma_n;
+    f.k = mma_form(in.mma_a).k;
+    f.a = in.mma_a;
+    f.b = in.mma_b;
+    f.a_in_registers = in.ops.at(1).kind == Operand::Kind::Vec;
+    for (RegId r : in.ops.at(0).vec) f.d.push_back(reg_slot(in, r));
+    if (f.a_in_registers) {
+      for (std::size_t i = 0; i < 4; ++i) f.a_regs[i] = reg_slot(in, in.ops[1].vec.at(i));
+      for (std::uint32_t s : f.a_regs) add_src(d, s);
+    } else {
+      f.a_desc = source(in, in.ops[1]);
+      add_src(d, f.a_desc);
+    }
+    f.b_desc = source(in, in.ops.at(2));
+    add_src(d, f.b_desc);
+    const Operand& scale_d = in.ops.at(3);
+    if (scale_d.kind == Operand::Kind::Reg) {
+      f.scale_d = reg_slot(in, scale_d.reg);
+      add_src(d, f.scale_d);
+    } else {
+      f.scale_d_imm = scale_d.imm_bits != 0;
+    }
+    const auto imm = [&](std::size_t i) {
+      return static_cast<std::int32_t>(in.ops.at(i).imm_bits);
+    };
+    f.negate_a = imm(4) == -1;
+    f.negate_b = imm(5) == -1;
+    if (wgmma_transposes(in.mma_a)) {
+      f.transpose_a = !f.a_in_registers && imm(6) == 1;
+      f.transpose_b = imm(f.a_in_registers ? 6 : 7) == 1;
+    }
+    d.aux = static_cast<std::uint32_t>(p_.wgmma.size());
+    p_.wgmma.push_back(std::move(f));
+  }
+
   DInstr decode_one(const Instr& in) {
     DInstr d;
     d.op = in.op;
@@ -291,6 +330,9 @@ class Decoder {
             }
           }
         }
+        break;
+      case Operands::Wgmma:
+        wgmma(in, d);
         break;
       case Operands::Barrier:
         if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes a barrier id{, thread count}");

@@ -65,6 +65,21 @@ struct DInstr {
   std::uint32_t threads = 0;  // bar.sync / bar.arrive: the thread count (0: every thread)
 };
 
+// One wgmma.mma_async form, decoded: its shape and types, its registers by slot, and its
+// immediates. A DInstr of wgmma names it by `aux` (Program::wgmma), for D may hold 128 registers.
+struct WgmmaForm {
+  std::uint32_t n = 0, k = 0;
+  MmaInput a = MmaInput::F16, b = MmaInput::F16;
+  bool a_in_registers = false;
+  std::vector<std::uint32_t> d;  // D's N/2 slots
+  std::array<std::uint32_t, 4> a_regs{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+  std::uint32_t a_desc = kNoSlot, b_desc = kNoSlot;
+  std::uint32_t scale_d = kNoSlot;  // a predicate's slot, or kNoSlot for the immediate
+  bool scale_d_imm = true;
+  bool negate_a = false, negate_b = false;
+  bool transpose_a = false, transpose_b = false;
+};
+
 struct SharedRange {
   std::uint32_t begin = 0, end = 0;
   std::string name;
@@ -83,6 +98,7 @@ struct Program {
   std::uint32_t dynamic_align = 16;
   std::vector<std::uint32_t> param_offsets;
   std::uint32_t param_bytes = 0;
+  std::vector<WgmmaForm> wgmma;
   RegId reg_of(std::uint32_t slot) const;  // for messages
 };
 
@@ -138,6 +154,14 @@ struct BulkCopy {
   std::uint8_t kind = 2;  // kPendingBulk, kPendingStAsync or kPendingRedAsync (its bytes' mark)
 };
 
+// A wgmma.mma_async in flight: the commit group it belongs to (the warp's committed-group count
+// when it was issued), its instruction, and the registers it will write (D) or still reads (A).
+struct WgmmaInFlight {
+  std::uint32_t group = 0;
+  std::uint32_t instr = 0;  // in Kernel::instructions()
+  const WgmmaForm* form = nullptr;
+};
+
 struct Warp {
   std::vector<std::uint64_t> regs;  // slot * 32 + lane
   std::vector<std::uint32_t> init;  // per slot: lanes that wrote it
@@ -157,6 +181,19 @@ struct Warp {
   std::array<std::uint32_t, kLanes> cluster_arrival{};
   // Lanes past a barrier.cluster.wait: only they know that every peer CTA has started.
   std::uint32_t cluster_waited = 0;
+  // wgmma (sm_90a), kept only for kernels that issue wgmma.mma_async: the products in flight in
+  // issue order, the warp's committed groups, how many it issued (a warpgroup's warps must
+  // agree), its last wgmma.fence (a warp_instructions stamp; 0: none yet), per slot the stamp of
+  // the last write by an instruction and the in-flight products whose D or A it is, and the
+  // value a product in flight will give each D register (slot * 32 + lane).
+  std::vector<WgmmaInFlight> wgmma;
+  std::uint32_t wgmma_groups = 0;
+  std::uint32_t wgmma_issued = 0;
+  std::uint64_t wgmma_fence = 0;
+  std::uint32_t wgmma_busy_slots = 0;  // slots with a nonzero count below
+  std::vector<std::uint64_t> written_at;
+  std::vector<std::uint16_t> wgmma_d_busy, wgmma_a_busy;
+  std::vector<std::uint32_t> wgmma_result;
 };
 
 struct Ctx;
@@ -322,6 +359,14 @@ inline void each_lane(std::uint32_t mask, F&& f) {
     f(l);
   }
 }
+
+// wgmma (ops_wgmma.cpp): faults when `in` touches a register a wgmma.mma_async in flight writes or
+// reads (it must wait for it first); records the registers `in` wrote, for wgmma.fence's rule.
+void check_wgmma_registers(Ctx& c, const DInstr& in, std::uint32_t exec);
+void note_register_writes(Ctx& c, const DInstr& in);
+// At a CTA's end: every warp of each warpgroup issued as many wgmma.mma_async.
+void check_warpgroups_agree(Ctx& c);
+void reset_wgmma(Warp& w, const Program& p);
 
 // Where a `.shared::cluster` ld/st finds its handler (ops_cluster.cpp).
 Handler select_ld_cluster(const Instr& in);

@@ -108,6 +108,9 @@ enum class Op : std::uint8_t {
   WgmmaFence,   // wgmma.fence.sync.aligned
   WgmmaCommit,  // wgmma.commit_group.sync.aligned
   WgmmaWait,    // wgmma.wait_group.sync.aligned N
+  // wgmma.mma_async.sync.aligned.m64nNkK.f32.atype.btype {d...}, a-desc|{a...}, b-desc, scale-d,
+  //   imm-scale-a, imm-scale-b{, imm-trans-a}{, imm-trans-b}: a warpgroup's D = A·B (+ D).
+  WgmmaMma,
   Shfl,
   Bar,
   Bra,
@@ -276,6 +279,7 @@ struct Instr {
   bool grow = false;                 // setmaxnreg.inc (else .dec)
   MmaInput mma_a = MmaInput::F16;    // mma.sync: A's element type
   MmaInput mma_b = MmaInput::F16;    // mma.sync: B's element type
+  std::uint16_t mma_n = 0;           // wgmma.mma_async: N, D's columns
   bool transpose = false;            // ldmatrix.trans, stmatrix.trans
   bool uniform = false;              // bra.uni
   MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits, atom, red, fence

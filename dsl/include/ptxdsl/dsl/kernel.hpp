@@ -980,6 +980,35 @@ class Kernel {
   void wgmma_fence();
   void wgmma_commit_group();
   void wgmma_wait_group(std::uint32_t newest_pending);
+  // wgmma.mma_async (sm_90a, PTX 8.0): the warpgroup of this warp (4 consecutive warps, warp
+  // index / 4) computes D = A·B (+ D), A 64×K, B K×N, D 64×N in f32 (WgmmaAcc<N>, mma.hpp). A is
+  // read through its descriptor from shared memory, or from registers (each warp's 16 rows, an
+  // mma.sync A fragment); B from shared memory. The results land at a wgmma.wait_group that
+  // covers its commit group: until then D (and A's registers) must not be touched, and
+  // registers written since the last wgmma.fence must not be wgmma's operands.
+  //   k.wgmma_mma_async<BF16>(acc, a_desc, b_desc, {.accumulate = k_step_not_first});
+  template <WgmmaInputTag A, WgmmaInputTag B = A, int N>
+  requires WgmmaPair<A, B>
+  void wgmma_mma_async(WgmmaAcc<N>& d, const MatrixDescriptor& a, const MatrixDescriptor& b,
+                       const WgmmaOptions& o = {}) {
+    wgmma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, N, def_vec(d.regs), use(a.bits),
+             use(b.bits), o);
+  }
+  template <WgmmaInputTag A, WgmmaInputTag B = A, int N>
+  requires WgmmaPair<A, B>
+  void wgmma_mma_async(WgmmaAcc<N>& d, const MmaA<A>& a, const MatrixDescriptor& b,
+                       const WgmmaOptions& o = {}) {
+    wgmma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, N, def_vec(d.regs), use_vec(a.regs),
+             use(b.bits), o);
+  }
+  // A warpgroup accumulator's N/2 registers, unwritten: a product with accumulate = false
+  // writes them first.
+  template <int N>
+  requires WgmmaN<N> WgmmaAcc<N> wgmma_acc() {
+    WgmmaAcc<N> d{};
+    for (auto& r : d.regs) r = reg<F32>("acc");
+    return d;
+  }
   // The matrix descriptor of the tile at `tile` with `layout` (mma.hpp's matrix_descriptor) in a
   // register: the address's bits (masked, shifted, widened) or'ed with the layout's constant ones.
   template <MemTag T>
@@ -1157,6 +1186,8 @@ class Kernel {
                                         const MatrixLayout& layout);
   void mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
               Operand a, Operand b, Operand c);
+  void wgmma_op(MmaInput a_type, MmaInput b_type, int n, Operand d, Operand a, Operand b,
+                const WgmmaOptions& o);
   void matrix_op(Op op, int count, bool transpose, Operand first, Operand second);
 
   void named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads);
