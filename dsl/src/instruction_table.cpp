@@ -39,6 +39,7 @@ Handler select_cp_async_bulk(const Instr& in);
 Handler select_mapa(const Instr& in);
 Handler select_barrier_cluster_arrive(const Instr& in);
 Handler select_cluster_ordering(const Instr& in);
+Handler select_fence_proxy_async(const Instr& in);
 Handler select_st_async(const Instr& in);
 Handler select_red_async(const Instr& in);
 Handler select_popc(const Instr& in);
@@ -1014,7 +1015,7 @@ constexpr std::array kTable = {
                     .modifiers = [](const Instr&) { return std::string(".shared::cta"); },
                     .types = kUntyped,
                     .least = kSm90Ptx80,
-                    .semantics = select_cluster_ordering},
+                    .semantics = select_fence_proxy_async},
     InstructionInfo{.op = Op::MbarrierExpectTx,
                     .spelling = "mbarrier.expect_tx",
                     .modifiers = mbarrier_tx_modifiers,

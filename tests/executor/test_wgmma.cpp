@@ -146,6 +146,7 @@ void build(Kernel& k, const Case& c, std::uint32_t instr_k, std::uint32_t b_base
   const Reg<U32> tid = k.tid_x();
   k.for_range(tid, image_words, kThreads,
               [&](Reg<U32> i) { k.st(k.index(tile, i), k.ld(k.index(image, i))); });
+  k.fence_proxy_async();  // the tiles' stores, before the async proxy reads them
   k.bar_sync();
   WgmmaAcc<N> acc = k.wgmma_acc<N>();
   const Reg<U32> first = k.mul(tid, static_cast<std::uint32_t>(N / 2));
@@ -328,14 +329,15 @@ namespace {
 // wait, and `before` before the fence; D stored to `out`. Returns the launch's error, or "".
 std::string run_misuse(std::uint32_t threads,
                        const std::function<void(Kernel&, WgmmaAcc<8>&)>& before,
-                       const std::function<void(Kernel&, WgmmaAcc<8>&)>& between,
-                       bool fence = true) {
+                       const std::function<void(Kernel&, WgmmaAcc<8>&)>& between, bool fence = true,
+                       bool proxy_fence = true) {
   Module m(Arch::Sm90a, {8, 0});
   Kernel& k = m.kernel("misuse");
   const GlobalPtr<F32> out = k.param_ptr<F32>("out");
   const SharedPtr<U32> tile = k.shared_array<U32>("tile", 512, 1024);
   const Reg<U32> tid = k.tid_x();
   k.for_range(tid, 512u, threads, [&](Reg<U32> i) { k.st(k.index(tile, i), 0u); });
+  if (proxy_fence) k.fence_proxy_async();
   k.bar_sync();
   WgmmaAcc<8> acc = k.wgmma_acc<8>();
   const MatrixDescriptor a = k.matrix_descriptor(tile, {128, 256, Swizzle::None});
@@ -394,6 +396,12 @@ TEST_CASE("wgmma: results are read after their wait_group; registers fenced; who
                  },
                  nothing, false),
              Contains("register %f4 (acc) was written after the warp's last wgmma.fence"));
+  // The tiles' ordinary stores reach the async proxy only through fence.proxy.async.
+  CHECK_THAT(run_misuse(kThreads, nothing, nothing, true, false),
+             Contains("wgmma.mma_async.sync.aligned.m64n8k16") &&
+                 Contains("reads shared memory at 0x0 through the async proxy, which thread (0, "
+                          "0, 0) wrote with an ordinary (generic-proxy) store and no "
+                          "fence.proxy.async since"));
   CHECK_THAT(run_misuse(64, nothing, nothing),
              Contains("wgmma needs the four whole warps of warpgroup 0 (threads 0 to 127), but "
                       "the CTA has 64 threads"));
@@ -405,6 +413,7 @@ TEST_CASE("wgmma: every warp of a warpgroup issues each product", "[executor][wg
   const SharedPtr<U32> tile = k.shared_array<U32>("tile", 512, 1024);
   const Reg<U32> tid = k.tid_x();
   k.for_range(tid, 512u, kThreads, [&](Reg<U32> i) { k.st(k.index(tile, i), 0u); });
+  k.fence_proxy_async();
   k.bar_sync();
   WgmmaAcc<8> acc = k.wgmma_acc<8>();
   const MatrixDescriptor a = k.matrix_descriptor(tile, {128, 256, Swizzle::None});

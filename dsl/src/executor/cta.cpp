@@ -158,6 +158,11 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
     c.write_rank.assign(launch.shared_bytes, 0);
     c.read_rank.assign(launch.shared_bytes, 0);
   }
+  if (p.reads_async_proxy) {
+    c.generic_write.assign(launch.shared_bytes, 0);
+    c.generic_writer.assign(launch.shared_bytes, 0);
+    c.proxy_fenced.assign(nwarps * kLanes, 0);
+  }
   c.shared_ranges = p.shared;
   if (p.has_dynamic_shared) {
     c.shared_ranges.back().end = c.shared_ranges.back().begin + launch.config.dynamic_shared_bytes;
@@ -541,6 +546,8 @@ void reset_cta(Ctx& c, Dim3 cta) {
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();
+  std::fill(c.generic_write.begin(), c.generic_write.end(), 0u);
+  std::fill(c.proxy_fenced.begin(), c.proxy_fenced.end(), 0u);
   c.named.fill(NamedBarrier{});
   // Copies a previous CTA never waited for are dropped with it.
   if (c.copies_in_flight > 0) {

@@ -268,6 +268,7 @@ class Decoder {
       f.transpose_a = !f.a_in_registers && imm(6) == 1;
       f.transpose_b = imm(f.a_in_registers ? 6 : 7) == 1;
     }
+    p_.reads_async_proxy = true;  // B at least is read through its descriptor
     d.aux = static_cast<std::uint32_t>(p_.wgmma.size());
     p_.wgmma.push_back(std::move(f));
   }

@@ -167,6 +167,7 @@ void read_tile(Ctx& c, const DInstr& in, const Descriptor& d, bool mn_major, Mma
     for (std::uint32_t k = 0; k < k_count; ++k) {
       const std::uint32_t address = tile_address(d, mn_major, mn0 + mn, k, bytes);
       const std::byte* p = shared_bytes(c, c, in, 0, address, bytes, false);
+      check_async_proxy_read(c, in, 0, address, bytes);
       std::uint32_t bits = 0;
       std::memcpy(&bits, p, bytes);
       m[k_rows ? std::size_t{k} * mn_count + mn : std::size_t{mn} * k_count + k] =

@@ -99,6 +99,9 @@ struct Program {
   std::vector<std::uint32_t> param_offsets;
   std::uint32_t param_bytes = 0;
   std::vector<WgmmaForm> wgmma;
+  // Some instruction reads shared memory through the async proxy (wgmma's descriptors, a TMA
+  // store): generic-proxy writes are tracked for the fence.proxy.async rule.
+  bool reads_async_proxy = false;
   RegId reg_of(std::uint32_t slot) const;  // for messages
 };
 
@@ -246,6 +249,13 @@ struct Ctx {
   std::vector<std::uint32_t> write_cluster_epoch, read_cluster_epoch;
   std::vector<std::uint8_t> write_rank, read_rank;
   std::uint32_t epoch = 1;  // grows at every barrier release and every CTA, never reused
+  // The async-proxy rule (where Program::reads_async_proxy): per shared byte, the sequence number
+  // of its last generic-proxy write (0: none, or an async-proxy write since) and the writing
+  // thread; per thread, the sequence number when it last ran fence.proxy.async.
+  std::vector<std::uint32_t> generic_write;
+  std::vector<std::uint16_t> generic_writer;
+  std::vector<std::uint32_t> proxy_fenced;
+  std::uint32_t generic_writes = 0;
   Cluster* cluster = nullptr;
   std::uint32_t rank = 0;  // %cluster_ctarank
   std::vector<SharedRange> shared_ranges;
@@ -359,6 +369,13 @@ inline void each_lane(std::uint32_t mask, F&& f) {
     f(l);
   }
 }
+
+// The async proxy (ops_memory.cpp): an async-proxy write of [address, +bytes) (a bulk or tensor
+// copy landing), and an async-proxy read by thread `lane`, which faults where a generic-proxy write
+// is not yet ordered before it by a fence.proxy.async of the writer or the reader.
+void note_async_proxy_write(Ctx& c, std::uint32_t address, std::uint32_t bytes);
+void check_async_proxy_read(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint32_t address,
+                            std::uint32_t bytes);
 
 // wgmma (ops_wgmma.cpp): faults when `in` touches a register a wgmma.mma_async in flight writes or
 // reads (it must wait for it first); records the registers `in` wrote, for wgmma.fence's rule.
