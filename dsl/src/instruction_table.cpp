@@ -69,6 +69,8 @@ Handler select_ldmatrix(const Instr& in);
 Handler select_stmatrix(const Instr& in);
 Handler select_wgmma_order(const Instr& in);
 Handler select_wgmma(const Instr& in);
+Handler select_bulk_tensor(const Instr& in);
+Handler select_bulk_group(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -423,6 +425,44 @@ std::string check_matrix(const Instr& in) {
 
 std::string matrix_modifiers(const Instr& in) {
   return fmt::format(".m8n8.x{}{}.shared.b16", in.vec, in.transpose ? ".trans" : "");
+}
+
+// ---- the TMA unit's tensor copies (sm_90, PTX 8.0) ----
+
+// The tensor's dimensions: the coordinates of `[map, {c...}]`.
+std::size_t tensor_rank(const Instr& in) {
+  for (const Operand& o : in.ops) {
+    if (o.kind == Operand::Kind::Addr && !o.vec.empty()) return o.vec.size();
+  }
+  return 0;
+}
+
+std::string bulk_tensor_modifiers(const Instr& in) {
+  if (in.op == Op::BulkTensorStore) {
+    return fmt::format(".{}d.global.shared::cta.tile.bulk_group", tensor_rank(in));
+  }
+  return fmt::format(".{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{}",
+                     tensor_rank(in), in.multicast ? ".multicast::cluster" : "");
+}
+
+std::string check_bulk_tensor(const Instr& in) {
+  const std::size_t rank = tensor_rank(in);
+  if (rank < 1 || rank > 5) {
+    return fmt::format("cp.async.bulk.tensor copies 1 to 5 dimensions, got {} coordinates", rank);
+  }
+  const std::size_t operands = in.op == Op::BulkTensorStore ? 2 : in.multicast ? 4 : 3;
+  if (in.ops.size() != operands) {
+    return fmt::format("cp.async.bulk.tensor{} takes {} operands, got {}",
+                       bulk_tensor_modifiers(in), operands, in.ops.size());
+  }
+  const Operand& smem = in.op == Op::BulkTensorStore ? in.ops[1] : in.ops[0];
+  if (smem.offset % 128 != 0) {
+    return fmt::format(
+        "cp.async.bulk.tensor's shared-memory box is 128-byte aligned: the constant offset {} is "
+        "not a multiple of 128",
+        smem.offset);
+  }
+  return {};
 }
 
 // ---- wgmma.mma_async (sm_90a, PTX 8.0) ----
@@ -814,15 +854,22 @@ constexpr std::array kTable = {
                     .form_needs = narrow_cvt_needs,
                     .check = check_cvt_pack,
                     .semantics = select_cvt_pack},
-    InstructionInfo{.op = Op::Cvta,
-                    .spelling = "cvta",
-                    .modifiers =
-                        [](const Instr& in) {
-                          return fmt::format(".to{}{}", space_name(in.space), type_suffix(in.type));
-                        },
-                    .types = {ScalarType::U64},
-                    .operands = Operands::DestSources,
-                    .semantics = select_cvta},
+    InstructionInfo{
+        .op = Op::Cvta,
+        .spelling = "cvta",
+        .modifiers =
+            [](const Instr& in) {
+              // cvta.param: a kernel parameter's generic address (PTX 7.7).
+              return fmt::format("{}{}{}", in.space == Space::Param ? "" : ".to",
+                                 space_name(in.space), type_suffix(in.type));
+            },
+        .types = {ScalarType::U64},
+        .operands = Operands::DestSources,
+        .form_needs =
+            [](const Instr& in) {
+              return in.space == Space::Param ? Requirement{Arch::Sm80, {7, 7}} : Requirement{};
+            },
+        .semantics = select_cvta},
     InstructionInfo{.op = Op::Ld,
                     .spelling = "ld",
                     .modifiers = ld_st_modifiers,
@@ -1341,6 +1388,45 @@ constexpr std::array kTable = {
                     .memory = {.reads = Mem::Shared},
                     .warp_collective = true,
                     .semantics = select_wgmma},
+    InstructionInfo{.op = Op::BulkTensorLoad,
+                    .spelling = "cp.async.bulk.tensor",
+                    .modifiers = bulk_tensor_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::TensorCopy,
+                    .least = kSm90Ptx80,
+                    .check = check_bulk_tensor,
+                    .memory = {.reads = Mem::Global, .writes = Mem::SharedCluster},
+                    .semantics = select_bulk_tensor},
+    InstructionInfo{.op = Op::BulkTensorStore,
+                    .spelling = "cp.async.bulk.tensor",
+                    .modifiers = bulk_tensor_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::TensorCopy,
+                    .least = kSm90Ptx80,
+                    .check = check_bulk_tensor,
+                    .memory = {.reads = Mem::Shared, .writes = Mem::Global},
+                    .semantics = select_bulk_tensor},
+    InstructionInfo{.op = Op::BulkCommit,
+                    .spelling = "cp.async.bulk.commit_group",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx80,
+                    .semantics = select_bulk_group},
+    InstructionInfo{
+        .op = Op::BulkWait,
+        .spelling = "cp.async.bulk.wait_group",
+        .modifiers = [](const Instr& in) { return std::string(in.bulk_read ? ".read" : ""); },
+        .types = kUntyped,
+        .operands = Operands::Count,
+        .least = kSm90Ptx80,
+        .semantics = select_bulk_group},
+    InstructionInfo{.op = Op::PrefetchTensormap,
+                    .spelling = "prefetch.tensormap",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Address,
+                    .least = kSm90Ptx80,
+                    .semantics = select_bulk_group},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -62,6 +62,7 @@ enum class Operands : std::uint8_t {
   Sources,       // a{, b...}: registers or immediates, nothing written
   Fragments,     // {d...}, {a...}, {b...}, {c...}: mma's register groups
   Wgmma,         // {d...}, a-desc|{a...}, b-desc, scale-d, imm-scale-a, imm-scale-b{, imm-trans...}
+  TensorCopy,    // [dst], [map, {c...}], [bar]{, mask} (load); [map, {c...}], [src] (store)
 };
 
 // Whether an operand list starts with a register the instruction writes.

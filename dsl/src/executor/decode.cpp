@@ -126,8 +126,11 @@ class Decoder {
         return const_slot(o.imm_bits);
       case Operand::Kind::Symbol: {
         const auto it = symbols_.find(o.symbol);
-        if (it == symbols_.end()) fail(in, fmt::format("unknown shared symbol '{}'", o.symbol));
-        return const_slot(it->second);
+        if (it != symbols_.end()) return const_slot(it->second);
+        // A parameter's address in param space: its offset (cvta.param makes it generic).
+        const auto param = params_.find(o.symbol);
+        if (param == params_.end()) fail(in, fmt::format("unknown symbol '{}'", o.symbol));
+        return const_slot(param->second.first);
       }
       default:
         fail(in, "unexpected operand kind");
@@ -233,6 +236,30 @@ class Decoder {
     }
   }
 
+  // cp.async.bulk.tensor. Load: src = shared destination, map, mbarrier, the coordinates{, mask};
+  // aux and offset2: the destination's and the mbarrier's constant offsets. Store: src = map,
+  // shared source, the coordinates; aux: the source's offset. vec: the coordinates.
+  void tensor_copy(const Instr& in, DInstr& d) {
+    const bool load = in.op == Op::BulkTensorLoad;
+    const Operand& map = in.ops.at(load ? 1 : 0);
+    const auto smem = [&](const Operand& o) {
+      if (o.kind != Operand::Kind::Addr || !o.has_base) fail(in, "expected a shared address");
+      add_src(d, reg_slot(in, o.reg));
+      return static_cast<std::uint32_t>(static_cast<std::int32_t>(o.offset));
+    };
+    if (load) d.aux = smem(in.ops[0]);
+    add_src(d, reg_slot(in, map.reg));
+    if (load) {
+      d.offset2 = smem(in.ops.at(2));
+    } else {
+      d.aux = smem(in.ops.at(1));
+    }
+    for (RegId r : map.vec) add_src(d, reg_slot(in, r));
+    d.vec = static_cast<std::uint8_t>(map.vec.size());
+    if (load && in.ops.size() == 4) add_src(d, source(in, in.ops[3]));
+    if (!load) p_.reads_async_proxy = true;
+  }
+
   // wgmma.mma_async: the form in Program::wgmma (d.aux); the sources checked for initialization
   // are the descriptors, A's registers and scale-d's predicate (D's only where it is read).
   void wgmma(const Instr& in, DInstr& d) {
@@ -334,6 +361,9 @@ class Decoder {
         break;
       case Operands::Wgmma:
         wgmma(in, d);
+        break;
+      case Operands::TensorCopy:
+        tensor_copy(in, d);
         break;
       case Operands::Barrier:
         if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes a barrier id{, thread count}");

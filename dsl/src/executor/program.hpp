@@ -27,6 +27,9 @@ inline constexpr std::uint8_t kManyRanks = 0xFFu;
 // shared memory; one below 2^kClusterRankShift is the accessing CTA's own (a `.shared::cta`
 // address names the same byte in both windows).
 inline constexpr std::uint32_t kClusterRankShift = 24;
+// Kernel parameters' generic addresses (cvta.param): this plus the parameter's offset, far from
+// every allocation's slot.
+inline constexpr std::uint64_t kParamWindow = 0x100000000000ull;
 
 // One instruction, decoded once: every register operand and immediate is a slot of the warp's
 // register file (immediates live in constant slots, filled for all lanes at launch).
