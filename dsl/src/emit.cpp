@@ -96,6 +96,12 @@ std::string format_operand(const Operand& o) {
       return format_immediate(o);
     case Operand::Kind::Addr: {
       const std::string base = o.has_base ? register_name(o.reg) : o.symbol;
+      if (!o.vec.empty()) {  // a tensor map and its coordinates
+        Operand coords;
+        coords.kind = Operand::Kind::Vec;
+        coords.vec = o.vec;
+        return fmt::format("[{}, {}]", base, format_operand(coords));
+      }
       return o.offset == 0 ? fmt::format("[{}]", base) : fmt::format("[{}+{}]", base, o.offset);
     }
     case Operand::Kind::Label:
@@ -143,6 +149,11 @@ std::string emit_kernel(const Kernel& k) {
   const auto& params = k.params();
   for (std::size_t i = 0; i < params.size(); ++i) {
     // .param has no bf16 or pair types: 16-bit floats and pairs are declared by their bits.
+    if (params[i].tensor_map) {  // the ISA's CUtensorMap: 128 opaque bytes, 64-byte aligned
+      out += fmt::format("{}\n\t.param .align 64 .b8 {}[{}]", i ? "," : "", params[i].name,
+                         kTensorMapBytes);
+      continue;
+    }
     out += fmt::format("{}\n\t.param .{} {}", i ? "," : "", ptx_name(storage_type(params[i].type)),
                        params[i].name);
   }

@@ -39,6 +39,7 @@ Handler select_cp_async_bulk(const Instr& in);
 Handler select_mapa(const Instr& in);
 Handler select_barrier_cluster_arrive(const Instr& in);
 Handler select_cluster_ordering(const Instr& in);
+Handler select_fence_proxy_async(const Instr& in);
 Handler select_st_async(const Instr& in);
 Handler select_red_async(const Instr& in);
 Handler select_popc(const Instr& in);
@@ -67,6 +68,9 @@ Handler select_mma(const Instr& in);
 Handler select_ldmatrix(const Instr& in);
 Handler select_stmatrix(const Instr& in);
 Handler select_wgmma_order(const Instr& in);
+Handler select_wgmma(const Instr& in);
+Handler select_bulk_tensor(const Instr& in);
+Handler select_bulk_group(const Instr& in);
 // Arithmetic and logic: one handler template per op, over the integer or float types.
 template <Op O>
 Handler select_int_op(const Instr& in);
@@ -423,6 +427,116 @@ std::string matrix_modifiers(const Instr& in) {
   return fmt::format(".m8n8.x{}{}.shared.b16", in.vec, in.transpose ? ".trans" : "");
 }
 
+// ---- the TMA unit's tensor copies (sm_90, PTX 8.0) ----
+
+// The tensor's dimensions: the coordinates of `[map, {c...}]`.
+std::size_t tensor_rank(const Instr& in) {
+  for (const Operand& o : in.ops) {
+    if (o.kind == Operand::Kind::Addr && !o.vec.empty()) return o.vec.size();
+  }
+  return 0;
+}
+
+std::string bulk_tensor_modifiers(const Instr& in) {
+  if (in.op == Op::BulkTensorStore) {
+    return fmt::format(".{}d.global.shared::cta.tile.bulk_group", tensor_rank(in));
+  }
+  return fmt::format(".{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes{}",
+                     tensor_rank(in), in.multicast ? ".multicast::cluster" : "");
+}
+
+std::string check_bulk_tensor(const Instr& in) {
+  const std::size_t rank = tensor_rank(in);
+  if (rank < 1 || rank > 5) {
+    return fmt::format("cp.async.bulk.tensor copies 1 to 5 dimensions, got {} coordinates", rank);
+  }
+  const std::size_t operands = in.op == Op::BulkTensorStore ? 2 : in.multicast ? 4 : 3;
+  if (in.ops.size() != operands) {
+    return fmt::format("cp.async.bulk.tensor{} takes {} operands, got {}",
+                       bulk_tensor_modifiers(in), operands, in.ops.size());
+  }
+  const Operand& smem = in.op == Op::BulkTensorStore ? in.ops[1] : in.ops[0];
+  if (smem.offset % 128 != 0) {
+    return fmt::format(
+        "cp.async.bulk.tensor's shared-memory box is 128-byte aligned: the constant offset {} is "
+        "not a multiple of 128",
+        smem.offset);
+  }
+  return {};
+}
+
+// ---- wgmma.mma_async (sm_90a, PTX 8.0) ----
+
+// `.m64n128k16.f32.bf16.bf16`.
+std::string wgmma_modifiers(const Instr& in) {
+  return fmt::format(".m{}n{}k{}{}{}{}", kWgmmaM, in.mma_n, mma_form(in.mma_a).k,
+                     type_suffix(in.type), mma_form(in.mma_a).name, mma_form(in.mma_b).name);
+}
+
+// An immediate operand that must be one of two values.
+std::string check_wgmma_immediate(const Operand& o, std::string_view name, std::int32_t first,
+                                  std::int32_t second) {
+  const auto v = static_cast<std::int32_t>(o.imm_bits);
+  if (o.kind != Operand::Kind::Imm || (v != first && v != second)) {
+    return fmt::format("wgmma.mma_async's {} is the immediate {} or {}", name, first, second);
+  }
+  return {};
+}
+
+// The operands as the ISA lists them: {d} of N/2 f32 registers; A's descriptor (a .b64 register)
+// or its four-register fragment; B's descriptor; scale-d (a predicate or 0/1); imm-scale-a and -b
+// (1 or -1); imm-trans-a (descriptor A only) and imm-trans-b, for the 16-bit inputs only.
+std::string check_wgmma(const Instr& in) {
+  const MmaForm& a = mma_form(in.mma_a);
+  const MmaForm& b = mma_form(in.mma_b);
+  if (!is_wgmma_input(in.mma_a) || !is_wgmma_input(in.mma_b) || a.family != b.family) {
+    return fmt::format(
+        "wgmma.mma_async multiplies f16, bf16, tf32 or e4m3/e5m2 (A and B of one family), got {} "
+        "and {}",
+        a.name, b.name);
+  }
+  if (!is_wgmma_n(in.mma_n)) {
+    return fmt::format("wgmma.mma_async's N is a multiple of 8 in [8, {}], got {}", kWgmmaMaxN,
+                       in.mma_n);
+  }
+  const bool a_in_registers =
+      !in.ops.empty() && in.ops.size() > 1 && in.ops[1].kind == Operand::Kind::Vec;
+  const std::size_t transposes = wgmma_transposes(in.mma_a) ? (a_in_registers ? 1 : 2) : 0;
+  if (in.ops.size() != 6 + transposes) {
+    return fmt::format("wgmma.mma_async{} takes {} operands, got {}", wgmma_modifiers(in),
+                       6 + transposes, in.ops.size());
+  }
+  if (in.ops[0].kind != Operand::Kind::Vec || in.ops[0].vec.size() != in.mma_n / 2) {
+    return fmt::format("wgmma.mma_async's d is a group of N/2 = {} registers", in.mma_n / 2);
+  }
+  if (a_in_registers && in.ops[1].vec.size() != 4) {
+    return "wgmma.mma_async's A fragment is a group of 4 registers";
+  }
+  for (std::size_t i : {std::size_t{1}, std::size_t{2}}) {
+    if (i == 1 && a_in_registers) continue;
+    if (in.ops[i].kind != Operand::Kind::Reg || in.ops[i].reg.cls != RegClass::B64) {
+      return fmt::format("wgmma.mma_async's {} is a 64-bit matrix descriptor register",
+                         i == 1 ? "a-desc" : "b-desc");
+    }
+  }
+  const Operand& scale_d = in.ops[3];
+  if (scale_d.kind == Operand::Kind::Imm
+          ? scale_d.imm_bits > 1
+          : scale_d.kind != Operand::Kind::Reg || scale_d.reg.cls != RegClass::Pred) {
+    return "wgmma.mma_async's scale-d is a predicate or the immediate 0 or 1";
+  }
+  for (const std::string& problem :
+       {check_wgmma_immediate(in.ops[4], "imm-scale-a", 1, -1),
+        check_wgmma_immediate(in.ops[5], "imm-scale-b", 1, -1),
+        transposes >= 1
+            ? check_wgmma_immediate(in.ops[6], a_in_registers ? "imm-trans-b" : "imm-trans-a", 0, 1)
+            : std::string(),
+        transposes == 2 ? check_wgmma_immediate(in.ops[7], "imm-trans-b", 0, 1) : std::string()}) {
+    if (!problem.empty()) return problem;
+  }
+  return {};
+}
+
 // ---- the types families take ----
 
 constexpr TypeSet kInts{ScalarType::U16, ScalarType::U32, ScalarType::U64, ScalarType::S32,
@@ -740,15 +854,22 @@ constexpr std::array kTable = {
                     .form_needs = narrow_cvt_needs,
                     .check = check_cvt_pack,
                     .semantics = select_cvt_pack},
-    InstructionInfo{.op = Op::Cvta,
-                    .spelling = "cvta",
-                    .modifiers =
-                        [](const Instr& in) {
-                          return fmt::format(".to{}{}", space_name(in.space), type_suffix(in.type));
-                        },
-                    .types = {ScalarType::U64},
-                    .operands = Operands::DestSources,
-                    .semantics = select_cvta},
+    InstructionInfo{
+        .op = Op::Cvta,
+        .spelling = "cvta",
+        .modifiers =
+            [](const Instr& in) {
+              // cvta.param: a kernel parameter's generic address (PTX 7.7).
+              return fmt::format("{}{}{}", in.space == Space::Param ? "" : ".to",
+                                 space_name(in.space), type_suffix(in.type));
+            },
+        .types = {ScalarType::U64},
+        .operands = Operands::DestSources,
+        .form_needs =
+            [](const Instr& in) {
+              return in.space == Space::Param ? Requirement{Arch::Sm80, {7, 7}} : Requirement{};
+            },
+        .semantics = select_cvta},
     InstructionInfo{.op = Op::Ld,
                     .spelling = "ld",
                     .modifiers = ld_st_modifiers,
@@ -941,7 +1062,7 @@ constexpr std::array kTable = {
                     .modifiers = [](const Instr&) { return std::string(".shared::cta"); },
                     .types = kUntyped,
                     .least = kSm90Ptx80,
-                    .semantics = select_cluster_ordering},
+                    .semantics = select_fence_proxy_async},
     InstructionInfo{.op = Op::MbarrierExpectTx,
                     .spelling = "mbarrier.expect_tx",
                     .modifiers = mbarrier_tx_modifiers,
@@ -1257,6 +1378,55 @@ constexpr std::array kTable = {
                     .least = kSm90aPtx80,
                     .warp_collective = true,
                     .semantics = select_wgmma_order},
+    InstructionInfo{.op = Op::WgmmaMma,
+                    .spelling = "wgmma.mma_async.sync.aligned",
+                    .modifiers = wgmma_modifiers,
+                    .types = {ScalarType::F32},
+                    .operands = Operands::Wgmma,
+                    .least = kSm90aPtx80,
+                    .check = check_wgmma,
+                    .memory = {.reads = Mem::Shared},
+                    .warp_collective = true,
+                    .semantics = select_wgmma},
+    InstructionInfo{.op = Op::BulkTensorLoad,
+                    .spelling = "cp.async.bulk.tensor",
+                    .modifiers = bulk_tensor_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::TensorCopy,
+                    .least = kSm90Ptx80,
+                    .check = check_bulk_tensor,
+                    .memory = {.reads = Mem::Global, .writes = Mem::SharedCluster},
+                    .semantics = select_bulk_tensor},
+    InstructionInfo{.op = Op::BulkTensorStore,
+                    .spelling = "cp.async.bulk.tensor",
+                    .modifiers = bulk_tensor_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::TensorCopy,
+                    .least = kSm90Ptx80,
+                    .check = check_bulk_tensor,
+                    .memory = {.reads = Mem::Shared, .writes = Mem::Global},
+                    .semantics = select_bulk_tensor},
+    InstructionInfo{.op = Op::BulkCommit,
+                    .spelling = "cp.async.bulk.commit_group",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .least = kSm90Ptx80,
+                    .semantics = select_bulk_group},
+    InstructionInfo{
+        .op = Op::BulkWait,
+        .spelling = "cp.async.bulk.wait_group",
+        .modifiers = [](const Instr& in) { return std::string(in.bulk_read ? ".read" : ""); },
+        .types = kUntyped,
+        .operands = Operands::Count,
+        .least = kSm90Ptx80,
+        .semantics = select_bulk_group},
+    InstructionInfo{.op = Op::PrefetchTensormap,
+                    .spelling = "prefetch.tensormap",
+                    .modifiers = no_modifiers,
+                    .types = kUntyped,
+                    .operands = Operands::Address,
+                    .least = kSm90Ptx80,
+                    .semantics = select_bulk_group},
     InstructionInfo{
         .op = Op::Shfl,
         .spelling = "shfl.sync",

@@ -61,13 +61,15 @@ enum class Operands : std::uint8_t {
   Barrier,       // a barrier id{, thread count}: immediates
   Sources,       // a{, b...}: registers or immediates, nothing written
   Fragments,     // {d...}, {a...}, {b...}, {c...}: mma's register groups
+  Wgmma,         // {d...}, a-desc|{a...}, b-desc, scale-d, imm-scale-a, imm-scale-b{, imm-trans...}
+  TensorCopy,    // [dst], [map, {c...}], [bar]{, mask} (load); [map, {c...}], [src] (store)
 };
 
 // Whether an operand list starts with a register the instruction writes.
 constexpr bool writes_first_operand(Operands o) {
   return o == Operands::DestSources || o == Operands::DestPair || o == Operands::Mov ||
          o == Operands::Load || o == Operands::AtomResult || o == Operands::MbarrierWait ||
-         o == Operands::Fragments;
+         o == Operands::Fragments || o == Operands::Wgmma;
 }
 
 // A set of instruction types (the `.type` suffix a family may carry).
@@ -152,6 +154,23 @@ constexpr bool mma_forms_follow_inputs() {
   return i == static_cast<std::size_t>(MmaInput::U8) + 1;
 }
 static_assert(mma_forms_follow_inputs(), "one mma form per MmaInput, in MmaInput's order");
+
+// wgmma.mma_async's shapes: m64nNkK, N a multiple of 8 in [8, 256], K the input type's
+// (mma_form(t).k: 16 for f16/bf16, 8 for tf32, 32 for FP8), f32 sums. The 8-bit integers are not
+// among its inputs here.
+inline constexpr std::uint32_t kWgmmaM = 64;
+inline constexpr std::uint32_t kWgmmaMaxN = 256;
+constexpr bool is_wgmma_n(std::uint32_t n) {
+  return n >= 8 && n <= kWgmmaMaxN && n % 8 == 0;
+}
+constexpr bool is_wgmma_input(MmaInput t) {
+  return t == MmaInput::F16 || t == MmaInput::BF16 || t == MmaInput::TF32 || t == MmaInput::E4M3 ||
+         t == MmaInput::E5M2;
+}
+// Only the 16-bit inputs may be read MN-major (imm-trans-a/b), and only from shared memory.
+constexpr bool wgmma_transposes(MmaInput t) {
+  return t == MmaInput::F16 || t == MmaInput::BF16;
+}
 
 // The row of `op`.
 const InstructionInfo& instruction(Op op);

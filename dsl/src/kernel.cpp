@@ -624,6 +624,52 @@ void Kernel::cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand b
   commit(std::move(in));
 }
 
+TensorMap Kernel::param_tensor_map(std::string_view name) {
+  const std::string symbol = declare_param(name, ScalarType::B8, false, ScalarType::B8);
+  params_.back().tensor_map = true;
+  Reg<U64> param = reg<U64>(name);
+  Instr mov = make(Op::Mov, ScalarType::U64);
+  Operand s;
+  s.kind = Operand::Kind::Symbol;
+  s.symbol = symbol;
+  mov.ops = {def(param), s};
+  commit(std::move(mov));
+  Reg<U64> generic = reg<U64>(name);
+  Instr cv = make(Op::Cvta, ScalarType::U64);
+  cv.space = Space::Param;
+  cv.ops = {def(generic), use(param)};
+  commit(std::move(cv));
+  return {generic};
+}
+
+void Kernel::bulk_tensor_op(Op op, std::vector<Operand> ops) {
+  Instr in = make(op, ScalarType::B32);
+  in.multicast = op == Op::BulkTensorLoad && ops.size() == 4;
+  in.ops = std::move(ops);
+  if (op == Op::BulkTensorLoad) check_mbarrier_address(in, in.ops[2]);
+  commit(std::move(in));
+}
+
+void Kernel::cp_async_bulk_commit_group() {
+  commit(make(Op::BulkCommit, ScalarType::B32));
+}
+
+void Kernel::cp_async_bulk_wait_group(std::uint32_t newest_pending, bool read) {
+  Instr in = make(Op::BulkWait, ScalarType::B32);
+  in.bulk_read = read;
+  in.ops = {use(Src<U32>(newest_pending))};
+  commit(std::move(in));
+}
+
+void Kernel::prefetch_tensormap(const TensorMap& map) {
+  Instr in = make(Op::PrefetchTensormap, ScalarType::B32);
+  Operand a = use(map.address);
+  a.kind = Operand::Kind::Addr;
+  a.has_base = true;
+  in.ops = {a};
+  commit(std::move(in));
+}
+
 void Kernel::prefetch_op(Operand addr, PrefetchLevel level) {
   Instr in = make(Op::Prefetch, ScalarType::B32);  // untyped: the suffix is not printed
   in.space = Space::Global;
@@ -653,6 +699,36 @@ void Kernel::wgmma_commit_group() {
 void Kernel::wgmma_wait_group(std::uint32_t newest_pending) {
   Instr in = make(Op::WgmmaWait, ScalarType::B32);
   in.ops = {use(Src<U32>(newest_pending))};
+  commit(std::move(in));
+}
+
+void Kernel::wgmma_op(MmaInput a_type, MmaInput b_type, int n, Operand d, Operand a, Operand b,
+                      const WgmmaOptions& o) {
+  Instr in = make(Op::WgmmaMma, ScalarType::F32);
+  in.mma_a = a_type;
+  in.mma_b = b_type;
+  in.mma_n = static_cast<std::uint16_t>(n);
+  const bool a_in_registers = a.kind == Operand::Kind::Vec;
+  const auto immediate = [](std::int32_t v) { return Src<S32>(v).op; };
+  const Operand scale_d = std::holds_alternative<bool>(o.accumulate)
+                              ? immediate(std::get<bool>(o.accumulate) ? 1 : 0)
+                              : use(std::get<Pred>(o.accumulate));
+  in.ops = {std::move(d),
+            std::move(a),
+            std::move(b),
+            scale_d,
+            immediate(o.negate_a ? -1 : 1),
+            immediate(o.negate_b ? -1 : 1)};
+  if (detail::wgmma_transposes(a_type)) {
+    if (!a_in_registers) in.ops.push_back(immediate(o.transpose_a ? 1 : 0));
+    in.ops.push_back(immediate(o.transpose_b ? 1 : 0));
+  }
+  if (o.transpose_a && (a_in_registers || !detail::wgmma_transposes(a_type))) {
+    fail(in, "A is read MN-major (transpose_a) only from shared memory, and only f16 or bf16");
+  }
+  if (o.transpose_b && !detail::wgmma_transposes(a_type)) {
+    fail(in, "B is read MN-major (transpose_b) only for f16 or bf16");
+  }
   commit(std::move(in));
 }
 

@@ -158,6 +158,11 @@ void prepare_ctx(Ctx& c, const Program& p, const LaunchState& launch) {
     c.write_rank.assign(launch.shared_bytes, 0);
     c.read_rank.assign(launch.shared_bytes, 0);
   }
+  if (p.reads_async_proxy) {
+    c.generic_write.assign(launch.shared_bytes, 0);
+    c.generic_writer.assign(launch.shared_bytes, 0);
+    c.proxy_fenced.assign(nwarps * kLanes, 0);
+  }
   c.shared_ranges = p.shared;
   if (p.has_dynamic_shared) {
     c.shared_ranges.back().end = c.shared_ranges.back().begin + launch.config.dynamic_shared_bytes;
@@ -267,9 +272,13 @@ void run_warp(Ctx& c, Warp& w) {
     switch (in.flow) {
       case Flow::Normal:
         if (exec != 0) {
+          if (w.wgmma_busy_slots != 0 && in.op != Op::WgmmaMma) {
+            check_wgmma_registers(c, in, exec);
+          }
           if (check_regs) check_sources(c, in, exec);
           in.fn(c, in, exec);
           for (std::uint32_t i = 0; i < in.ndst; ++i) w.init[in.dst[i]] |= exec;
+          if (!w.written_at.empty()) note_register_writes(c, in);
         }
         advance(w, w.pc + 1);
         break;
@@ -533,9 +542,12 @@ void reset_cta(Ctx& c, Dim3 cta) {
     w.committed.fill(0);
     w.cluster_arrival.fill(0);
     w.cluster_waited = 0;
+    reset_wgmma(w, p);
   }
   c.mbarriers.clear();
   c.bulk_copies.clear();
+  std::fill(c.generic_write.begin(), c.generic_write.end(), 0u);
+  std::fill(c.proxy_fenced.begin(), c.proxy_fenced.end(), 0u);
   c.named.fill(NamedBarrier{});
   // Copies a previous CTA never waited for are dropped with it.
   if (c.copies_in_flight > 0) {
@@ -573,7 +585,10 @@ void run_cluster(Cluster& cl, const std::vector<Dim3>& ctas) {
       progress = progress || wake == Wake::Progress;
       done = done && wake == Wake::Done;
     }
-    if (done) return;
+    if (done) {
+      for (Ctx* c : cl.ctas) check_warpgroups_agree(*c);
+      return;
+    }
     if (!progress && !release_cluster(cl)) deadlock(cl);
   }
 }

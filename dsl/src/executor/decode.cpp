@@ -126,8 +126,11 @@ class Decoder {
         return const_slot(o.imm_bits);
       case Operand::Kind::Symbol: {
         const auto it = symbols_.find(o.symbol);
-        if (it == symbols_.end()) fail(in, fmt::format("unknown shared symbol '{}'", o.symbol));
-        return const_slot(it->second);
+        if (it != symbols_.end()) return const_slot(it->second);
+        // A parameter's address in param space: its offset (cvta.param makes it generic).
+        const auto param = params_.find(o.symbol);
+        if (param == params_.end()) fail(in, fmt::format("unknown symbol '{}'", o.symbol));
+        return const_slot(param->second.first);
       }
       default:
         fail(in, "unexpected operand kind");
@@ -233,6 +236,70 @@ class Decoder {
     }
   }
 
+  // cp.async.bulk.tensor. Load: src = shared destination, map, mbarrier, the coordinates{, mask};
+  // aux and offset2: the destination's and the mbarrier's constant offsets. Store: src = map,
+  // shared source, the coordinates; aux: the source's offset. vec: the coordinates.
+  void tensor_copy(const Instr& in, DInstr& d) {
+    const bool load = in.op == Op::BulkTensorLoad;
+    const Operand& map = in.ops.at(load ? 1 : 0);
+    const auto smem = [&](const Operand& o) {
+      if (o.kind != Operand::Kind::Addr || !o.has_base) fail(in, "expected a shared address");
+      add_src(d, reg_slot(in, o.reg));
+      return static_cast<std::uint32_t>(static_cast<std::int32_t>(o.offset));
+    };
+    if (load) d.aux = smem(in.ops[0]);
+    add_src(d, reg_slot(in, map.reg));
+    if (load) {
+      d.offset2 = smem(in.ops.at(2));
+    } else {
+      d.aux = smem(in.ops.at(1));
+    }
+    for (RegId r : map.vec) add_src(d, reg_slot(in, r));
+    d.vec = static_cast<std::uint8_t>(map.vec.size());
+    if (load && in.ops.size() == 4) add_src(d, source(in, in.ops[3]));
+    if (!load) p_.reads_async_proxy = true;
+  }
+
+  // wgmma.mma_async: the form in Program::wgmma (d.aux); the sources checked for initialization
+  // are the descriptors, A's registers and scale-d's predicate (D's only where it is read).
+  void wgmma(const Instr& in, DInstr& d) {
+    WgmmaForm f;
+    f.n = in.mma_n;
+    f.k = mma_form(in.mma_a).k;
+    f.a = in.mma_a;
+    f.b = in.mma_b;
+    f.a_in_registers = in.ops.at(1).kind == Operand::Kind::Vec;
+    for (RegId r : in.ops.at(0).vec) f.d.push_back(reg_slot(in, r));
+    if (f.a_in_registers) {
+      for (std::size_t i = 0; i < 4; ++i) f.a_regs[i] = reg_slot(in, in.ops[1].vec.at(i));
+      for (std::uint32_t s : f.a_regs) add_src(d, s);
+    } else {
+      f.a_desc = source(in, in.ops[1]);
+      add_src(d, f.a_desc);
+    }
+    f.b_desc = source(in, in.ops.at(2));
+    add_src(d, f.b_desc);
+    const Operand& scale_d = in.ops.at(3);
+    if (scale_d.kind == Operand::Kind::Reg) {
+      f.scale_d = reg_slot(in, scale_d.reg);
+      add_src(d, f.scale_d);
+    } else {
+      f.scale_d_imm = scale_d.imm_bits != 0;
+    }
+    const auto imm = [&](std::size_t i) {
+      return static_cast<std::int32_t>(in.ops.at(i).imm_bits);
+    };
+    f.negate_a = imm(4) == -1;
+    f.negate_b = imm(5) == -1;
+    if (wgmma_transposes(in.mma_a)) {
+      f.transpose_a = !f.a_in_registers && imm(6) == 1;
+      f.transpose_b = imm(f.a_in_registers ? 6 : 7) == 1;
+    }
+    p_.reads_async_proxy = true;  // B at least is read through its descriptor
+    d.aux = static_cast<std::uint32_t>(p_.wgmma.size());
+    p_.wgmma.push_back(std::move(f));
+  }
+
   DInstr decode_one(const Instr& in) {
     DInstr d;
     d.op = in.op;
@@ -291,6 +358,12 @@ class Decoder {
             }
           }
         }
+        break;
+      case Operands::Wgmma:
+        wgmma(in, d);
+        break;
+      case Operands::TensorCopy:
+        tensor_copy(in, d);
         break;
       case Operands::Barrier:
         if (in.ops.empty() || in.ops.size() > 2) fail(in, "takes a barrier id{, thread count}");

@@ -131,6 +131,7 @@ void check_config(const Kernel& k, const KernelContract& contract, const LaunchC
 }
 
 std::string arg_type_name(const Arg& a) {
+  if (a.is_tensor_map) return "a tensor map";
   return a.pointer ? std::string("a device pointer") : std::string(ptx_name(a.type));
 }
 
@@ -147,6 +148,17 @@ std::vector<std::byte> pack_params(const Kernel& k, const detail::Program& p,
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& s = params[i];
     const Arg& a = args[i];
+    if (s.tensor_map || a.is_tensor_map) {
+      if (s.tensor_map != a.is_tensor_map) {
+        throw Error(fmt::format("kernel '{}', argument {} ('{}'): expected {}, got {}", k.name(), i,
+                                s.name,
+                                s.tensor_map ? std::string("a tensor map (Arg::of_tensor_map)")
+                                             : std::string(ptx_name(s.type)),
+                                arg_type_name(a)));
+      }
+      std::memcpy(buffer.data() + p.param_offsets[i], a.map.data(), a.map.size());
+      continue;
+    }
     if (s.pointer != a.pointer || (!s.pointer && s.type != a.type)) {
       throw Error(fmt::format(
           "kernel '{}', argument {} ('{}'): expected {}, got {}{}", k.name(), i, s.name,

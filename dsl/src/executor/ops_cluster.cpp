@@ -206,10 +206,20 @@ Handler select_st_cluster(const Instr&) {
 Handler select_barrier_cluster_arrive(const Instr&) {
   return &barrier_cluster_arrive;
 }
-// barrier.cluster.wait (the scheduler blocks it), fence.acq_rel.cluster and fence.proxy.async:
-// the executor's memory is one coherent proxy, which these order nothing further in.
+// barrier.cluster.wait (the scheduler blocks it) and fence.acq_rel.cluster: the executor's memory
+// is coherent, which these order nothing further in.
 Handler select_cluster_ordering(const Instr&) {
   return &no_effect;
+}
+// fence.proxy.async: this thread's generic writes so far are visible to the async proxy (the
+// async-proxy rule, ops_memory.cpp).
+void fence_proxy_async(Ctx& c, const DInstr&, std::uint32_t exec) {
+  if (c.proxy_fenced.empty()) return;
+  each_lane(exec,
+            [&](std::uint32_t l) { c.proxy_fenced[c.w->index * kLanes + l] = c.generic_writes; });
+}
+Handler select_fence_proxy_async(const Instr&) {
+  return &fence_proxy_async;
 }
 Handler select_st_async(const Instr& in) {
   return size_bytes(in.type) == 4 || size_bytes(in.type) == 8 ? &async_remote<false> : nullptr;

@@ -126,6 +126,7 @@ void cp_async_bulk(Ctx& c, const DInstr& in, std::uint32_t exec) {
     std::memcpy(c.shared.data() + to, global_span(c, in, l, from, bytes, false), bytes);
     std::memset(c.shared_init.data() + to, 0xFF, bytes);
     std::memset(c.shared_pending.data() + to, kPendingBulk, bytes);
+    note_async_proxy_write(c, to, bytes);
     ++c.copies_in_flight;
     c.bulk_copies.push_back(BulkCopy{bar, m.phase, to, bytes});
     m.tx -= static_cast<std::int64_t>(bytes);

@@ -133,6 +133,12 @@ std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane
   if (c.launch->options.check_shared_races) {
     check_race(c, owner, in, lane, *range, offset, bytes, write, atomic);
   }
+  if (write && &owner == &c && !c.generic_write.empty()) {
+    std::fill_n(c.generic_write.begin() + static_cast<std::ptrdiff_t>(offset), bytes,
+                ++c.generic_writes);
+    std::fill_n(c.generic_writer.begin() + static_cast<std::ptrdiff_t>(offset), bytes,
+                static_cast<std::uint16_t>(c.w->index * kLanes + lane));
+  }
   std::uint8_t* init = owner.shared_init.data() + offset;
   if (write && !atomic) {
     std::memset(init, 0xFF, bytes);
@@ -156,6 +162,31 @@ std::byte* shared_bytes(Ctx& c, Ctx& owner, const DInstr& in, std::uint32_t lane
   }
   if (atomic) std::memset(init, 0xFF, bytes);
   return owner.shared.data() + offset;
+}
+
+void note_async_proxy_write(Ctx& c, std::uint32_t address, std::uint32_t bytes) {
+  if (c.generic_write.empty()) return;
+  std::fill_n(c.generic_write.begin() + address, bytes, 0u);
+}
+
+void check_async_proxy_read(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint32_t address,
+                            std::uint32_t bytes) {
+  if (c.generic_write.empty()) return;
+  const std::uint32_t reader = c.w->index * kLanes + lane;
+  for (std::uint32_t a = address; a < address + bytes; ++a) {
+    const std::uint32_t written = c.generic_write[a];
+    if (written == 0 || c.proxy_fenced[c.generic_writer[a]] >= written ||
+        c.proxy_fenced[reader] >= written) {
+      continue;
+    }
+    const std::uint32_t writer = c.generic_writer[a];
+    const Dim3 t = c.thread_of(writer / kLanes, writer % kLanes);
+    fault(c, in, lane,
+          fmt::format("reads shared memory at {:#x} through the async proxy, which thread ({}, {}, "
+                      "{}) wrote with an ordinary (generic-proxy) store and no fence.proxy.async "
+                      "since, by the writer or this thread: the async proxy may not see it",
+                      a, t.x, t.y, t.z));
+  }
 }
 
 namespace {

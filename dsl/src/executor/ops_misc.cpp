@@ -403,7 +403,15 @@ Handler select_mov(const Instr& in) {
   if (in.ops.at(1).kind == Operand::Kind::Special) return &mov_special;
   return &mov_copy;
 }
-Handler select_cvta(const Instr&) {
+// cvta.param: a parameter's offset to its generic address.
+void cvta_param(Ctx& c, const DInstr& in, std::uint32_t exec) {
+  std::uint64_t* d = c.row(in.dst[0]);
+  const std::uint64_t* a = c.row(in.src[0]);
+  each_lane(exec, [&](std::uint32_t l) { d[l] = a[l] + kParamWindow; });
+}
+
+Handler select_cvta(const Instr& in) {
+  if (in.space == Space::Param) return &cvta_param;
   return &cvta;
 }
 Handler select_selp(const Instr&) {

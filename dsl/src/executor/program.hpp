@@ -27,6 +27,9 @@ inline constexpr std::uint8_t kManyRanks = 0xFFu;
 // shared memory; one below 2^kClusterRankShift is the accessing CTA's own (a `.shared::cta`
 // address names the same byte in both windows).
 inline constexpr std::uint32_t kClusterRankShift = 24;
+// Kernel parameters' generic addresses (cvta.param): this plus the parameter's offset, far from
+// every allocation's slot.
+inline constexpr std::uint64_t kParamWindow = 0x100000000000ull;
 
 // One instruction, decoded once: every register operand and immediate is a slot of the warp's
 // register file (immediates live in constant slots, filled for all lanes at launch).
@@ -65,6 +68,21 @@ struct DInstr {
   std::uint32_t threads = 0;  // bar.sync / bar.arrive: the thread count (0: every thread)
 };
 
+// One wgmma.mma_async form, decoded: its shape and types, its registers by slot, and its
+// immediates. A DInstr of wgmma names it by `aux` (Program::wgmma), for D may hold 128 registers.
+struct WgmmaForm {
+  std::uint32_t n = 0, k = 0;
+  MmaInput a = MmaInput::F16, b = MmaInput::F16;
+  bool a_in_registers = false;
+  std::vector<std::uint32_t> d;  // D's N/2 slots
+  std::array<std::uint32_t, 4> a_regs{kNoSlot, kNoSlot, kNoSlot, kNoSlot};
+  std::uint32_t a_desc = kNoSlot, b_desc = kNoSlot;
+  std::uint32_t scale_d = kNoSlot;  // a predicate's slot, or kNoSlot for the immediate
+  bool scale_d_imm = true;
+  bool negate_a = false, negate_b = false;
+  bool transpose_a = false, transpose_b = false;
+};
+
 struct SharedRange {
   std::uint32_t begin = 0, end = 0;
   std::string name;
@@ -83,6 +101,10 @@ struct Program {
   std::uint32_t dynamic_align = 16;
   std::vector<std::uint32_t> param_offsets;
   std::uint32_t param_bytes = 0;
+  std::vector<WgmmaForm> wgmma;
+  // Some instruction reads shared memory through the async proxy (wgmma's descriptors, a TMA
+  // store): generic-proxy writes are tracked for the fence.proxy.async rule.
+  bool reads_async_proxy = false;
   RegId reg_of(std::uint32_t slot) const;  // for messages
 };
 
@@ -138,6 +160,14 @@ struct BulkCopy {
   std::uint8_t kind = 2;  // kPendingBulk, kPendingStAsync or kPendingRedAsync (its bytes' mark)
 };
 
+// A wgmma.mma_async in flight: the commit group it belongs to (the warp's committed-group count
+// when it was issued), its instruction, and the registers it will write (D) or still reads (A).
+struct WgmmaInFlight {
+  std::uint32_t group = 0;
+  std::uint32_t instr = 0;  // in Kernel::instructions()
+  const WgmmaForm* form = nullptr;
+};
+
 struct Warp {
   std::vector<std::uint64_t> regs;  // slot * 32 + lane
   std::vector<std::uint32_t> init;  // per slot: lanes that wrote it
@@ -157,6 +187,19 @@ struct Warp {
   std::array<std::uint32_t, kLanes> cluster_arrival{};
   // Lanes past a barrier.cluster.wait: only they know that every peer CTA has started.
   std::uint32_t cluster_waited = 0;
+  // wgmma (sm_90a), kept only for kernels that issue wgmma.mma_async: the products in flight in
+  // issue order, the warp's committed groups, how many it issued (a warpgroup's warps must
+  // agree), its last wgmma.fence (a warp_instructions stamp; 0: none yet), per slot the stamp of
+  // the last write by an instruction and the in-flight products whose D or A it is, and the
+  // value a product in flight will give each D register (slot * 32 + lane).
+  std::vector<WgmmaInFlight> wgmma;
+  std::uint32_t wgmma_groups = 0;
+  std::uint32_t wgmma_issued = 0;
+  std::uint64_t wgmma_fence = 0;
+  std::uint32_t wgmma_busy_slots = 0;  // slots with a nonzero count below
+  std::vector<std::uint64_t> written_at;
+  std::vector<std::uint16_t> wgmma_d_busy, wgmma_a_busy;
+  std::vector<std::uint32_t> wgmma_result;
 };
 
 struct Ctx;
@@ -209,6 +252,13 @@ struct Ctx {
   std::vector<std::uint32_t> write_cluster_epoch, read_cluster_epoch;
   std::vector<std::uint8_t> write_rank, read_rank;
   std::uint32_t epoch = 1;  // grows at every barrier release and every CTA, never reused
+  // The async-proxy rule (where Program::reads_async_proxy): per shared byte, the sequence number
+  // of its last generic-proxy write (0: none, or an async-proxy write since) and the writing
+  // thread; per thread, the sequence number when it last ran fence.proxy.async.
+  std::vector<std::uint32_t> generic_write;
+  std::vector<std::uint16_t> generic_writer;
+  std::vector<std::uint32_t> proxy_fenced;
+  std::uint32_t generic_writes = 0;
   Cluster* cluster = nullptr;
   std::uint32_t rank = 0;  // %cluster_ctarank
   std::vector<SharedRange> shared_ranges;
@@ -322,6 +372,21 @@ inline void each_lane(std::uint32_t mask, F&& f) {
     f(l);
   }
 }
+
+// The async proxy (ops_memory.cpp): an async-proxy write of [address, +bytes) (a bulk or tensor
+// copy landing), and an async-proxy read by thread `lane`, which faults where a generic-proxy write
+// is not yet ordered before it by a fence.proxy.async of the writer or the reader.
+void note_async_proxy_write(Ctx& c, std::uint32_t address, std::uint32_t bytes);
+void check_async_proxy_read(Ctx& c, const DInstr& in, std::uint32_t lane, std::uint32_t address,
+                            std::uint32_t bytes);
+
+// wgmma (ops_wgmma.cpp): faults when `in` touches a register a wgmma.mma_async in flight writes or
+// reads (it must wait for it first); records the registers `in` wrote, for wgmma.fence's rule.
+void check_wgmma_registers(Ctx& c, const DInstr& in, std::uint32_t exec);
+void note_register_writes(Ctx& c, const DInstr& in);
+// At a CTA's end: every warp of each warpgroup issued as many wgmma.mma_async.
+void check_warpgroups_agree(Ctx& c);
+void reset_wgmma(Warp& w, const Program& p);
 
 // Where a `.shared::cluster` ld/st finds its handler (ops_cluster.cpp).
 Handler select_ld_cluster(const Instr& in);

@@ -9,8 +9,11 @@
 
 namespace ptxdsl {
 
+// The bytes of a tensor map parameter (CUtensorMap).
+inline constexpr int kTensorMapBytes = 128;
+
 // One kernel parameter as a caller passes it: a global pointer (`.param .u64`) to elements of
-// `element`, or a scalar of `type`.
+// `element`, a scalar of `type`, or a tensor map (`.param .align 64 .b8 name[128]`).
 struct ParamSpec {
   std::string name;
   ScalarType type = ScalarType::U64;  // the .param type
@@ -21,7 +24,10 @@ struct ParamSpec {
   std::uint32_t align_bytes = 0;  // pointers: the address a multiple of this many bytes
   std::string row_stride;         // pointers: the scalar parameter whose value steps its rows
   std::uint32_t multiple = 0;     // scalars: the value a multiple of this (rows stay aligned)
-  int size_bytes() const { return pointer ? 8 : ::ptxdsl::size_bytes(type); }
+  bool tensor_map = false;
+  int size_bytes() const {
+    return tensor_map ? kTensorMapBytes : pointer ? 8 : ::ptxdsl::size_bytes(type);
+  }
 };
 
 // What a caller needs to launch an entry: its name, parameters in order, block shape and shared

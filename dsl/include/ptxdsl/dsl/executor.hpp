@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "ptxdsl/dsl/dim3.hpp"
 #include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/dsl/kernel.hpp"
+#include "ptxdsl/dsl/tensor_map.hpp"
 #include "ptxdsl/dsl/types.hpp"
 
 // The CPU executor: runs a finalized kernel's IR on host memory, thread by thread as PTX defines
@@ -45,6 +47,9 @@ struct Arg {
   bool pointer = false;
   ScalarType type = ScalarType::U64;
   std::uint64_t bits = 0;
+  // A tensor map parameter's bytes (executor_tensor_map), where is_tensor_map.
+  bool is_tensor_map = false;
+  std::array<std::byte, kTensorMapBytes> map{};
 
   Arg(ExecutorAddress p) : pointer(true), type(ScalarType::U64), bits(p.address) {}    // NOLINT
   Arg(float v) : type(ScalarType::F32), bits(bits_of<std::uint32_t>(v)) {}             // NOLINT
@@ -59,6 +64,13 @@ struct Arg {
     Arg a(std::uint64_t{0});
     a.type = t;
     a.bits = bits;
+    return a;
+  }
+  // A tensor map parameter: the executor's encoding of `spec` (tensor_map.hpp).
+  static Arg of_tensor_map(const TensorMapSpec& spec) {
+    Arg a(std::uint64_t{0});
+    a.is_tensor_map = true;
+    a.map = executor_tensor_map(spec);
     return a;
   }
 

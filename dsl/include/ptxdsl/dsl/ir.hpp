@@ -108,6 +108,20 @@ enum class Op : std::uint8_t {
   WgmmaFence,   // wgmma.fence.sync.aligned
   WgmmaCommit,  // wgmma.commit_group.sync.aligned
   WgmmaWait,    // wgmma.wait_group.sync.aligned N
+  // wgmma.mma_async.sync.aligned.m64nNkK.f32.atype.btype {d...}, a-desc|{a...}, b-desc, scale-d,
+  //   imm-scale-a, imm-scale-b{, imm-trans-a}{, imm-trans-b}: a warpgroup's D = A·B (+ D).
+  WgmmaMma,
+  // The TMA unit's tensor copies (sm_90, PTX 8.0) through a tensor map (a 128-byte kernel
+  // parameter): a box of a 1-5-D tensor into shared memory, completing bytes on an mbarrier
+  // (`.multicast::cluster`: into the same offset of each CTA a 16-bit mask names), or out of
+  // shared memory into the tensor (a bulk group); their groups; prefetching the map.
+  // cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+  //   {.multicast::cluster} [dst], [map, {c...}], [bar]{, mask}
+  BulkTensorLoad,
+  BulkTensorStore,    // cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {c}], [s]
+  BulkCommit,         // cp.async.bulk.commit_group
+  BulkWait,           // cp.async.bulk.wait_group{.read} N
+  PrefetchTensormap,  // prefetch.tensormap [map]
   Shfl,
   Bar,
   Bra,
@@ -237,7 +251,7 @@ struct Operand {
   enum class Kind : std::uint8_t { Reg, Vec, Imm, Addr, Label, Special, Symbol };
   Kind kind = Kind::Reg;
   RegId reg{};                            // Reg; Addr base when has_base
-  std::vector<RegId> vec;                 // Vec: `{%f1, %f2}`
+  std::vector<RegId> vec;                 // Vec: `{%f1, %f2}`; Addr: a tensor's coordinates
   ScalarType imm_type = ScalarType::B32;  // Imm: how the bits print
   std::uint64_t imm_bits = 0;
   std::string symbol;       // Addr symbol base, Symbol, Label name
@@ -276,6 +290,9 @@ struct Instr {
   bool grow = false;                 // setmaxnreg.inc (else .dec)
   MmaInput mma_a = MmaInput::F16;    // mma.sync: A's element type
   MmaInput mma_b = MmaInput::F16;    // mma.sync: B's element type
+  std::uint16_t mma_n = 0;           // wgmma.mma_async: N, D's columns
+  bool multicast = false;            // cp.async.bulk.tensor .multicast::cluster
+  bool bulk_read = false;            // cp.async.bulk.wait_group.read
   bool transpose = false;            // ldmatrix.trans, stmatrix.trans
   bool uniform = false;              // bra.uni
   MemSem sem = MemSem::None;         // barrier.cluster, mbarrier waits, atom, red, fence

@@ -16,6 +16,7 @@
 #include "ptxdsl/dsl/memory.hpp"
 #include "ptxdsl/dsl/mma.hpp"
 #include "ptxdsl/dsl/reg.hpp"
+#include "ptxdsl/dsl/tensor_map.hpp"
 
 namespace ptxdsl {
 
@@ -691,6 +692,42 @@ class Kernel {
   void cluster_sync();
   void fence_cluster();
   void fence_proxy_async();
+
+  // ---- tensor maps and the TMA unit's tensor copies (sm_90, PTX 8.0) ----
+  //   `param_tensor_map`: a tensor map parameter (`.param .align 64 .b8 name[128]`, tensor_map.hpp)
+  //     and its generic address (`mov.u64`, then `cvta.param.u64`, PTX 7.7).
+  //   `cp_async_bulk_tensor`: the map's box at `coords` (innermost first, one a dimension) into
+  //     `dst` (128-byte aligned), its bytes completing on `bar` as a bulk copy's do (announce the
+  //     box's bytes with mbarrier_arrive_expect_tx); `_multicast` writes it to the same offset of
+  //     each CTA of the cluster whose rank's bit `cta_mask` sets, completing on their mbarriers at
+  //     `bar`'s offset.
+  //   `cp_async_bulk_tensor_store`: the box at `src` into the tensor at `coords` (elements outside
+  //     it are not written), in the thread's bulk group: `cp_async_bulk_commit_group` closes the
+  //     group, `cp_async_bulk_wait_group(n, read)` waits until at most n groups are pending (with
+  //     `read`, until their shared memory has been read). Ordinary stores into `src` need
+  //     fence_proxy_async before the copy reads them.
+  //   `prefetch_tensormap`: brings the map into the cache.
+  TensorMap param_tensor_map(std::string_view name);
+  template <MemTag T>
+  void cp_async_bulk_tensor(SharedPtr<T> dst, const TensorMap& map,
+                            std::initializer_list<Reg<S32>> coords, SharedPtr<B64> bar) {
+    bulk_tensor_op(Op::BulkTensorLoad, {address(dst), tensor_address(map, coords), address(bar)});
+  }
+  template <MemTag T>
+  void cp_async_bulk_tensor_multicast(SharedPtr<T> dst, const TensorMap& map,
+                                      std::initializer_list<Reg<S32>> coords, SharedPtr<B64> bar,
+                                      Reg<U16> cta_mask) {
+    bulk_tensor_op(Op::BulkTensorLoad,
+                   {address(dst), tensor_address(map, coords), address(bar), use(cta_mask)});
+  }
+  template <MemTag T>
+  void cp_async_bulk_tensor_store(const TensorMap& map, std::initializer_list<Reg<S32>> coords,
+                                  SharedPtr<T> src) {
+    bulk_tensor_op(Op::BulkTensorStore, {tensor_address(map, coords), address(src)});
+  }
+  void cp_async_bulk_commit_group();
+  void cp_async_bulk_wait_group(std::uint32_t newest_pending, bool read = false);
+  void prefetch_tensormap(const TensorMap& map);
   template <MemTag T>
   requires(T::kBytes == 4 || T::kBytes == 8) void st_async(ClusterPtr<T> addr, SrcOf<T> v,
                                                            ClusterPtr<B64> bar) {
@@ -980,6 +1017,35 @@ class Kernel {
   void wgmma_fence();
   void wgmma_commit_group();
   void wgmma_wait_group(std::uint32_t newest_pending);
+  // wgmma.mma_async (sm_90a, PTX 8.0): the warpgroup of this warp (4 consecutive warps, warp
+  // index / 4) computes D = A·B (+ D), A 64×K, B K×N, D 64×N in f32 (WgmmaAcc<N>, mma.hpp). A is
+  // read through its descriptor from shared memory, or from registers (each warp's 16 rows, an
+  // mma.sync A fragment); B from shared memory. The results land at a wgmma.wait_group that
+  // covers its commit group: until then D (and A's registers) must not be touched, and
+  // registers written since the last wgmma.fence must not be wgmma's operands.
+  //   k.wgmma_mma_async<BF16>(acc, a_desc, b_desc, {.accumulate = k_step_not_first});
+  template <WgmmaInputTag A, WgmmaInputTag B = A, int N>
+  requires WgmmaPair<A, B>
+  void wgmma_mma_async(WgmmaAcc<N>& d, const MatrixDescriptor& a, const MatrixDescriptor& b,
+                       const WgmmaOptions& o = {}) {
+    wgmma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, N, def_vec(d.regs), use(a.bits),
+             use(b.bits), o);
+  }
+  template <WgmmaInputTag A, WgmmaInputTag B = A, int N>
+  requires WgmmaPair<A, B>
+  void wgmma_mma_async(WgmmaAcc<N>& d, const MmaA<A>& a, const MatrixDescriptor& b,
+                       const WgmmaOptions& o = {}) {
+    wgmma_op(MmaElement<A>::kInput, MmaElement<B>::kInput, N, def_vec(d.regs), use_vec(a.regs),
+             use(b.bits), o);
+  }
+  // A warpgroup accumulator's N/2 registers, unwritten: a product with accumulate = false
+  // writes them first.
+  template <int N>
+  requires WgmmaN<N> WgmmaAcc<N> wgmma_acc() {
+    WgmmaAcc<N> d{};
+    for (auto& r : d.regs) r = reg<F32>("acc");
+    return d;
+  }
   // The matrix descriptor of the tile at `tile` with `layout` (mma.hpp's matrix_descriptor) in a
   // register: the address's bits (masked, shifted, widened) or'ed with the layout's constant ones.
   template <MemTag T>
@@ -1062,6 +1128,16 @@ class Kernel {
   template <class Regs>
   Operand use_vec(const Regs& regs) {
     return def_vec(regs);
+  }
+  Operand tensor_address(const TensorMap& map, std::initializer_list<Reg<S32>> coords) {
+    Operand o = use(map.address);
+    o.kind = Operand::Kind::Addr;
+    o.has_base = true;
+    for (const Reg<S32>& c : coords) {
+      note_owner(c.kernel, c.kernel_id);
+      o.vec.push_back(c.id);
+    }
+    return o;
   }
   template <Space S, MemTag T>
   Operand address(const Ptr<S, T>& p) {
@@ -1157,6 +1233,8 @@ class Kernel {
                                         const MatrixLayout& layout);
   void mma_op(MmaInput a_type, MmaInput b_type, ScalarType acc, bool satfinite, Operand d,
               Operand a, Operand b, Operand c);
+  void wgmma_op(MmaInput a_type, MmaInput b_type, int n, Operand d, Operand a, Operand b,
+                const WgmmaOptions& o);
   void matrix_op(Op op, int count, bool transpose, Operand first, Operand second);
 
   void named_barrier(Op op, std::uint32_t barrier, std::uint32_t threads);
@@ -1184,6 +1262,7 @@ class Kernel {
                std::vector<Operand> ops);
   void prefetch_op(Operand addr, PrefetchLevel level);
   void cp_async_bulk_op(Operand dst, Operand src, Operand bytes, Operand bar);
+  void bulk_tensor_op(Op op, std::vector<Operand> ops);
   void mapa_op(Operand d, Operand a, Operand rank);
   void async_remote_op(Op op, ScalarType t, Operand addr, Operand v, Operand bar);
   void mbarrier_tx_op(Op op, Space s, Operand bar, Operand bytes);

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstdint>
+#include <variant>
 
 #include "ptxdsl/dsl/ir.hpp"
 #include "ptxdsl/dsl/reg.hpp"
@@ -97,6 +99,40 @@ concept MmaAccTag = std::same_as<T, F32> || std::same_as<T, S32>;
 template <MmaAccTag T>
 struct MmaAcc {
   Vec<T, 4> regs;
+};
+
+// ---- a warpgroup's products, wgmma.mma_async (sm_90a) ----
+
+// What wgmma.mma_async multiplies: f16, bf16 (K 16), tf32 (K 8), e4m3/e5m2 (K 32), into f32.
+template <class E>
+concept WgmmaInputTag = MmaInputTag<E> && std::same_as<MmaAccOf<E>, F32>;
+template <class A, class B>
+concept WgmmaPair = WgmmaInputTag<A> && WgmmaInputTag<B> && MmaPair<A, B>;
+// The N of a shape m64nNkK: a multiple of 8 in [8, 256].
+template <int N>
+concept WgmmaN = N >= 8 && N <= 256 && N % 8 == 0;
+
+// The accumulator D (64×N f32) of a warpgroup: N/2 registers a thread. Thread t of the
+// warpgroup holds, in register i, row 16·(t/32) + (t%32)/4 + 8·((i/2)%2), column
+// 2·(t%4) + 8·(i/4) + i%2 (the PTX ISA's "WGMMA .m64nNk16 register fragment layout for
+// accumulator matrix D").
+template <int N>
+requires WgmmaN<N>
+struct WgmmaAcc {
+  static constexpr int kN = N;
+  std::array<Reg<F32>, N / 2> regs;
+};
+
+// wgmma.mma_async's operands beside its matrices: whether D is added to (scale-d: always, never,
+// or where a predicate holds: the first product of a loop writes D without reading it), A or B
+// negated (imm-scale-a/b = -1), and A or B read MN-major from shared memory (imm-trans-a/b = 1;
+// f16 and bf16 only, A only from a descriptor).
+struct WgmmaOptions {
+  std::variant<bool, Reg<PredT>> accumulate = true;
+  bool negate_a = false;
+  bool negate_b = false;
+  bool transpose_a = false;
+  bool transpose_b = false;
 };
 
 // ---- shared-memory tiles as wgmma reads them (sm_90a) ----
