@@ -23,7 +23,8 @@ struct ForwardParams {
   GlobalDPtr x;
   std::optional<GlobalDPtr> residual, w, b;
   GlobalDPtr y;
-  std::optional<GlobalPtr<F32>> y_scale;  // a quantized y's per-token scales
+  std::optional<GlobalPtr<F32>> y_scale;         // a quantized y's scales, written
+  std::optional<GlobalPtr<F32>> quant_scale_in;  // QuantScale::Static's, read
   std::optional<GlobalDPtr> h, mean;
   GlobalDPtr rstd;
   Reg<U32> batch, stride;
@@ -54,15 +55,18 @@ ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   const GlobalDPtr y = spec.quant == Quant::None
                            ? param_dptr(k, NormArg::Y, spec.dtype)
                            : ptxdsl::param_dptr(k, arg_name(NormArg::Y), output_type(spec));
-  std::optional<GlobalPtr<F32>> y_scale;
-  if (spec.quant != Quant::None) y_scale = param_dptr(k, NormArg::YScale, DType::F32).p.as<F32>();
+  std::optional<GlobalPtr<F32>> y_scale, quant_scale_in;
+  if (quant_group(spec) > 0) y_scale = param_dptr(k, NormArg::YScale, DType::F32).p.as<F32>();
+  if (spec.quant != Quant::None && spec.quant_scale == QuantScale::Static) {
+    quant_scale_in = param_dptr(k, NormArg::QuantScaleIn, DType::F32).p.as<F32>();
+  }
   if (residual) h = param_dptr(k, NormArg::H, residual_dtype(spec));
   if (spec.kind == NormKind::LayerNormFwd) mean = param_dptr(k, NormArg::Mean, DType::F32);
   const GlobalDPtr rstd = param_dptr(k, NormArg::Rstd, DType::F32);
   const Reg<U32> batch = k.param<U32>(arg_name(NormArg::Batch));
   const Reg<U32> stride = k.param<U32>(arg_name(NormArg::Stride));
   const Reg<F32> eps = k.param<F32>(arg_name(NormArg::Eps));
-  return {x, residual, w, b, y, y_scale, h, mean, rstd, batch, stride, eps};
+  return {x, residual, w, b, y, y_scale, quant_scale_in, h, mean, rstd, batch, stride, eps};
 }
 
 Kernel& start_kernel(Module& m, const NormSpec& spec, const Plan& plan) {
@@ -192,7 +196,11 @@ class ForwardBuilder {
   void write_statistics(Reg<U32> row, std::optional<Pred> row_ok, const RowStats& stats);
   void store_normalized(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok,
                         const HeldWeights& early, const RowStats& stats);
+  Reg<F32> chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> shift, const Values& y);
+  Reg<F32> write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer);
   Reg<F32> quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak);
+  Reg<F32> group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
+                         std::optional<Reg<U32>> shift, const Values& y);
   void copy_weights_in();
   void walk_rows();
 
@@ -239,6 +247,10 @@ class ForwardBuilder {
   // The quantized output's absmax reduction: a buffer of its own, so that it needs no barrier
   // beyond the statistics' (which every warp passes between two rows' absmax).
   SharedPtr<F32> absmax_scratch{};
+  // A quantized y's scales: over the row (per-token, or a row no wider than a group), over
+  // groups of the row (each within a chunk and a warp: check_quant_groups), or the caller's.
+  const bool row_scale = quant_group(spec) > 0 && quant_group(spec) >= spec.width;
+  const std::uint32_t scale_group = row_scale ? 0 : quant_group(spec);
 };
 
 // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
@@ -250,8 +262,7 @@ void ForwardBuilder::make_scratch() {
   if (T > 32) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
-    if (spec.quant != Quant::None)
-      absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
+    if (row_scale) absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
   }
 }
 
@@ -454,21 +465,13 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
   };
   const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
   std::optional<Reg<F32>> divisor;
-  if (spec.quant != Quant::None) {
-    // |y| of the row's columns (past the width y need not be 0: the mean, the weight offset).
+  if (p.quant_scale_in) divisor = k.ld(*p.quant_scale_in);
+  if (row_scale) {
     const Reg<F32> peak = k.mov<F32>(0.0f);
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-          const Values y = y_of(j, shift);
-          Reg<U32> chunk_column = first_column;
-          if (shift) chunk_column = k.mad(*shift, per_chunk, first_column);
-          for (std::size_t e = 0; e < y.size(); ++e) {
-            const Reg<U32> column =
-                k.add(chunk_column, static_cast<std::uint32_t>(map.chunk_offset(j) + e));
-            const Pred inside = k.setp(Cmp::Lt, column, spec.width);
-            k.mov(peak, k.selp(k.max(peak, k.abs(y[e])), peak, inside));
-          }
+          k.mov(peak, k.max(peak, chunk_absmax(j, shift, y_of(j, shift))));
         },
         fence);
     divisor = quant_divisor(row, row_ok, peak);
@@ -478,6 +481,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
         Values out = y_of(j, shift);
+        if (scale_group > 0) divisor = group_divisor(row, row_ok, j, shift, out);
         if (divisor) {
           for (Reg<F32>& v : out) {
             v = k.div(v, *divisor);
@@ -490,18 +494,55 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
       fence);
 }
 
-// The row's absmax over its group (its own scratch), the scale absmax / the format's largest
-// value written by lane 0, and what y is divided by: the scale, or 1 for a row of zeros (whose
-// y / 1 is 0, where y / 0 would be NaN).
+// max |y| over the thread's elements of chunk j inside the row (past the width y need not be 0:
+// the mean, the weight offset).
+Reg<F32> ForwardBuilder::chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> shift,
+                                      const Values& y) {
+  Reg<U32> chunk_column = first_column;
+  if (shift) chunk_column = k.mad(*shift, per_chunk, first_column);
+  const Reg<F32> peak = k.mov<F32>(0.0f);
+  for (std::size_t e = 0; e < y.size(); ++e) {
+    const Reg<U32> column =
+        k.add(chunk_column, static_cast<std::uint32_t>(map.chunk_offset(j) + e));
+    const Pred inside = k.setp(Cmp::Lt, column, spec.width);
+    k.mov(peak, k.selp(k.max(peak, k.abs(y[e])), peak, inside));
+  }
+  return peak;
+}
+
+// The scale absmax / the format's largest value, written at y_scale[index] by `writer`, and what
+// y is divided by: the scale, or 1 where absmax is 0 (y / 1 is 0 there, where y / 0 is NaN).
+Reg<F32> ForwardBuilder::write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer) {
+  const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
+  k.predicated(writer, [&] { k.st(k.index(*p.y_scale, index), scale); });
+  return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
+}
+
+// The row's absmax over its group (its own scratch) and its one scale, written by lane 0.
 Reg<F32> ForwardBuilder::quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak) {
   const Reg<F32> peaks[] = {peak};
   const Reg<F32> absmax =
       group_reduce(k, peaks, Reduction::max(), T, plan.block(), cta.tid, absmax_scratch)[0];
-  const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
   Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
   if (row_ok) writer = k.and_(writer, *row_ok);
-  k.predicated(writer, [&] { k.st(k.index(*p.y_scale, row), scale); });
-  return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
+  return write_scale(absmax, row, writer);
+}
+
+// Chunk j's group scales: the absmax over the scale_group / vec lanes that hold a group (a
+// butterfly within the warp), written by the group's first lane at y_scale[row][column / group].
+Reg<F32> ForwardBuilder::group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
+                                       std::optional<Reg<U32>> shift, const Values& y) {
+  Reg<F32> absmax = chunk_absmax(j, shift, y);
+  for (std::uint32_t lanes = 1; lanes < scale_group / map.vec; lanes *= 2) {
+    absmax = k.max(absmax, k.shfl_bfly(absmax, lanes));
+  }
+  Reg<U32> column = k.add(first_column, static_cast<std::uint32_t>(map.chunk_offset(j)));
+  if (shift) column = k.mad(*shift, per_chunk, column);
+  Pred writer = k.and_(k.setp(Cmp::Eq, k.and_(column, scale_group - 1), 0u),
+                       k.setp(Cmp::Lt, column, spec.width));
+  if (row_ok) writer = k.and_(writer, *row_ok);
+  const Reg<U32> index = k.mad(row, quant_scales_per_row(spec), div_by(k, column, scale_group));
+  return write_scale(absmax, index, writer);
 }
 
 // shared_weights: the thread's columns of w and b, copied while the first rows load. With one

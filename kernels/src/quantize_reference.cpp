@@ -61,22 +61,38 @@ int quant_steps(Quant quant, std::uint8_t a, std::uint8_t b) {
   return std::abs(ordinal(quant, a) - ordinal(quant, b));
 }
 
-QuantizedRows quantize_rows(Quant quant, std::span<const float> y, std::uint32_t batch,
-                            std::uint32_t width) {
+QuantizedRows quantize_rows(const NormSpec& spec, std::span<const float> y, std::uint32_t batch,
+                            float static_scale) {
+  const std::uint32_t width = spec.width, group = quant_group(spec);
   QuantizedRows out;
   out.q.resize(static_cast<std::size_t>(batch) * width);
   for (std::uint32_t r = 0; r < batch; ++r) {
-    const std::span<const float> row = y.subspan(static_cast<std::size_t>(r) * width, width);
-    float absmax = 0.0f;
-    for (float v : row) absmax = std::max(absmax, std::fabs(v));
-    const float scale = absmax / quant_max(quant);
-    const float divisor = absmax == 0.0f ? 1.0f : scale;
-    out.scale.push_back(scale);
-    for (std::uint32_t i = 0; i < width; ++i) {
-      out.q[static_cast<std::size_t>(r) * width + i] = quant_code(quant, row[i] / divisor);
+    const std::size_t row = static_cast<std::size_t>(r) * width;
+    for (std::uint32_t first = 0; first < width; first += group == 0 ? width : group) {
+      const std::uint32_t last = group == 0 ? width : std::min(width, first + group);
+      float divisor = static_scale;
+      if (group > 0) {
+        float absmax = 0.0f;
+        for (std::uint32_t i = first; i < last; ++i)
+          absmax = std::max(absmax, std::fabs(y[row + i]));
+        const float scale = absmax / quant_max(spec.quant);
+        out.scale.push_back(scale);
+        divisor = absmax == 0.0f ? 1.0f : scale;
+      }
+      for (std::uint32_t i = first; i < last; ++i) {
+        out.q[row + i] = quant_code(spec.quant, y[row + i] / divisor);
+      }
     }
   }
   return out;
+}
+
+QuantizedRows quantize_rows(Quant quant, std::span<const float> y, std::uint32_t batch,
+                            std::uint32_t width) {
+  NormSpec spec;
+  spec.quant = quant;
+  spec.width = width;
+  return quantize_rows(spec, y, batch);
 }
 
 }  // namespace ptxdsl::kernels

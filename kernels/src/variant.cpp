@@ -35,6 +35,20 @@ constexpr std::string_view kQuantNames[] = {"none", "fp8-e4m3", "fp8-e5m2", "int
 constexpr std::string_view kQuantSuffixes[] = {"", "_qe4m3", "_qe5m2", "_qi8"};
 // Each format's largest finite value (int8: symmetric, so -128 is never written).
 constexpr float kQuantMax[] = {0.0f, 448.0f, 57344.0f, 127.0f};
+// A quant scale mode: its name, its suffix, whether the kernel writes the scales, and the
+// elements each covers (0: the whole row).
+struct QuantScaleRow {
+  std::string_view name, suffix;
+  bool written;
+  std::uint32_t group;
+};
+constexpr QuantScaleRow kQuantScales[] = {
+    {"per-token", "", true, 0},
+    {"static", "_static", false, 0},
+    {"group128", "_grp128", true, 128},
+};
+constexpr std::string_view kQuantScaleNames[] = {kQuantScales[0].name, kQuantScales[1].name,
+                                                 kQuantScales[2].name};
 
 }  // namespace
 
@@ -72,6 +86,25 @@ Quant parse_quant(std::string_view name) {
 }
 float quant_max(Quant q) {
   return kQuantMax[static_cast<std::size_t>(q)];
+}
+
+std::string_view quant_scale_name(QuantScale s) {
+  return name_of(s, kQuantScaleNames);
+}
+QuantScale parse_quant_scale(std::string_view name) {
+  return parse_name<QuantScale>(name, kQuantScaleNames, "quant scale");
+}
+
+std::uint32_t quant_group(const NormSpec& spec) {
+  if (spec.quant == Quant::None || quant_scale_name(spec.quant_scale) == "?") return 0;
+  const QuantScaleRow& row = kQuantScales[static_cast<std::size_t>(spec.quant_scale)];
+  if (!row.written) return 0;
+  return row.group == 0 ? spec.width : row.group;
+}
+
+std::uint32_t quant_scales_per_row(const NormSpec& spec) {
+  const std::uint32_t group = quant_group(spec);
+  return group == 0 ? 0 : (spec.width + group - 1) / group;
 }
 
 float parse_weight_offset(std::string_view text) {
@@ -135,6 +168,9 @@ std::string variant_suffix(const NormSpec& spec) {
   }
   if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
   if (quant_name(spec.quant) != "?") s += kQuantSuffixes[static_cast<std::size_t>(spec.quant)];
+  if (spec.quant != Quant::None && quant_scale_name(spec.quant_scale) != "?") {
+    s += kQuantScales[static_cast<std::size_t>(spec.quant_scale)].suffix;
+  }
   if (spec.row_groups != 1) s += fmt::format("_g{}x{}", spec.row_groups, spec.group_stride);
   return s;
 }

@@ -360,3 +360,34 @@ TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the 
                       "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'");
   CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
 }
+
+TEST_CASE("quant scale: static or group128 with a format, group128 in vectors a warp holds, named",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 4096);
+  s.quant_scale = QuantScale::Static;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale static scales a quantized y; quant is none (give a format)");
+  s.quant = Quant::Fp8E4m3;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qe4m3_static");
+  CHECK(quant_scales_per_row(s) == 0);
+  s.quant_scale = QuantScale::Group128;
+  s.width = 4097;  // a ragged last group
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qe4m3_grp128");
+  CHECK(quant_scales_per_row(s) == 33);
+  s.knobs.vector_elems = 2;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale group128 takes each 128-element group's absmax within a warp: "
+                      "it needs vectors of at least 4 elements, got 2 (the rows' stride and "
+                      "addresses allow no wider)");
+  s.width = 100;  // one group: reduced as a row, in any vector
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(quant_scales_per_row(s) == 1);
+  s.quant_scale = static_cast<QuantScale>(7);
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale must be one of per-token, static, group128, got enum value 7");
+  REQUIRE_THROWS_WITH(parse_quant_scale("per-row"),
+                      "quant scale must be one of per-token, static, group128, got 'per-row'");
+  CHECK(parse_quant_scale("group128") == QuantScale::Group128);
+}

@@ -42,10 +42,15 @@ enum class Outputs { All, Dx };
 // stored (rounded to its dtype), as those models add it before their norm.
 enum class Casting { None, Llama, Gemma };
 // A forward's quantized output (docs/kernels.md, "Quantized output"): y (f32, before its final
-// rounding) divided by a per-token scale, absmax(y) / the format's largest value, rounded to
-// nearest even and saturated; y_scale holds the scale, one f32 a row (0 for a row of zeros).
-// y is written in the format alone. FP8 needs sm_90; int8 is symmetric, [-127, 127].
+// rounding) divided by a scale, rounded to nearest even and saturated, written in the format
+// alone; the scales as QuantScale says. FP8 needs sm_90; int8 is symmetric, [-127, 127].
 enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8 };
+// Where a quantized output's scales come from (docs/kernels.md, "Quantized output"). PerToken:
+// absmax(y) / the format's largest value, one f32 a row written to y_scale (0 for a row of zeros).
+// Static: one f32 the caller gives in quant_scale_in (read, never written). Group128: as per-token
+// over each 128 consecutive elements of a row (the last group ragged), y_scale f32
+// [rows][ceil(width / 128)] row-major (DeepGEMM's 1×128 activation scales).
+enum class QuantScale { PerToken, Static, Group128 };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
 std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
@@ -56,9 +61,11 @@ std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
 Casting parse_casting(std::string_view name);
 std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8"
 Quant parse_quant(std::string_view name);
-// The largest value of the format q is quantized to (448, 57344, 127); the per-token scale is
-// absmax(y) divided by it.
+// The largest value of the format q is quantized to (448, 57344, 127); a dynamic scale is the
+// absmax of the elements it covers divided by it.
 float quant_max(Quant q);
+std::string_view quant_scale_name(QuantScale s);  // "per-token", "static", "group128"
+QuantScale parse_quant_scale(std::string_view name);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
 float parse_weight_offset(std::string_view text);
 
@@ -92,7 +99,8 @@ struct NormSpec {
   // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
   float weight_offset = 0.0f;
   Casting casting = Casting::None;
-  Quant quant = Quant::None;  // forward only
+  Quant quant = Quant::None;                      // forward only
+  QuantScale quant_scale = QuantScale::PerToken;  // with quant
   // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
   // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
   // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
@@ -114,6 +122,11 @@ bool has_bias(const NormSpec& spec);          // b (layer norm, Affine::Full)
 bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and db when has_bias)
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
+// The elements one y_scale entry covers: the width (per-token), 128 (group128); 0 where the
+// kernel writes no scale (no quant, static).
+std::uint32_t quant_group(const NormSpec& spec);
+// The y_scale entries of a row: ceil(width / quant_group), 0 where none are written.
+std::uint32_t quant_scales_per_row(const NormSpec& spec);
 // A forward with the residual add that normalizes h as stored, rounded to its 16-bit dtype
 // (Casting Llama and Gemma).
 bool normalizes_stored_h(const NormSpec& spec);
@@ -125,7 +138,8 @@ std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
-// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8" (quantized output).
+// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8" (quantized output),
+// "_static", "_grp128" (its scale, where not per-token).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
