@@ -75,7 +75,7 @@ void check_variant(const NormSpec& spec) {
   }
   if (quant_name(spec.quant) == "?") {
     throw Error(
-        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value {}",
+        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, got enum value {}",
                     static_cast<int>(spec.quant)));
   }
   if (spec.quant != Quant::None && is_backward(spec.kind)) {
@@ -90,6 +90,17 @@ void check_variant(const NormSpec& spec) {
   if (spec.quant == Quant::None && spec.quant_scale != QuantScale::PerToken) {
     throw Error(fmt::format("quant scale {} scales a quantized y; quant is none (give a format)",
                             quant_scale_name(spec.quant_scale)));
+  }
+  if (quant_block(spec.quant) > 0 && spec.quant_scale != QuantScale::PerToken) {
+    throw Error(fmt::format(
+        "quant {} has its own scales (one per {} elements); quant scale must be per-token "
+        "(the default), got {}",
+        quant_name(spec.quant), quant_block(spec.quant), quant_scale_name(spec.quant_scale)));
+  }
+  if (spec.quant == Quant::Mxfp8 && spec.arch != Arch::Sm100a) {
+    throw Error(fmt::format(
+        "quant mxfp8 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got {}",
+        arch_name(spec.arch)));
   }
   // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
   if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
@@ -219,18 +230,20 @@ namespace {
 void check_quant_groups(const NormSpec& spec, const detail::Plan& p) {
   const std::uint32_t group = quant_group(spec);
   if (group == 0 || spec.width <= group) return;
+  const std::string what = quant_block(spec.quant) > 0
+                               ? fmt::format("quant {}", quant_name(spec.quant))
+                               : fmt::format("quant scale {}", quant_scale_name(spec.quant_scale));
   const std::uint32_t least_vec = std::max(1u, group / 32);
   if (p.vec < least_vec) {
     throw Error(fmt::format(
-        "quant scale {} takes each {}-element group's absmax within a warp: it needs vectors of "
-        "at least {} elements, got {} (the rows' stride and addresses allow no wider)",
-        quant_scale_name(spec.quant_scale), group, least_vec, p.vec));
+        "{} takes each {}-element group's absmax within a warp: it needs vectors of at least {} "
+        "elements, got {} (the rows' stride and addresses allow no wider)",
+        what, group, least_vec, p.vec));
   }
   if (p.threads_per_row * p.vec % group != 0) {
     throw Error(fmt::format(
-        "quant scale {}: a chunk of threads_per_row {} × vector {} elements must hold whole "
-        "{}-element groups",
-        quant_scale_name(spec.quant_scale), p.threads_per_row, p.vec, group));
+        "{}: a chunk of threads_per_row {} × vector {} elements must hold whole {}-element groups",
+        what, p.threads_per_row, p.vec, group));
   }
 }
 

@@ -23,7 +23,7 @@ struct ForwardParams {
   GlobalDPtr x;
   std::optional<GlobalDPtr> residual, w, b;
   GlobalDPtr y;
-  std::optional<GlobalPtr<F32>> y_scale;         // a quantized y's scales, written
+  std::optional<GlobalDPtr> y_scale;             // a quantized y's scales, written (f32; u8)
   std::optional<GlobalPtr<F32>> quant_scale_in;  // QuantScale::Static's, read
   std::optional<GlobalDPtr> h, mean;
   GlobalDPtr rstd;
@@ -40,6 +40,8 @@ ScalarType output_type(const NormSpec& spec) {
       return ScalarType::E5M2;
     case Quant::Int8:
       return ScalarType::S8;
+    case Quant::Mxfp8:
+      return ScalarType::E4M3;
     case Quant::None:
       break;
   }
@@ -55,8 +57,13 @@ ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   const GlobalDPtr y = spec.quant == Quant::None
                            ? param_dptr(k, NormArg::Y, spec.dtype)
                            : ptxdsl::param_dptr(k, arg_name(NormArg::Y), output_type(spec));
-  std::optional<GlobalPtr<F32>> y_scale, quant_scale_in;
-  if (quant_group(spec) > 0) y_scale = param_dptr(k, NormArg::YScale, DType::F32).p.as<F32>();
+  std::optional<GlobalDPtr> y_scale;
+  std::optional<GlobalPtr<F32>> quant_scale_in;
+  if (quant_group(spec) > 0) {
+    y_scale = spec.quant == Quant::Mxfp8
+                  ? ptxdsl::param_dptr(k, arg_name(NormArg::YScale), ScalarType::U8)
+                  : param_dptr(k, NormArg::YScale, DType::F32);
+  }
   if (spec.quant != Quant::None && spec.quant_scale == QuantScale::Static) {
     quant_scale_in = param_dptr(k, NormArg::QuantScaleIn, DType::F32).p.as<F32>();
   }
@@ -484,7 +491,7 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
         if (scale_group > 0) divisor = group_divisor(row, row_ok, j, shift, out);
         if (divisor) {
           for (Reg<F32>& v : out) {
-            v = k.div(v, *divisor);
+            v = spec.quant == Quant::Mxfp8 ? k.mul(v, *divisor) : k.div(v, *divisor);
             // int8 is symmetric: -128 is never written (the cvt's .sat stops at -128).
             if (spec.quant == Quant::Int8) v = k.max(k.min(v, 127.0f), -127.0f);
           }
@@ -510,11 +517,23 @@ Reg<F32> ForwardBuilder::chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> s
   return peak;
 }
 
-// The scale absmax / the format's largest value, written at y_scale[index] by `writer`, and what
-// y is divided by: the scale, or 1 where absmax is 0 (y / 1 is 0 there, where y / 0 is NaN).
+// The scale of elements whose largest magnitude is absmax, written at y_scale[index] by `writer`,
+// and what y is divided by: absmax / the format's largest value, or 1 where absmax is 0 (y / 1 is
+// 0 there, where y / 0 is NaN). mxfp8 (OCP MX): 2^e, e = floor(log2(absmax)) − 8 (e4m3's largest
+// exponent) within [−127, 127], its ue8m0 byte e + 127 from absmax's exponent bits (a subnormal's
+// or 0's: e = −127); y is multiplied by the returned 2^−e (a normal f32, as e ≤ 119): exact.
 Reg<F32> ForwardBuilder::write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer) {
+  if (spec.quant == Quant::Mxfp8) {
+    const Reg<U32> exponent = k.and_(k.shr(k.bitcast<U32>(absmax), 23u), 0xFFu);
+    const Reg<U32> code = k.sub(k.max(exponent, 8u), 8u);
+    k.predicated(writer, [&] {
+      const Reg<F32> as_value[] = {k.cvt<F32>(code)};
+      store_values(k, at(k, *p.y_scale, index), as_value);
+    });
+    return k.bitcast<F32>(k.shl(k.sub(k.mov<U32>(254u), code), 23u));
+  }
   const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
-  k.predicated(writer, [&] { k.st(k.index(*p.y_scale, index), scale); });
+  k.predicated(writer, [&] { k.st(k.index(p.y_scale->p.as<F32>(), index), scale); });
   return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
 }
 

@@ -16,7 +16,14 @@ constexpr Minifloat kE4m3{3, 7, 0x7E};   // S.1111.111 is NaN; no infinity
 constexpr Minifloat kE5m2{2, 15, 0x7B};  // S.11111.00 is infinity
 
 const Minifloat& format_of(Quant quant) {
-  return quant == Quant::Fp8E4m3 ? kE4m3 : kE5m2;
+  return quant == Quant::Fp8E5m2 ? kE5m2 : kE4m3;  // mxfp8's elements are e4m3
+}
+
+// OCP Microscaling Formats (MX) v1.0, 6.3: the shared exponent floor(log2(absmax)) − emax of the
+// element format (e4m3: 8), as a ue8m0 byte within [−127, 127] (absmax 0: −127).
+int mx_exponent(float absmax) {
+  if (absmax == 0.0f) return -127;
+  return std::clamp(std::ilogb(absmax) - 8, -127, 127);
 }
 
 double magnitude(const Minifloat& f, std::uint8_t code) {
@@ -70,11 +77,13 @@ QuantizedRows quantize_rows(const NormSpec& spec, std::span<const float> y, std:
     const std::size_t row = static_cast<std::size_t>(r) * width;
     for (std::uint32_t first = 0; first < width; first += group == 0 ? width : group) {
       const std::uint32_t last = group == 0 ? width : std::min(width, first + group);
+      float absmax = 0.0f;
+      for (std::uint32_t i = first; i < last; ++i) absmax = std::max(absmax, std::fabs(y[row + i]));
       float divisor = static_scale;
-      if (group > 0) {
-        float absmax = 0.0f;
-        for (std::uint32_t i = first; i < last; ++i)
-          absmax = std::max(absmax, std::fabs(y[row + i]));
+      if (spec.quant == Quant::Mxfp8) {
+        divisor = std::ldexp(1.0f, mx_exponent(absmax));  // y / 2^e: exact
+        out.scale.push_back(divisor);
+      } else if (group > 0) {
         const float scale = absmax / quant_max(spec.quant);
         out.scale.push_back(scale);
         divisor = absmax == 0.0f ? 1.0f : scale;

@@ -31,10 +31,12 @@ constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
 constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
 constexpr std::string_view kOutputsNames[] = {"all", "dx"};
 constexpr std::string_view kCastingNames[] = {"none", "llama", "gemma"};
-constexpr std::string_view kQuantNames[] = {"none", "fp8-e4m3", "fp8-e5m2", "int8"};
-constexpr std::string_view kQuantSuffixes[] = {"", "_qe4m3", "_qe5m2", "_qi8"};
+constexpr std::string_view kQuantNames[] = {"none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8"};
+constexpr std::string_view kQuantSuffixes[] = {"", "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8"};
 // Each format's largest finite value (int8: symmetric, so -128 is never written).
-constexpr float kQuantMax[] = {0.0f, 448.0f, 57344.0f, 127.0f};
+constexpr float kQuantMax[] = {0.0f, 448.0f, 57344.0f, 127.0f, 448.0f};
+// The elements a scale covers where the format fixes it (OCP MX: 32).
+constexpr std::uint32_t kQuantBlock[] = {0, 0, 0, 0, 32};
 // A quant scale mode: its name, its suffix, whether the kernel writes the scales, and the
 // elements each covers (0: the whole row).
 struct QuantScaleRow {
@@ -87,6 +89,9 @@ Quant parse_quant(std::string_view name) {
 float quant_max(Quant q) {
   return kQuantMax[static_cast<std::size_t>(q)];
 }
+std::uint32_t quant_block(Quant q) {
+  return kQuantBlock[static_cast<std::size_t>(q)];
+}
 
 std::string_view quant_scale_name(QuantScale s) {
   return name_of(s, kQuantScaleNames);
@@ -97,6 +102,7 @@ QuantScale parse_quant_scale(std::string_view name) {
 
 std::uint32_t quant_group(const NormSpec& spec) {
   if (spec.quant == Quant::None || quant_scale_name(spec.quant_scale) == "?") return 0;
+  if (quant_block(spec.quant) > 0) return quant_block(spec.quant);
   const QuantScaleRow& row = kQuantScales[static_cast<std::size_t>(spec.quant_scale)];
   if (!row.written) return 0;
   return row.group == 0 ? spec.width : row.group;

@@ -200,10 +200,11 @@ std::map<std::string, std::vector<std::byte>> run_batch(
       }
     }
     const std::size_t scales = std::size_t{batch} * quant_scales_per_row(spec);
+    const std::size_t scale_bytes = scales * (spec.quant == Quant::Mxfp8 ? 1 : 4);  // ue8m0; f32
     const float static_scale = static_scale_for(spec, ref);
     if (spec.quant != Quant::None) {
       ptrs["y"] = dev.alloc(rows, "y", 0xFF);
-      if (scales > 0) ptrs["y_scale"] = dev.alloc(scales * 4, "y_scale", 0xFF);
+      if (scales > 0) ptrs["y_scale"] = dev.alloc(scale_bytes, "y_scale", 0xFF);
       if (spec.quant_scale == QuantScale::Static) {
         ptrs["quant_scale_in"] = dev.upload(
             std::span<const std::byte>(reinterpret_cast<const std::byte*>(&static_scale), 4),
@@ -213,11 +214,17 @@ std::map<std::string, std::vector<std::byte>> run_batch(
     run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
     if (spec.quant != Quant::None) {
       std::vector<float> scale;
-      if (scales > 0) scale = dev.download<float>(ptrs.at("y_scale"), scales);
+      if (spec.quant == Quant::Mxfp8) {
+        for (std::uint8_t code : dev.download<std::uint8_t>(ptrs.at("y_scale"), scales)) {
+          scale.push_back(code == 0xFF ? NAN : std::ldexp(1.0f, code - 127));
+        }
+      } else if (scales > 0) {
+        scale = dev.download<float>(ptrs.at("y_scale"), scales);
+      }
       check_quantized(spec, ref, dev.download<std::uint8_t>(ptrs.at("y"), rows), scale, batch,
                       stride, static_scale);
       written["y"] = dev.download<std::byte>(ptrs.at("y"), rows);
-      if (scales > 0) written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), scales * 4);
+      if (scales > 0) written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), scale_bytes);
     }
     for (const Output& o : outs) {
       const auto bytes = dev.download<std::byte>(
@@ -1523,9 +1530,11 @@ namespace {
 // without the residual add, each format, odd widths and the widest without a cluster (64 KiB on
 // the default device, h200), batches of 1 and 3, rows with padding between them.
 
-void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerToken) {
+void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerToken,
+               std::initializer_list<Quant> quants = {Quant::Fp8E4m3, Quant::Fp8E5m2,
+                                                      Quant::Int8}) {
   const std::uint32_t widest = 65536 / static_cast<std::uint32_t>(dtype_bytes(dtype));
-  for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
+  for (const Quant quant : quants) {
     for (std::uint32_t width : {1u, 7u, 1151u, 4097u, widest}) {
       // Group scales take rows in vectors of 4 elements or more (a group within a warp).
       const std::uint32_t stride =
@@ -1537,6 +1546,11 @@ void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerTok
         spec.residual = residual;
         spec.quant = quant;
         spec.quant_scale = scale;
+        if (quant == Quant::Mxfp8) {
+          spec.device = device_preset("b200");
+          spec.arch = Arch::Sm100a;
+          spec.ptx_version = default_ptx_version(Arch::Sm100a);
+        }
         spec.knobs.vector_elems = vector_elems_for(dtype, dtype, stride, 0, 0);
         const BuiltNorm built = build_norm(spec);
         for (std::uint32_t batch : {1u, 3u}) {
@@ -1580,6 +1594,31 @@ TEST_CASE("quantized forward with a static scale (the caller's, some values satu
     run_quant(NormKind::LayerNormFwd, dtype, QuantScale::Static);
     run_quant(NormKind::RmsNormFwd, dtype, QuantScale::Static);
   }
+}
+
+TEST_CASE("quantized forward to mxfp8 (a ue8m0 scale per 32 elements, the last block ragged)",
+          "[executor][norm]") {
+  for (const DType dtype : kDtypes) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::PerToken, {Quant::Mxfp8});
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::PerToken, {Quant::Mxfp8});
+  }
+}
+
+TEST_CASE("quantized forward to mxfp8: a block of zeros has the least scale (byte 0) and zeros",
+          "[executor][norm]") {
+  const std::uint32_t width = 100, stride = 109;
+  NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
+  spec.quant = Quant::Mxfp8;
+  spec.device = device_preset("b200");
+  spec.arch = Arch::Sm100a;
+  spec.ptx_version = default_ptx_version(Arch::Sm100a);
+  spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  // Row 1's second block (elements 32 to 63) zeros.
+  const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 32, 0.0f); };
+  const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
+  CHECK(out.at("y_scale")[4 + 1] == std::byte{0});
+  CHECK(std::all_of(out.at("y").begin() + stride + 32, out.at("y").begin() + stride + 64,
+                    [](std::byte b) { return b == std::byte{0} || b == std::byte{0x80}; }));
 }
 
 TEST_CASE("quantized forward with group128 scales (the last group ragged): f32 rows",

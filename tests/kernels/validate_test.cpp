@@ -357,7 +357,7 @@ TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the 
                       Catch::Contains("width 17408 (69632 bytes of f32) splits over "
                                       "a cluster of"));
   REQUIRE_THROWS_WITH(parse_quant("fp4"),
-                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'");
+                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, got 'fp4'");
   CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
 }
 
@@ -390,4 +390,24 @@ TEST_CASE("quant scale: static or group128 with a format, group128 in vectors a 
   REQUIRE_THROWS_WITH(parse_quant_scale("per-row"),
                       "quant scale must be one of per-token, static, group128, got 'per-row'");
   CHECK(parse_quant_scale("group128") == QuantScale::Group128);
+}
+
+TEST_CASE("quant mxfp8: sm_100a, its own scales per 32 elements, named in the entry",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::BF16, 4097);
+  s.quant = Quant::Mxfp8;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "quant mxfp8 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got sm_90");
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qmxfp8");
+  CHECK(quant_scales_per_row(s) == 129);  // the last block holds one element
+  s.quant_scale = QuantScale::Group128;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant mxfp8 has its own scales (one per 32 elements); quant scale must be "
+                      "per-token (the default), got group128");
+  CHECK(parse_quant("mxfp8") == Quant::Mxfp8);
 }

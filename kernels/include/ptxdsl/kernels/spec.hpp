@@ -43,8 +43,10 @@ enum class Outputs { All, Dx };
 enum class Casting { None, Llama, Gemma };
 // A forward's quantized output (docs/kernels.md, "Quantized output"): y (f32, before its final
 // rounding) divided by a scale, rounded to nearest even and saturated, written in the format
-// alone; the scales as QuantScale says. FP8 needs sm_90; int8 is symmetric, [-127, 127].
-enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8 };
+// alone; the scales as QuantScale says. FP8 needs sm_90; int8 is symmetric, [-127, 127]. Mxfp8
+// (OCP MX, sm_100a): e4m3 elements with their own scales, a power of two (a ue8m0 byte) per 32
+// elements of a row, y_scale u8 [rows][ceil(width / 32)] row-major.
+enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8, Mxfp8 };
 // Where a quantized output's scales come from (docs/kernels.md, "Quantized output"). PerToken:
 // absmax(y) / the format's largest value, one f32 a row written to y_scale (0 for a row of zeros).
 // Static: one f32 the caller gives in quant_scale_in (read, never written). Group128: as per-token
@@ -59,11 +61,13 @@ std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
 std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
 Casting parse_casting(std::string_view name);
-std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8"
+std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8"
 Quant parse_quant(std::string_view name);
-// The largest value of the format q is quantized to (448, 57344, 127); a dynamic scale is the
-// absmax of the elements it covers divided by it.
+// The largest value of the format q is quantized to (448, 57344, 127; mxfp8's e4m3: 448); a
+// dynamic scale is the absmax of the elements it covers divided by it.
 float quant_max(Quant q);
+// The elements one scale of the format covers where the format fixes it (mxfp8: 32), else 0.
+std::uint32_t quant_block(Quant q);
 std::string_view quant_scale_name(QuantScale s);  // "per-token", "static", "group128"
 QuantScale parse_quant_scale(std::string_view name);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
@@ -122,8 +126,8 @@ bool has_bias(const NormSpec& spec);          // b (layer norm, Affine::Full)
 bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and db when has_bias)
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
-// The elements one y_scale entry covers: the width (per-token), 128 (group128); 0 where the
-// kernel writes no scale (no quant, static).
+// The elements one y_scale entry covers: the width (per-token), 128 (group128), the format's block
+// (mxfp8: 32); 0 where the kernel writes no scale (no quant, static).
 std::uint32_t quant_group(const NormSpec& spec);
 // The y_scale entries of a row: ceil(width / quant_group), 0 where none are written.
 std::uint32_t quant_scales_per_row(const NormSpec& spec);
@@ -138,7 +142,8 @@ std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
-// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8" (quantized output),
+// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8" (quantized
+// output),
 // "_static", "_grp128" (its scale, where not per-token).
 std::string variant_suffix(const NormSpec& spec);
 
