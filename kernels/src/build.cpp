@@ -97,10 +97,20 @@ void check_variant(const NormSpec& spec) {
         "(the default), got {}",
         quant_name(spec.quant), quant_block(spec.quant), quant_scale_name(spec.quant_scale)));
   }
-  if (spec.quant == Quant::Mxfp8 && spec.arch != Arch::Sm100a) {
+  if (quant_block(spec.quant) > 0 && spec.arch != Arch::Sm100a) {
     throw Error(fmt::format(
-        "quant mxfp8 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got {}",
-        arch_name(spec.arch)));
+        "quant {} feeds Blackwell's block-scaled matrix products: it needs sm_100a, got {}",
+        quant_name(spec.quant), arch_name(spec.arch)));
+  }
+  if (quant_element_type(spec.quant) == ScalarType::E2M1x2) {
+    if (spec.width % 2 != 0) {
+      throw Error(fmt::format("quant {} packs two elements a byte: the width must be even, got {}",
+                              quant_name(spec.quant), spec.width));
+    }
+    if (spec.row_groups != 1) {
+      throw Error(fmt::format("quant {} takes rows of one level; row groups must be 1, got {}",
+                              quant_name(spec.quant), spec.row_groups));
+    }
   }
   // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
   if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
@@ -228,6 +238,12 @@ namespace {
 // lanes that hold it: a chunk holds whole groups, each within a warp (vectors of at least
 // group / 32 elements). A row no wider than a group is one group, reduced as a per-token row.
 void check_quant_groups(const NormSpec& spec, const detail::Plan& p) {
+  if (quant_element_type(spec.quant) == ScalarType::E2M1x2 && p.vec < 2) {
+    throw Error(fmt::format(
+        "quant {} packs two elements a byte from one thread's vector: it needs vectors of at "
+        "least 2 elements, got {} (the rows' stride and addresses allow no wider)",
+        quant_name(spec.quant), p.vec));
+  }
   const std::uint32_t group = quant_group(spec);
   if (group == 0 || spec.width <= group) return;
   const std::string what = quant_block(spec.quant) > 0

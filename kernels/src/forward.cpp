@@ -4,6 +4,7 @@
 // normalized and stored. The grid (Plan::grid) is a CTA a row group, or persistent CTAs that walk
 // rows with the rows ahead in flight (RowsAhead), w and b read from L2 by every row or, with
 // shared_weights, copied into shared memory before the walk.
+#include <limits>
 #include <map>
 
 #include "access_hints.hpp"
@@ -31,40 +32,25 @@ struct ForwardParams {
   Reg<F32> eps;
 };
 
-// A quantized y's element type.
-ScalarType output_type(const NormSpec& spec) {
-  switch (spec.quant) {
-    case Quant::Fp8E4m3:
-      return ScalarType::E4M3;
-    case Quant::Fp8E5m2:
-      return ScalarType::E5M2;
-    case Quant::Int8:
-      return ScalarType::S8;
-    case Quant::Mxfp8:
-      return ScalarType::E4M3;
-    case Quant::None:
-      break;
-  }
-  return element_type(spec.dtype);
-}
-
 ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   const GlobalDPtr x = param_dptr(k, NormArg::X, spec.dtype);
   std::optional<GlobalDPtr> residual, w, b, h, mean;
   if (has_residual(spec)) residual = param_dptr(k, NormArg::Residual, residual_dtype(spec));
   if (has_weight(spec)) w = param_dptr(k, NormArg::W, spec.weight_dtype);
   if (has_bias(spec)) b = param_dptr(k, NormArg::B, spec.weight_dtype);
+  // nvfp4's pairs of e2m1 are addressed as bytes.
+  const ScalarType y_type = quant_element_type(spec.quant) == ScalarType::E2M1x2
+                                ? ScalarType::U8
+                                : quant_element_type(spec.quant);
   const GlobalDPtr y = spec.quant == Quant::None
                            ? param_dptr(k, NormArg::Y, spec.dtype)
-                           : ptxdsl::param_dptr(k, arg_name(NormArg::Y), output_type(spec));
+                           : ptxdsl::param_dptr(k, arg_name(NormArg::Y), y_type);
   std::optional<GlobalDPtr> y_scale;
   std::optional<GlobalPtr<F32>> quant_scale_in;
   if (quant_group(spec) > 0) {
-    y_scale = spec.quant == Quant::Mxfp8
-                  ? ptxdsl::param_dptr(k, arg_name(NormArg::YScale), ScalarType::U8)
-                  : param_dptr(k, NormArg::YScale, DType::F32);
+    y_scale = ptxdsl::param_dptr(k, arg_name(NormArg::YScale), quant_scale_type(spec.quant));
   }
-  if (spec.quant != Quant::None && spec.quant_scale == QuantScale::Static) {
+  if (reads_quant_scale(spec)) {
     quant_scale_in = param_dptr(k, NormArg::QuantScaleIn, DType::F32).p.as<F32>();
   }
   if (residual) h = param_dptr(k, NormArg::H, residual_dtype(spec));
@@ -204,6 +190,8 @@ class ForwardBuilder {
   void store_normalized(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok,
                         const HeldWeights& early, const RowStats& stats);
   Reg<F32> chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> shift, const Values& y);
+  void store_fp4_pairs(GlobalDPtr y_row, std::optional<Pred> row_ok, std::uint32_t j,
+                       std::optional<Reg<U32>> shift, const Values& q);
   Reg<F32> write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer);
   Reg<F32> quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak);
   Reg<F32> group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
@@ -258,6 +246,8 @@ class ForwardBuilder {
   // groups of the row (each within a chunk and a warp: check_quant_groups), or the caller's.
   const bool row_scale = quant_group(spec) > 0 && quant_group(spec) >= spec.width;
   const std::uint32_t scale_group = row_scale ? 0 : quant_group(spec);
+  const bool fp4 = quant_element_type(spec.quant) == ScalarType::E2M1x2;
+  std::optional<Reg<F32>> caller_scale;  // quant_scale_in's, loaded with each row's scales
 };
 
 // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
@@ -470,9 +460,13 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
     });
     return out;
   };
-  const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
+  // nvfp4: a byte holds two elements (row groups refused, stride a multiple of the vector).
+  const GlobalDPtr y_row =
+      fp4 ? at(k, row_of(k, p.y, row, k.shr(p.stride, 1u)), k.shr(first_column, 1u))
+          : at(k, row_start(k, spec, p.y, row, p.stride), first_column);
   std::optional<Reg<F32>> divisor;
-  if (p.quant_scale_in) divisor = k.ld(*p.quant_scale_in);
+  if (p.quant_scale_in) caller_scale = k.ld(*p.quant_scale_in);
+  if (spec.quant_scale == QuantScale::Static) divisor = caller_scale;
   if (row_scale) {
     const Reg<F32> peak = k.mov<F32>(0.0f);
     for_each_chunk(
@@ -496,9 +490,29 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
             if (spec.quant == Quant::Int8) v = k.max(k.min(v, 127.0f), -127.0f);
           }
         }
-        store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
+        if (fp4) {
+          store_fp4_pairs(y_row, row_ok, j, shift, out);
+        } else {
+          store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
+        }
       },
       fence);
+}
+
+// nvfp4: chunk j's elements (y / its divisor) two a byte, the first in the low nibble
+// (cvt.rn.satfinite.e2m1x2.f32), each byte stored where its pair lies inside the row.
+void ForwardBuilder::store_fp4_pairs(GlobalDPtr y_row, std::optional<Pred> row_ok, std::uint32_t j,
+                                     std::optional<Reg<U32>> shift, const Values& q) {
+  Reg<U32> column = k.add(first_column, static_cast<std::uint32_t>(map.chunk_offset(j)));
+  if (shift) column = k.mad(*shift, per_chunk, column);
+  const GlobalDPtr at_chunk = shifted(k, y_row, shift, per_chunk / 2);
+  for (std::size_t e = 0; e + 1 < q.size(); e += 2) {
+    const Reg<E2M1x2> pair = k.cvt_pack<E2M1x2>(q[e], q[e + 1]);
+    Pred inside = k.setp(Cmp::Lt, k.add(column, static_cast<std::uint32_t>(e)), spec.width);
+    if (row_ok) inside = k.and_(inside, *row_ok);
+    const auto byte = static_cast<std::int64_t>((map.chunk_offset(j) + e) / 2);
+    k.predicated(inside, [&] { k.st((at_chunk + byte).p.as<E2M1x2>(), pair); });
+  }
 }
 
 // max |y| over the thread's elements of chunk j inside the row (past the width y need not be 0:
@@ -531,6 +545,19 @@ Reg<F32> ForwardBuilder::write_scale(Reg<F32> absmax, Reg<U32> index, Pred write
       store_values(k, at(k, *p.y_scale, index), as_value);
     });
     return k.bitcast<F32>(k.shl(k.sub(k.mov<U32>(254u), code), 23u));
+  }
+  if (spec.quant == Quant::Nvfp4) {
+    // NVIDIA's NVFP4: s = e4m3(absmax / 6 / global), y divided by s·global (+inf where that is 0,
+    // so that q is 0).
+    const Reg<F32> wanted = k.div(k.div(absmax, quant_max(spec.quant)), *caller_scale);
+    k.predicated(writer, [&] {
+      const Reg<F32> as_value[] = {wanted};
+      store_values(k, at(k, *p.y_scale, index), as_value);
+    });
+    const Reg<F32> s =
+        k.cvt<F32>(k.unpack<F16>(k.cvt_unpack(k.cvt_pack<E4M3x2>(wanted, wanted)))[0]);
+    const Reg<F32> d = k.mul(s, *caller_scale);
+    return k.selp<F32>(std::numeric_limits<float>::infinity(), d, k.setp(Cmp::Eq, d, 0.0f));
   }
   const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
   k.predicated(writer, [&] { k.st(k.index(p.y_scale->p.as<F32>(), index), scale); });

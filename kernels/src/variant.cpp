@@ -31,12 +31,31 @@ constexpr std::string_view kAffineNames[] = {"full", "weight", "none"};
 constexpr std::string_view kResidualNames[] = {"none", "add", "add_f32"};
 constexpr std::string_view kOutputsNames[] = {"all", "dx"};
 constexpr std::string_view kCastingNames[] = {"none", "llama", "gemma"};
-constexpr std::string_view kQuantNames[] = {"none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8"};
-constexpr std::string_view kQuantSuffixes[] = {"", "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8"};
-// Each format's largest finite value (int8: symmetric, so -128 is never written).
-constexpr float kQuantMax[] = {0.0f, 448.0f, 57344.0f, 127.0f, 448.0f};
-// The elements a scale covers where the format fixes it (OCP MX: 32).
-constexpr std::uint32_t kQuantBlock[] = {0, 0, 0, 0, 32};
+// A quantized output's format, one row a Quant in its order: its name, its suffix, its largest
+// finite value (int8: symmetric, so -128 is never written), what y and y_scale hold, the elements
+// a scale covers where the format fixes it (OCP MX: 32, NVFP4: 16), and whether it reads the
+// caller's global scale (NVFP4).
+struct QuantFormatRow {
+  std::string_view name, suffix;
+  float max;
+  ScalarType element, scale;
+  std::uint32_t block;
+  bool global_scale;
+};
+constexpr QuantFormatRow kQuantFormats[] = {
+    {"none", "", 0.0f, ScalarType::F32, ScalarType::F32, 0, false},
+    {"fp8-e4m3", "_qe4m3", 448.0f, ScalarType::E4M3, ScalarType::F32, 0, false},
+    {"fp8-e5m2", "_qe5m2", 57344.0f, ScalarType::E5M2, ScalarType::F32, 0, false},
+    {"int8", "_qi8", 127.0f, ScalarType::S8, ScalarType::F32, 0, false},
+    {"mxfp8", "_qmxfp8", 448.0f, ScalarType::E4M3, ScalarType::U8, 32, false},
+    {"nvfp4", "_qnvfp4", 6.0f, ScalarType::E2M1x2, ScalarType::E4M3, 16, true},
+};
+constexpr std::string_view kQuantNames[] = {kQuantFormats[0].name, kQuantFormats[1].name,
+                                            kQuantFormats[2].name, kQuantFormats[3].name,
+                                            kQuantFormats[4].name, kQuantFormats[5].name};
+const QuantFormatRow& format_row(Quant q) {
+  return kQuantFormats[static_cast<std::size_t>(q)];
+}
 // A quant scale mode: its name, its suffix, whether the kernel writes the scales, and the
 // elements each covers (0: the whole row).
 struct QuantScaleRow {
@@ -87,10 +106,20 @@ Quant parse_quant(std::string_view name) {
   return parse_name<Quant>(name, kQuantNames, "quant");
 }
 float quant_max(Quant q) {
-  return kQuantMax[static_cast<std::size_t>(q)];
+  return format_row(q).max;
 }
 std::uint32_t quant_block(Quant q) {
-  return kQuantBlock[static_cast<std::size_t>(q)];
+  return format_row(q).block;
+}
+ScalarType quant_element_type(Quant q) {
+  return format_row(q).element;
+}
+ScalarType quant_scale_type(Quant q) {
+  return format_row(q).scale;
+}
+bool reads_quant_scale(const NormSpec& spec) {
+  if (spec.quant == Quant::None || quant_name(spec.quant) == "?") return false;
+  return spec.quant_scale == QuantScale::Static || format_row(spec.quant).global_scale;
 }
 
 std::string_view quant_scale_name(QuantScale s) {
@@ -173,7 +202,7 @@ std::string variant_suffix(const NormSpec& spec) {
     }
   }
   if (spec.casting != Casting::None) s += fmt::format("_{}", casting_name(spec.casting));
-  if (quant_name(spec.quant) != "?") s += kQuantSuffixes[static_cast<std::size_t>(spec.quant)];
+  if (quant_name(spec.quant) != "?") s += format_row(spec.quant).suffix;
   if (spec.quant != Quant::None && quant_scale_name(spec.quant_scale) != "?") {
     s += kQuantScales[static_cast<std::size_t>(spec.quant_scale)].suffix;
   }

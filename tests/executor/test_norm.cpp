@@ -122,11 +122,13 @@ void check_quantized(const NormSpec& spec, const NormReference& ref,
 }
 
 // A static scale for the reference's y: 0.8 of the per-tensor dynamic one, so that the largest
-// values saturate.
+// values saturate; nvfp4's global scale as NVIDIA's recipe sets it, absmax / (448 · 6).
 float static_scale_for(const NormSpec& spec, const NormReference& ref) {
   double absmax = 0;
   for (double v : ref.y) absmax = std::max(absmax, std::fabs(v));
-  return absmax == 0 ? 1.0f : static_cast<float>(0.8 * absmax / quant_max(spec.quant));
+  if (absmax == 0) return 1.0f;
+  if (spec.quant == Quant::Nvfp4) return static_cast<float>(absmax / (448.0 * 6.0));
+  return static_cast<float>(0.8 * absmax / quant_max(spec.quant));
 }
 
 // Runs every step of `built` for one batch and checks every output.
@@ -200,12 +202,14 @@ std::map<std::string, std::vector<std::byte>> run_batch(
       }
     }
     const std::size_t scales = std::size_t{batch} * quant_scales_per_row(spec);
-    const std::size_t scale_bytes = scales * (spec.quant == Quant::Mxfp8 ? 1 : 4);  // ue8m0; f32
+    const std::size_t scale_bytes = scales * (quant_block(spec.quant) > 0 ? 1 : 4);  // or f32
+    const bool fp4 = spec.quant == Quant::Nvfp4;
+    const std::size_t y_bytes = fp4 ? rows / 2 : rows;
     const float static_scale = static_scale_for(spec, ref);
     if (spec.quant != Quant::None) {
-      ptrs["y"] = dev.alloc(rows, "y", 0xFF);
+      ptrs["y"] = dev.alloc(y_bytes, "y", 0xFF);
       if (scales > 0) ptrs["y_scale"] = dev.alloc(scale_bytes, "y_scale", 0xFF);
-      if (spec.quant_scale == QuantScale::Static) {
+      if (reads_quant_scale(spec)) {
         ptrs["quant_scale_in"] = dev.upload(
             std::span<const std::byte>(reinterpret_cast<const std::byte*>(&static_scale), 4),
             "quant_scale_in");
@@ -218,12 +222,22 @@ std::map<std::string, std::vector<std::byte>> run_batch(
         for (std::uint8_t code : dev.download<std::uint8_t>(ptrs.at("y_scale"), scales)) {
           scale.push_back(code == 0xFF ? NAN : std::ldexp(1.0f, code - 127));
         }
+      } else if (fp4) {
+        for (std::uint8_t code : dev.download<std::uint8_t>(ptrs.at("y_scale"), scales)) {
+          scale.push_back(static_cast<float>(quant_value(Quant::Fp8E4m3, code)));
+        }
       } else if (scales > 0) {
         scale = dev.download<float>(ptrs.at("y_scale"), scales);
       }
-      check_quantized(spec, ref, dev.download<std::uint8_t>(ptrs.at("y"), rows), scale, batch,
-                      stride, static_scale);
-      written["y"] = dev.download<std::byte>(ptrs.at("y"), rows);
+      std::vector<std::uint8_t> q = dev.download<std::uint8_t>(ptrs.at("y"), y_bytes);
+      if (fp4) {
+        // One code an element: the first of a byte's pair in its low nibble.
+        std::vector<std::uint8_t> codes(rows);
+        for (std::size_t i = 0; i < rows; ++i) codes[i] = (q[i / 2] >> (i % 2 * 4)) & 0xF;
+        q = codes;
+      }
+      check_quantized(spec, ref, q, scale, batch, stride, static_scale);
+      written["y"] = dev.download<std::byte>(ptrs.at("y"), y_bytes);
       if (scales > 0) written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), scale_bytes);
     }
     for (const Output& o : outs) {
@@ -1535,10 +1549,15 @@ void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerTok
                                                       Quant::Int8}) {
   const std::uint32_t widest = 65536 / static_cast<std::uint32_t>(dtype_bytes(dtype));
   for (const Quant quant : quants) {
-    for (std::uint32_t width : {1u, 7u, 1151u, 4097u, widest}) {
+    // nvfp4 packs pairs: even widths (the last block still ragged), pairs within a vector.
+    const bool fp4 = quant == Quant::Nvfp4;
+    const std::array<std::uint32_t, 5> widths =
+        fp4 ? std::array{2u, 16u, 1150u, 4098u, widest} : std::array{1u, 7u, 1151u, 4097u, widest};
+    for (std::uint32_t width : widths) {
       // Group scales take rows in vectors of 4 elements or more (a group within a warp).
-      const std::uint32_t stride =
-          scale == QuantScale::Group128 ? (width + 9 + 7) / 8 * 8 : width + 9;
+      const std::uint32_t stride = scale == QuantScale::Group128 ? (width + 9 + 7) / 8 * 8
+                                   : fp4                         ? width + 10
+                                                                 : width + 9;
       for (Residual residual : {Residual::None, Residual::Add}) {
         INFO("quant " << quant_name(quant) << " scale " << quant_scale_name(scale));
         NormSpec spec = spec_of(kind, dtype, width);
@@ -1546,7 +1565,7 @@ void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerTok
         spec.residual = residual;
         spec.quant = quant;
         spec.quant_scale = scale;
-        if (quant == Quant::Mxfp8) {
+        if (quant_block(quant) > 0) {
           spec.device = device_preset("b200");
           spec.arch = Arch::Sm100a;
           spec.ptx_version = default_ptx_version(Arch::Sm100a);
@@ -1619,6 +1638,33 @@ TEST_CASE("quantized forward to mxfp8: a block of zeros has the least scale (byt
   CHECK(out.at("y_scale")[4 + 1] == std::byte{0});
   CHECK(std::all_of(out.at("y").begin() + stride + 32, out.at("y").begin() + stride + 64,
                     [](std::byte b) { return b == std::byte{0} || b == std::byte{0x80}; }));
+}
+
+TEST_CASE("quantized forward to nvfp4 (e2m1 pairs, an e4m3 scale per 16, a global scale)",
+          "[executor][norm]") {
+  for (const DType dtype : kDtypes) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::PerToken, {Quant::Nvfp4});
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::PerToken, {Quant::Nvfp4});
+  }
+}
+
+TEST_CASE("quantized forward to nvfp4: a block of zeros has scale 0 and zeros",
+          "[executor][norm]") {
+  const std::uint32_t width = 100, stride = 110;
+  NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
+  spec.quant = Quant::Nvfp4;
+  spec.device = device_preset("b200");
+  spec.arch = Arch::Sm100a;
+  spec.ptx_version = default_ptx_version(Arch::Sm100a);
+  spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  // Row 1's third block (elements 32 to 47) zeros: 16 elements, 8 bytes.
+  const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 16, 0.0f); };
+  const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
+  CHECK(out.at("y_scale")[7 + 2] == std::byte{0});
+  const auto block = out.at("y").begin() + stride / 2 + 16;
+  CHECK(std::all_of(block, block + 8, [](std::byte b) {
+    return (b & std::byte{0x77}) == std::byte{0};  // ±0 in both nibbles
+  }));
 }
 
 TEST_CASE("quantized forward with group128 scales (the last group ragged): f32 rows",

@@ -555,25 +555,27 @@ TEST_CASE("quantized outputs with static and group128 scales assemble without sp
   assemble_all(std::move(groups));
 }
 
-TEST_CASE("mxfp8 outputs assemble for sm_100a without spills", "[ptxas]") {
+TEST_CASE("mxfp8 and nvfp4 outputs assemble for sm_100a without spills", "[ptxas]") {
   std::vector<Group> groups;
-  for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
-    for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-      for (Residual residual : {Residual::None, Residual::Add}) {
-        Group g;
-        g.label = fmt::format("quant mxfp8: {} {} sm_100a residual {}", kind_name(kind),
-                              dtype_name(dtype), residual_name(residual));
-        for (std::uint32_t width : {1u, 1151u, 4097u, 65536u / dtype_bytes(dtype)}) {
-          NormSpec spec = spec_of(kind, dtype, width);
-          spec.weight_dtype = dtype;
-          spec.device = device_preset("b200");
-          spec.arch = Arch::Sm100a;
-          spec.ptx_version = default_ptx_version(Arch::Sm100a);
-          spec.residual = residual;
-          spec.quant = Quant::Mxfp8;
-          g.built.push_back(build_norm(spec));
+  for (const Quant quant : {Quant::Mxfp8, Quant::Nvfp4}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (Residual residual : {Residual::None, Residual::Add}) {
+          Group g;
+          g.label = fmt::format("quant {}: {} {} sm_100a residual {}", quant_name(quant),
+                                kind_name(kind), dtype_name(dtype), residual_name(residual));
+          for (std::uint32_t width : {2u, 1150u, 4098u, 65536u / dtype_bytes(dtype)}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = dtype;
+            spec.device = device_preset("b200");
+            spec.arch = Arch::Sm100a;
+            spec.ptx_version = default_ptx_version(Arch::Sm100a);
+            spec.residual = residual;
+            spec.quant = quant;
+            g.built.push_back(build_norm(spec));
+          }
+          groups.push_back(std::move(g));
         }
-        groups.push_back(std::move(g));
       }
     }
   }

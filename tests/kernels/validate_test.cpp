@@ -357,7 +357,8 @@ TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the 
                       Catch::Contains("width 17408 (69632 bytes of f32) splits over "
                                       "a cluster of"));
   REQUIRE_THROWS_WITH(parse_quant("fp4"),
-                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, got 'fp4'");
+                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, nvfp4, got "
+                      "'fp4'");
   CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
 }
 
@@ -410,4 +411,35 @@ TEST_CASE("quant mxfp8: sm_100a, its own scales per 32 elements, named in the en
                       "quant mxfp8 has its own scales (one per 32 elements); quant scale must be "
                       "per-token (the default), got group128");
   CHECK(parse_quant("mxfp8") == Quant::Mxfp8);
+}
+
+TEST_CASE("quant nvfp4: sm_100a, even widths in vectors of pairs, one-level rows, named",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 4098);
+  s.quant = Quant::Nvfp4;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "quant nvfp4 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got sm_90");
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qnvfp4");
+  CHECK(quant_scales_per_row(s) == 257);  // the last block holds two elements
+  CHECK(reads_quant_scale(s));
+  s.knobs.vector_elems = 1;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 packs two elements a byte from one thread's vector: it needs "
+                      "vectors of at least 2 elements, got 1 (the rows' stride and addresses allow "
+                      "no wider)");
+  s.knobs.vector_elems.reset();
+  s.width = 4097;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 packs two elements a byte: the width must be even, got 4097");
+  s.width = 64;
+  s.row_groups = 2;
+  s.group_stride = 64;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 takes rows of one level; row groups must be 1, got 2");
+  CHECK(quant_max(Quant::Nvfp4) == 6.0f);
 }

@@ -46,8 +46,10 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   app.add_option("--quant", quant,
                  "forward: none (default), fp8-e4m3, fp8-e5m2 (sm_90 or newer) or int8: y written "
                  "as y / scale in that format, scale = absmax(y) / 448, 57344 or 127 written one "
-                 "f32 a row (y_scale; see --quant-scale); or mxfp8 (sm_100a): e4m3 with a ue8m0 "
-                 "scale per 32 elements (y_scale bytes [rows][ceil(width / 32)])");
+                 "f32 a row (y_scale; see --quant-scale); or, on sm_100a, mxfp8 (e4m3 with a "
+                 "ue8m0 scale per 32 elements, y_scale bytes [rows][ceil(width / 32)]) or nvfp4 "
+                 "(e2m1 two a byte, an e4m3 scale per 16 elements, the global f32 scale in "
+                 "quant_scale_in)");
   app.add_option("--quant-scale", quant_scale,
                  "with --quant: per-token (default), static (one f32 the caller gives, "
                  "quant_scale_in) or group128 (absmax / M of each 128 elements of a row, y_scale "

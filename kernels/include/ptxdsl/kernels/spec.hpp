@@ -45,8 +45,11 @@ enum class Casting { None, Llama, Gemma };
 // rounding) divided by a scale, rounded to nearest even and saturated, written in the format
 // alone; the scales as QuantScale says. FP8 needs sm_90; int8 is symmetric, [-127, 127]. Mxfp8
 // (OCP MX, sm_100a): e4m3 elements with their own scales, a power of two (a ue8m0 byte) per 32
-// elements of a row, y_scale u8 [rows][ceil(width / 32)] row-major.
-enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8, Mxfp8 };
+// elements of a row, y_scale u8 [rows][ceil(width / 32)] row-major. Nvfp4 (NVIDIA's, sm_100a):
+// e2m1 elements two a byte (the first in the low nibble), an e4m3 scale per 16 elements,
+// y_scale [rows][ceil(width / 16)] bytes, and a global f32 scale the caller gives in
+// quant_scale_in: y ≈ q · scale · global.
+enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8, Mxfp8, Nvfp4 };
 // Where a quantized output's scales come from (docs/kernels.md, "Quantized output"). PerToken:
 // absmax(y) / the format's largest value, one f32 a row written to y_scale (0 for a row of zeros).
 // Static: one f32 the caller gives in quant_scale_in (read, never written). Group128: as per-token
@@ -61,13 +64,19 @@ std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
 std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
 Casting parse_casting(std::string_view name);
-std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8"
+// "none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8", "nvfp4"
+std::string_view quant_name(Quant q);
 Quant parse_quant(std::string_view name);
-// The largest value of the format q is quantized to (448, 57344, 127; mxfp8's e4m3: 448); a
-// dynamic scale is the absmax of the elements it covers divided by it.
+// The largest value of the format q is quantized to (448, 57344, 127; mxfp8's e4m3: 448; nvfp4's
+// e2m1: 6); a dynamic scale is the absmax of the elements it covers divided by it.
 float quant_max(Quant q);
-// The elements one scale of the format covers where the format fixes it (mxfp8: 32), else 0.
+// The elements one scale of the format covers where the format fixes it (mxfp8: 32, nvfp4: 16),
+// else 0.
 std::uint32_t quant_block(Quant q);
+// What y holds (e4m3, e5m2, s8; nvfp4: e2m1x2, two a byte) and y_scale (f32; mxfp8: u8, the
+// ue8m0 bytes; nvfp4: e4m3).
+ScalarType quant_element_type(Quant q);
+ScalarType quant_scale_type(Quant q);
 std::string_view quant_scale_name(QuantScale s);  // "per-token", "static", "group128"
 QuantScale parse_quant_scale(std::string_view name);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
@@ -127,10 +136,12 @@ bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and 
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
 // The elements one y_scale entry covers: the width (per-token), 128 (group128), the format's block
-// (mxfp8: 32); 0 where the kernel writes no scale (no quant, static).
+// (mxfp8: 32, nvfp4: 16); 0 where the kernel writes no scale (no quant, static).
 std::uint32_t quant_group(const NormSpec& spec);
 // The y_scale entries of a row: ceil(width / quant_group), 0 where none are written.
 std::uint32_t quant_scales_per_row(const NormSpec& spec);
+// The kernel reads quant_scale_in: QuantScale::Static's scale, or nvfp4's global scale.
+bool reads_quant_scale(const NormSpec& spec);
 // A forward with the residual add that normalizes h as stored, rounded to its 16-bit dtype
 // (Casting Llama and Gemma).
 bool normalizes_stored_h(const NormSpec& spec);
@@ -142,9 +153,8 @@ std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
-// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8" (quantized
-// output),
-// "_static", "_grp128" (its scale, where not per-token).
+// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8", "_qnvfp4"
+// (quantized output), "_static", "_grp128" (its scale, where not per-token).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
