@@ -112,6 +112,16 @@ void check_variant(const NormSpec& spec) {
                               quant_name(spec.quant), spec.row_groups));
     }
   }
+  if (quant_scale_layout_name(spec.quant_scale_layout) == "?") {
+    throw Error(
+        fmt::format("quant scale layout must be one of row-major, cublas, got enum value {}",
+                    static_cast<int>(spec.quant_scale_layout)));
+  }
+  if (spec.quant_scale_layout != QuantScaleLayout::RowMajor && quant_block(spec.quant) == 0) {
+    throw Error(
+        fmt::format("quant scale layout {} lays out block scales (mxfp8, nvfp4); quant {} has none",
+                    quant_scale_layout_name(spec.quant_scale_layout), quant_name(spec.quant)));
+  }
   // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
   if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
     throw Error(

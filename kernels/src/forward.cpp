@@ -24,8 +24,8 @@ struct ForwardParams {
   GlobalDPtr x;
   std::optional<GlobalDPtr> residual, w, b;
   GlobalDPtr y;
-  std::optional<GlobalDPtr> y_scale;             // a quantized y's scales, written (f32; u8)
-  std::optional<GlobalPtr<F32>> quant_scale_in;  // QuantScale::Static's, read
+  std::optional<GlobalDPtr> y_scale;  // a quantized y's scales, written (quant_scale_type)
+  std::optional<GlobalPtr<F32>> quant_scale_in;  // read: QuantScale::Static's, nvfp4's global
   std::optional<GlobalDPtr> h, mean;
   GlobalDPtr rstd;
   Reg<U32> batch, stride;
@@ -193,6 +193,7 @@ class ForwardBuilder {
   void store_fp4_pairs(GlobalDPtr y_row, std::optional<Pred> row_ok, std::uint32_t j,
                        std::optional<Reg<U32>> shift, const Values& q);
   Reg<F32> write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer);
+  Reg<U32> scale_index(Reg<U32> row, std::optional<Reg<U32>> block);
   Reg<F32> quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak);
   Reg<F32> group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
                          std::optional<Reg<U32>> shift, const Values& y);
@@ -571,7 +572,21 @@ Reg<F32> ForwardBuilder::quant_divisor(Reg<U32> row, std::optional<Pred> row_ok,
       group_reduce(k, peaks, Reduction::max(), T, plan.block(), cta.tid, absmax_scratch)[0];
   Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
   if (row_ok) writer = k.and_(writer, *row_ok);
-  return write_scale(absmax, row, writer);
+  return write_scale(absmax, scale_index(row, std::nullopt), writer);
+}
+
+// Where the row's scale `block` (none: 0) lies in y_scale, as quant_scale_index says.
+Reg<U32> ForwardBuilder::scale_index(Reg<U32> row, std::optional<Reg<U32>> block) {
+  const std::uint32_t per_row = quant_scales_per_row(spec);
+  if (spec.quant_scale_layout == QuantScaleLayout::RowMajor) {
+    if (block) return k.mad(row, per_row, *block);
+    return per_row == 1 ? row : k.mul(row, per_row);
+  }
+  // cuBLAS's tiles of 128 rows × 4 blocks, 512 entries each.
+  const Reg<U32> b = block ? *block : k.mov<U32>(0u);
+  const Reg<U32> tile = k.mad(k.shr(row, 7u), (per_row + 3) / 4, k.shr(b, 2u));
+  const Reg<U32> in_tile = k.mad(k.and_(row, 31u), 16u, k.shl(k.and_(k.shr(row, 5u), 3u), 2u));
+  return k.add(k.mad(tile, 512u, in_tile), k.and_(b, 3u));
 }
 
 // Chunk j's group scales: the absmax over the scale_group / vec lanes that hold a group (a
@@ -587,8 +602,7 @@ Reg<F32> ForwardBuilder::group_divisor(Reg<U32> row, std::optional<Pred> row_ok,
   Pred writer = k.and_(k.setp(Cmp::Eq, k.and_(column, scale_group - 1), 0u),
                        k.setp(Cmp::Lt, column, spec.width));
   if (row_ok) writer = k.and_(writer, *row_ok);
-  const Reg<U32> index = k.mad(row, quant_scales_per_row(spec), div_by(k, column, scale_group));
-  return write_scale(absmax, index, writer);
+  return write_scale(absmax, scale_index(row, div_by(k, column, scale_group)), writer);
 }
 
 // shared_weights: the thread's columns of w and b, copied while the first rows load. With one

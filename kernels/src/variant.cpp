@@ -68,6 +68,9 @@ constexpr QuantScaleRow kQuantScales[] = {
     {"static", "_static", false, 0},
     {"group128", "_grp128", true, 128},
 };
+constexpr std::string_view kQuantScaleLayoutNames[] = {"row-major", "cublas"};
+// cuBLAS's block-scale tile: 128 rows × 4 blocks, 512 entries.
+constexpr std::uint32_t kTileRows = 128, kTileBlocks = 4;
 constexpr std::string_view kQuantScaleNames[] = {kQuantScales[0].name, kQuantScales[1].name,
                                                  kQuantScales[2].name};
 
@@ -127,6 +130,29 @@ std::string_view quant_scale_name(QuantScale s) {
 }
 QuantScale parse_quant_scale(std::string_view name) {
   return parse_name<QuantScale>(name, kQuantScaleNames, "quant scale");
+}
+
+std::string_view quant_scale_layout_name(QuantScaleLayout l) {
+  return name_of(l, kQuantScaleLayoutNames);
+}
+QuantScaleLayout parse_quant_scale_layout(std::string_view name) {
+  return parse_name<QuantScaleLayout>(name, kQuantScaleLayoutNames, "quant scale layout");
+}
+
+std::uint64_t quant_scale_index(const NormSpec& spec, std::uint32_t row, std::uint32_t block) {
+  const std::uint64_t per_row = quant_scales_per_row(spec);
+  if (spec.quant_scale_layout != QuantScaleLayout::Cublas) return row * per_row + block;
+  const std::uint64_t tiles_a_row = (per_row + kTileBlocks - 1) / kTileBlocks;
+  const std::uint64_t tile = row / kTileRows * tiles_a_row + block / kTileBlocks;
+  return tile * kTileRows * kTileBlocks + row % 32 * 16 + row % kTileRows / 32 * 4 +
+         block % kTileBlocks;
+}
+
+std::uint64_t quant_scale_entries(const NormSpec& spec, std::uint32_t batch) {
+  const std::uint64_t per_row = quant_scales_per_row(spec);
+  if (spec.quant_scale_layout != QuantScaleLayout::Cublas) return batch * per_row;
+  const std::uint64_t tiles_a_row = (per_row + kTileBlocks - 1) / kTileBlocks;
+  return (std::uint64_t{batch} + kTileRows - 1) / kTileRows * tiles_a_row * kTileRows * kTileBlocks;
 }
 
 std::uint32_t quant_group(const NormSpec& spec) {
@@ -206,6 +232,7 @@ std::string variant_suffix(const NormSpec& spec) {
   if (spec.quant != Quant::None && quant_scale_name(spec.quant_scale) != "?") {
     s += kQuantScales[static_cast<std::size_t>(spec.quant_scale)].suffix;
   }
+  if (spec.quant_scale_layout == QuantScaleLayout::Cublas) s += "_sfcublas";
   if (spec.row_groups != 1) s += fmt::format("_g{}x{}", spec.row_groups, spec.group_stride);
   return s;
 }

@@ -202,7 +202,8 @@ std::map<std::string, std::vector<std::byte>> run_batch(
       }
     }
     const std::size_t scales = std::size_t{batch} * quant_scales_per_row(spec);
-    const std::size_t scale_bytes = scales * (quant_block(spec.quant) > 0 ? 1 : 4);  // or f32
+    const std::size_t entries = quant_scale_entries(spec, batch);  // with cuBLAS's padding
+    const std::size_t scale_bytes = entries * (quant_block(spec.quant) > 0 ? 1 : 4);  // or f32
     const bool fp4 = spec.quant == Quant::Nvfp4;
     const std::size_t y_bytes = fp4 ? rows / 2 : rows;
     const float static_scale = static_scale_for(spec, ref);
@@ -218,13 +219,17 @@ std::map<std::string, std::vector<std::byte>> run_batch(
     run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
     if (spec.quant != Quant::None) {
       std::vector<float> scale;
-      if (spec.quant == Quant::Mxfp8) {
-        for (std::uint8_t code : dev.download<std::uint8_t>(ptrs.at("y_scale"), scales)) {
-          scale.push_back(code == 0xFF ? NAN : std::ldexp(1.0f, code - 127));
-        }
-      } else if (fp4) {
-        for (std::uint8_t code : dev.download<std::uint8_t>(ptrs.at("y_scale"), scales)) {
-          scale.push_back(static_cast<float>(quant_value(Quant::Fp8E4m3, code)));
+      if (quant_block(spec.quant) > 0) {
+        // The bytes row-major, from where the layout puts them.
+        const auto codes = dev.download<std::uint8_t>(ptrs.at("y_scale"), entries);
+        const std::uint32_t per_row = quant_scales_per_row(spec);
+        for (std::uint32_t r = 0; r < batch; ++r) {
+          for (std::uint32_t c = 0; c < per_row; ++c) {
+            const std::uint8_t code = codes.at(quant_scale_index(spec, r, c));
+            scale.push_back(fp4            ? static_cast<float>(quant_value(Quant::Fp8E4m3, code))
+                            : code == 0xFF ? NAN
+                                           : std::ldexp(1.0f, code - 127));
+          }
         }
       } else if (scales > 0) {
         scale = dev.download<float>(ptrs.at("y_scale"), scales);
@@ -1665,6 +1670,29 @@ TEST_CASE("quantized forward to nvfp4: a block of zeros has scale 0 and zeros",
   CHECK(std::all_of(block, block + 8, [](std::byte b) {
     return (b & std::byte{0x77}) == std::byte{0};  // ±0 in both nibbles
   }));
+}
+
+TEST_CASE("quantized forward to mxfp8 and nvfp4, block scales in cuBLAS's tiles",
+          "[executor][norm]") {
+  // Batches within one tile of 128 rows and over two; rows of one block, of 4 and of 7 to 72.
+  for (const Quant quant : {Quant::Mxfp8, Quant::Nvfp4}) {
+    for (const std::uint32_t width : {16u, 64u, 112u, 1150u}) {
+      for (Residual residual : {Residual::None, Residual::Add}) {
+        INFO("quant " << quant_name(quant) << " width " << width);
+        const std::uint32_t stride = width + 10;
+        NormSpec spec = spec_of(NormKind::LayerNormFwd, DType::BF16, width);
+        spec.quant = quant;
+        spec.quant_scale_layout = QuantScaleLayout::Cublas;
+        spec.residual = residual;
+        spec.device = device_preset("b200");
+        spec.arch = Arch::Sm100a;
+        spec.ptx_version = default_ptx_version(Arch::Sm100a);
+        spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        for (std::uint32_t batch : {1u, 130u}) run_batch(built, batch, stride);
+      }
+    }
+  }
 }
 
 TEST_CASE("quantized forward with group128 scales (the last group ragged): f32 rows",

@@ -443,3 +443,32 @@ TEST_CASE("quant nvfp4: sm_100a, even widths in vectors of pairs, one-level rows
                       "quant nvfp4 takes rows of one level; row groups must be 1, got 2");
   CHECK(quant_max(Quant::Nvfp4) == 6.0f);
 }
+
+TEST_CASE("quant scale layout cublas: block scales only, their tiles of 128 rows × 4 blocks",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 160);
+  s.quant = Quant::Fp8E4m3;
+  s.quant_scale_layout = QuantScaleLayout::Cublas;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale layout cublas lays out block scales (mxfp8, nvfp4); quant "
+                      "fp8-e4m3 has none");
+  s.quant = Quant::Nvfp4;
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qnvfp4_sfcublas");
+  // 10 blocks a row: 3 tiles a row of tiles; 130 rows: 2 rows of tiles.
+  CHECK(quant_scale_entries(s, 130) == 2 * 3 * 512);
+  CHECK(quant_scale_index(s, 0, 0) == 0);
+  CHECK(quant_scale_index(s, 0, 3) == 3);
+  CHECK(quant_scale_index(s, 1, 0) == 16);
+  CHECK(quant_scale_index(s, 32, 0) == 4);
+  CHECK(quant_scale_index(s, 127, 3) == 31 * 16 + 3 * 4 + 3);
+  CHECK(quant_scale_index(s, 0, 4) == 512);
+  CHECK(quant_scale_index(s, 128, 9) == (3 + 2) * 512 + 1);
+  s.quant_scale_layout = QuantScaleLayout::RowMajor;
+  CHECK(quant_scale_index(s, 128, 9) == 128 * 10 + 9);
+  REQUIRE_THROWS_WITH(parse_quant_scale_layout("swizzled"),
+                      "quant scale layout must be one of row-major, cublas, got 'swizzled'");
+}

@@ -34,6 +34,7 @@ struct SpecOptions {
   // none, per-token).
   std::string quant;
   std::string quant_scale;
+  std::string quant_scale_layout;
   // Two-level rows (NormSpec::row_groups, group_stride as text; empty: one level).
   std::string row_groups;
   std::string group_stride;

@@ -54,6 +54,9 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
                  "with --quant: per-token (default), static (one f32 the caller gives, "
                  "quant_scale_in) or group128 (absmax / M of each 128 elements of a row, y_scale "
                  "f32 [rows][ceil(width / 128)])");
+  app.add_option("--quant-scale-layout", quant_scale_layout,
+                 "with --quant mxfp8 or nvfp4: row-major (default, [rows][blocks]) or cublas "
+                 "(cuBLAS's tiles of 128 rows x 4 blocks, 512 bytes each)");
   app.add_option("--row-groups", row_groups,
                  fmt::format("G: row r at (r / G) stride + (r % G) S (per-head rows of a QKV "
                              "buffer), 1 to {} (default 1)",
@@ -123,6 +126,10 @@ kernels::NormSpec SpecOptions::parsed() const {
   if (!quant.empty()) s.quant = usage([&] { return kernels::parse_quant(quant); });
   if (!quant_scale.empty()) {
     s.quant_scale = usage([&] { return kernels::parse_quant_scale(quant_scale); });
+  }
+  if (!quant_scale_layout.empty()) {
+    s.quant_scale_layout =
+        usage([&] { return kernels::parse_quant_scale_layout(quant_scale_layout); });
   }
   if (!row_groups.empty()) {
     s.row_groups = static_cast<std::uint32_t>(

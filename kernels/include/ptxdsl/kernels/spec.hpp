@@ -56,6 +56,11 @@ enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8, Mxfp8, Nvfp4 };
 // over each 128 consecutive elements of a row (the last group ragged), y_scale f32
 // [rows][ceil(width / 128)] row-major (DeepGEMM's 1×128 activation scales).
 enum class QuantScale { PerToken, Static, Group128 };
+// Where mxfp8's and nvfp4's block scales lie in y_scale. RowMajor: [rows][blocks]. Cublas:
+// cuBLAS's block-scaled layout, 512-byte tiles of 128 rows × 4 blocks (row r, block c of a tile
+// at (r % 32)·16 + (r / 32)·4 + c), the tiles row-major over [ceil(rows / 128)][ceil(blocks / 4)];
+// the padding past the rows and blocks is left as it was (zero it for cuBLAS).
+enum class QuantScaleLayout { RowMajor, Cublas };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
 std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
@@ -79,6 +84,8 @@ ScalarType quant_element_type(Quant q);
 ScalarType quant_scale_type(Quant q);
 std::string_view quant_scale_name(QuantScale s);  // "per-token", "static", "group128"
 QuantScale parse_quant_scale(std::string_view name);
+std::string_view quant_scale_layout_name(QuantScaleLayout l);  // "row-major", "cublas"
+QuantScaleLayout parse_quant_scale_layout(std::string_view name);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
 float parse_weight_offset(std::string_view text);
 
@@ -112,8 +119,9 @@ struct NormSpec {
   // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
   float weight_offset = 0.0f;
   Casting casting = Casting::None;
-  Quant quant = Quant::None;                      // forward only
-  QuantScale quant_scale = QuantScale::PerToken;  // with quant
+  Quant quant = Quant::None;                                         // forward only
+  QuantScale quant_scale = QuantScale::PerToken;                     // with quant
+  QuantScaleLayout quant_scale_layout = QuantScaleLayout::RowMajor;  // with mxfp8, nvfp4
   // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
   // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
   // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
@@ -140,6 +148,10 @@ DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for 
 std::uint32_t quant_group(const NormSpec& spec);
 // The y_scale entries of a row: ceil(width / quant_group), 0 where none are written.
 std::uint32_t quant_scales_per_row(const NormSpec& spec);
+// Where row `row`'s scale `block` lies in y_scale, in entries, as quant_scale_layout says; and
+// the entries y_scale spans for `batch` rows (Cublas: whole tiles).
+std::uint64_t quant_scale_index(const NormSpec& spec, std::uint32_t row, std::uint32_t block);
+std::uint64_t quant_scale_entries(const NormSpec& spec, std::uint32_t batch);
 // The kernel reads quant_scale_in: QuantScale::Static's scale, or nvfp4's global scale.
 bool reads_quant_scale(const NormSpec& spec);
 // A forward with the residual add that normalizes h as stored, rounded to its 16-bit dtype
@@ -154,7 +166,8 @@ std::uint64_t row_span(const NormSpec& spec);
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
 // "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8", "_qnvfp4"
-// (quantized output), "_static", "_grp128" (its scale, where not per-token).
+// (quantized output), "_static", "_grp128" (its scale, where not per-token), "_sfcublas" (block
+// scales in cuBLAS's layout).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
