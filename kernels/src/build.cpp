@@ -75,12 +75,52 @@ void check_variant(const NormSpec& spec) {
   }
   if (quant_name(spec.quant) == "?") {
     throw Error(
-        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value {}",
+        fmt::format("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, got enum value {}",
                     static_cast<int>(spec.quant)));
   }
   if (spec.quant != Quant::None && is_backward(spec.kind)) {
     throw Error(fmt::format("quant {} is a forward's output; {} is a backward",
                             quant_name(spec.quant), kind_name(spec.kind)));
+  }
+  if (quant_scale_name(spec.quant_scale) == "?") {
+    throw Error(
+        fmt::format("quant scale must be one of per-token, static, group128, got enum value {}",
+                    static_cast<int>(spec.quant_scale)));
+  }
+  if (spec.quant == Quant::None && spec.quant_scale != QuantScale::PerToken) {
+    throw Error(fmt::format("quant scale {} scales a quantized y; quant is none (give a format)",
+                            quant_scale_name(spec.quant_scale)));
+  }
+  if (quant_block(spec.quant) > 0 && spec.quant_scale != QuantScale::PerToken) {
+    throw Error(fmt::format(
+        "quant {} has its own scales (one per {} elements); quant scale must be per-token "
+        "(the default), got {}",
+        quant_name(spec.quant), quant_block(spec.quant), quant_scale_name(spec.quant_scale)));
+  }
+  if (quant_block(spec.quant) > 0 && spec.arch != Arch::Sm100a) {
+    throw Error(fmt::format(
+        "quant {} feeds Blackwell's block-scaled matrix products: it needs sm_100a, got {}",
+        quant_name(spec.quant), arch_name(spec.arch)));
+  }
+  if (quant_element_type(spec.quant) == ScalarType::E2M1x2) {
+    if (spec.width % 2 != 0) {
+      throw Error(fmt::format("quant {} packs two elements a byte: the width must be even, got {}",
+                              quant_name(spec.quant), spec.width));
+    }
+    if (spec.row_groups != 1) {
+      throw Error(fmt::format("quant {} takes rows of one level; row groups must be 1, got {}",
+                              quant_name(spec.quant), spec.row_groups));
+    }
+  }
+  if (quant_scale_layout_name(spec.quant_scale_layout) == "?") {
+    throw Error(
+        fmt::format("quant scale layout must be one of row-major, cublas, got enum value {}",
+                    static_cast<int>(spec.quant_scale_layout)));
+  }
+  if (spec.quant_scale_layout != QuantScaleLayout::RowMajor && quant_block(spec.quant) == 0) {
+    throw Error(
+        fmt::format("quant scale layout {} lays out block scales (mxfp8, nvfp4); quant {} has none",
+                    quant_scale_layout_name(spec.quant_scale_layout), quant_name(spec.quant)));
   }
   // The DSL's instruction table has cvt to e4m3x2/e5m2x2 from sm_90 (sm_89's PTX 8.1 aside).
   if ((spec.quant == Quant::Fp8E4m3 || spec.quant == Quant::Fp8E5m2) && spec.arch < Arch::Sm90) {
@@ -202,6 +242,39 @@ void detail::check_spec(const NormSpec& spec) {
     check_cluster("partial_cluster", *kn.partial_cluster);
 }
 
+namespace {
+
+// A scale over groups narrower than the row takes each group's absmax with shuffles among the
+// lanes that hold it: a chunk holds whole groups, each within a warp (vectors of at least
+// group / 32 elements). A row no wider than a group is one group, reduced as a per-token row.
+void check_quant_groups(const NormSpec& spec, const detail::Plan& p) {
+  if (quant_element_type(spec.quant) == ScalarType::E2M1x2 && p.vec < 2) {
+    throw Error(fmt::format(
+        "quant {} packs two elements a byte from one thread's vector: it needs vectors of at "
+        "least 2 elements, got {} (the rows' stride and addresses allow no wider)",
+        quant_name(spec.quant), p.vec));
+  }
+  const std::uint32_t group = quant_group(spec);
+  if (group == 0 || spec.width <= group) return;
+  const std::string what = quant_block(spec.quant) > 0
+                               ? fmt::format("quant {}", quant_name(spec.quant))
+                               : fmt::format("quant scale {}", quant_scale_name(spec.quant_scale));
+  const std::uint32_t least_vec = std::max(1u, group / 32);
+  if (p.vec < least_vec) {
+    throw Error(fmt::format(
+        "{} takes each {}-element group's absmax within a warp: it needs vectors of at least {} "
+        "elements, got {} (the rows' stride and addresses allow no wider)",
+        what, group, least_vec, p.vec));
+  }
+  if (p.threads_per_row * p.vec % group != 0) {
+    throw Error(fmt::format(
+        "{}: a chunk of threads_per_row {} × vector {} elements must hold whole {}-element groups",
+        what, p.threads_per_row, p.vec, group));
+  }
+}
+
+}  // namespace
+
 void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
   const NormKnobs& kn = spec.knobs;
   // The one-launch backward (single_launch, which the runtime sets for small batches) has no
@@ -229,6 +302,7 @@ void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
         quant_name(spec.quant), spec.width, spec.width * dtype_bytes(spec.dtype),
         dtype_name(spec.dtype), p.cluster_ctas, spec.device.name));
   }
+  check_quant_groups(spec, p);
   if (p.block() % 32 != 0 || p.block() > 1024) {
     throw Error(
         fmt::format("threads_per_row × rows_per_cta must be a multiple of 32 in [32, 1024], "

@@ -4,6 +4,7 @@
 // normalized and stored. The grid (Plan::grid) is a CTA a row group, or persistent CTAs that walk
 // rows with the rows ahead in flight (RowsAhead), w and b read from L2 by every row or, with
 // shared_weights, copied into shared memory before the walk.
+#include <limits>
 #include <map>
 
 #include "access_hints.hpp"
@@ -23,27 +24,13 @@ struct ForwardParams {
   GlobalDPtr x;
   std::optional<GlobalDPtr> residual, w, b;
   GlobalDPtr y;
-  std::optional<GlobalPtr<F32>> y_scale;  // a quantized y's per-token scales
+  std::optional<GlobalDPtr> y_scale;  // a quantized y's scales, written (quant_scale_type)
+  std::optional<GlobalPtr<F32>> quant_scale_in;  // read: QuantScale::Static's, nvfp4's global
   std::optional<GlobalDPtr> h, mean;
   GlobalDPtr rstd;
   Reg<U32> batch, stride;
   Reg<F32> eps;
 };
-
-// A quantized y's element type.
-ScalarType output_type(const NormSpec& spec) {
-  switch (spec.quant) {
-    case Quant::Fp8E4m3:
-      return ScalarType::E4M3;
-    case Quant::Fp8E5m2:
-      return ScalarType::E5M2;
-    case Quant::Int8:
-      return ScalarType::S8;
-    case Quant::None:
-      break;
-  }
-  return element_type(spec.dtype);
-}
 
 ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   const GlobalDPtr x = param_dptr(k, NormArg::X, spec.dtype);
@@ -51,18 +38,28 @@ ForwardParams declare_params(Kernel& k, const NormSpec& spec) {
   if (has_residual(spec)) residual = param_dptr(k, NormArg::Residual, residual_dtype(spec));
   if (has_weight(spec)) w = param_dptr(k, NormArg::W, spec.weight_dtype);
   if (has_bias(spec)) b = param_dptr(k, NormArg::B, spec.weight_dtype);
+  // nvfp4's pairs of e2m1 are addressed as bytes.
+  const ScalarType y_type = quant_element_type(spec.quant) == ScalarType::E2M1x2
+                                ? ScalarType::U8
+                                : quant_element_type(spec.quant);
   const GlobalDPtr y = spec.quant == Quant::None
                            ? param_dptr(k, NormArg::Y, spec.dtype)
-                           : ptxdsl::param_dptr(k, arg_name(NormArg::Y), output_type(spec));
-  std::optional<GlobalPtr<F32>> y_scale;
-  if (spec.quant != Quant::None) y_scale = param_dptr(k, NormArg::YScale, DType::F32).p.as<F32>();
+                           : ptxdsl::param_dptr(k, arg_name(NormArg::Y), y_type);
+  std::optional<GlobalDPtr> y_scale;
+  std::optional<GlobalPtr<F32>> quant_scale_in;
+  if (quant_group(spec) > 0) {
+    y_scale = ptxdsl::param_dptr(k, arg_name(NormArg::YScale), quant_scale_type(spec.quant));
+  }
+  if (reads_quant_scale(spec)) {
+    quant_scale_in = param_dptr(k, NormArg::QuantScaleIn, DType::F32).p.as<F32>();
+  }
   if (residual) h = param_dptr(k, NormArg::H, residual_dtype(spec));
   if (spec.kind == NormKind::LayerNormFwd) mean = param_dptr(k, NormArg::Mean, DType::F32);
   const GlobalDPtr rstd = param_dptr(k, NormArg::Rstd, DType::F32);
   const Reg<U32> batch = k.param<U32>(arg_name(NormArg::Batch));
   const Reg<U32> stride = k.param<U32>(arg_name(NormArg::Stride));
   const Reg<F32> eps = k.param<F32>(arg_name(NormArg::Eps));
-  return {x, residual, w, b, y, y_scale, h, mean, rstd, batch, stride, eps};
+  return {x, residual, w, b, y, y_scale, quant_scale_in, h, mean, rstd, batch, stride, eps};
 }
 
 Kernel& start_kernel(Module& m, const NormSpec& spec, const Plan& plan) {
@@ -192,7 +189,14 @@ class ForwardBuilder {
   void write_statistics(Reg<U32> row, std::optional<Pred> row_ok, const RowStats& stats);
   void store_normalized(RowPass& r, Reg<U32> row, std::optional<Pred> row_ok,
                         const HeldWeights& early, const RowStats& stats);
+  Reg<F32> chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> shift, const Values& y);
+  void store_fp4_pairs(GlobalDPtr y_row, std::optional<Pred> row_ok, std::uint32_t j,
+                       std::optional<Reg<U32>> shift, const Values& q);
+  Reg<F32> write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer);
+  Reg<U32> scale_index(Reg<U32> row, std::optional<Reg<U32>> block);
   Reg<F32> quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak);
+  Reg<F32> group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
+                         std::optional<Reg<U32>> shift, const Values& y);
   void copy_weights_in();
   void walk_rows();
 
@@ -239,6 +243,12 @@ class ForwardBuilder {
   // The quantized output's absmax reduction: a buffer of its own, so that it needs no barrier
   // beyond the statistics' (which every warp passes between two rows' absmax).
   SharedPtr<F32> absmax_scratch{};
+  // A quantized y's scales: over the row (per-token, or a row no wider than a group), over
+  // groups of the row (each within a chunk and a warp: check_quant_groups), or the caller's.
+  const bool row_scale = quant_group(spec) > 0 && quant_group(spec) >= spec.width;
+  const std::uint32_t scale_group = row_scale ? 0 : quant_group(spec);
+  const bool fp4 = quant_element_type(spec.quant) == ScalarType::E2M1x2;
+  std::optional<Reg<F32>> caller_scale;  // quant_scale_in's, loaded with each row's scales
 };
 
 // Group reductions' scratch: layer norm's two reductions take one buffer each, and a persistent
@@ -250,8 +260,7 @@ void ForwardBuilder::make_scratch() {
   if (T > 32) {
     scratch = k.shared_array<F32>("red", (!one_reduction || persistent ? 2 : 1) * scratch_floats);
     if (one_reduction && persistent) scratch_offset = k.mov<U32>(0u);
-    if (spec.quant != Quant::None)
-      absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
+    if (row_scale) absmax_scratch = k.shared_array<F32>("red_absmax", scratch_floats);
   }
 }
 
@@ -452,23 +461,19 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
     });
     return out;
   };
-  const GlobalDPtr y_row = at(k, row_start(k, spec, p.y, row, p.stride), first_column);
+  // nvfp4: a byte holds two elements (row groups refused, stride a multiple of the vector).
+  const GlobalDPtr y_row =
+      fp4 ? at(k, row_of(k, p.y, row, k.shr(p.stride, 1u)), k.shr(first_column, 1u))
+          : at(k, row_start(k, spec, p.y, row, p.stride), first_column);
   std::optional<Reg<F32>> divisor;
-  if (spec.quant != Quant::None) {
-    // |y| of the row's columns (past the width y need not be 0: the mean, the weight offset).
+  if (p.quant_scale_in) caller_scale = k.ld(*p.quant_scale_in);
+  if (spec.quant_scale == QuantScale::Static) divisor = caller_scale;
+  if (row_scale) {
     const Reg<F32> peak = k.mov<F32>(0.0f);
     for_each_chunk(
         k, fence_all(xt.loop_keys()), plan.loop_group,
         [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
-          const Values y = y_of(j, shift);
-          Reg<U32> chunk_column = first_column;
-          if (shift) chunk_column = k.mad(*shift, per_chunk, first_column);
-          for (std::size_t e = 0; e < y.size(); ++e) {
-            const Reg<U32> column =
-                k.add(chunk_column, static_cast<std::uint32_t>(map.chunk_offset(j) + e));
-            const Pred inside = k.setp(Cmp::Lt, column, spec.width);
-            k.mov(peak, k.selp(k.max(peak, k.abs(y[e])), peak, inside));
-          }
+          k.mov(peak, k.max(peak, chunk_absmax(j, shift, y_of(j, shift))));
         },
         fence);
     divisor = quant_divisor(row, row_ok, peak);
@@ -478,30 +483,126 @@ void ForwardBuilder::store_normalized(RowPass& r, Reg<U32> row, std::optional<Pr
       k, fence_all(xt.loop_keys()), plan.loop_group,
       [&](std::uint32_t j, std::optional<Reg<U32>> shift) {
         Values out = y_of(j, shift);
+        if (scale_group > 0) divisor = group_divisor(row, row_ok, j, shift, out);
         if (divisor) {
           for (Reg<F32>& v : out) {
-            v = k.div(v, *divisor);
+            v = spec.quant == Quant::Mxfp8 ? k.mul(v, *divisor) : k.div(v, *divisor);
             // int8 is symmetric: -128 is never written (the cvt's .sat stops at -128).
             if (spec.quant == Quant::Int8) v = k.max(k.min(v, 127.0f), -127.0f);
           }
         }
-        store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
+        if (fp4) {
+          store_fp4_pairs(y_row, row_ok, j, shift, out);
+        } else {
+          store_chunk(k, r.masks, shifted(k, y_row, shift, per_chunk), j, out, hints.row_stores);
+        }
       },
       fence);
 }
 
-// The row's absmax over its group (its own scratch), the scale absmax / the format's largest
-// value written by lane 0, and what y is divided by: the scale, or 1 for a row of zeros (whose
-// y / 1 is 0, where y / 0 would be NaN).
+// nvfp4: chunk j's elements (y / its divisor) two a byte, the first in the low nibble
+// (cvt.rn.satfinite.e2m1x2.f32), each byte stored where its pair lies inside the row.
+void ForwardBuilder::store_fp4_pairs(GlobalDPtr y_row, std::optional<Pred> row_ok, std::uint32_t j,
+                                     std::optional<Reg<U32>> shift, const Values& q) {
+  Reg<U32> column = k.add(first_column, static_cast<std::uint32_t>(map.chunk_offset(j)));
+  if (shift) column = k.mad(*shift, per_chunk, column);
+  const GlobalDPtr at_chunk = shifted(k, y_row, shift, per_chunk / 2);
+  for (std::size_t e = 0; e + 1 < q.size(); e += 2) {
+    const Reg<E2M1x2> pair = k.cvt_pack<E2M1x2>(q[e], q[e + 1]);
+    Pred inside = k.setp(Cmp::Lt, k.add(column, static_cast<std::uint32_t>(e)), spec.width);
+    if (row_ok) inside = k.and_(inside, *row_ok);
+    const auto byte = static_cast<std::int64_t>((map.chunk_offset(j) + e) / 2);
+    k.predicated(inside, [&] { k.st((at_chunk + byte).p.as<E2M1x2>(), pair); });
+  }
+}
+
+// max |y| over the thread's elements of chunk j inside the row (past the width y need not be 0:
+// the mean, the weight offset).
+Reg<F32> ForwardBuilder::chunk_absmax(std::uint32_t j, std::optional<Reg<U32>> shift,
+                                      const Values& y) {
+  Reg<U32> chunk_column = first_column;
+  if (shift) chunk_column = k.mad(*shift, per_chunk, first_column);
+  const Reg<F32> peak = k.mov<F32>(0.0f);
+  for (std::size_t e = 0; e < y.size(); ++e) {
+    const Reg<U32> column =
+        k.add(chunk_column, static_cast<std::uint32_t>(map.chunk_offset(j) + e));
+    const Pred inside = k.setp(Cmp::Lt, column, spec.width);
+    k.mov(peak, k.selp(k.max(peak, k.abs(y[e])), peak, inside));
+  }
+  return peak;
+}
+
+// The scale of elements whose largest magnitude is absmax, written at y_scale[index] by `writer`,
+// and what y is divided by: absmax / the format's largest value, or 1 where absmax is 0 (y / 1 is
+// 0 there, where y / 0 is NaN). mxfp8 (OCP MX): 2^e, e = floor(log2(absmax)) − 8 (e4m3's largest
+// exponent) within [−127, 127], its ue8m0 byte e + 127 from absmax's exponent bits (a subnormal's
+// or 0's: e = −127); y is multiplied by the returned 2^−e (a normal f32, as e ≤ 119): exact.
+Reg<F32> ForwardBuilder::write_scale(Reg<F32> absmax, Reg<U32> index, Pred writer) {
+  if (spec.quant == Quant::Mxfp8) {
+    const Reg<U32> exponent = k.and_(k.shr(k.bitcast<U32>(absmax), 23u), 0xFFu);
+    const Reg<U32> code = k.sub(k.max(exponent, 8u), 8u);
+    k.predicated(writer, [&] {
+      const Reg<F32> as_value[] = {k.cvt<F32>(code)};
+      store_values(k, at(k, *p.y_scale, index), as_value);
+    });
+    return k.bitcast<F32>(k.shl(k.sub(k.mov<U32>(254u), code), 23u));
+  }
+  if (spec.quant == Quant::Nvfp4) {
+    // NVIDIA's NVFP4: s = e4m3(absmax / 6 / global), y divided by s·global (+inf where that is 0,
+    // so that q is 0).
+    const Reg<F32> wanted = k.div(k.div(absmax, quant_max(spec.quant)), *caller_scale);
+    k.predicated(writer, [&] {
+      const Reg<F32> as_value[] = {wanted};
+      store_values(k, at(k, *p.y_scale, index), as_value);
+    });
+    const Reg<F32> s =
+        k.cvt<F32>(k.unpack<F16>(k.cvt_unpack(k.cvt_pack<E4M3x2>(wanted, wanted)))[0]);
+    const Reg<F32> d = k.mul(s, *caller_scale);
+    return k.selp<F32>(std::numeric_limits<float>::infinity(), d, k.setp(Cmp::Eq, d, 0.0f));
+  }
+  const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
+  k.predicated(writer, [&] { k.st(k.index(p.y_scale->p.as<F32>(), index), scale); });
+  return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
+}
+
+// The row's absmax over its group (its own scratch) and its one scale, written by lane 0.
 Reg<F32> ForwardBuilder::quant_divisor(Reg<U32> row, std::optional<Pred> row_ok, Reg<F32> peak) {
   const Reg<F32> peaks[] = {peak};
   const Reg<F32> absmax =
       group_reduce(k, peaks, Reduction::max(), T, plan.block(), cta.tid, absmax_scratch)[0];
-  const Reg<F32> scale = k.div(absmax, quant_max(spec.quant));
   Pred writer = k.setp(Cmp::Eq, cta.lane, 0u);
   if (row_ok) writer = k.and_(writer, *row_ok);
-  k.predicated(writer, [&] { k.st(k.index(*p.y_scale, row), scale); });
-  return k.selp<F32>(1.0f, scale, k.setp(Cmp::Eq, absmax, 0.0f));
+  return write_scale(absmax, scale_index(row, std::nullopt), writer);
+}
+
+// Where the row's scale `block` (none: 0) lies in y_scale, as quant_scale_index says.
+Reg<U32> ForwardBuilder::scale_index(Reg<U32> row, std::optional<Reg<U32>> block) {
+  const std::uint32_t per_row = quant_scales_per_row(spec);
+  if (spec.quant_scale_layout == QuantScaleLayout::RowMajor) {
+    if (block) return k.mad(row, per_row, *block);
+    return per_row == 1 ? row : k.mul(row, per_row);
+  }
+  // cuBLAS's tiles of 128 rows × 4 blocks, 512 entries each.
+  const Reg<U32> b = block ? *block : k.mov<U32>(0u);
+  const Reg<U32> tile = k.mad(k.shr(row, 7u), (per_row + 3) / 4, k.shr(b, 2u));
+  const Reg<U32> in_tile = k.mad(k.and_(row, 31u), 16u, k.shl(k.and_(k.shr(row, 5u), 3u), 2u));
+  return k.add(k.mad(tile, 512u, in_tile), k.and_(b, 3u));
+}
+
+// Chunk j's group scales: the absmax over the scale_group / vec lanes that hold a group (a
+// butterfly within the warp), written by the group's first lane at y_scale[row][column / group].
+Reg<F32> ForwardBuilder::group_divisor(Reg<U32> row, std::optional<Pred> row_ok, std::uint32_t j,
+                                       std::optional<Reg<U32>> shift, const Values& y) {
+  Reg<F32> absmax = chunk_absmax(j, shift, y);
+  for (std::uint32_t lanes = 1; lanes < scale_group / map.vec; lanes *= 2) {
+    absmax = k.max(absmax, k.shfl_bfly(absmax, lanes));
+  }
+  Reg<U32> column = k.add(first_column, static_cast<std::uint32_t>(map.chunk_offset(j)));
+  if (shift) column = k.mad(*shift, per_chunk, column);
+  Pred writer = k.and_(k.setp(Cmp::Eq, k.and_(column, scale_group - 1), 0u),
+                       k.setp(Cmp::Lt, column, spec.width));
+  if (row_ok) writer = k.and_(writer, *row_ok);
+  return write_scale(absmax, scale_index(row, div_by(k, column, scale_group)), writer);
 }
 
 // shared_weights: the thread's columns of w and b, copied while the first rows load. With one

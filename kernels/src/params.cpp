@@ -9,10 +9,28 @@
 namespace ptxdsl::kernels {
 namespace {
 
-constexpr std::array<std::string_view, kNormArgCount> kNames = {
-    "x",          "w",       "b",           "y",        "mean",   "rstd",         "dy",
-    "dx",         "dw",      "db",          "residual", "h",      "dh",           "partial_dw",
-    "partial_db", "y_scale", "row_counter", "batch",    "stride", "partial_rows", "eps"};
+constexpr std::array<std::string_view, kNormArgCount> kNames = {"x",
+                                                                "w",
+                                                                "b",
+                                                                "y",
+                                                                "mean",
+                                                                "rstd",
+                                                                "dy",
+                                                                "dx",
+                                                                "dw",
+                                                                "db",
+                                                                "residual",
+                                                                "h",
+                                                                "dh",
+                                                                "partial_dw",
+                                                                "partial_db",
+                                                                "y_scale",
+                                                                "quant_scale_in",
+                                                                "row_counter",
+                                                                "batch",
+                                                                "stride",
+                                                                "partial_rows",
+                                                                "eps"};
 
 }  // namespace
 

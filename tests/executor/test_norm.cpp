@@ -92,28 +92,43 @@ std::vector<Output> expected_outputs(const NormSpec& spec, const NormReference& 
 // A quantized y and its scales against the model (quantize_rows) of the reference's y in f32: the
 // scales within the norm's f32 error (1e-5 relative), each code at most one step from the model's
 // (where the kernel's f32 y and the float64 one round to different sides of a tie of the format)
-// and all but 1% of them (and every one of a row of zeros) bit-exact.
+// and all but 1% of them (and every one of a group of zeros) bit-exact.
 void check_quantized(const NormSpec& spec, const NormReference& ref,
                      const std::vector<std::uint8_t>& q, const std::vector<float>& scale,
-                     std::uint32_t batch, std::uint32_t stride) {
-  const std::uint32_t width = spec.width;
+                     std::uint32_t batch, std::uint32_t stride, float static_scale) {
+  const std::uint32_t width = spec.width, group = quant_group(spec);
+  const std::uint32_t per_row = quant_scales_per_row(spec);
   const std::vector<float> y(ref.y.begin(), ref.y.end());
-  const QuantizedRows want = quantize_rows(spec.quant, y, batch, width);
+  const QuantizedRows want = quantize_rows(spec, y, batch, static_scale);
+  REQUIRE(scale.size() == want.scale.size());
+  for (std::size_t i = 0; i < scale.size(); ++i) {
+    INFO("scale " << i << " of " << per_row << " a row: " << scale[i] << " want " << want.scale[i]);
+    CHECK(std::fabs(scale[i] - want.scale[i]) <= 1e-5f * want.scale[i]);
+  }
   std::size_t differ = 0, far = 0;
   for (std::uint32_t r = 0; r < batch; ++r) {
-    INFO("row " << r << " scale " << scale[r] << " want " << want.scale[r]);
-    CHECK(std::fabs(scale[r] - want.scale[r]) <= 1e-5f * want.scale[r]);
     for (std::uint32_t i = 0; i < width; ++i) {
       const std::uint8_t got = q[std::size_t{r} * stride + i],
                          w = want.q[std::size_t{r} * width + i];
+      const bool zeros = group > 0 && want.scale[std::size_t{r} * per_row + i / group] == 0.0f;
       if (got != w) ++differ;
-      if (quant_steps(spec.quant, got, w) > 1 || (want.scale[r] == 0.0f && got != w)) ++far;
+      if (quant_steps(spec.quant, got, w) > 1 || (zeros && got != w)) ++far;
     }
   }
-  INFO("quant " << quant_name(spec.quant) << ": " << differ << " codes differ, " << far
-                << " by more than a step");
+  INFO("quant " << quant_name(spec.quant) << " scale " << quant_scale_name(spec.quant_scale) << ": "
+                << differ << " codes differ, " << far << " by more than a step");
   CHECK(far == 0);
   CHECK(differ <= std::size_t{batch} * width / 100);
+}
+
+// A static scale for the reference's y: 0.8 of the per-tensor dynamic one, so that the largest
+// values saturate; nvfp4's global scale as NVIDIA's recipe sets it, absmax / (448 · 6).
+float static_scale_for(const NormSpec& spec, const NormReference& ref) {
+  double absmax = 0;
+  for (double v : ref.y) absmax = std::max(absmax, std::fabs(v));
+  if (absmax == 0) return 1.0f;
+  if (spec.quant == Quant::Nvfp4) return static_cast<float>(absmax / (448.0 * 6.0));
+  return static_cast<float>(0.8 * absmax / quant_max(spec.quant));
 }
 
 // Runs every step of `built` for one batch and checks every output.
@@ -186,16 +201,49 @@ std::map<std::string, std::vector<std::byte>> run_batch(
                   std::span<const std::byte>(std::vector<std::byte>(bytes, std::byte{0xFF})));
       }
     }
+    const std::size_t scales = std::size_t{batch} * quant_scales_per_row(spec);
+    const std::size_t entries = quant_scale_entries(spec, batch);  // with cuBLAS's padding
+    const std::size_t scale_bytes = entries * (quant_block(spec.quant) > 0 ? 1 : 4);  // or f32
+    const bool fp4 = spec.quant == Quant::Nvfp4;
+    const std::size_t y_bytes = fp4 ? rows / 2 : rows;
+    const float static_scale = static_scale_for(spec, ref);
     if (spec.quant != Quant::None) {
-      ptrs["y"] = dev.alloc(rows, "y", 0xFF);
-      ptrs["y_scale"] = dev.alloc(std::size_t{batch} * 4, "y_scale", 0xFF);
+      ptrs["y"] = dev.alloc(y_bytes, "y", 0xFF);
+      if (scales > 0) ptrs["y_scale"] = dev.alloc(scale_bytes, "y_scale", 0xFF);
+      if (reads_quant_scale(spec)) {
+        ptrs["quant_scale_in"] = dev.upload(
+            std::span<const std::byte>(reinterpret_cast<const std::byte*>(&static_scale), 4),
+            "quant_scale_in");
+      }
     }
     run_norm_on_cpu(built, dev, ptrs, batch, stride, kEps, options);
     if (spec.quant != Quant::None) {
-      check_quantized(spec, ref, dev.download<std::uint8_t>(ptrs.at("y"), rows),
-                      dev.download<float>(ptrs.at("y_scale"), batch), batch, stride);
-      written["y"] = dev.download<std::byte>(ptrs.at("y"), rows);
-      written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), std::size_t{batch} * 4);
+      std::vector<float> scale;
+      if (quant_block(spec.quant) > 0) {
+        // The bytes row-major, from where the layout puts them.
+        const auto codes = dev.download<std::uint8_t>(ptrs.at("y_scale"), entries);
+        const std::uint32_t per_row = quant_scales_per_row(spec);
+        for (std::uint32_t r = 0; r < batch; ++r) {
+          for (std::uint32_t c = 0; c < per_row; ++c) {
+            const std::uint8_t code = codes.at(quant_scale_index(spec, r, c));
+            scale.push_back(fp4            ? static_cast<float>(quant_value(Quant::Fp8E4m3, code))
+                            : code == 0xFF ? NAN
+                                           : std::ldexp(1.0f, code - 127));
+          }
+        }
+      } else if (scales > 0) {
+        scale = dev.download<float>(ptrs.at("y_scale"), scales);
+      }
+      std::vector<std::uint8_t> q = dev.download<std::uint8_t>(ptrs.at("y"), y_bytes);
+      if (fp4) {
+        // One code an element: the first of a byte's pair in its low nibble.
+        std::vector<std::uint8_t> codes(rows);
+        for (std::size_t i = 0; i < rows; ++i) codes[i] = (q[i / 2] >> (i % 2 * 4)) & 0xF;
+        q = codes;
+      }
+      check_quantized(spec, ref, q, scale, batch, stride, static_scale);
+      written["y"] = dev.download<std::byte>(ptrs.at("y"), y_bytes);
+      if (scales > 0) written["y_scale"] = dev.download<std::byte>(ptrs.at("y_scale"), scale_bytes);
     }
     for (const Output& o : outs) {
       const auto bytes = dev.download<std::byte>(
@@ -1501,17 +1549,32 @@ namespace {
 // without the residual add, each format, odd widths and the widest without a cluster (64 KiB on
 // the default device, h200), batches of 1 and 3, rows with padding between them.
 
-void run_quant(NormKind kind, DType dtype) {
+void run_quant(NormKind kind, DType dtype, QuantScale scale = QuantScale::PerToken,
+               std::initializer_list<Quant> quants = {Quant::Fp8E4m3, Quant::Fp8E5m2,
+                                                      Quant::Int8}) {
   const std::uint32_t widest = 65536 / static_cast<std::uint32_t>(dtype_bytes(dtype));
-  for (const Quant quant : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
-    for (std::uint32_t width : {1u, 7u, 1151u, 4097u, widest}) {
-      const std::uint32_t stride = width + 9;
+  for (const Quant quant : quants) {
+    // nvfp4 packs pairs: even widths (the last block still ragged), pairs within a vector.
+    const bool fp4 = quant == Quant::Nvfp4;
+    const std::array<std::uint32_t, 5> widths =
+        fp4 ? std::array{2u, 16u, 1150u, 4098u, widest} : std::array{1u, 7u, 1151u, 4097u, widest};
+    for (std::uint32_t width : widths) {
+      // Group scales take rows in vectors of 4 elements or more (a group within a warp).
+      const std::uint32_t stride = scale == QuantScale::Group128 ? (width + 9 + 7) / 8 * 8
+                                   : fp4                         ? width + 10
+                                                                 : width + 9;
       for (Residual residual : {Residual::None, Residual::Add}) {
-        INFO("quant " << quant_name(quant));
+        INFO("quant " << quant_name(quant) << " scale " << quant_scale_name(scale));
         NormSpec spec = spec_of(kind, dtype, width);
         spec.weight_dtype = dtype;
         spec.residual = residual;
         spec.quant = quant;
+        spec.quant_scale = scale;
+        if (quant_block(quant) > 0) {
+          spec.device = device_preset("b200");
+          spec.arch = Arch::Sm100a;
+          spec.ptx_version = default_ptx_version(Arch::Sm100a);
+        }
         spec.knobs.vector_elems = vector_elems_for(dtype, dtype, stride, 0, 0);
         const BuiltNorm built = build_norm(spec);
         for (std::uint32_t batch : {1u, 3u}) {
@@ -1541,6 +1604,109 @@ TEST_CASE("quantized forward (fp8 or int8 y and per-token scales) against its mo
           "[executor][norm]") {
   run_quant(NormKind::LayerNormFwd, DType::BF16);
   run_quant(NormKind::RmsNormFwd, DType::BF16);
+}
+
+TEST_CASE("quantized forward with a static scale (the caller's, some values saturated): f32 rows",
+          "[executor][norm]") {
+  run_quant(NormKind::LayerNormFwd, DType::F32, QuantScale::Static);
+  run_quant(NormKind::RmsNormFwd, DType::F32, QuantScale::Static);
+}
+
+TEST_CASE("quantized forward with a static scale (the caller's, some values saturated): 16-bit",
+          "[executor][norm]") {
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::Static);
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::Static);
+  }
+}
+
+TEST_CASE("quantized forward to mxfp8 (a ue8m0 scale per 32 elements, the last block ragged)",
+          "[executor][norm]") {
+  for (const DType dtype : kDtypes) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::PerToken, {Quant::Mxfp8});
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::PerToken, {Quant::Mxfp8});
+  }
+}
+
+TEST_CASE("quantized forward to mxfp8: a block of zeros has the least scale (byte 0) and zeros",
+          "[executor][norm]") {
+  const std::uint32_t width = 100, stride = 109;
+  NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
+  spec.quant = Quant::Mxfp8;
+  spec.device = device_preset("b200");
+  spec.arch = Arch::Sm100a;
+  spec.ptx_version = default_ptx_version(Arch::Sm100a);
+  spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  // Row 1's second block (elements 32 to 63) zeros.
+  const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 32, 0.0f); };
+  const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
+  CHECK(out.at("y_scale")[4 + 1] == std::byte{0});
+  CHECK(std::all_of(out.at("y").begin() + stride + 32, out.at("y").begin() + stride + 64,
+                    [](std::byte b) { return b == std::byte{0} || b == std::byte{0x80}; }));
+}
+
+TEST_CASE("quantized forward to nvfp4 (e2m1 pairs, an e4m3 scale per 16, a global scale)",
+          "[executor][norm]") {
+  for (const DType dtype : kDtypes) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::PerToken, {Quant::Nvfp4});
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::PerToken, {Quant::Nvfp4});
+  }
+}
+
+TEST_CASE("quantized forward to nvfp4: a block of zeros has scale 0 and zeros",
+          "[executor][norm]") {
+  const std::uint32_t width = 100, stride = 110;
+  NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
+  spec.quant = Quant::Nvfp4;
+  spec.device = device_preset("b200");
+  spec.arch = Arch::Sm100a;
+  spec.ptx_version = default_ptx_version(Arch::Sm100a);
+  spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  // Row 1's third block (elements 32 to 47) zeros: 16 elements, 8 bytes.
+  const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 16, 0.0f); };
+  const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
+  CHECK(out.at("y_scale")[7 + 2] == std::byte{0});
+  const auto block = out.at("y").begin() + stride / 2 + 16;
+  CHECK(std::all_of(block, block + 8, [](std::byte b) {
+    return (b & std::byte{0x77}) == std::byte{0};  // ±0 in both nibbles
+  }));
+}
+
+TEST_CASE("quantized forward to mxfp8 and nvfp4, block scales in cuBLAS's tiles",
+          "[executor][norm]") {
+  // Batches within one tile of 128 rows and over two; rows of one block, of 4 and of 7 to 72.
+  for (const Quant quant : {Quant::Mxfp8, Quant::Nvfp4}) {
+    for (const std::uint32_t width : {16u, 64u, 112u, 1150u}) {
+      for (Residual residual : {Residual::None, Residual::Add}) {
+        INFO("quant " << quant_name(quant) << " width " << width);
+        const std::uint32_t stride = width + 10;
+        NormSpec spec = spec_of(NormKind::LayerNormFwd, DType::BF16, width);
+        spec.quant = quant;
+        spec.quant_scale_layout = QuantScaleLayout::Cublas;
+        spec.residual = residual;
+        spec.device = device_preset("b200");
+        spec.arch = Arch::Sm100a;
+        spec.ptx_version = default_ptx_version(Arch::Sm100a);
+        spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+        const BuiltNorm built = build_norm(spec);
+        for (std::uint32_t batch : {1u, 130u}) run_batch(built, batch, stride);
+      }
+    }
+  }
+}
+
+TEST_CASE("quantized forward with group128 scales (the last group ragged): f32 rows",
+          "[executor][norm]") {
+  run_quant(NormKind::LayerNormFwd, DType::F32, QuantScale::Group128);
+  run_quant(NormKind::RmsNormFwd, DType::F32, QuantScale::Group128);
+}
+
+TEST_CASE("quantized forward with group128 scales (the last group ragged): 16-bit rows",
+          "[executor][norm]") {
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    run_quant(NormKind::LayerNormFwd, dtype, QuantScale::Group128);
+    run_quant(NormKind::RmsNormFwd, dtype, QuantScale::Group128);
+  }
 }
 
 TEST_CASE(
@@ -1596,16 +1762,24 @@ TEST_CASE("quantized forward: rows past 64 KiB read again on devices without clu
 
 TEST_CASE("quantized forward: persistent CTAs walking rows (prefetch_rows 2), shared weights",
           "[executor][norm]") {
-  // Each row's absmax through its own scratch, row after row, with the rows ahead in flight.
+  // Each row's absmax through its own scratch (or each group's through shuffles, or the static
+  // scale), row after row, with the rows ahead in flight.
   for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
-    for (const bool shared : {false, true}) {
+    for (const auto& [shared, scale] : {std::pair{false, QuantScale::PerToken},
+                                        {true, QuantScale::PerToken},
+                                        {false, QuantScale::Group128},
+                                        {true, QuantScale::Static}}) {
+      INFO("scale " << quant_scale_name(scale) << " shared weights " << shared);
       NormSpec spec = spec_of(kind, DType::BF16, 4097);
       spec.quant = Quant::Fp8E4m3;
+      spec.quant_scale = scale;
       spec.residual = Residual::Add;
       spec.knobs.prefetch_rows = 2;
       spec.knobs.shared_weights = shared;
-      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, 4106, 0, 0);
-      run_batch(build_norm(spec), 17, 4106);
+      // Group scales need vectors of 4 elements or more.
+      const std::uint32_t stride = scale == QuantScale::Group128 ? 4104 : 4106;
+      spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+      run_batch(build_norm(spec), 17, stride);
     }
   }
 }

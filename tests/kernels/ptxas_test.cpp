@@ -525,3 +525,59 @@ TEST_CASE("quantized outputs assemble without spills", "[ptxas]") {
   }
   assemble_all(std::move(groups));
 }
+
+TEST_CASE("quantized outputs with static and group128 scales assemble without spills", "[ptxas]") {
+  std::vector<Group> groups;
+  for (const QuantScale scale : {QuantScale::Static, QuantScale::Group128}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (Arch arch : {Arch::Sm80, Arch::Sm90}) {
+          const Quant quant = arch == Arch::Sm90 ? Quant::Fp8E4m3 : Quant::Int8;
+          Group g;
+          g.label =
+              fmt::format("quant {} scale {}: {} {} {}", quant_name(quant), quant_scale_name(scale),
+                          kind_name(kind), dtype_name(dtype), arch_name(arch));
+          for (std::uint32_t width : {1u, 1151u, 4097u, 65536u / dtype_bytes(dtype)}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = dtype;
+            spec.arch = arch;
+            spec.ptx_version = default_ptx_version(arch);
+            spec.residual = Residual::Add;
+            spec.quant = quant;
+            spec.quant_scale = scale;
+            g.built.push_back(build_norm(spec));
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}
+
+TEST_CASE("mxfp8 and nvfp4 outputs assemble for sm_100a without spills", "[ptxas]") {
+  std::vector<Group> groups;
+  for (const Quant quant : {Quant::Mxfp8, Quant::Nvfp4}) {
+    for (NormKind kind : {NormKind::LayerNormFwd, NormKind::RmsNormFwd}) {
+      for (const DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (Residual residual : {Residual::None, Residual::Add}) {
+          Group g;
+          g.label = fmt::format("quant {}: {} {} sm_100a residual {}", quant_name(quant),
+                                kind_name(kind), dtype_name(dtype), residual_name(residual));
+          for (std::uint32_t width : {2u, 1150u, 4098u, 65536u / dtype_bytes(dtype)}) {
+            NormSpec spec = spec_of(kind, dtype, width);
+            spec.weight_dtype = dtype;
+            spec.device = device_preset("b200");
+            spec.arch = Arch::Sm100a;
+            spec.ptx_version = default_ptx_version(Arch::Sm100a);
+            spec.residual = residual;
+            spec.quant = quant;
+            g.built.push_back(build_norm(spec));
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  assemble_all(std::move(groups));
+}

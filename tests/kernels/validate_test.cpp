@@ -357,6 +357,118 @@ TEST_CASE("quant: a forward's, FP8 from sm_90, rows one CTA holds, named in the 
                       Catch::Contains("width 17408 (69632 bytes of f32) splits over "
                                       "a cluster of"));
   REQUIRE_THROWS_WITH(parse_quant("fp4"),
-                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'");
+                      "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, nvfp4, got "
+                      "'fp4'");
   CHECK(quant_max(Quant::Fp8E5m2) == 57344.0f);
+}
+
+TEST_CASE("quant scale: static or group128 with a format, group128 in vectors a warp holds, named",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::BF16, 4096);
+  s.quant_scale = QuantScale::Static;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale static scales a quantized y; quant is none (give a format)");
+  s.quant = Quant::Fp8E4m3;
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qe4m3_static");
+  CHECK(quant_scales_per_row(s) == 0);
+  s.quant_scale = QuantScale::Group128;
+  s.width = 4097;  // a ragged last group
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qe4m3_grp128");
+  CHECK(quant_scales_per_row(s) == 33);
+  s.knobs.vector_elems = 2;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale group128 takes each 128-element group's absmax within a warp: "
+                      "it needs vectors of at least 4 elements, got 2 (the rows' stride and "
+                      "addresses allow no wider)");
+  s.width = 100;  // one group: reduced as a row, in any vector
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(quant_scales_per_row(s) == 1);
+  s.quant_scale = static_cast<QuantScale>(7);
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale must be one of per-token, static, group128, got enum value 7");
+  REQUIRE_THROWS_WITH(parse_quant_scale("per-row"),
+                      "quant scale must be one of per-token, static, group128, got 'per-row'");
+  CHECK(parse_quant_scale("group128") == QuantScale::Group128);
+}
+
+TEST_CASE("quant mxfp8: sm_100a, its own scales per 32 elements, named in the entry",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::LayerNormFwd, DType::BF16, 4097);
+  s.quant = Quant::Mxfp8;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "quant mxfp8 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got sm_90");
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qmxfp8");
+  CHECK(quant_scales_per_row(s) == 129);  // the last block holds one element
+  s.quant_scale = QuantScale::Group128;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant mxfp8 has its own scales (one per 32 elements); quant scale must be "
+                      "per-token (the default), got group128");
+  CHECK(parse_quant("mxfp8") == Quant::Mxfp8);
+}
+
+TEST_CASE("quant nvfp4: sm_100a, even widths in vectors of pairs, one-level rows, named",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 4098);
+  s.quant = Quant::Nvfp4;
+  REQUIRE_THROWS_WITH(
+      validate(s),
+      "quant nvfp4 feeds Blackwell's block-scaled matrix products: it needs sm_100a, got sm_90");
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qnvfp4");
+  CHECK(quant_scales_per_row(s) == 257);  // the last block holds two elements
+  CHECK(reads_quant_scale(s));
+  s.knobs.vector_elems = 1;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 packs two elements a byte from one thread's vector: it needs "
+                      "vectors of at least 2 elements, got 1 (the rows' stride and addresses allow "
+                      "no wider)");
+  s.knobs.vector_elems.reset();
+  s.width = 4097;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 packs two elements a byte: the width must be even, got 4097");
+  s.width = 64;
+  s.row_groups = 2;
+  s.group_stride = 64;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant nvfp4 takes rows of one level; row groups must be 1, got 2");
+  CHECK(quant_max(Quant::Nvfp4) == 6.0f);
+}
+
+TEST_CASE("quant scale layout cublas: block scales only, their tiles of 128 rows × 4 blocks",
+          "[validate]") {
+  NormSpec s = spec_of(NormKind::RmsNormFwd, DType::F16, 160);
+  s.quant = Quant::Fp8E4m3;
+  s.quant_scale_layout = QuantScaleLayout::Cublas;
+  REQUIRE_THROWS_WITH(validate(s),
+                      "quant scale layout cublas lays out block scales (mxfp8, nvfp4); quant "
+                      "fp8-e4m3 has none");
+  s.quant = Quant::Nvfp4;
+  s.device = device_preset("b200");
+  s.arch = Arch::Sm100a;
+  s.ptx_version = default_ptx_version(Arch::Sm100a);
+  REQUIRE_NOTHROW(validate(s));
+  CHECK(variant_suffix(s) == "_qnvfp4_sfcublas");
+  // 10 blocks a row: 3 tiles a row of tiles; 130 rows: 2 rows of tiles.
+  CHECK(quant_scale_entries(s, 130) == 2 * 3 * 512);
+  CHECK(quant_scale_index(s, 0, 0) == 0);
+  CHECK(quant_scale_index(s, 0, 3) == 3);
+  CHECK(quant_scale_index(s, 1, 0) == 16);
+  CHECK(quant_scale_index(s, 32, 0) == 4);
+  CHECK(quant_scale_index(s, 127, 3) == 31 * 16 + 3 * 4 + 3);
+  CHECK(quant_scale_index(s, 0, 4) == 512);
+  CHECK(quant_scale_index(s, 128, 9) == (3 + 2) * 512 + 1);
+  s.quant_scale_layout = QuantScaleLayout::RowMajor;
+  CHECK(quant_scale_index(s, 128, 9) == 128 * 10 + 9);
+  REQUIRE_THROWS_WITH(parse_quant_scale_layout("swizzled"),
+                      "quant scale layout must be one of row-major, cublas, got 'swizzled'");
 }

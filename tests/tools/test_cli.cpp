@@ -685,7 +685,7 @@ TEST_CASE("the quant option: the quantized forward, named, refused where it does
     const char* error;
   } refusals[] = {
       {"emit rms_fwd --width 64 --dtype f16 --quant fp4",
-       "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got 'fp4'"},
+       "quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, nvfp4, got 'fp4'"},
       {"emit rms_fwd --width 64 --dtype f16 --quant fp8-e5m2 --arch sm_80",
        "quant fp8-e5m2 converts with cvt e4m3x2/e5m2x2, which needs sm_90 or newer, got sm_80"},
       {"emit rms_bwd --width 64 --dtype f16 --quant int8",

@@ -30,8 +30,11 @@ struct SpecOptions {
   // The model's numerics (NormSpec::weight_offset as text, Casting by name; empty: the default).
   std::string weight_offset;
   std::string casting;
-  // The forward's quantized output (kernels::Quant by name; empty: none).
+  // The forward's quantized output and its scales (kernels::Quant, QuantScale by name; empty:
+  // none, per-token).
   std::string quant;
+  std::string quant_scale;
+  std::string quant_scale_layout;
   // Two-level rows (NormSpec::row_groups, group_stride as text; empty: one level).
   std::string row_groups;
   std::string group_stride;

@@ -46,7 +46,17 @@ void SpecOptions::add_to(CLI::App& app, bool required, bool device_option) {
   app.add_option("--quant", quant,
                  "forward: none (default), fp8-e4m3, fp8-e5m2 (sm_90 or newer) or int8: y written "
                  "as y / scale in that format, scale = absmax(y) / 448, 57344 or 127 written one "
-                 "f32 a row (y_scale)");
+                 "f32 a row (y_scale; see --quant-scale); or, on sm_100a, mxfp8 (e4m3 with a "
+                 "ue8m0 scale per 32 elements, y_scale bytes [rows][ceil(width / 32)]) or nvfp4 "
+                 "(e2m1 two a byte, an e4m3 scale per 16 elements, the global f32 scale in "
+                 "quant_scale_in)");
+  app.add_option("--quant-scale", quant_scale,
+                 "with --quant: per-token (default), static (one f32 the caller gives, "
+                 "quant_scale_in) or group128 (absmax / M of each 128 elements of a row, y_scale "
+                 "f32 [rows][ceil(width / 128)])");
+  app.add_option("--quant-scale-layout", quant_scale_layout,
+                 "with --quant mxfp8 or nvfp4: row-major (default, [rows][blocks]) or cublas "
+                 "(cuBLAS's tiles of 128 rows x 4 blocks, 512 bytes each)");
   app.add_option("--row-groups", row_groups,
                  fmt::format("G: row r at (r / G) stride + (r % G) S (per-head rows of a QKV "
                              "buffer), 1 to {} (default 1)",
@@ -114,6 +124,13 @@ kernels::NormSpec SpecOptions::parsed() const {
   }
   if (!casting.empty()) s.casting = usage([&] { return kernels::parse_casting(casting); });
   if (!quant.empty()) s.quant = usage([&] { return kernels::parse_quant(quant); });
+  if (!quant_scale.empty()) {
+    s.quant_scale = usage([&] { return kernels::parse_quant_scale(quant_scale); });
+  }
+  if (!quant_scale_layout.empty()) {
+    s.quant_scale_layout =
+        usage([&] { return kernels::parse_quant_scale_layout(quant_scale_layout); });
+  }
   if (!row_groups.empty()) {
     s.row_groups = static_cast<std::uint32_t>(
         parse_uint("--row-groups", row_groups, 1, kernels::kMaxRowGroups));

@@ -28,7 +28,8 @@ enum class NormArg : std::uint8_t {
   Dh,
   PartialDw,
   PartialDb,
-  YScale,
+  YScale,        // a quantized y's scales, written (QuantScale PerToken, Group128)
+  QuantScaleIn,  // the caller's per-tensor scale, read (QuantScale Static)
   RowCounter,
   Batch,
   Stride,

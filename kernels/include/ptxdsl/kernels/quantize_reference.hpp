@@ -12,11 +12,17 @@ namespace ptxdsl::kernels {
 
 struct QuantizedRows {
   std::vector<std::uint8_t> q;  // batch × width codes (int8: two's complement)
-  std::vector<float> scale;     // one a row
+  std::vector<float> scale;     // quant_scales_per_row(spec) a row, row-major (static: none)
 };
-// Per row: a = max |y| (f32), scale = a / quant_max(quant) in f32, q = the format's code nearest
-// y / scale (f32 division; y / 1 for a row of zeros), ties to the even code, saturated to the
-// format's largest finite value (int8: [-127, 127]).
+// Per scale (a row, or a group of 128 of its elements, the last one ragged): a = max |y| (f32),
+// scale = a / quant_max(quant) in f32; static: `static_scale` for every element. q = the format's
+// code nearest y / scale (f32 division; y / 1 where a is 0), ties to the even code, saturated to
+// the format's largest finite value (int8: [-127, 127]). mxfp8: per 32 elements, scale = 2^e, e =
+// floor(log2(a)) − 8 within [−127, 127] (a = 0: −127), q = the e4m3 code of y·2^−e (exact), as
+// above; `scale` holds 2^e (the kernel writes the byte e + 127).
+QuantizedRows quantize_rows(const NormSpec& spec, std::span<const float> y, std::uint32_t batch,
+                            float static_scale = 1.0f);
+// The per-token scales of `quant` (the spec's other fields at their defaults).
 QuantizedRows quantize_rows(Quant quant, std::span<const float> y, std::uint32_t batch,
                             std::uint32_t width);
 // The value of a code of the format.

@@ -42,10 +42,25 @@ enum class Outputs { All, Dx };
 // stored (rounded to its dtype), as those models add it before their norm.
 enum class Casting { None, Llama, Gemma };
 // A forward's quantized output (docs/kernels.md, "Quantized output"): y (f32, before its final
-// rounding) divided by a per-token scale, absmax(y) / the format's largest value, rounded to
-// nearest even and saturated; y_scale holds the scale, one f32 a row (0 for a row of zeros).
-// y is written in the format alone. FP8 needs sm_90; int8 is symmetric, [-127, 127].
-enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8 };
+// rounding) divided by a scale, rounded to nearest even and saturated, written in the format
+// alone; the scales as QuantScale says. FP8 needs sm_90; int8 is symmetric, [-127, 127]. Mxfp8
+// (OCP MX, sm_100a): e4m3 elements with their own scales, a power of two (a ue8m0 byte) per 32
+// elements of a row, y_scale u8 [rows][ceil(width / 32)] row-major. Nvfp4 (NVIDIA's, sm_100a):
+// e2m1 elements two a byte (the first in the low nibble), an e4m3 scale per 16 elements,
+// y_scale [rows][ceil(width / 16)] bytes, and a global f32 scale the caller gives in
+// quant_scale_in: y ≈ q · scale · global.
+enum class Quant { None, Fp8E4m3, Fp8E5m2, Int8, Mxfp8, Nvfp4 };
+// Where a quantized output's scales come from (docs/kernels.md, "Quantized output"). PerToken:
+// absmax(y) / the format's largest value, one f32 a row written to y_scale (0 for a row of zeros).
+// Static: one f32 the caller gives in quant_scale_in (read, never written). Group128: as per-token
+// over each 128 consecutive elements of a row (the last group ragged), y_scale f32
+// [rows][ceil(width / 128)] row-major (DeepGEMM's 1×128 activation scales).
+enum class QuantScale { PerToken, Static, Group128 };
+// Where mxfp8's and nvfp4's block scales lie in y_scale. RowMajor: [rows][blocks]. Cublas:
+// cuBLAS's block-scaled layout, 512-byte tiles of 128 rows × 4 blocks (row r, block c of a tile
+// at (r % 32)·16 + (r / 32)·4 + c), the tiles row-major over [ceil(rows / 128)][ceil(blocks / 4)];
+// the padding past the rows and blocks is left as it was (zero it for cuBLAS).
+enum class QuantScaleLayout { RowMajor, Cublas };
 std::string_view affine_name(Affine a);      // "full", "weight", "none"
 Affine parse_affine(std::string_view name);  // throws Error listing the allowed names
 std::string_view residual_name(Residual r);  // "none", "add", "add_f32"
@@ -54,11 +69,23 @@ std::string_view outputs_name(Outputs o);  // "all", "dx"
 Outputs parse_outputs(std::string_view name);
 std::string_view casting_name(Casting c);  // "none", "llama", "gemma"
 Casting parse_casting(std::string_view name);
-std::string_view quant_name(Quant q);  // "none", "fp8-e4m3", "fp8-e5m2", "int8"
+// "none", "fp8-e4m3", "fp8-e5m2", "int8", "mxfp8", "nvfp4"
+std::string_view quant_name(Quant q);
 Quant parse_quant(std::string_view name);
-// The largest value of the format q is quantized to (448, 57344, 127); the per-token scale is
-// absmax(y) divided by it.
+// The largest value of the format q is quantized to (448, 57344, 127; mxfp8's e4m3: 448; nvfp4's
+// e2m1: 6); a dynamic scale is the absmax of the elements it covers divided by it.
 float quant_max(Quant q);
+// The elements one scale of the format covers where the format fixes it (mxfp8: 32, nvfp4: 16),
+// else 0.
+std::uint32_t quant_block(Quant q);
+// What y holds (e4m3, e5m2, s8; nvfp4: e2m1x2, two a byte) and y_scale (f32; mxfp8: u8, the
+// ue8m0 bytes; nvfp4: e4m3).
+ScalarType quant_element_type(Quant q);
+ScalarType quant_scale_type(Quant q);
+std::string_view quant_scale_name(QuantScale s);  // "per-token", "static", "group128"
+QuantScale parse_quant_scale(std::string_view name);
+std::string_view quant_scale_layout_name(QuantScaleLayout l);  // "row-major", "cublas"
+QuantScaleLayout parse_quant_scale_layout(std::string_view name);
 // A weight offset parsed from text (a finite decimal); throws Error naming the text.
 float parse_weight_offset(std::string_view text);
 
@@ -92,7 +119,9 @@ struct NormSpec {
   // backward's dx uses it too (dw is unchanged). Needs a weight; finite.
   float weight_offset = 0.0f;
   Casting casting = Casting::None;
-  Quant quant = Quant::None;  // forward only
+  Quant quant = Quant::None;                                         // forward only
+  QuantScale quant_scale = QuantScale::PerToken;                     // with quant
+  QuantScaleLayout quant_scale_layout = QuantScaleLayout::RowMajor;  // with mxfp8, nvfp4
   // Two-level rows (per-head norms on a fused QKV buffer, without a copy): row r of x, y, dy, dx,
   // residual, h and dh starts at (r / row_groups)·stride + (r % row_groups)·group_stride elements
   // (mean and rstd stay one per row); row_groups 1 (default, group_stride 0): r·stride.
@@ -114,6 +143,17 @@ bool has_bias(const NormSpec& spec);          // b (layer norm, Affine::Full)
 bool has_weight_grads(const NormSpec& spec);  // a backward that writes dw (and db when has_bias)
 bool has_residual(const NormSpec& spec);      // forward: residual and h; backward: dh
 DType residual_dtype(const NormSpec& spec);   // of residual, h and dh: f32 for AddF32
+// The elements one y_scale entry covers: the width (per-token), 128 (group128), the format's block
+// (mxfp8: 32, nvfp4: 16); 0 where the kernel writes no scale (no quant, static).
+std::uint32_t quant_group(const NormSpec& spec);
+// The y_scale entries of a row: ceil(width / quant_group), 0 where none are written.
+std::uint32_t quant_scales_per_row(const NormSpec& spec);
+// Where row `row`'s scale `block` lies in y_scale, in entries, as quant_scale_layout says; and
+// the entries y_scale spans for `batch` rows (Cublas: whole tiles).
+std::uint64_t quant_scale_index(const NormSpec& spec, std::uint32_t row, std::uint32_t block);
+std::uint64_t quant_scale_entries(const NormSpec& spec, std::uint32_t batch);
+// The kernel reads quant_scale_in: QuantScale::Static's scale, or nvfp4's global scale.
+bool reads_quant_scale(const NormSpec& spec);
 // A forward with the residual add that normalizes h as stored, rounded to its 16-bit dtype
 // (Casting Llama and Gemma).
 bool normalizes_stored_h(const NormSpec& spec);
@@ -125,7 +165,9 @@ std::uint64_t row_span(const NormSpec& spec);
 // The entry names' suffix of the spec's variant: "" for the default (full affine, no residual,
 // every output, no weight offset, casting none), else e.g. "_res", "_resf32", "_noaffine",
 // "_wonly", "_dx", "_wo1" (weight offset 1; "_wo0p5", "_wom1" for 0.5, -1), "_llama", "_gemma",
-// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8" (quantized output).
+// "_g8x128" (row groups 8, group stride 128), "_qe4m3", "_qe5m2", "_qi8", "_qmxfp8", "_qnvfp4"
+// (quantized output), "_static", "_grp128" (its scale, where not per-token), "_sfcublas" (block
+// scales in cuBLAS's layout).
 std::string variant_suffix(const NormSpec& spec);
 
 // resolve() (plan.hpp) with the plan dropped: throws ptxdsl::Error naming the bad value and the
