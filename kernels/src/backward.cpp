@@ -217,7 +217,11 @@ void BackwardBuilder::set_up_sums() {
   cta_id = rank ? k.special(Special::ClusteridX) : k.ctaid_x();
   const std::uint32_t merging = plan.partial_cluster;
   if (merging > 1) k.require_cluster({merging, 1, 1});
-  const Reg<U32> partial_id = merging > 1 ? k.special(Special::ClusteridX) : cta_id;
+  // Under deterministic portable each row slot leaves its own: slot r of walker w, w·R + r.
+  const bool slot_rows = plan.portable.on() && plan.rows_per_cta > 1;
+  const Reg<U32> partial_id = merging > 1 ? k.special(Special::ClusteridX)
+                              : slot_rows ? k.mad(cta_id, plan.rows_per_cta, cta.slot)
+                                          : cta_id;
   grad_sums->start(k, {cta, lanes, columns, partial_id, dynamic, layout, first_column});
   if (p.w) w_col = at(k, *p.w, first_column);
   if (T > 32) {
@@ -397,6 +401,7 @@ LaunchStep BackwardBuilder::build() {
   step.grid.max_ctas = plan.sm_count * plan.ctas_per_sm;
   step.grid.min_row_groups = plan.min_row_groups_per_cta;
   step.grid.cluster_ctas = std::max(cluster, plan.partial_cluster);
+  step.grid.portable = plan.portable;
   grad_sums->size_grid(step.grid);
   start_rows(step.grid);
   if (slice.started) slice.started->await(k);  // before the row walk, which writes peers' slots

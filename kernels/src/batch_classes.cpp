@@ -19,7 +19,10 @@ constexpr std::uint32_t kPrefetchRowsPerSlot = 4;
 
 // Whether the spec's own knob already fixes the variant, or the variant has no other.
 bool one_class(const NormSpec& spec) {
-  if (is_backward(spec.kind)) return spec.knobs.single_launch || !has_weight_grads(spec);
+  // Deterministic portable's backward keeps its partial rows at every batch.
+  if (is_backward(spec.kind)) {
+    return spec.knobs.single_launch || !has_weight_grads(spec) || detail::portable_sums(spec);
+  }
   return spec.knobs.prefetch_rows.has_value();
 }
 

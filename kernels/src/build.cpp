@@ -178,6 +178,35 @@ void check_row_groups(const NormSpec& spec) {
   }
 }
 
+// Deterministic portable pins whatever would make the order of dw's and db's sums follow the
+// plan: a plan that a knob moves off those pins is refused, naming the knob.
+void check_portable(const NormSpec& spec, const detail::Plan& p) {
+  if (!detail::portable_sums(spec)) return;
+  const auto refuse = [](std::string_view why) {
+    throw Error(
+        fmt::format("deterministic portable sums dw and db in an order the batch alone "
+                    "fixes; {}",
+                    why));
+  };
+  if (p.weight_grads != detail::WeightGrads::PartialRows) {
+    refuse("single_launch 1 sums them by the device's tiles of columns: leave it out");
+  }
+  if (p.row_order == RowOrder::Tickets) refuse("row_order tickets hands rows out as CTAs ask");
+  if (p.partial_cluster > 1) {
+    refuse(fmt::format("partial_cluster {} adds CTAs' partial rows up: leave it out",
+                       p.partial_cluster));
+  }
+  if (p.reduce_slices != p.portable.slices) {
+    refuse(fmt::format("its column reduce adds {} slices, got reduce_slices {}", p.portable.slices,
+                       p.reduce_slices));
+  }
+  if (p.portable.least % p.rows_per_cta != 0) {
+    refuse(fmt::format("a row of {} bytes takes rows_per_cta dividing {}, got {}",
+                       std::uint64_t{spec.width} * dtype_bytes(spec.dtype), p.portable.least,
+                       p.rows_per_cta));
+  }
+}
+
 }  // namespace
 
 PtxVersion default_ptx_version(Arch arch) {
@@ -294,6 +323,7 @@ void detail::check_plan(const NormSpec& spec, const detail::Plan& p) {
           *kn.partial_cluster, spec.width));
     }
   }
+  check_portable(spec, p);
   if (spec.quant != Quant::None && p.cluster_ctas > 1) {
     throw Error(fmt::format(
         "quant {} takes absmax over a row held by one CTA; width {} ({} bytes of {}) splits "
@@ -446,6 +476,7 @@ std::uint32_t GridRule::grid(std::uint32_t batch, std::uint32_t width) const {
       // Clusters of cluster_ctas CTAs (1: single CTAs) walk the row groups.
       const std::uint32_t groups = ceil_div(batch, rows_per_cta);
       const std::uint32_t c = cluster_ctas;
+      if (portable.on()) return c * std::min(portable.partial_rows(batch) / rows_per_cta, groups);
       const std::uint32_t walkers = std::max(
           1u, std::min(
                   std::max(1u, max_ctas / c),
@@ -466,6 +497,12 @@ std::string GridRule::describe() const {
       return cluster_ctas == 1 ? groups : fmt::format("{} * {}", groups, cluster_ctas);
     }
     case Kind::Persistent:
+      if (portable.on()) {
+        return fmt::format(
+            "{}min(Q / {}, ceil(batch / {})), Q = clamp(bit_ceil(ceil(batch / {})), {}, {})",
+            cluster_ctas > 1 ? fmt::format("{} * ", cluster_ctas) : "", rows_per_cta, rows_per_cta,
+            portable.rows_a_partial, portable.least, portable.most);
+      }
       if (cluster_ctas > 1) {
         return fmt::format("{} * min({}, ceil(ceil(batch / {}) / {}))", cluster_ctas,
                            std::max(1u, max_ctas / cluster_ctas), rows_per_cta, min_row_groups);
@@ -484,8 +521,9 @@ std::string GridRule::describe() const {
 
 std::uint32_t BuiltNorm::partial_rows(std::uint32_t batch) const {
   if (!is_backward(spec.kind) || steps.size() < 2) return 0;  // the forward, or one launch
-  // A partial row a cluster (a CTA where rows are not split).
-  return steps[0].grid.grid(batch, spec.width) / steps[0].grid.cluster_ctas;
+  // A partial row a cluster (a CTA where rows are not split); a row slot's under portable.
+  const GridRule& g = steps[0].grid;
+  return g.grid(batch, spec.width) / g.cluster_ctas * (g.portable.on() ? g.rows_per_cta : 1);
 }
 
 std::uint64_t BuiltNorm::partial_dw_offset() const {

@@ -31,6 +31,11 @@ std::uint32_t default_vector_elems(DType d) {
   return max_vector_elems(element_type(d));
 }
 
+bool portable_sums(const NormSpec& spec) {
+  return is_backward(spec.kind) && has_weight_grads(spec) &&
+         spec.knobs.deterministic == Determinism::Portable;
+}
+
 std::uint32_t shared_budget(const DeviceModel& d) {
   // The opt-in maximum per block, less room for the kernels' static reduction scratch.
   return d.shared_per_block_optin - kStaticScratchBytes;

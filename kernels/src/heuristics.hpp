@@ -48,6 +48,9 @@ ClusterSlices split_row(const NormSpec& spec, std::uint32_t ctas);
 // validate refuses the cluster_ctas knob with them.
 std::string cluster_knob_conflict(const NormSpec& spec, std::uint32_t cluster_ctas);
 
+// A backward with dw (and db) whose knobs ask for deterministic portable.
+bool portable_sums(const NormSpec& spec);
+
 // The smallest alignment-free vector: 16 bytes of the dtype.
 std::uint32_t default_vector_elems(DType d);
 // The spec's vector: its vector_elems knob, else default_vector_elems.

@@ -49,12 +49,26 @@ std::string KnobInfo::values() const {
       return "0|1";
     case KnobRule::Order:
       return "fixed|tickets";
+    case KnobRule::Levels:
+      return "0|1|portable";
   }
   return "?";
 }
 
 std::string_view row_order_name(RowOrder order) {
   return order == RowOrder::Tickets ? "tickets" : "fixed";
+}
+
+std::string_view determinism_name(Determinism d) {
+  switch (d.level) {
+    case Determinism::Off:
+      return "0";
+    case Determinism::RunToRun:
+      return "1";
+    case Determinism::Portable:
+      return "portable";
+  }
+  return "?";
 }
 
 std::string format_knob(std::uint32_t value) {
@@ -69,7 +83,14 @@ std::string format_knob(RowOrder value) {
   return std::string(row_order_name(value));
 }
 
+std::string format_knob(Determinism value) {
+  return std::string(determinism_name(value));
+}
+
 namespace {
+
+constexpr Determinism::Level kLevels[] = {Determinism::Off, Determinism::RunToRun,
+                                          Determinism::Portable};
 
 // What a counted knob takes, as the errors say it: one wording for a value and for text.
 std::string allowed_counts(const KnobInfo& info) {
@@ -102,6 +123,13 @@ void check_knob(const KnobInfo& info, RowOrder v) {
   }
 }
 
+void check_knob(const KnobInfo& info, Determinism v) {
+  if (std::find(std::begin(kLevels), std::end(kLevels), v.level) == std::end(kLevels)) {
+    throw Error(fmt::format("{} must be 0, 1 or portable, got level {}", info.name,
+                            static_cast<int>(v.level)));
+  }
+}
+
 void parse_knob(const KnobInfo& info, std::string_view text, std::optional<std::uint32_t>& field) {
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -129,6 +157,16 @@ void parse_knob(const KnobInfo& info, std::string_view text, std::optional<RowOr
     }
   }
   throw Error(fmt::format("{} must be fixed or tickets, got '{}'", info.name, text));
+}
+
+void parse_knob(const KnobInfo& info, std::string_view text, std::optional<Determinism>& field) {
+  for (Determinism::Level level : kLevels) {
+    if (text == determinism_name(level)) {
+      field = level;
+      return;
+    }
+  }
+  throw Error(fmt::format("{} must be 0, 1 or portable, got '{}'", info.name, text));
 }
 
 }  // namespace ptxdsl::kernels

@@ -267,7 +267,8 @@ class PartialRowSums final : public WeightGradSums {
     if (accs_.size() > 1) accs_[1].add(k, j, dy, nullptr, shift);  // db += dy
   }
   // The reduce launch may start once every CTA is here (it waits by griddepcontrol.wait); several
-  // row slots merge into one partial row, else each thread writes its columns.
+  // row slots merge into one partial row (under deterministic portable each writes its own), else
+  // each thread writes its columns.
   void finish(Kernel& k, const RowInputs&, ChunkFence fence) override {
     if (plan_.overlap_reduce) k.griddep_launch_dependents();
     if (plan_.partial_cluster > 1) {
@@ -275,7 +276,7 @@ class PartialRowSums final : public WeightGradSums {
                          accs_, fence);
       return;
     }
-    if (plan_.rows_per_cta > 1) {
+    if (plan_.rows_per_cta > 1 && !plan_.portable.on()) {
       merge_row_slots(k, plan_, rows_->cta, rows_->lanes, region(rows_->layout.merge.offset), accs_,
                       fence);
       return;

@@ -1,6 +1,7 @@
 // The plan's derived quantities: its chunks by place, and its dynamic shared memory, region by
 // region (the planner's budget and the builders' offsets are the same numbers).
 #include <algorithm>
+#include <bit>
 
 #include "heuristics.hpp"
 #include "ptxdsl/kernels/plan.hpp"
@@ -49,6 +50,11 @@ std::uint32_t Plan::accumulator_register_chunks() const {
   return static_cast<std::uint32_t>(std::count(accum.begin(), accum.end(), Place::Registers));
 }
 
+std::uint32_t PortablePartials::partial_rows(std::uint32_t batch) const {
+  const std::uint32_t rows = (batch + rows_a_partial - 1) / rows_a_partial;  // batch < 2^31
+  return std::clamp(std::bit_ceil(rows), least, most);
+}
+
 NormKnobs Plan::knobs() const {
   const Plan& p = *this;
   NormKnobs k;
@@ -73,8 +79,9 @@ SharedLayout Plan::shared_layout(const NormSpec& spec) const {
   l.accumulator_bytes = shared_accumulators * threads_per_row * vec * 4;
   l.accumulators = {l.staging.end(), nacc * l.accumulator_bytes};
   l.staging_buffer_bytes = tensors * l.staged_tensor_bytes;
+  // Under deterministic portable each row slot writes its own partial row: nothing merges.
   const bool merges = backward && (rows_per_cta > 1 || partial_cluster > 1) &&
-                      weight_grads == WeightGrads::PartialRows;
+                      weight_grads == WeightGrads::PartialRows && !portable.on();
   l.merge = {l.accumulators.end(), merges ? nacc * chunks * slots * 4 : 0};
   // A cluster's merge comes after the rows, when the staged rows and the ring are spent: it takes
   // the staging buffers' bytes where they hold it, else shares the ring's.

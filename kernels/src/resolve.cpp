@@ -34,7 +34,9 @@ std::string describe(const TuningEntry& e) {
 }  // namespace
 
 bool takes_tuning(const NormSpec& spec) {
-  return spec.tuning && !sets_shape(spec) && spec.knobs.deterministic != false;
+  // Deterministic portable's backward plans its grid by the batch: the table's timings are not its.
+  return spec.tuning && !sets_shape(spec) && spec.knobs.deterministic != false &&
+         !portable_sums(spec);
 }
 
 NormSpec with_entry(const NormSpec& spec, const TuningEntry& e) {

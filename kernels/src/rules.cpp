@@ -56,6 +56,7 @@ struct Facts {
         wide_weights(s.weight_dtype == DType::F32 && s.dtype != DType::F32),
         wide_residual(residual_dtype(s) != s.dtype),
         single(backward && (s.knobs.single_launch == true || !has_weight_grads(s))),
+        portable(portable_sums(s) && !single),
         tensors(backward ? 2 : 1) {}
   const NormSpec& spec;
   const DeviceModel& dev;
@@ -63,6 +64,7 @@ struct Facts {
   const bool backward, layer_fwd;
   const std::uint32_t nacc, bytes;  // accumulators; bytes of an element of the row
   const bool narrow, wide_weights, wide_residual, single;
+  const bool portable;          // deterministic portable's partial rows
   const std::uint32_t tensors;  // x, or x and dy
 };
 
@@ -671,6 +673,24 @@ const Rule<RowOrder> kRowOrder[] = {
     {"a fixed order: dw and db add up the same every run", always,
      [](const Ctx&) { return RowOrder::Fixed; }},
 };
+// Deterministic portable's grouping of the rows: functions of the row alone. Each row slot of a
+// CTA leaves its own partial row, so rows_per_cta must divide `least`: the rules give 256 / T
+// where T divides 256, and T is at least 32 past 32 vectors (16 bytes each, or 16 elements).
+constexpr std::uint32_t kPortableSlices = 32;
+const Rule<PortablePartials> kPortablePartials[] = {
+    {"rows of ≤ 512 bytes: up to 256 a CTA; partial rows of ≤ 1 KiB, one for 4 rows, so that a "
+     "few thousand rows take a few CTAs",
+     [](const Ctx& c) { return std::uint64_t{c.f.row_width} * c.f.bytes <= 512; },
+     [](const Ctx&) {
+       return PortablePartials{4, 256, 16384, kPortableSlices};
+     }},
+    {"wider rows: up to 8 a CTA; a partial row for 16 rows, up to 1024 (a few waves of CTAs on "
+     "any GPU)",
+     always,
+     [](const Ctx&) {
+       return PortablePartials{16, 8, 1024, kPortableSlices};
+     }},
+};
 const Rule<std::uint32_t> kPartialCluster[] = {
     {"each CTA writes its own partial row", always, [](const Ctx&) { return 1u; }},
 };
@@ -710,6 +730,7 @@ void size_grid(const Facts& f, const NormKnobs& pins, Plan& p) {
   const bool persistent = p.grid == Grid::Persistent;
   const bool partial_rows = f.backward && !f.single;
   if (persistent && partial_rows) p.row_order = settle(pins.row_order, kRowOrder, c);
+  if (f.portable) p.portable = first_rule(kPortablePartials, c);
   // Partial rows summed over a cluster on chip: CTAs that walk whole rows in a fixed order.
   if (partial_rows && f.cluster_ctas == 1 && p.row_order == RowOrder::Fixed) {
     p.partial_cluster = settle(pins.partial_cluster, kPartialCluster, c);
@@ -735,6 +756,9 @@ std::uint32_t partial_rows(const Ctx& c) {
   return std::max(1u, c.p.sm_count * c.p.ctas_per_sm / (c.f.cluster_ctas * c.p.partial_cluster));
 }
 const Rule<std::uint32_t> kReduceSlices[] = {
+    {"deterministic portable: its fixed slices, whatever the partial rows",
+     [](const Ctx& c) { return c.p.portable.on(); },
+     [](const Ctx& c) { return c.p.portable.slices; }},
     {"up to 32 warps, each with all its rows (≤ 16) in flight", always,
      [](const Ctx& c) {
        return std::clamp(std::bit_ceil(ceil_div(partial_rows(c), 8u)), 8u, 32u);

@@ -69,6 +69,9 @@ std::vector<bool> moved(const KnobInfo& info, std::optional<bool> planned) {
 std::vector<RowOrder> moved(const KnobInfo&, std::optional<RowOrder>) {
   return {};
 }
+std::vector<Determinism> moved(const KnobInfo&, std::optional<Determinism>) {
+  return {};
+}
 
 // Knobs with the one named set to `value`.
 template <class T>

@@ -1276,6 +1276,111 @@ TEST_CASE("every device preset's plans match the reference on the executor", "[e
   CHECK(ran > std::size(kKinds) * 3 * 3);
 }
 
+TEST_CASE("deterministic portable: dw and db bits equal on every device preset, near float64",
+          "[executor][norm]") {
+  // Rows of 28 bytes or less (many a CTA, each row slot its own partial row; 3000 rows wrap around
+  // the 256 partial rows), odd widths, and rows each sm_90 preset splits over a cluster (2 CTAs).
+  // Plans differ by preset (threads, registers, staging, rows ahead, clusters, grids' waves); a
+  // plan whose PTX and grids equal one already run gives the same bits and is not run again.
+  struct Case {
+    std::uint32_t width;
+    std::vector<std::uint32_t> batches;
+  };
+  std::size_t ran = 0;
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    for (const auto& [dtype, weights] :
+         {std::pair{DType::F32, DType::F32}, {DType::F16, DType::F16}, {DType::BF16, DType::F32}}) {
+      const std::uint32_t wide = dtype == DType::F32 ? 9001 : 18001;
+      for (const Case& c :
+           {Case{7, {1, 7, 300, 3000}}, Case{1151, {1, 7, 300}}, Case{wide, {3, 20}}}) {
+        for (std::uint32_t batch : c.batches) {
+          std::map<std::string, std::vector<std::byte>> first;
+          std::string first_device;
+          std::set<std::string> seen;
+          for (const DeviceModel& device : device_presets()) {
+            INFO("device " << device.name << " " << kind_name(kind) << " " << dtype_name(dtype)
+                           << " weights " << dtype_name(weights) << " width " << c.width
+                           << " batch " << batch);
+            NormSpec spec = spec_for_device(kind, dtype, weights, c.width, device);
+            spec.knobs.vector_elems = vector_elems_for(dtype, weights, c.width, 0, 0);
+            spec.knobs.deterministic = Determinism::Portable;
+            const BuiltNorm built = build_norm(spec);
+            REQUIRE(built.steps.size() == 2);
+            std::string key = built.ptx;
+            for (const LaunchStep& step : built.steps) {
+              key += fmt::format("|{}", step.grid.grid(batch, c.width));
+            }
+            if (!seen.insert(std::move(key)).second) continue;
+            ++ran;
+            std::map<std::string, std::vector<std::byte>> out = run_batch(built, batch, c.width);
+            out.erase("dx");
+            if (first.empty()) {
+              first = std::move(out);
+              first_device = device.name;
+              continue;
+            }
+            INFO("bits against " << first_device);
+            CHECK(out == first);
+          }
+          // The presets' plans differ at every case (sm_80 against sm_90 at least).
+          CHECK(seen.size() >= 2);
+        }
+      }
+    }
+  }
+  CHECK(ran > 2 * 3 * 9 * 2);
+}
+
+TEST_CASE("deterministic portable: plans that move the default's bits leave them as they were",
+          "[executor][norm]") {
+  // Knobs that move the plan without moving the sums' order: threads per row (and with them the
+  // registers, the chunks' places), rows a CTA that divide the least partial rows, the grid's SMs
+  // (a small GPU's), the vector. dw and db in f32, where any other order of the f32 sums shows.
+  const auto bits = [](NormKind kind, std::uint32_t width, std::uint32_t batch, NormKnobs k) {
+    NormSpec spec = spec_of(kind, DType::F16, width);
+    spec.weight_dtype = DType::F32;
+    spec.knobs = k;
+    if (!k.vector_elems) {
+      spec.knobs.vector_elems = vector_elems_for(DType::F16, DType::F32, width, 0, 0);
+    }
+    INFO(kind_name(kind) << " width " << width << " batch " << batch << " threads_per_row "
+                         << k.threads_per_row.value_or(0) << " rows_per_cta "
+                         << k.rows_per_cta.value_or(0) << " sm_count " << k.sm_count.value_or(0));
+    std::map<std::string, std::vector<std::byte>> out = run_batch(build_norm(spec), batch, width);
+    out.erase("dx");
+    return out;
+  };
+  NormKnobs portable;
+  portable.deterministic = Determinism::Portable;
+  NormKnobs few_sms = portable;
+  few_sms.sm_count = 2;
+  few_sms.ctas_per_sm = 1;
+  for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+    NormKnobs threads_32 = portable, staged_128 = portable, rows_4 = portable;
+    threads_32.threads_per_row = 32;
+    staged_128.threads_per_row = 128;
+    staged_128.register_chunks = 0;
+    rows_4.rows_per_cta = 4;  // the rules give 32 (8 threads a row)
+    const auto first = bits(kind, 1151, 300, portable);
+    for (const NormKnobs& k : {threads_32, staged_128, few_sms}) {
+      CHECK(bits(kind, 1151, 300, k) == first);
+    }
+    const auto short_rows = bits(kind, 7, 3000, portable);
+    for (const NormKnobs& k : {rows_4, few_sms}) CHECK(bits(kind, 7, 3000, k) == short_rows);
+    // Narrower vectors (a misaligned call's) map threads and rows a CTA otherwise, not the sums.
+    const auto aligned = bits(kind, 264, 300, portable);
+    for (std::uint32_t vec : {1u, 2u}) {
+      NormKnobs narrow = portable;
+      narrow.vector_elems = vec;
+      CHECK(bits(kind, 264, 300, narrow) == aligned);
+    }
+    // The default's partial rows follow the grid: two SMs' sum in another order.
+    NormKnobs default_few = few_sms;
+    default_few.deterministic.reset();
+    CHECK(bits(kind, 1151, 300, default_few) != bits(kind, 1151, 300, {}));
+  }
+}
+
 namespace {
 
 // A model's numerics (`numerics` sets them on a spec) against their float64 model: every kind,

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "occurrences.hpp"
+#include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/kernels/norm.hpp"
 #include "spec_of.hpp"
 
@@ -106,6 +108,87 @@ TEST_CASE("backward contracts: persistent step, column reduce, workspace", "[con
   const std::uint64_t rows = tk.partial_rows(100000);
   REQUIRE(tk.partial_db_offset(100000) == 256 + rows * 1152 * 4);
   REQUIRE(tk.workspace_bytes(100000) == 256 + 2 * rows * 1152 * 4);
+}
+
+TEST_CASE("deterministic portable: partial rows by the batch alone, pins refused by name",
+          "[contract]") {
+  // One row a CTA: Q = clamp(bit_ceil(ceil(batch / 16)), 8, 1024) partial rows, a walker each
+  // (fewer where the batch has fewer rows), on every preset alike (the H100's 132 SMs and the
+  // A100's 108 do not show).
+  for (const DeviceModel& device : {device_preset("h100"), device_preset("a100")}) {
+    NormSpec ln = spec_for_device(NormKind::LayerNormBwd, DType::F16, DType::F16, 4096, device);
+    ln.knobs.deterministic = Determinism::Portable;
+    const BuiltNorm b = build_norm(ln);
+    INFO(device.name);
+    REQUIRE(b.chosen.deterministic == Determinism::Portable);
+    REQUIRE(b.plan.tuned_by.empty());
+    REQUIRE(b.steps.size() == 2);
+    for (const auto& [batch, rows] : {std::pair{1u, 1u},
+                                      {5u, 5u},
+                                      {16u, 8u},
+                                      {130u, 16u},
+                                      {300u, 32u},
+                                      {4096u, 256u},
+                                      {100000u, 1024u}}) {
+      REQUIRE(b.partial_rows(batch) == rows);
+      REQUIRE(b.workspace_bytes(batch) == std::uint64_t{rows} * 4096 * 4 * 2);
+    }
+    REQUIRE(b.steps[1].contract.block_threads == 32 * 32);  // the fixed 32 slices
+    REQUIRE(small_batch_limit(ln) == 0);                    // no one-launch class
+    REQUIRE(build_norm(b.plan.spec).ptx == b.ptx);
+    NormSpec again = ln;
+    again.knobs = b.chosen;
+    REQUIRE(build_norm(again).ptx == b.ptx);
+  }
+  // Short rows share a CTA, each row slot its own partial row: at least 256 of them, so that any
+  // rows_per_cta the rules give (256 / threads) divides them.
+  NormSpec short_rows = spec_of(NormKind::RmsNormBwd, DType::F16, 7);
+  short_rows.knobs.deterministic = Determinism::Portable;
+  const BuiltNorm s = build_norm(short_rows);
+  REQUIRE(s.plan.rows_per_cta == 256);
+  REQUIRE(s.partial_rows(7) == 256);            // rows past the batch: zeros
+  REQUIRE(s.steps[0].grid.grid(3000, 7) == 4);  // Q = bit_ceil(750), 256 slots a CTA
+  REQUIRE(s.partial_rows(3000) == 1024);
+  REQUIRE(s.partial_rows(5000) == 2048);
+  REQUIRE(s.partial_rows(1000000) == 16384);
+  REQUIRE(s.plan.dynamic_shared_bytes(s.spec) == 0);  // nothing merges
+  // Pins that would make the order the plan's are refused, naming them.
+  const auto refused = [&](NormSpec spec, const std::function<void(NormKnobs&)>& pin) {
+    spec.knobs.deterministic = Determinism::Portable;
+    pin(spec.knobs);
+    try {
+      validate(spec);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const NormSpec rms =
+      spec_for_device(NormKind::RmsNormBwd, DType::BF16, DType::BF16, 4096, device_preset("h100"));
+  CHECK_THAT(refused(rms, [](NormKnobs& k) { k.single_launch = true; }),
+             Catch::Contains("single_launch 1 sums them by the device's tiles"));
+  CHECK_THAT(refused(rms, [](NormKnobs& k) { k.row_order = RowOrder::Tickets; }),
+             Catch::Contains("row_order tickets"));
+  CHECK_THAT(refused(rms, [](NormKnobs& k) { k.partial_cluster = 2; }),
+             Catch::Contains("partial_cluster 2"));
+  CHECK_THAT(refused(rms, [](NormKnobs& k) { k.reduce_slices = 8; }),
+             Catch::Contains("adds 32 slices, got reduce_slices 8"));
+  CHECK_THAT(refused(rms,
+                     [](NormKnobs& k) {
+                       k.threads_per_row = 32;
+                       k.rows_per_cta = 16;
+                     }),
+             Catch::EndsWith("a row of 8192 bytes takes rows_per_cta dividing 8, got 16"));
+  CHECK(refused(rms, [](NormKnobs& k) { k.threads_per_row = 64; }).empty());  // 4 rows a CTA
+  CHECK(refused(short_rows, [](NormKnobs& k) { k.rows_per_cta = 64; }).empty());
+  // Forwards and dx alone have no dw/db: the level changes nothing there.
+  for (NormSpec other : {spec_of(NormKind::RmsNormFwd, DType::F16, 4096),
+                         spec_of(NormKind::RmsNormBwd, DType::F16, 4096)}) {
+    if (is_backward(other.kind)) other.outputs = Outputs::Dx;
+    const std::string ptx = build_norm(other).ptx;
+    other.knobs.deterministic = Determinism::Portable;
+    CHECK(build_norm(other).ptx == ptx);
+  }
 }
 
 TEST_CASE("deterministic 0 lets the heuristic take rows from a counter where that measured faster",

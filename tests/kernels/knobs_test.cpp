@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -33,6 +34,7 @@ TEST_CASE("the knob table names each knob once, and its flags are the names", "[
     using T = typename std::decay_t<decltype(field)>::value_type;
     REQUIRE((info.rule == KnobRule::Switch) == std::is_same_v<T, bool>);
     REQUIRE((info.rule == KnobRule::Order) == std::is_same_v<T, RowOrder>);
+    REQUIRE((info.rule == KnobRule::Levels) == std::is_same_v<T, Determinism>);
   });
   REQUIRE(i == kKnobCount);
 }
@@ -40,10 +42,11 @@ TEST_CASE("the knob table names each knob once, and its flags are the names", "[
 TEST_CASE("knob values parse from text and print back as the same text", "[knobs]") {
   NormKnobs knobs;
   const std::map<std::string_view, std::string> texts = {
-      {"threads_per_row", "64"}, {"prefetch_rows", "0"},
-      {"single_launch", "1"},    {"row_nc", "0"},
-      {"row_order", "tickets"},  {"reduce_slices", "16"},
-      {"vector_elems", "8"},     {"accumulator_register_chunks", "0"}};
+      {"threads_per_row", "64"},    {"prefetch_rows", "0"},
+      {"single_launch", "1"},       {"row_nc", "0"},
+      {"row_order", "tickets"},     {"reduce_slices", "16"},
+      {"vector_elems", "8"},        {"accumulator_register_chunks", "0"},
+      {"deterministic", "portable"}};
   for_each_knob(knobs, [&](const KnobInfo& info, auto& field) {
     const auto it = texts.find(info.name);
     if (it == texts.end()) return;
@@ -55,7 +58,22 @@ TEST_CASE("knob values parse from text and print back as the same text", "[knobs
   REQUIRE(knobs.single_launch == true);
   REQUIRE(knobs.row_nc == false);
   REQUIRE(knobs.row_order == RowOrder::Tickets);
+  REQUIRE(knobs.deterministic == Determinism::Portable);
   REQUIRE_FALSE(knobs.max_registers);
+  // deterministic was a switch: 0 and 1 (and false, true) keep their meaning beside portable.
+  const KnobInfo& det = *std::find_if(knob_table().begin(), knob_table().end(),
+                                      [](const KnobInfo& i) { return i.name == "deterministic"; });
+  REQUIRE(det.values() == "0|1|portable");
+  for (const auto& [text, level] :
+       {std::pair{"0", Determinism::Off}, {"1", Determinism::RunToRun}}) {
+    std::optional<Determinism> d;
+    parse_knob(det, text, d);
+    REQUIRE(d == Determinism(level));
+    REQUIRE(format_knob(*d) == text);
+  }
+  REQUIRE(Determinism(false) == Determinism::Off);
+  REQUIRE(Determinism(true) == Determinism::RunToRun);
+  REQUIRE(static_cast<bool>(Determinism(Determinism::Portable)));
 }
 
 TEST_CASE("knob text outside the table's rule is refused, naming the knob and what it takes",
@@ -93,6 +111,7 @@ TEST_CASE("knob text outside the table's rule is refused, naming the knob and wh
   CHECK(refused("single_launch", "2") == "single_launch must be 0 or 1, got '2'");
   CHECK(refused("single_launch", "true") == "single_launch must be 0 or 1, got 'true'");
   CHECK(refused("row_order", "2") == "row_order must be fixed or tickets, got '2'");
+  CHECK(refused("deterministic", "2") == "deterministic must be 0, 1 or portable, got '2'");
 }
 
 TEST_CASE("chosen reports every knob that applies to the kernel, and none that does not",

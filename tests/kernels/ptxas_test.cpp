@@ -401,6 +401,27 @@ TEST_CASE("partial rows added up over a cluster (partial_cluster) assemble witho
   assemble_all(std::move(groups));
 }
 
+TEST_CASE("deterministic portable's backwards assemble without spills on sm_80 and sm_90",
+          "[ptxas]") {
+  // Row slots writing their own partial rows, 32-slice column reduces, split rows' clusters.
+  std::vector<Group> groups;
+  for (const char* device : {"a100", "h100"}) {
+    Group g{fmt::format("backwards deterministic portable, {}", device), {}};
+    for (NormKind kind : {NormKind::LayerNormBwd, NormKind::RmsNormBwd}) {
+      for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        for (std::uint32_t width : {7u, 100u, 1151u, 4096u, 20000u}) {
+          NormSpec spec = spec_for_device(kind, dtype, dtype, width, device_preset(device));
+          spec.knobs.deterministic = Determinism::Portable;
+          g.built.push_back(build_norm(spec));
+          CHECK(g.built.back().chosen.deterministic == Determinism::Portable);
+        }
+      }
+    }
+    groups.push_back(std::move(g));
+  }
+  assemble_all(std::move(groups));
+}
+
 namespace {
 
 void assemble_narrow_vectors(NormKind kind) {

@@ -38,6 +38,14 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.field("min_row_groups", step.grid.min_row_groups);
   if (step.grid.min_ctas > 0) j.field("min_ctas", step.grid.min_ctas);
   if (step.grid.cluster_ctas > 1) j.field("cluster_ctas", step.grid.cluster_ctas);
+  if (const kernels::PortablePartials& q = step.grid.portable; q.on()) {
+    // Deterministic portable: the grid by the batch alone, not max_ctas and min_row_groups.
+    j.key("portable").begin_object(true);
+    j.field("rows_a_partial", q.rows_a_partial);
+    j.field("least", q.least);
+    j.field("most", q.most);
+    j.end_object();
+  }
   j.field("grid_x", step.grid.describe());
   j.end_object();
   if (batch)
@@ -118,6 +126,13 @@ std::string contract_json(const kernels::BuiltNorm& built, std::uint32_t small_b
         j.null();
       } else if constexpr (std::is_same_v<std::decay_t<decltype(*v)>, kernels::RowOrder>) {
         j.value(kernels::row_order_name(*v));
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(*v)>, kernels::Determinism>) {
+        // true and false as when it was a switch; "portable" by name.
+        if (*v == kernels::Determinism::Portable) {
+          j.value(kernels::determinism_name(*v));
+        } else {
+          j.value(static_cast<bool>(*v));
+        }
       } else {
         j.value(*v);
       }

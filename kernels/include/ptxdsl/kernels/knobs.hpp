@@ -21,12 +21,27 @@ enum class RowOrder : std::uint8_t {
   Tickets,  // after its first groups a CTA takes the next from a counter in the workspace
 };
 
+// How far the backward's dw and db bits are fixed (docs/kernels.md, "Numerics"). A
+// switch once: 0 and 1 (false, true) still spell Off and RunToRun.
+struct Determinism {
+  enum Level : std::uint8_t {
+    Off,       // tickets where they are faster: the bits vary run to run within f32 rounding
+    RunToRun,  // a fixed row order: the same bits every run on one device and plan
+    Portable,  // a row grouping by the batch alone: the same bits on every device and plan
+  };
+  Level level = RunToRun;
+  constexpr Determinism(Level l = RunToRun) : level(l) {}
+  constexpr Determinism(bool on) : level(on ? RunToRun : Off) {}
+  explicit constexpr operator bool() const { return level != Off; }
+  friend constexpr bool operator==(Determinism, Determinism) = default;
+};
+
 // The kernels a knob means something to; the others refuse it when it is given for them alone.
 enum class KnobScope : std::uint8_t { All, Forwards, Backwards, LayerNormForward };
 
 // The values a knob takes beyond its type: counts within [lo, hi], powers of two within it, or
 // the thread counts that tile a row (a power of two ≤ 32, or a multiple of 32 ≤ hi).
-enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, Order };
+enum class KnobRule : std::uint8_t { Range, PowerOfTwo, ThreadsPerRow, Switch, Order, Levels };
 
 // What `ptxdsl tune` tries for a knob alone beside the plan's value (tune_candidates, tuning.hpp):
 // nothing; half and twice the plan's, in whole warps; both ends of its range; the switch's other
@@ -92,8 +107,9 @@ enum class KnobMove : std::uint8_t { None, HalveDouble, Ends, Flip, Off, Few, Ea
   X(row_order, RowOrder, All, Order, 0, 1, Sm80, 70, (if_persistent(p, p.row_order)), None, All,   \
     "persistent CTAs' rows: fixed (ctaid, ctaid + grid, ...) or tickets (backward, from a "        \
     "counter)")                                                                                    \
-  X(deterministic, bool, Backwards, Switch, 0, 1, Sm80, 70, p.row_order != RowOrder::Tickets,      \
-    None, All, "dw and db bit-identical run to run (1), or tickets where they are faster (0)")     \
+  X(deterministic, Determinism, Backwards, Levels, 0, 2, Sm80, 70, p.determinism(), None, All,     \
+    "dw and db bit-identical run to run (1), on every GPU too (portable: rows grouped by the "     \
+    "batch alone), or tickets where they are faster (0)")                                          \
   X(cluster_ctas, std::uint32_t, All, PowerOfTwo, 1, 16, Sm80, 70, p.cluster_ctas, Each, All,      \
     "CTAs of a thread-block cluster that split each row, reducing through DSMEM (1: none; sm_90)") \
   X(partial_cluster, std::uint32_t, Backwards, PowerOfTwo, 1, 16, Sm80, 70, p.partial_cluster,     \
@@ -139,7 +155,8 @@ void for_each_knob(Knobs& knobs, F&& f) {
 #undef PTXDSL_KNOB_VISIT
 }
 
-std::string_view row_order_name(RowOrder order);  // "fixed", "tickets"
+std::string_view row_order_name(RowOrder order);   // "fixed", "tickets"
+std::string_view determinism_name(Determinism d);  // "0", "1", "portable"
 
 // A knob's value as text (the command line's and the tuning table's form) and back. Parsing checks
 // the type and the table's rule; it throws ptxdsl::Error naming the knob, the text and what it
@@ -147,13 +164,16 @@ std::string_view row_order_name(RowOrder order);  // "fixed", "tickets"
 std::string format_knob(std::uint32_t value);
 std::string format_knob(bool value);
 std::string format_knob(RowOrder value);
+std::string format_knob(Determinism value);
 void parse_knob(const KnobInfo& info, std::string_view text, std::optional<std::uint32_t>& field);
 void parse_knob(const KnobInfo& info, std::string_view text, std::optional<bool>& field);
 void parse_knob(const KnobInfo& info, std::string_view text, std::optional<RowOrder>& field);
+void parse_knob(const KnobInfo& info, std::string_view text, std::optional<Determinism>& field);
 // Checks a set value against the table's rule (validate() calls it for every knob set).
 void check_knob(const KnobInfo& info, std::uint32_t value);
 void check_knob(const KnobInfo& info, bool value);
 void check_knob(const KnobInfo& info, RowOrder value);
+void check_knob(const KnobInfo& info, Determinism value);
 // Whether a set value asks for the knob's instructions (a count above 0, a switch on, tickets).
 inline bool knob_on(std::uint32_t v) {
   return v > 0;
@@ -163,6 +183,9 @@ inline bool knob_on(bool v) {
 }
 inline bool knob_on(RowOrder v) {
   return v != RowOrder::Fixed;
+}
+inline bool knob_on(Determinism) {
+  return false;  // every level runs on every arch
 }
 
 }  // namespace ptxdsl::kernels

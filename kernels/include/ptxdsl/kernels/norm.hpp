@@ -34,6 +34,9 @@ struct GridRule {
   // as many clusters as the rule gives CTAs without them (max_ctas / cluster_ctas at most), each
   // cluster_ctas CTAs, one partial row a cluster.
   std::uint32_t cluster_ctas = 1;
+  // Persistent, deterministic portable: min(Q / rows_per_cta, row groups) walkers, Q from the
+  // batch alone, whatever max_ctas and min_row_groups say.
+  PortablePartials portable;
   // Throws ptxdsl::Error when the grid would pass 2^31 − 1 CTAs.
   std::uint32_t grid(std::uint32_t batch, std::uint32_t width) const;
   std::string describe() const;  // "ceil(batch / 4)", ...
@@ -78,7 +81,8 @@ struct BuiltNorm {
   // partial_dw_offset(), partial_db (layer norm) at partial_db_offset(batch).
   std::uint64_t workspace_bytes(std::uint32_t batch) const;
   std::uint64_t partial_dw_offset() const;
-  std::uint32_t partial_rows(std::uint32_t batch) const;  // backward: rows of partials used
+  // Backward: rows of partials used (a walker's, or under deterministic portable a row slot's).
+  std::uint32_t partial_rows(std::uint32_t batch) const;
   std::uint64_t partial_db_offset(std::uint32_t batch) const;
 };
 

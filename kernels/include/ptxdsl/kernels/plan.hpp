@@ -80,6 +80,18 @@ enum class WeightGrads : std::uint8_t {
   None,          // no dw or db (Outputs::Dx, Affine::None): one launch of dx alone
 };
 
+// Deterministic portable (docs/kernels.md): Q partial rows, Q = clamp(bit_ceil(ceil(batch /
+// rows_a_partial)), least, most), partial row q the sum of rows q, q + Q, ... in order, summed by
+// the column reduce in `slices` slices: functions of the batch and the row alone.
+struct PortablePartials {
+  std::uint32_t rows_a_partial = 0;  // 0: off, a partial row a CTA of the device's grid
+  std::uint32_t least = 1, most = 1;
+  std::uint32_t slices = 0;
+  bool on() const { return rows_a_partial > 0; }
+  std::uint32_t partial_rows(std::uint32_t batch) const;  // Q
+  friend bool operator==(const PortablePartials&, const PortablePartials&) = default;
+};
+
 struct Plan {
   // What was planned: the caller's spec (a row split over a cluster plans each CTA's slice, but
   // the plan is the whole row's), and the tuning table's entry its knobs came from ("" for the
@@ -110,6 +122,11 @@ struct Plan {
   bool shared_weights = false;
   // Tickets: a persistent backward with partial rows takes its row groups from a counter.
   RowOrder row_order = RowOrder::Fixed;
+  // Backward, deterministic portable: the grid follows the batch, each row slot its partial row.
+  PortablePartials portable;
+  Determinism determinism() const {
+    return portable.on() ? Determinism::Portable : Determinism(row_order != RowOrder::Tickets);
+  }
   // Backward in two launches: the row step lets the reduce launch once a CTA's rows are done (the
   // reduce waits by griddepcontrol.wait).
   bool overlap_reduce = false;
