@@ -499,8 +499,7 @@ std::string check_wgmma(const Instr& in) {
     return fmt::format("wgmma.mma_async's N is a multiple of 8 in [8, {}], got {}", kWgmmaMaxN,
                        in.mma_n);
   }
-  const bool a_in_registers =
-      !in.ops.empty() && in.ops.size() > 1 && in.ops[1].kind == Operand::Kind::Vec;
+  const bool a_in_registers = in.ops.size() > 1 && in.ops[1].kind == Operand::Kind::Vec;
   const std::size_t transposes = wgmma_transposes(in.mma_a) ? (a_in_registers ? 1 : 2) : 0;
   if (in.ops.size() != 6 + transposes) {
     return fmt::format("wgmma.mma_async{} takes {} operands, got {}", wgmma_modifiers(in),
