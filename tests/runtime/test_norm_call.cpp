@@ -311,5 +311,10 @@ TEST_CASE("a quantized forward's type: its kernels, y's codes and the scales a c
                                                          "backward, which does not take it"));
   CHECK_THROWS_WITH(
       check_call(with_model(kRms, {.quant = static_cast<kernels::Quant>(40)}), NormCall{}),
-      Catch::Contains("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, got enum value 40"));
+      Catch::Contains("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, nvfp4, got "
+                      "enum value 40"));
+  // The block-scaled formats are emit's: the runtime's buffers hold one f32 scale a row.
+  f.y_scale = at(7);
+  CHECK_THROWS_WITH(check_call(with_model(kRms, {.quant = kernels::Quant::Mxfp8}), f),
+                    Catch::Contains("quant mxfp8 is not launched by the runtime"));
 }

@@ -273,6 +273,19 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
                         bool with_backward, std::uint32_t stride) {
+  // The runtime launches per-token scales in row-major order alone: a case it would launch as
+  // another mode, with buffers sized for that one, is refused rather than run.
+  if (spec.quant != kernels::Quant::None &&
+      (spec.quant_scale != kernels::QuantScale::PerToken ||
+       spec.quant_scale_layout != kernels::QuantScaleLayout::RowMajor ||
+       kernels::quant_scale_type(spec.quant) != ScalarType::F32)) {
+    throw UsageError(fmt::format(
+        "run and bench take --quant fp8-e4m3, fp8-e5m2 or int8 with --quant-scale per-token "
+        "(row-major); got --quant {} --quant-scale {} --quant-scale-layout {}, which emit and "
+        "check take",
+        kernels::quant_name(spec.quant), kernels::quant_scale_name(spec.quant_scale),
+        kernels::quant_scale_layout_name(spec.quant_scale_layout)));
+  }
   NormData d;
   d.spec = spec;
   d.batch = batch;
