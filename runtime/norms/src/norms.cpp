@@ -210,9 +210,10 @@ QuantOutput quant_output(const NormType& type) {
   // The runtime launches the per-token formats: a byte a code and one f32 scale a row, as
   // kernels::quantize_rows models them. The block-scaled ones (mxfp8, nvfp4) are emit's alone.
   if (kernels::quant_scale_type(type.model.quant) != ScalarType::F32) {
-    throw Error(fmt::format("quant {} is not launched by the runtime (it takes fp8-e4m3, "
-                            "fp8-e5m2 or int8, with one f32 scale a row); emit and check take it",
-                            kernels::quant_name(type.model.quant)));
+    throw Error(
+        fmt::format("quant {} is not launched by the runtime (it takes fp8-e4m3, "
+                    "fp8-e5m2 or int8, with one f32 scale a row); emit and check take it",
+                    kernels::quant_name(type.model.quant)));
   }
   return {1, 1};
 }
