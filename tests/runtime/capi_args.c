@@ -235,6 +235,17 @@ int main(void) {
     EXPECT(ptxdsl_norm_workspace_bytes_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 256, 0, &o,
                                           &bytes),
            PTXDSL_SUCCESS, "");
+    /* The backward's determinism by the command line's names; a portable backward at batch 0. */
+    o.deterministic = "sometimes";
+    EXPECT(ptxdsl_norm_backward_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, &o, NULL,
+                                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+           PTXDSL_ERROR_INVALID_ARGUMENT,
+           "options->deterministic: deterministic must be 0, 1 or portable, got 'sometimes'");
+    o.deterministic = "portable";
+    EXPECT(ptxdsl_norm_backward_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, &o, NULL,
+                                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+           PTXDSL_SUCCESS, "");
+    o.deterministic = NULL;
     o.size = 8;
     EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
            "options->size must be at least 36 (sizeof(ptxdsl_norm_options)), got 8");

@@ -356,7 +356,8 @@ void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
                                       .quant = kernels::quant_name(c.model.quant).data(),
                                       .row_groups = c.model.row_groups,
                                       .group_stride = c.model.group_stride,
-                                      .residual_in_f32 = 0};
+                                      .residual_in_f32 = 0,
+                                      .deterministic = nullptr};
     const auto ptr = [](std::uint64_t a) { return reinterpret_cast<void*>(a); };
     const std::int32_t status = ptxdsl_norm_forward_ex(
         ctx.device(), c.layer ? PTXDSL_LAYER_NORM : PTXDSL_RMS_NORM, static_cast<std::int32_t>(d),
@@ -513,7 +514,8 @@ TEST_CASE("the model options through the C ABI's _ex functions give the C++ API'
                                       .quant = nullptr,
                                       .row_groups = c.model.row_groups,
                                       .group_stride = c.model.group_stride,
-                                      .residual_in_f32 = 0};
+                                      .residual_in_f32 = 0,
+                                      .deterministic = nullptr};
     const auto p = [](const DeviceBuffer<std::byte>& buf) {
       return reinterpret_cast<void*>(buf.address());
     };

@@ -47,7 +47,12 @@ NormObject& norm_object(const NormKey& key) {
   // Entered only once built: a key whose context or object fails keeps no entry.
   auto made = std::make_unique<NormObject>();
   const runtime::Context& ctx = context_for(all, key.device);
-  made->norm = std::make_unique<runtime::Norm>(ctx, key.type);
+  runtime::NormOptions options;
+  if (key.determinism != kernels::Determinism::RunToRun) {
+    options.backward_knobs = kernels::NormKnobs{};
+    options.backward_knobs->deterministic = key.determinism;
+  }
+  made->norm = std::make_unique<runtime::Norm>(ctx, key.type, options);
   return *all.norms.emplace(key, std::move(made)).first->second;
 }
 

@@ -9,13 +9,16 @@
 #include "ptxdsl/runtime/context.hpp"
 #include "ptxdsl/runtime/norms.hpp"
 
-// The norm objects behind the C calls: one per (device, norm, dtype, weight dtype, width), built
+// The norm objects behind the C calls: one per (device, norm, dtype, weight dtype, width, model
+// options, determinism), built
 // on first use and kept until the process exits, shared by every thread.
 namespace ptxdsl::capi {
 
 struct NormKey {
   int device = 0;
   runtime::NormType type;
+  // The backward's dw/db determinism (kernels::Determinism): its own kernels where not the default.
+  kernels::Determinism::Level determinism = kernels::Determinism::RunToRun;
   auto operator<=>(const NormKey&) const = default;
 };
 

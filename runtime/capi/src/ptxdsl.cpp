@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -84,7 +85,24 @@ NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_
 struct ModelArgs {
   runtime::NormModelOptions model;
   bool residual_in_f32 = false;
+  kernels::Determinism::Level determinism = kernels::Determinism::RunToRun;  // the backward's
 };
+
+// The backward's determinism by the knob's own names and parser ("0", "1", "portable").
+kernels::Determinism::Level determinism_arg(const char* name) {
+  if (name == nullptr) return kernels::Determinism::RunToRun;
+  std::optional<kernels::Determinism> d;
+  for (const kernels::KnobInfo& info : kernels::knob_table()) {
+    if (info.name != "deterministic") continue;
+    try {
+      kernels::parse_knob(info, name, d);
+    } catch (const Error& e) {
+      throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT,
+                      fmt::format("options->deterministic: {}", e.what()));
+    }
+  }
+  return d.value().level;
+}
 
 // A name parsed by the kernels' own parser (which lists the names it takes), the field named.
 template <class Parse>
@@ -124,6 +142,7 @@ ModelArgs model_arg(const ptxdsl_norm_options* options) {
   m.model.row_groups = o.row_groups == 0 ? 1 : o.row_groups;
   m.model.group_stride = o.group_stride;
   m.residual_in_f32 = o.residual_in_f32 != 0;
+  m.determinism = determinism_arg(o.deterministic);
   return m;
 }
 
@@ -148,6 +167,7 @@ CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device
   // What the forward wrote is not the backward's: it shares the object of the plain output.
   if (direction == runtime::Direction::Backward) m.quant = kernels::Quant::None;
   a.key = key_arg(layer, device, dtype, weight_dtype, width, m);
+  if (direction == runtime::Direction::Backward) a.key.determinism = model.determinism;
   if (direction == runtime::Direction::Forward) a.call.residual_in_f32 = model.residual_in_f32;
   a.call.direction = direction;
   a.call.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
@@ -394,9 +414,11 @@ int32_t ptxdsl_norm_workspace_bytes_ex(int32_t device, int32_t norm, int32_t dty
   return guarded(__func__, [&] {
     if (bytes == nullptr) throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
-    ptxdsl::runtime::NormModelOptions model = model_arg(options).model;
+    const ModelArgs args = model_arg(options);
+    ptxdsl::runtime::NormModelOptions model = args.model;
     model.quant = ptxdsl::kernels::Quant::None;  // the backward's object (call_args)
-    const NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width, model);
+    NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width, model);
+    key.determinism = args.determinism;
     ptxdsl::runtime::check_call(key.type, {.direction = Direction::Backward});
     const std::uint32_t rows = range_arg("batch", batch, 0, ptxdsl::kernels::kMaxBatch);
     if (rows == 0) return;
@@ -409,18 +431,21 @@ int32_t ptxdsl_norm_workspace_bytes_ex(int32_t device, int32_t norm, int32_t dty
 int32_t ptxdsl_norm_prepare_ex(int32_t device, int32_t norm, int32_t dtype, int32_t weight_dtype,
                                int64_t width, const ptxdsl_norm_options* options) {
   return guarded(__func__, [&] {
-    const ptxdsl::runtime::NormModelOptions model = model_arg(options).model;
+    const ModelArgs args = model_arg(options);
     const bool layer = norm_arg(norm);
-    // The forward's object (its quant) and the backward's (without: call_args).
-    ptxdsl::runtime::NormModelOptions backward_model = model;
+    // The forward's object (its quant) and the backward's (without, with its determinism:
+    // call_args), one object where they are the same.
+    ptxdsl::runtime::NormModelOptions backward_model = args.model;
     backward_model.quant = ptxdsl::kernels::Quant::None;
-    for (const ptxdsl::runtime::NormModelOptions& m : {model, backward_model}) {
-      const NormKey key = key_arg(layer, device, dtype, weight_dtype, width, m);
+    const NormKey forward = key_arg(layer, device, dtype, weight_dtype, width, args.model);
+    NormKey backward = key_arg(layer, device, dtype, weight_dtype, width, backward_model);
+    backward.determinism = args.determinism;
+    for (const NormKey& key : {forward, backward}) {
       ptxdsl::runtime::check_call(key.type, {});
       NormObject& o = norm_object(key);
       const std::lock_guard<std::mutex> lock(o.mutex);
       o.norm->prepare();
-      if (model.quant == ptxdsl::kernels::Quant::None) break;
+      if (forward == backward) break;
     }
   });
 }

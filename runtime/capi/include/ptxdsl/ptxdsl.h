@@ -184,6 +184,11 @@ typedef struct ptxdsl_norm_options {
   /* The forward's residual and residual_out hold float (else the dtype); needs them. The
    * backward takes the forward's h in the dtype. */
   int32_t residual_in_f32;
+  /* The backward's dw and db bits (a field past PTXDSL_NORM_OPTIONS_MIN_SIZE): NULL or "1" (the
+   * same every run on one GPU), "portable" (the same on every GPU: partial rows grouped by the
+   * batch alone and summed in a fixed order; docs/kernels.md) or "0" (rows by ticket where
+   * faster; the bits vary within f32 rounding). The forward does not read it. */
+  const char* deterministic;
 } ptxdsl_norm_options;
 
 /* The fields every caller's struct has (ptxdsl 0.1): `size` must be at least this. */
