@@ -61,6 +61,18 @@ class LibraryTest(unittest.TestCase):
         with self.assertRaisesRegex(ptxdsl.ArgumentError, "row_groups must be in"):
             _lib.norm_options(row_groups=2**32)
 
+    def test_portable_determinism_through_the_extensible_entry(self):
+        # The backward's determinism by the command line's names, checked at batch 0.
+        def backward(options):
+            _lib.call("ptxdsl_norm_backward_ex", 0, _lib.RMS_NORM, _lib.BF16, _lib.BF16, 0, 256,
+                      0, options, *([None] * 10), 0, None)
+        with self.assertRaisesRegex(ptxdsl.ArgumentError,
+                                    "options->deterministic: deterministic must be 0, 1 or "
+                                    "portable, got 'sometimes'"):
+            backward(_lib.norm_options(deterministic="sometimes"))
+        backward(_lib.norm_options(deterministic="portable"))
+        self.assertIsNone(_lib.norm_options(deterministic="1"))
+
     def test_without_a_driver_calls_say_so(self):
         try:
             _lib.call("ptxdsl_init")

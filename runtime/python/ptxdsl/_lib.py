@@ -56,25 +56,27 @@ class NormOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("weight_offset", ctypes.c_float),
                 ("casting", ctypes.c_char_p), ("quant", ctypes.c_char_p),
                 ("row_groups", ctypes.c_uint32), ("group_stride", ctypes.c_uint32),
-                ("residual_in_f32", ctypes.c_int32)]
+                ("residual_in_f32", ctypes.c_int32), ("deterministic", ctypes.c_char_p)]
 
 
 _options_lock = threading.Lock()
 _options_cache = {}
-_PLAIN_OPTIONS = (0.0, "none", "none", 1, 0)
+_PLAIN_OPTIONS = (0.0, "none", "none", 1, 0, "1")
 
 
-def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1, group_stride=0):
+def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1,
+                 group_stride=0, deterministic="1"):
     """These options as a pointer to a ptxdsl_norm_options, made once and kept (calls pass it as
     is); None for the plain norm, which the library takes as NULL. The library checks the values
-    and names what it allows."""
-    key = (float(weight_offset), casting, quant, row_groups, group_stride)
+    and names what it allows. `deterministic`: the backward's dw/db bits, "1" (run to run),
+    "portable" (the same on every GPU) or "0"."""
+    key = (float(weight_offset), casting, quant, row_groups, group_stride, deterministic)
     if key == _PLAIN_OPTIONS:
         return None
     found = _options_cache.get(key)
     if found is not None:
         return found
-    for name, value in (("casting", casting), ("quant", quant)):
+    for name, value in (("casting", casting), ("quant", quant), ("deterministic", deterministic)):
         if not isinstance(value, str):
             raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
                                 f"{name} must be a string, got {type(value).__name__}")
@@ -83,7 +85,7 @@ def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1, 
             raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
                                 f"{name} must be in [0, 4294967295] (a C uint32_t), got {value}")
     o = NormOptions(ctypes.sizeof(NormOptions), key[0], casting.encode(), quant.encode(),
-                    row_groups, group_stride, 0)
+                    row_groups, group_stride, 0, deterministic.encode())
     with _options_lock:
         return _options_cache.setdefault(key, ctypes.pointer(o))
 
