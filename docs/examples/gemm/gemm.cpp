@@ -26,9 +26,9 @@ constexpr std::uint32_t kWarpsM = 2, kWarpsN = 4, kThreads = 32 * kWarpsM * kWar
 constexpr std::uint32_t kWarpM = kTileM / kWarpsM, kWarpN = kTileN / kWarpsN;  // 64×32
 constexpr std::uint32_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 constexpr std::uint32_t kFragsM = kWarpM / kMmaM, kFragsN = kWarpN / kMmaN;  // 4×4
-constexpr std::uint32_t kRowBytes = kTileK * 2;                             // 64: 4 chunks
-constexpr std::uint32_t kChunkElems = 8;                                    // 16 bytes of bf16
-constexpr std::uint32_t kStageBytes = kTileM * kRowBytes;                   // one operand's tile
+constexpr std::uint32_t kRowBytes = kTileK * 2;                              // 64: 4 chunks
+constexpr std::uint32_t kChunkElems = 8;                                     // 16 bytes of bf16
+constexpr std::uint32_t kStageBytes = kTileM * kRowBytes;                    // one operand's tile
 constexpr std::uint32_t kChunksPerThread = kTileM * (kRowBytes / 16) / kThreads;  // 2
 
 // The swizzled byte offset of 16-byte chunk `chunk` of row `row` in a stage's tile.
@@ -39,7 +39,7 @@ Reg<U32> swizzled(Kernel& k, Reg<U32> row, Reg<U32> chunk) {
 
 // One operand (A or B): its tiles' ring in shared memory and this thread's part of filling it.
 struct Operand {
-  SharedPtr<U8> ring;      // kStages tiles of kTileM rows × kRowBytes
+  SharedPtr<U8> ring;       // kStages tiles of kTileM rows × kRowBytes
   GlobalPtr<BF16> matrix;   // rows × k, row-major
   std::uint32_t rows = 0;   // m or n
   std::uint32_t depth = 0;  // k
@@ -172,8 +172,8 @@ tool::Launch build(Module& m, const tool::Params& p) {
       for (std::uint32_t j = 0; j < kFragsN; ++j) {
         const Reg<U32> col = k.add(col0, j * kMmaN);
         const Pred inside = k.and_(row_inside, k.setp(Cmp::Lt, col, cols));
-        const Reg<BF16x2> pair = k.cvt_pack<BF16x2>(acc[i][j].regs[2 * half],
-                                                    acc[i][j].regs[2 * half + 1]);
+        const Reg<BF16x2> pair =
+            k.cvt_pack<BF16x2>(acc[i][j].regs[2 * half], acc[i][j].regs[2 * half + 1]);
         k.if_(inside, [&] { k.st(k.index(c_row, col).as<BF16x2>(), pair); });
       }
     }
