@@ -67,7 +67,9 @@ Handler select_cvt_pair(const Instr& in);
 Handler select_mma(const Instr& in);
 Handler select_ldmatrix(const Instr& in);
 Handler select_stmatrix(const Instr& in);
-Handler select_wgmma_order(const Instr& in);
+Handler select_wgmma_fence(const Instr& in);
+Handler select_wgmma_commit(const Instr& in);
+Handler select_wgmma_wait(const Instr& in);
 Handler select_wgmma(const Instr& in);
 Handler select_bulk_tensor(const Instr& in);
 Handler select_bulk_group(const Instr& in);
@@ -1361,14 +1363,14 @@ constexpr std::array kTable = {
                     .types = kUntyped,
                     .least = kSm90aPtx80,
                     .warp_collective = true,
-                    .semantics = select_wgmma_order},
+                    .semantics = select_wgmma_fence},
     InstructionInfo{.op = Op::WgmmaCommit,
                     .spelling = "wgmma.commit_group.sync.aligned",
                     .modifiers = no_modifiers,
                     .types = kUntyped,
                     .least = kSm90aPtx80,
                     .warp_collective = true,
-                    .semantics = select_wgmma_order},
+                    .semantics = select_wgmma_commit},
     InstructionInfo{.op = Op::WgmmaWait,
                     .spelling = "wgmma.wait_group.sync.aligned",
                     .modifiers = no_modifiers,
@@ -1376,7 +1378,7 @@ constexpr std::array kTable = {
                     .operands = Operands::Count,
                     .least = kSm90aPtx80,
                     .warp_collective = true,
-                    .semantics = select_wgmma_order},
+                    .semantics = select_wgmma_wait},
     InstructionInfo{.op = Op::WgmmaMma,
                     .spelling = "wgmma.mma_async.sync.aligned",
                     .modifiers = wgmma_modifiers,

@@ -364,15 +364,14 @@ void reset_wgmma(Warp& w, const Program& p) {
 Handler select_wgmma(const Instr&) {
   return &wgmma_mma;
 }
-Handler select_wgmma_order(const Instr& in) {
-  switch (in.op) {
-    case Op::WgmmaFence:
-      return &wgmma_fence;
-    case Op::WgmmaCommit:
-      return &wgmma_commit;
-    default:
-      return &wgmma_wait;
-  }
+Handler select_wgmma_fence(const Instr&) {
+  return &wgmma_fence;
+}
+Handler select_wgmma_commit(const Instr&) {
+  return &wgmma_commit;
+}
+Handler select_wgmma_wait(const Instr&) {
+  return &wgmma_wait;
 }
 
 }  // namespace ptxdsl::detail
