@@ -158,22 +158,43 @@ struct CallArgs {
   runtime::NormCall call;
 };
 
+// The object a direction's calls with these options go to. What the forward wrote (quant) is not
+// the backward's, which shares the object of the plain output; determinism is the backward's alone.
+NormKey direction_key(bool layer, runtime::Direction direction, std::int32_t device,
+                      std::int32_t dtype, std::int32_t weight_dtype, std::int64_t width,
+                      const ModelArgs& model) {
+  if (direction == runtime::Direction::Forward) {
+    return key_arg(layer, device, dtype, weight_dtype, width, model.model);
+  }
+  runtime::NormModelOptions m = model.model;
+  m.quant = kernels::Quant::None;
+  NormKey k = key_arg(layer, device, dtype, weight_dtype, width, m);
+  k.determinism = model.determinism;
+  return k;
+}
+
 CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device,
                    std::int32_t dtype, std::int32_t weight_dtype, std::int64_t batch,
                    std::int64_t width, std::int64_t stride, ptxdsl_stream stream,
                    const ModelArgs& model = {}) {
   CallArgs a;
-  runtime::NormModelOptions m = model.model;
-  // What the forward wrote is not the backward's: it shares the object of the plain output.
-  if (direction == runtime::Direction::Backward) m.quant = kernels::Quant::None;
-  a.key = key_arg(layer, device, dtype, weight_dtype, width, m);
-  if (direction == runtime::Direction::Backward) a.key.determinism = model.determinism;
+  a.key = direction_key(layer, direction, device, dtype, weight_dtype, width, model);
   if (direction == runtime::Direction::Forward) a.call.residual_in_f32 = model.residual_in_f32;
   a.call.direction = direction;
   a.call.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
   a.call.stride = range_arg("stride", stride, 0, UINT32_MAX);
   a.call.stream = stream;
   return a;
+}
+
+// The workspace a backward of `batch` rows takes on the object of `key` (0 for 0 rows, which
+// builds nothing).
+std::uint64_t workspace_bytes_of(const NormKey& key, std::int64_t batch) {
+  const std::uint32_t rows = range_arg("batch", batch, 0, kernels::kMaxBatch);
+  if (rows == 0) return 0;
+  NormObject& o = norm_object(key);
+  const std::lock_guard<std::mutex> lock(o.mutex);
+  return o.norm->workspace_bytes(rows);
 }
 
 // The one way into the norms: the variant its pointers ask for (runtime::variant_of), the dtype
@@ -343,12 +364,7 @@ int32_t ptxdsl_norm_workspace_bytes(int32_t device, int32_t norm, int32_t dtype,
   return guarded(__func__, [&] {
     if (bytes == nullptr) throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
-    const NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width);
-    const std::uint32_t rows = range_arg("batch", batch, 0, ptxdsl::kernels::kMaxBatch);
-    if (rows == 0) return;
-    NormObject& o = norm_object(key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    *bytes = o.norm->workspace_bytes(rows);
+    *bytes = workspace_bytes_of(key_arg(norm_arg(norm), device, dtype, weight_dtype, width), batch);
   });
 }
 
@@ -414,17 +430,10 @@ int32_t ptxdsl_norm_workspace_bytes_ex(int32_t device, int32_t norm, int32_t dty
   return guarded(__func__, [&] {
     if (bytes == nullptr) throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     *bytes = 0;
-    const ModelArgs args = model_arg(options);
-    ptxdsl::runtime::NormModelOptions model = args.model;
-    model.quant = ptxdsl::kernels::Quant::None;  // the backward's object (call_args)
-    NormKey key = key_arg(norm_arg(norm), device, dtype, weight_dtype, width, model);
-    key.determinism = args.determinism;
+    const NormKey key = direction_key(norm_arg(norm), Direction::Backward, device, dtype,
+                                      weight_dtype, width, model_arg(options));
     ptxdsl::runtime::check_call(key.type, {.direction = Direction::Backward});
-    const std::uint32_t rows = range_arg("batch", batch, 0, ptxdsl::kernels::kMaxBatch);
-    if (rows == 0) return;
-    NormObject& o = norm_object(key);
-    const std::lock_guard<std::mutex> lock(o.mutex);
-    *bytes = o.norm->workspace_bytes(rows);
+    *bytes = workspace_bytes_of(key, batch);
   });
 }
 
@@ -433,13 +442,11 @@ int32_t ptxdsl_norm_prepare_ex(int32_t device, int32_t norm, int32_t dtype, int3
   return guarded(__func__, [&] {
     const ModelArgs args = model_arg(options);
     const bool layer = norm_arg(norm);
-    // The forward's object (its quant) and the backward's (without, with its determinism:
-    // call_args), one object where they are the same.
-    ptxdsl::runtime::NormModelOptions backward_model = args.model;
-    backward_model.quant = ptxdsl::kernels::Quant::None;
-    const NormKey forward = key_arg(layer, device, dtype, weight_dtype, width, args.model);
-    NormKey backward = key_arg(layer, device, dtype, weight_dtype, width, backward_model);
-    backward.determinism = args.determinism;
+    // The forward's object and the backward's, one object where they are the same.
+    const NormKey forward =
+        direction_key(layer, Direction::Forward, device, dtype, weight_dtype, width, args);
+    const NormKey backward =
+        direction_key(layer, Direction::Backward, device, dtype, weight_dtype, width, args);
     for (const NormKey& key : {forward, backward}) {
       ptxdsl::runtime::check_call(key.type, {});
       NormObject& o = norm_object(key);
