@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 """The GEMM kernel tool's kernels against torch.matmul (cuBLAS), measured the same way, in one run.
 
-    python3 tools/bench/gemm_vs_cublas.py --gemm build/docs/examples/gemm [--reps 50]
+    python3 tools/bench/gemm_vs_cublas.py --gemm build/docs/examples/gemm [--reps 100]
 
 For each shape: the tool emits the kernel and its launch contract (`emit --json -o`), CuPy loads
 the PTX and launches it on torch's bf16 tensors (C = A·Bᵀ); the result is checked against
 torch.matmul(a, b.T) (a float32 reference: relative Frobenius error ≤ 1e-2); then both are timed
-with CUDA events around each call after a warm-up, the median of --reps. Prints µs, TFLOP/s
+by the norms' method (compare_peers.py's Timer: CUDA events around each call, warm-up, L2 flushed,
+the median of --reps, at least 100). Prints µs, TFLOP/s
 (2·m·n·k over the time) and ours ÷ cuBLAS; exits 1 if a result is wrong.
 """
 
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,6 +21,9 @@ import tempfile
 import cupy as cp
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_peers import Timer  # noqa: E402
 
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
           (8192, 4096, 4096), (8192, 14336, 4096), (8192, 4096, 14336), (1000, 776, 520)]
@@ -52,30 +55,16 @@ def launcher(contract, pointers):
     return run
 
 
-def median_us(fn, reps):
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000)
-    return statistics.median(times)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gemm", default="build/docs/examples/gemm")
     p.add_argument("--kernel", default="gemm")
     p.add_argument("--arch", default="sm_90")
-    p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--reps", type=int, default=100)
     args = p.parse_args()
+    timer = Timer(torch, args.reps, 10, 25)
     print(f"{torch.cuda.get_device_name()}: {args.kernel} ({args.arch}) against torch.matmul "
-          f"(cuBLAS), bf16 in, bf16 out, medians of {args.reps}")
+          f"(cuBLAS), bf16 in, bf16 out, medians of {timer.reps}")
     print("| m × n × k | ours µs | ours TFLOP/s | cuBLAS µs | cuBLAS TFLOP/s | ours ÷ cuBLAS |")
     print("|---|---:|---:|---:|---:|---:|")
     wrong = 0
@@ -90,8 +79,8 @@ def main():
         torch.cuda.synchronize()
         want = a.float() @ b.float().T
         error = ((c.float() - want).norm() / want.norm()).item()
-        ours = median_us(run, args.reps)
-        theirs = median_us(lambda: torch.matmul(a, b.T), args.reps)
+        ours = timer(run)
+        theirs = timer(lambda: torch.matmul(a, b.T))
         flops = 2.0 * m * n * k
         ok = error <= 1e-2
         wrong += not ok
