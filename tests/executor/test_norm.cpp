@@ -1733,15 +1733,26 @@ TEST_CASE("quantized forward to mxfp8 (a ue8m0 scale per 32 elements, the last b
   }
 }
 
-TEST_CASE("quantized forward to mxfp8: a block of zeros has the least scale (byte 0) and zeros",
-          "[executor][norm]") {
-  const std::uint32_t width = 100, stride = 109;
+namespace {
+
+// A bf16 RMS norm forward to a block-scaled format, planned for a B200 (sm_100a), its rows
+// `stride` apart.
+NormSpec block_scaled_spec(Quant quant, std::uint32_t width, std::uint32_t stride) {
   NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
-  spec.quant = Quant::Mxfp8;
+  spec.quant = quant;
   spec.device = device_preset("b200");
   spec.arch = Arch::Sm100a;
   spec.ptx_version = default_ptx_version(Arch::Sm100a);
   spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("quantized forward to mxfp8: a block of zeros has the least scale (byte 0) and zeros",
+          "[executor][norm]") {
+  const std::uint32_t width = 100, stride = 109;
+  const NormSpec spec = block_scaled_spec(Quant::Mxfp8, width, stride);
   // Row 1's second block (elements 32 to 63) zeros.
   const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 32, 0.0f); };
   const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
@@ -1761,12 +1772,7 @@ TEST_CASE("quantized forward to nvfp4 (e2m1 pairs, an e4m3 scale per 16, a globa
 TEST_CASE("quantized forward to nvfp4: a block of zeros has scale 0 and zeros",
           "[executor][norm]") {
   const std::uint32_t width = 100, stride = 110;
-  NormSpec spec = spec_of(NormKind::RmsNormFwd, DType::BF16, width);
-  spec.quant = Quant::Nvfp4;
-  spec.device = device_preset("b200");
-  spec.arch = Arch::Sm100a;
-  spec.ptx_version = default_ptx_version(Arch::Sm100a);
-  spec.knobs.vector_elems = vector_elems_for(DType::BF16, DType::BF16, stride, 0, 0);
+  const NormSpec spec = block_scaled_spec(Quant::Nvfp4, width, stride);
   // Row 1's third block (elements 32 to 47) zeros: 16 elements, 8 bytes.
   const auto edit = [&](std::vector<float>& x) { std::fill_n(x.begin() + stride + 32, 16, 0.0f); };
   const auto out = run_batch(build_norm(spec), 2, stride, 0.0f, 1, 1, edit);
