@@ -212,10 +212,14 @@ def norms_ms(fused):
     dy, dh = torch.randn(shape, device="cuda", dtype=torch.bfloat16), torch.randn(
         shape, device="cuda", dtype=torch.bfloat16)
 
+    leaves = (x, r, *norm.parameters())
+
     def step():
+        # Gradients returned, not accumulated: .grad of a graph's earlier output is overwritten
+        # memory once the next replay begins.
         torch.compiler.cudagraph_mark_step_begin()
         y, h = run(x, r)
-        torch.autograd.backward((y, h), (dy, dh))
+        torch.autograd.grad((y, h), leaves, (dy, dh))
 
     for _ in range(5):
         step()
