@@ -210,6 +210,10 @@ kernels::NormSpec norm_spec(const NormType& type, Direction direction, const Nor
 
 QuantOutput quant_output(const NormType& type) {
   const kernels::Quant q = type.model.quant;
+  if (quant_name(q) == "?") {
+    throw Error(fmt::format("quant must be one of {}, got enum value {}", quant_names(),
+                            static_cast<int>(q)));
+  }
   if (q == kernels::Quant::None) {
     const ScalarType rows = type.dtype == DType::F32   ? ScalarType::F32
                             : type.dtype == DType::F16 ? ScalarType::F16
@@ -350,7 +354,12 @@ struct CallShape {
 // forward and backward check first, and all that check_call() checks (before any driver loads).
 class CallChecks {
  public:
-  explicit CallChecks(const NormType& type) : type_(type) {}
+  // A quantized type's outputs are stated once here, not at each call (a plain type's cost
+  // nothing); an unknown format waits for check_model to name it.
+  explicit CallChecks(const NormType& type) : type_(type) {
+    if (quant_name(type.model.quant) != "?") quant_ = quant_output(type);
+    if (quant_.scales_per_row > 0) scale_spec_ = norm_spec(type, Direction::Forward);
+  }
 
   // A call of batch ≥ 1: the variant its views ask for, its shape, each view, the overlaps of
   // the outputs, the forward's eps and the backward's workspace alignment. Returns the variant.
@@ -513,9 +522,9 @@ class CallChecks {
       case TensorLayout::ScaleIn:
         return 4;
       case TensorLayout::Scales:
-        return quant_output(type_).scale_bytes;
+        return quant_.scale_bytes;
       case TensorLayout::OutputRows:  // nvfp4's pairs are addressed as bytes
-        return std::max(1u, quant_output(type_).element_bits / 8);
+        return std::max(1u, quant_.element_bits / 8);
     }
     return 0;
   }
@@ -532,9 +541,11 @@ class CallChecks {
       case TensorLayout::PerRow:
         return std::uint64_t{shape.batch} * 4;
       case TensorLayout::OutputRows:
-        return quant_output(type_).y_bytes(rows);
-      case TensorLayout::Scales:
-        return quant_scale_bytes(type_, shape.batch);
+        return quant_.y_bytes(rows);
+      case TensorLayout::Scales:  // quant_scale_bytes(), without a spec a call
+        return scale_spec_ ? kernels::quant_scale_entries(*scale_spec_, shape.batch) *
+                                 quant_.scale_bytes
+                           : 0;
       case TensorLayout::ScaleIn:
         return 4;
     }
@@ -555,16 +566,18 @@ class CallChecks {
   // quant_scale_in where its scale is static (or nvfp4's global scale); each is given exactly then.
   void check_scales_given(const NormCall& c) const {
     const kernels::Quant q = type_.model.quant;
-    const QuantOutput out = quant_output(type_);
+    const QuantOutput& out = quant_;
     // "quant int8", or with a scale mode other than the default "quant int8 with scale static".
-    const std::string mode = type_.model.quant_scale == kernels::QuantScale::PerToken
-                                 ? fmt::format("quant {}", quant_name(q))
-                                 : fmt::format("quant {} with scale {}", quant_name(q),
-                                               kernels::quant_scale_name(type_.model.quant_scale));
+    const auto mode = [&] {
+      return type_.model.quant_scale == kernels::QuantScale::PerToken
+                 ? fmt::format("quant {}", quant_name(q))
+                 : fmt::format("quant {} with scale {}", quant_name(q),
+                               kernels::quant_scale_name(type_.model.quant_scale));
+    };
     if (out.scales_per_row > 0 && !given(c.y_scale)) [[unlikely]] {
       fail(false, fmt::format("y_scale is a null pointer: {} writes its {} scales there ({} a "
                               "row)",
-                              mode, ptx_name(out.scale), out.scales_per_row));
+                              mode(), ptx_name(out.scale), out.scales_per_row));
     }
     if (q == kernels::Quant::None && given(c.y_scale)) [[unlikely]] {
       fail(false,
@@ -574,17 +587,17 @@ class CallChecks {
     if (out.scales_per_row == 0 && given(c.y_scale)) [[unlikely]] {
       fail(false, fmt::format("y_scale is given, but {} writes no scales (it reads its one scale "
                               "from quant_scale_in; leave y_scale empty)",
-                              mode));
+                              mode()));
     }
     if (out.reads_scale_in && !given(c.quant_scale_in)) [[unlikely]] {
       fail(false, fmt::format("quant_scale_in is a null pointer: {} reads its {} there (one f32 "
                               "on the device)",
-                              mode, kernels::quant_block(q) > 0 ? "global scale" : "scale"));
+                              mode(), kernels::quant_block(q) > 0 ? "global scale" : "scale"));
     }
     if (!out.reads_scale_in && given(c.quant_scale_in)) [[unlikely]] {
       fail(false, fmt::format("quant_scale_in is given, but {} reads none (it is a static "
                               "scale's, or nvfp4's global scale; leave it empty)",
-                              mode));
+                              mode()));
     }
   }
 
@@ -658,7 +671,7 @@ class CallChecks {
         : a.layout == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
         : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
-        : a.layout == TensorLayout::Scales  ? ptx_name(quant_output(type_).scale)
+        : a.layout == TensorLayout::Scales  ? ptx_name(quant_.scale)
                                             : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
@@ -682,6 +695,8 @@ class CallChecks {
   }
 
   NormType type_;
+  QuantOutput quant_;                         // quant_output(type_)
+  std::optional<kernels::NormSpec> scale_spec_;  // the forward's, where it writes scales
 };
 
 }  // namespace
