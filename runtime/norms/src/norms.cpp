@@ -543,9 +543,9 @@ class CallChecks {
       case TensorLayout::OutputRows:
         return quant_.y_bytes(rows);
       case TensorLayout::Scales:  // quant_scale_bytes(), without a spec a call
-        return scale_spec_ ? kernels::quant_scale_entries(*scale_spec_, shape.batch) *
-                                 quant_.scale_bytes
-                           : 0;
+        return scale_spec_
+                   ? kernels::quant_scale_entries(*scale_spec_, shape.batch) * quant_.scale_bytes
+                   : 0;
       case TensorLayout::ScaleIn:
         return 4;
     }
@@ -695,7 +695,7 @@ class CallChecks {
   }
 
   NormType type_;
-  QuantOutput quant_;                         // quant_output(type_)
+  QuantOutput quant_;                            // quant_output(type_)
   std::optional<kernels::NormSpec> scale_spec_;  // the forward's, where it writes scales
 };
 
