@@ -2,6 +2,7 @@
 codes come through, refused arguments raise ArgumentError with the library's message, and without
 a driver a call raises DriverError. Run with PTXDSL_LIBRARY set to the built libptxdsl.so."""
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -60,6 +61,36 @@ class LibraryTest(unittest.TestCase):
         self.assertIs(_lib.norm_options(1.0, "gemma"), _lib.norm_options(1.0, "gemma"))
         with self.assertRaisesRegex(ptxdsl.ArgumentError, "row_groups must be in"):
             _lib.norm_options(row_groups=2**32)
+
+    def test_quant_scale_modes_through_the_extensible_entry(self):
+        # The scale fields appended to ptxdsl_norm_options: each bad value named, a static
+        # scale's address taken from the struct.
+        def forward(options, y_scale=0x700000):
+            _lib.call("ptxdsl_norm_forward_ex", 0, _lib.RMS_NORM, _lib.BF16, _lib.BF16, 8, 256,
+                      0, options, 0x100000, 0x200000, None, None, None, 0x400000, y_scale,
+                      None, 0x600000, 1e-5, None)
+        self.assertEqual(ctypes.sizeof(_lib.NormOptions),
+                         _lib.NormOptions.quant_scale_in.offset + ctypes.sizeof(ctypes.c_void_p))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError,
+                                    "options->quant_scale: quant scale must be one of per-token, "
+                                    "static, group128, got 'group64'"):
+            forward(_lib.norm_options(quant="int8", quant_scale="group64"))
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "quant_scale_in is a null pointer: "
+                                                          "quant int8 with scale static"):
+            forward(_lib.norm_options(quant="int8", quant_scale="static"), None)
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "y overlaps quant_scale_in"):
+            forward(_lib.norm_options(quant="int8", quant_scale="static",
+                                      quant_scale_in=0x400000), None)
+        with self.assertRaisesRegex(ptxdsl.ArgumentError, "quant scale group128 takes widths "
+                                                          "that are multiples of 128"):
+            _lib.call("ptxdsl_norm_forward_ex", 0, _lib.RMS_NORM, _lib.BF16, _lib.BF16, 0, 100,
+                      0, _lib.norm_options(quant="int8", quant_scale="group128"), *([None] * 9),
+                      1e-5, None)
+        # Options with an address are the call's: made anew, never kept.
+        self.assertIsNot(_lib.norm_options(quant="int8", quant_scale="static", quant_scale_in=64),
+                         _lib.norm_options(quant="int8", quant_scale="static", quant_scale_in=64))
+        self.assertIs(_lib.norm_options(quant="int8", quant_scale="group128"),
+                      _lib.norm_options(quant="int8", quant_scale="group128"))
 
     def test_portable_determinism_through_the_extensible_entry(self):
         # The backward's determinism by the command line's names, checked at batch 0.

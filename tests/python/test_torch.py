@@ -304,14 +304,22 @@ QUANT = {"fp8-e4m3": (torch.float8_e4m3fn, 448.0, 2.0**-3),
          "int8": (torch.int8, 127.0, None)}
 
 
-def torch_quantized(y, quant):
-    """y (float32 rows) quantized by torch's own cast with the same scale and saturation."""
+def torch_quantized(y, quant, scale_mode="per-token", static_scale=None):
+    """y (float32 rows) quantized by torch's own cast with the same scale and saturation: one
+    scale a row, per 128 elements of a row (group128), or the given one (static)."""
     dtype, largest, _ = QUANT[quant]
-    absmax = y.abs().amax(-1, keepdim=True)
-    scale = absmax / largest
-    q = (y / torch.where(absmax == 0, torch.ones_like(scale), scale)).clamp(-largest, largest)
+    rows, width = y.shape
+    if scale_mode == "static":
+        scale = static_scale.reshape(1, 1, 1).expand(rows, 1, 1)
+        groups = y.view(rows, 1, width)
+    else:
+        groups = y.view(rows, -1, 128) if scale_mode == "group128" else y.view(rows, 1, width)
+        absmax = groups.abs().amax(-1, keepdim=True)
+        scale = absmax / largest
+    divisor = torch.where(scale == 0, torch.ones_like(scale), scale)
+    q = (groups / divisor).clamp(-largest, largest).view(rows, width)
     q = torch.round(q) if dtype == torch.int8 else q
-    return q.to(dtype), scale.squeeze(-1)
+    return q.to(dtype), scale.reshape(rows, -1).squeeze(-1)
 
 
 class ModelOptionsTest(unittest.TestCase):
@@ -389,6 +397,121 @@ class ModelOptionsTest(unittest.TestCase):
                 self.assertGreaterEqual((got == want).float().mean().item(), 0.99, name)
                 if not layer:  # layer norm's row of zeros is its bias
                     self.assertTrue((got[3] == 0).all().item(), name + " a row of zeros")
+
+    def test_static_and_group128_scales_match_torchs_own_cast(self):
+        for quant, (dtype, largest, step) in QUANT.items():
+            for layer in (False, True):
+                x, w, b, _ = inputs((33, 1152), torch.bfloat16, torch.float32, 39)
+                x[3, :128] = 0  # a group of zeros: scale 0, codes 0 (RMS norm)
+                n = 1152
+                y = (F.layer_norm(x.float(), (n,), w, b, 1e-5) if layer
+                     else F.rms_norm(x.float(), (n,), w, 1e-5))
+                static = (0.8 * y.abs().max() / largest).reshape(1)
+                for mode in ("static", "group128"):
+                    name = f"{'layer' if layer else 'rms'} {quant} {mode}"
+                    scale_in = static if mode == "static" else None
+                    if layer:
+                        q, s = pt.layer_norm_quant(x, n, w, b, 1e-5, quant=quant, scale=mode,
+                                                   scale_in=scale_in)
+                    else:
+                        q, s = pt.rms_norm_quant(x, n, w, 1e-5, quant=quant, scale=mode,
+                                                 scale_in=scale_in)
+                    want_q, want_s = torch_quantized(y, quant, mode, static)
+                    self.assertEqual(q.dtype, dtype, name)
+                    if mode == "static":
+                        self.assertIs(s, scale_in, name + ": the given scale, returned")
+                        element_scale = static.expand(33, n)
+                    else:
+                        self.assertEqual(tuple(s.shape), (33, n // 128), name)
+                        torch.testing.assert_close(s, want_s, rtol=1e-5, atol=0,
+                                                   msg=name + " scales")
+                        element_scale = want_s.repeat_interleave(128, dim=1)
+                    got, want = q.float(), want_q.float()
+                    allowed = 1.0 if step is None else (want.abs() * step).clamp_min(2.0**-9)
+                    self.assertTrue(((got - want).abs() <= allowed).all().item(), name)
+                    self.assertGreaterEqual((got == want).float().mean().item(), 0.99, name)
+                    # Dequantized, within a step of y (saturated values aside).
+                    inside = y.abs() <= largest * element_scale
+                    err = ((got * element_scale - y).abs() - allowed * element_scale)[inside]
+                    self.assertLessEqual(err.max().item(), 1e-3, name + " dequantized")
+                    if not layer and mode == "group128":
+                        self.assertTrue((got[3, :128] == 0).all().item(), name + " zeros")
+
+    def test_scale_modes_under_torch_compile_and_in_a_cuda_graph(self):
+        x, w, _, _ = inputs((2, 37, 1024), torch.bfloat16, torch.bfloat16, 40)
+        scale_in = torch.full((1,), 0.01, device="cuda")
+
+        def quantize(x, w, scale_in):
+            return (pt.rms_norm_quant(x, 1024, w, 1e-6, quant="fp8-e4m3", scale="group128"),
+                    pt.rms_norm_quant(x, 1024, w, 1e-6, quant="int8", scale="static",
+                                      scale_in=scale_in))
+
+        compiled = torch.compile(quantize, fullgraph=True)
+        (eq, es), (sq, ss) = quantize(x, w, scale_in)
+        (cq, cs), (csq, css) = compiled(x, w, scale_in)
+        self.assertEqual(tuple(es.shape), (2, 37, 8))
+        self.assertTrue(torch.equal(eq.view(torch.uint8), cq.view(torch.uint8)))
+        self.assertTrue(torch.equal(es, cs))
+        self.assertTrue(torch.equal(sq, csq))
+        self.assertTrue(torch.equal(ss, css))
+        # A graph reads the static scale where it lies: a new value is the next replay's.
+        pt.prepare("rms_norm", torch.bfloat16, 1024, quant="int8", scale="static")
+        static_x, static_scale = x.clone(), scale_in.clone()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            pt.rms_norm_quant(static_x, 1024, w, 1e-6, quant="int8", scale="static",
+                              scale_in=static_scale)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            gq, _ = pt.rms_norm_quant(static_x, 1024, w, 1e-6, quant="int8", scale="static",
+                                      scale_in=static_scale)
+        for value in (0.02, 0.005):
+            static_scale.fill_(value)
+            graph.replay()
+            torch.cuda.synchronize()
+            want, _ = pt.rms_norm_quant(x, 1024, w, 1e-6, quant="int8", scale="static",
+                                        scale_in=torch.full((1,), value, device="cuda"))
+            self.assertTrue(torch.equal(gq, want), f"replayed with scale {value}")
+
+    def test_deterministic_portable_dw_and_db(self):
+        for layer in (False, True):
+            x, w, b, dy = inputs((300, 1000), torch.bfloat16, torch.float32, 41)
+            grads = []
+            for deterministic in ("portable", "portable", "1", "0"):
+                name = f"{'layer' if layer else 'rms'} deterministic {deterministic}"
+                xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+                bg = b.clone().requires_grad_() if layer else None
+                y = (pt.layer_norm(xg, (1000,), wg, bg, 1e-5, deterministic=deterministic)
+                     if layer else pt.rms_norm(xg, (1000,), wg, 1e-5,
+                                               deterministic=deterministic))
+                y.backward(dy)
+                want = reference(layer, x, w, b, dy, 1e-5)
+                close(self, wg.grad, want[2], torch.float32, name + " dw")
+                close(self, xg.grad, want[1], torch.bfloat16, name + " dx")
+                if layer:
+                    close(self, bg.grad, want[3], torch.float32, name + " db")
+                grads.append((wg.grad, bg.grad if layer else wg.grad))
+            self.assertTrue(torch.equal(grads[0][0], grads[1][0]), "portable dw run to run")
+            self.assertTrue(torch.equal(grads[0][1], grads[1][1]), "portable db run to run")
+        # The modules take it too; a bad value is named with those allowed.
+        mod = pt.RMSNorm(64, deterministic="portable", device="cuda")
+        self.assertIn("deterministic='portable'", repr(mod))
+        xg = torch.randn(8, 64, device="cuda", requires_grad=True)
+        with self.assertRaisesRegex(ValueError, "deterministic must be 0, 1 or portable, got "
+                                                "'sometimes'"):
+            pt.rms_norm(xg, 64, mod.weight, deterministic="sometimes").sum().backward()
+        compiled = torch.compile(lambda x, w: pt.rms_norm(x, 64, w, 1e-6,
+                                                          deterministic="portable"),
+                                 fullgraph=True)
+        outs = []
+        for f in (lambda x, w: pt.rms_norm(x, 64, w, 1e-6, deterministic="portable"), compiled):
+            xg, wg = torch.ones(8, 64, device="cuda").requires_grad_(), mod.weight.detach().clone()
+            wg.requires_grad_()
+            f(xg, wg).sum().backward()
+            outs.append(wg.grad)
+        self.assertTrue(torch.equal(outs[0], outs[1]), "compiled portable dw is eager's")
 
     def test_quantized_forward_with_residual_and_leading_dims(self):
         x, w, _, _ = inputs((2, 3, 40), torch.float16, torch.float16, 34)
@@ -468,6 +591,15 @@ class ModelOptionsTest(unittest.TestCase):
             pt.rms_norm_quant(x, 8, w, quant="fp4")
         with self.assertRaisesRegex(ValueError, "scale must be one of per-token"):
             pt.rms_norm_quant(x, 8, w, scale="group999")
+        with self.assertRaisesRegex(TypeError, "scale='static' reads its scale from scale_in"):
+            pt.rms_norm_quant(x, 8, w, scale="static")
+        with self.assertRaisesRegex(ValueError, "scale_in must be a float32 tensor of one element"):
+            pt.rms_norm_quant(x, 8, w, scale="static", scale_in=torch.ones(2, device="cuda"))
+        with self.assertRaisesRegex(ValueError, "scale_in is a static scale's"):
+            pt.rms_norm_quant(x, 8, w, scale_in=torch.ones(1, device="cuda"))
+        with self.assertRaisesRegex(ValueError, "quant scale group128 takes widths that are "
+                                                "multiples of 128.*got width 8"):
+            pt.rms_norm_quant(x, 8, w, scale="group128")
         with self.assertRaisesRegex(ValueError, "a weight offset of 1 needs w"):
             pt.rms_norm(x, 8, None, weight_offset=1.0)
         with self.assertRaisesRegex(ValueError, "heads=True takes no residual"):

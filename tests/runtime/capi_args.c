@@ -246,6 +246,68 @@ int main(void) {
                                    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
            PTXDSL_SUCCESS, "");
     o.deterministic = NULL;
+    o.residual_in_f32 = 0;
+    /* The quantized forward's scale modes: static reads options->quant_scale_in and writes no
+     * y_scale; group128 takes widths of whole groups; each bad value named. */
+    o.quant = "fp8-e4m3";
+    o.quant_scale = "static";
+    o.quant_scale_in = (const float*)FAKE(9);
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 0, FAKE(2), NULL), PTXDSL_SUCCESS, "");
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale is given, but quant fp8-e4m3 with scale static writes no scales");
+    o.quant_scale_in = NULL;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "quant_scale_in is a null pointer: quant fp8-e4m3 with scale static reads its scale "
+           "there");
+    o.quant_scale_in = (const float*)FAKE(4); /* y's rows */
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y overlaps quant_scale_in");
+    o.quant_scale = "group128";
+    o.quant_scale_in = (const float*)FAKE(9);
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "quant_scale_in is given, but quant fp8-e4m3 with scale group128 reads none");
+    o.quant_scale_in = NULL;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale is a null pointer: quant fp8-e4m3 with scale group128 writes its f32 scales "
+           "there (2 a row)");
+    o.quant_scale = "group64";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "options->quant_scale: quant scale must be one of per-token, static, group128, got "
+           "'group64'");
+    o.quant_scale = "per-token";
+    o.quant_scale_layout = "cublas";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "quant scale layout cublas lays out block scales (mxfp8, nvfp4); quant fp8-e4m3 has "
+           "none");
+    o.quant_scale_layout = "tiled";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), FAKE(7)), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "options->quant_scale_layout: quant scale layout must be one of row-major, cublas, "
+           "got 'tiled'");
+    o.quant_scale_layout = NULL;
+    o.quant = "mxfp8";
+    o.quant_scale = "static";
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 0, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "quant mxfp8 has its own scales (one per 32 elements): quant scale must be per-token");
+    /* The backward reads none of the forward's scale fields. */
+    EXPECT(ptxdsl_norm_backward_ex(0, PTXDSL_RMS_NORM, PTXDSL_F16, PTXDSL_F16, 0, 256, 0, &o, NULL,
+                                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL),
+           PTXDSL_SUCCESS, "");
+    /* A struct of a header before the scale fields: what lies past its size is not read, so a
+     * static scale left there is not taken (int8 is then per-token, which needs y_scale); with
+     * the whole struct it is (and this quant_scale_in lies in y's rows). */
+    o.quant = "int8";
+    o.quant_scale = "static";
+    o.quant_scale_in = (const float*)FAKE(4);
+    o.size = (uint32_t)PTXDSL_NORM_OPTIONS_SCALE_OFFSET;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y_scale is a null pointer: quant int8 writes its f32 scales there (1 a row)");
+    o.size = sizeof o;
+    EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
+           "y overlaps quant_scale_in");
+    o.quant = NULL;
+    o.quant_scale = NULL;
+    o.quant_scale_in = NULL;
+    o.residual_in_f32 = 1;
     o.size = 8;
     EXPECT(ex_forward(PTXDSL_RMS_NORM, &o, 8, FAKE(2), NULL), PTXDSL_ERROR_INVALID_ARGUMENT,
            "options->size must be at least 36 (sizeof(ptxdsl_norm_options)), got 8");

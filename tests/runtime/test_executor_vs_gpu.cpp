@@ -56,6 +56,7 @@ std::vector<Tensor> outputs_of(NormKind kind, DType dtype, DType weight_dtype,
         break;
       case runtime::TensorLayout::ResidualRows:
       case runtime::TensorLayout::Scales:
+      case runtime::TensorLayout::ScaleIn:
         break;  // the residual add is another variant, the quantized output another type
     }
   }
@@ -141,7 +142,7 @@ void compare(NormKind kind, DType dtype, std::uint32_t width, runtime::Context& 
   runtime::NormCall call{.direction = direction(kind), .batch = kBatch, .eps = kEps};
   for (const runtime::NormTensor& t : runtime::norm_tensors(is_layer_norm(kind), call.direction)) {
     if (t.layout != runtime::TensorLayout::ResidualRows &&
-        t.layout != runtime::TensorLayout::Scales) {
+        t.layout != runtime::TensorLayout::Scales && t.layout != runtime::TensorLayout::ScaleIn) {
       call.*t.view = g(std::string(arg_name(t.arg)).c_str());
     }
   }

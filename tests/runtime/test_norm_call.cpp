@@ -3,6 +3,8 @@
 // for a NormCall as for the typed calls that convert to it.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
 #include <utility>
@@ -58,8 +60,8 @@ NormCall rms_backward() {
 
 TEST_CASE("each norm and direction takes its tensors, in its kernels' parameter order",
           "[runtime][norms]") {
-  CHECK(names(true, Direction::Forward) == "x w b residual y y_scale h mean rstd");
-  CHECK(names(false, Direction::Forward) == "x w residual y y_scale h rstd");
+  CHECK(names(true, Direction::Forward) == "x w b residual y y_scale quant_scale_in h mean rstd");
+  CHECK(names(false, Direction::Forward) == "x w residual y y_scale quant_scale_in h rstd");
   CHECK(names(true, Direction::Backward) == "dy x w mean rstd dh dx dw db");
   CHECK(names(false, Direction::Backward) == "dy x w rstd dh dx dw");
   CHECK(names(true, Direction::Forward, true) == "x y mean rstd");
@@ -85,7 +87,7 @@ TEST_CASE("a NormCall's variant is the typed call's, and views it does not take 
 
   CHECK_THROWS_WITH(variant_of(false, {.b = at(3)}),
                     "b is given to an RMS norm's forward, which does not take it (it takes x, w, "
-                    "residual, y, y_scale, h, rstd)");
+                    "residual, y, y_scale, quant_scale_in, h, rstd)");
   CHECK_THROWS_WITH(variant_of(true, {.dy = at(3)}),
                     Catch::StartsWith("dy is given to a layer norm's forward"));
   CHECK_THROWS_WITH(variant_of(true, {.direction = Direction::Backward, .y = at(3)}),
@@ -273,10 +275,13 @@ TEST_CASE("a quantized forward's type: its kernels, y's codes and the scales a c
   CHECK(norm_spec(int8, Direction::Backward).quant == kernels::Quant::None);
   CHECK(kernels_of(int8, Direction::Forward).first != kernels_of(kRms, Direction::Forward).first);
   CHECK(kernels_of(int8, Direction::Backward) == kernels_of(kRms, Direction::Backward));
-  CHECK(quant_output(kRms).element_bytes == 2);
+  CHECK(quant_output(kRms).element_bits == 16);
   CHECK(quant_output(kRms).scales_per_row == 0);
-  CHECK(quant_output(int8).element_bytes == 1);
+  CHECK(quant_output(int8).element == ScalarType::S8);
+  CHECK(quant_output(int8).element_bits == 8);
   CHECK(quant_output(int8).scales_per_row == 1);
+  CHECK(quant_output(int8).scale_bytes == 4);
+  CHECK_FALSE(quant_output(int8).reads_scale_in);
 
   NormCall f{.direction = Direction::Forward,
              .x = at(1),
@@ -313,8 +318,202 @@ TEST_CASE("a quantized forward's type: its kernels, y's codes and the scales a c
       check_call(with_model(kRms, {.quant = static_cast<kernels::Quant>(40)}), NormCall{}),
       Catch::Contains("quant must be one of none, fp8-e4m3, fp8-e5m2, int8, mxfp8, nvfp4, got "
                       "enum value 40"));
-  // The block-scaled formats are emit's: the runtime's buffers hold one f32 scale a row.
+}
+
+TEST_CASE(
+    "quant scale modes: static reads quant_scale_in and writes no scales, group128 writes "
+    "[rows][width / 128]; each refusal names the value and what is allowed",
+    "[runtime][norms]") {
+  using kernels::Quant;
+  using kernels::QuantScale;
+  const NormType fp8_static =
+      with_model(kRms, {.quant = Quant::Fp8E4m3, .quant_scale = QuantScale::Static});
+  const NormType int8_group =
+      with_model(kRms, {.quant = Quant::Int8, .quant_scale = QuantScale::Group128});
+  // The mode reaches the forward's kernels alone; each mode is its own kernel.
+  CHECK(norm_spec(fp8_static, Direction::Forward).quant_scale == QuantScale::Static);
+  CHECK(norm_spec(fp8_static, Direction::Backward).quant_scale == QuantScale::PerToken);
+  CHECK(kernels_of(fp8_static, Direction::Forward).first !=
+        kernels_of(with_model(kRms, {.quant = Quant::Fp8E4m3}), Direction::Forward).first);
+  CHECK(kernels_of(fp8_static, Direction::Backward) == kernels_of(kRms, Direction::Backward));
+
+  const QuantOutput st = quant_output(fp8_static);
+  CHECK(st.element == ScalarType::E4M3);
+  CHECK(st.element_bits == 8);
+  CHECK(st.scales_per_row == 0);
+  CHECK(st.scale_bytes == 0);
+  CHECK(st.reads_scale_in);
+  CHECK(quant_scale_bytes(fp8_static, 8) == 0);
+  const QuantOutput gr = quant_output(int8_group);
+  CHECK(gr.scales_per_row == 2);  // width 256
+  CHECK(gr.scale == ScalarType::F32);
+  CHECK(gr.scale_bytes == 4);
+  CHECK_FALSE(gr.reads_scale_in);
+  CHECK(quant_scale_bytes(int8_group, 8) == 8 * 2 * 4);
+
+  NormCall f{.direction = Direction::Forward,
+             .x = at(1),
+             .w = at(2),
+             .y = DeviceView(at(4).address, 8 * 256),
+             .rstd = at(6),
+             .quant_scale_in = DeviceView(at(8).address, 4),
+             .batch = 8};
+  CHECK_NOTHROW(check_call(fp8_static, f));
+  f.quant_scale_in = {};
+  CHECK_THROWS_WITH(check_call(fp8_static, f),
+                    "RmsNorm(bf16, weights f32, width 256, quant fp8-e4m3 scale static).forward: "
+                    "quant_scale_in is a null pointer: quant fp8-e4m3 with scale static reads its "
+                    "scale there (one f32 on the device)");
+  f.quant_scale_in = DeviceView(at(8).address, 2);
+  CHECK_THROWS_WITH(
+      check_call(fp8_static, f),
+      Catch::Contains("quant_scale_in holds 2 bytes; one scale needs 4 bytes of f32"));
+  f.quant_scale_in = at(8);
   f.y_scale = at(7);
-  CHECK_THROWS_WITH(check_call(with_model(kRms, {.quant = kernels::Quant::Mxfp8}), f),
-                    Catch::Contains("quant mxfp8 is not launched by the runtime"));
+  CHECK_THROWS_WITH(check_call(fp8_static, f),
+                    Catch::Contains("y_scale is given, but quant fp8-e4m3 with scale static "
+                                    "writes no scales (it reads its one scale from "
+                                    "quant_scale_in; leave y_scale empty)"));
+  f.y_scale = {};
+  f.quant_scale_in = at(1);  // read, never written: it may lie anywhere but in an output
+  CHECK_NOTHROW(check_call(fp8_static, f));
+  f.quant_scale_in = at(4);
+  CHECK_THROWS_WITH(check_call(fp8_static, f), Catch::Contains("y overlaps quant_scale_in"));
+
+  // group128: two f32 scales a row at width 256.
+  f.quant_scale_in = {};
+  f.y_scale = DeviceView(at(7).address, 8 * 2 * 4);
+  CHECK_NOTHROW(check_call(int8_group, f));
+  f.y_scale = DeviceView(at(7).address, 8 * 2 * 4 - 4);
+  CHECK_THROWS_WITH(check_call(int8_group, f),
+                    Catch::Contains("y_scale holds 60 bytes; batch 8 needs 64 bytes of f32"));
+  f.y_scale = {};
+  CHECK_THROWS_WITH(check_call(int8_group, f),
+                    Catch::Contains("y_scale is a null pointer: quant int8 with scale group128 "
+                                    "writes its f32 scales there (2 a row)"));
+  f.y_scale = at(7);
+  f.quant_scale_in = at(8);
+  CHECK_THROWS_WITH(check_call(int8_group, f),
+                    Catch::Contains("quant_scale_in is given, but quant int8 with scale group128 "
+                                    "reads none"));
+  f.quant_scale_in = {};
+  // The typed calls carry quant_scale_in as NormCall does.
+  CHECK(norm_call(RmsNormForwardArgs{.quant_scale_in = at(8)}).quant_scale_in.address ==
+        at(8).address);
+  CHECK(norm_call(LayerNormForwardArgs{.quant_scale_in = at(8)}).quant_scale_in.address ==
+        at(8).address);
+
+  // Widths group128 does not divide, modes the format does not take, names the kernels do not
+  // know: refused by name, whatever the call.
+  CHECK_THROWS_WITH(
+      check_call({false,
+                  DType::BF16,
+                  DType::F32,
+                  1000,
+                  {.quant = Quant::Int8, .quant_scale = QuantScale::Group128}},
+                 NormCall{}),
+      "RmsNorm(bf16, weights f32, width 1000, quant int8 scale group128).forward: quant scale "
+      "group128 takes widths that are multiples of 128 (scales [rows][width / 128], DeepGEMM's "
+      "layout), got width 1000");
+  CHECK_THROWS_WITH(
+      check_call(with_model(kRms, {.quant_scale = QuantScale::Static}), NormCall{}),
+      Catch::Contains("quant scale static scales a quantized y; the quant is none (give "
+                      "fp8-e4m3, fp8-e5m2 or int8)"));
+  CHECK_THROWS_WITH(
+      check_call(with_model(kRms, {.quant = Quant::Mxfp8, .quant_scale = QuantScale::Group128}),
+                 NormCall{}),
+      Catch::Contains("quant mxfp8 has its own scales (one per 32 elements): quant scale must be "
+                      "per-token (the default), got group128"));
+  CHECK_THROWS_WITH(
+      check_call(with_model(kRms, {.quant = Quant::Int8,
+                                   .quant_scale_layout = kernels::QuantScaleLayout::Cublas}),
+                 NormCall{}),
+      Catch::Contains("quant scale layout cublas lays out block scales (mxfp8, nvfp4); quant int8 "
+                      "has none (leave it row-major)"));
+  CHECK_THROWS_WITH(
+      check_call(
+          with_model(kRms, {.quant = Quant::Int8, .quant_scale = static_cast<QuantScale>(9)}),
+          NormCall{}),
+      Catch::Contains("quant scale must be one of per-token, static, group128, got enum value 9"));
+  // A backward of a quantized type takes neither scale tensor.
+  NormCall b = rms_backward();
+  b.quant_scale_in = at(8);
+  CHECK_THROWS_WITH(check_call(fp8_static, b),
+                    Catch::Contains("quant_scale_in is given to an RMS norm's backward, which does "
+                                    "not take it"));
+}
+
+TEST_CASE(
+    "block-scaled outputs (mxfp8, nvfp4) are sized in bytes, and the runtime targets "
+    "sm_100a for them, which a GPU without it refuses by name",
+    "[runtime][norms]") {
+  using kernels::Quant;
+  const NormType mx = with_model(kRms, {.quant = Quant::Mxfp8});
+  const NormType fp4 = with_model(kRms, {.quant = Quant::Nvfp4});
+  const NormType fp4_cublas = with_model(
+      kRms, {.quant = Quant::Nvfp4, .quant_scale_layout = kernels::QuantScaleLayout::Cublas});
+  const QuantOutput m = quant_output(mx);
+  CHECK(m.element == ScalarType::E4M3);
+  CHECK(m.element_bits == 8);
+  CHECK(m.scale == ScalarType::U8);  // the ue8m0 bytes
+  CHECK(m.scale_bytes == 1);
+  CHECK(m.scales_per_row == 256 / 32);
+  CHECK_FALSE(m.reads_scale_in);
+  CHECK(quant_scale_bytes(mx, 3) == 3 * 8);
+  const QuantOutput n = quant_output(fp4);
+  CHECK(n.element == ScalarType::E2M1x2);
+  CHECK(n.element_bits == 4);
+  CHECK(n.y_bytes(256) == 128);
+  CHECK(n.y_bytes(3) == 2);
+  CHECK(n.scale == ScalarType::E4M3);
+  CHECK(n.scales_per_row == 256 / 16);
+  CHECK(n.reads_scale_in);  // the global scale
+  CHECK(quant_scale_bytes(fp4, 3) == 3 * 16);
+  // cuBLAS's tiles: 128 rows × 4 blocks, whole tiles (16 blocks: 4 tiles a row of tiles).
+  CHECK(quant_scale_bytes(fp4_cublas, 3) == 4 * 512);
+  CHECK(quant_scale_bytes(fp4_cublas, 129) == 2 * 4 * 512);
+
+  // A call: y of 4-bit codes, the e4m3 scales, the global scale.
+  NormCall f{.direction = Direction::Forward,
+             .x = at(1),
+             .w = at(2),
+             .y = DeviceView(at(4).address, 8 * 128),
+             .rstd = at(6),
+             .y_scale = DeviceView(at(7).address, 8 * 16),
+             .quant_scale_in = at(8),
+             .batch = 8};
+  CHECK_NOTHROW(check_call(fp4, f));
+  f.y = DeviceView(at(4).address, 8 * 128 - 1);
+  CHECK_THROWS_WITH(check_call(fp4, f),
+                    Catch::Contains("y holds 1023 bytes; batch 8 × stride 256 (width 256) needs "
+                                    "1024 bytes of nvfp4"));
+  f.y = at(4);
+  f.y_scale = DeviceView(at(7).address, 8 * 16 - 1);
+  CHECK_THROWS_WITH(check_call(fp4, f),
+                    Catch::Contains("y_scale holds 127 bytes; batch 8 needs 128 bytes of e4m3"));
+  f.y_scale = at(7);
+  f.quant_scale_in = {};
+  CHECK_THROWS_WITH(check_call(fp4, f),
+                    Catch::Contains("quant_scale_in is a null pointer: quant nvfp4 reads its "
+                                    "global scale there"));
+
+  // On a GPU without sm_100a (H100: sm_90a) the kernels refuse the target, naming what it needs;
+  // on a B200 the runtime targets sm_100a and the kernels plan it.
+  const DeviceModel h100 = device_preset("h100");
+  const DeviceModel b200 = device_preset("b200");
+  CHECK(target_arch(kRms, h100) == Arch::Sm90);
+  CHECK(target_arch(with_model(kRms, {.quant = Quant::Int8}), b200) == Arch::Sm100);
+  for (const NormType& t : {mx, fp4}) {
+    kernels::NormSpec s = norm_spec(t, Direction::Forward);
+    s.device = h100;
+    s.arch = target_arch(t, h100);
+    CHECK(s.arch == Arch::Sm90a);
+    CHECK_THROWS_WITH(kernels::validate(s), Catch::Contains(fmt::format(
+                                                "quant {}", kernels::quant_name(t.model.quant))) &&
+                                                Catch::Contains("needs sm_100a, got sm_90a"));
+    s.device = b200;
+    s.arch = target_arch(t, b200);
+    CHECK(s.arch == Arch::Sm100a);
+    CHECK_NOTHROW(kernels::validate(s));
+  }
 }

@@ -6,6 +6,10 @@
 // Outputs are poisoned first; what lies between rows must stay untouched.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -293,38 +297,56 @@ TEST_CASE("per-head rows (row groups) match the float64 model on a GPU, ending m
 
 namespace {
 
-// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32,
-// as the executor's tests judge them: scales within 1e-5 relative, every code at most one step
-// from the model's (a tie the kernel's f32 y and the float64 one round to different sides of)
-// and all but 1% of them bit-exact; a row of zeros exactly. `q` holds the case's row layout.
-void check_quantized(const ModelCase& c, kernels::Quant quant, const std::vector<double>& ref_y,
-                     const std::vector<std::byte>& q, const std::vector<float>& scale) {
+// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32
+// with the case's scale mode, as the executor's tests judge them: scales within 1e-5 relative,
+// every code at most one step from the model's (a tie the kernel's f32 y and the float64 one
+// round to different sides of) and all but 1% of them bit-exact; a group of zeros exactly. `q`
+// holds the case's row layout; `scale` the scales row-major (none with a static scale).
+void check_quantized(const ModelCase& c, const kernels::NormSpec& spec,
+                     const std::vector<double>& ref_y, const std::vector<std::byte>& q,
+                     const std::vector<float>& scale, float static_scale) {
   const std::vector<float> y(ref_y.begin(), ref_y.end());
-  const kernels::QuantizedRows want = kernels::quantize_rows(quant, y, c.batch, c.width);
+  const kernels::QuantizedRows want = kernels::quantize_rows(spec, y, c.batch, static_scale);
+  const std::uint32_t group = kernels::quant_group(spec);
+  const std::uint32_t per_row = kernels::quant_scales_per_row(spec);
+  REQUIRE(scale.size() == want.scale.size());
+  for (std::size_t i = 0; i < scale.size(); ++i) {
+    INFO("scale " << i << " of " << per_row << " a row: " << scale[i] << " want " << want.scale[i]);
+    CHECK(std::fabs(scale[i] - want.scale[i]) <= 1e-5f * want.scale[i]);
+  }
   std::size_t differ = 0, far = 0, between_rows = q.size();
   for (std::uint32_t r = 0; r < c.batch; ++r) {
-    INFO("row " << r << " scale " << scale[r] << " want " << want.scale[r]);
-    CHECK(std::fabs(scale[r] - want.scale[r]) <= 1e-5f * want.scale[r]);
     for (std::uint32_t i = 0; i < c.width; ++i) {
       const auto got = static_cast<std::uint8_t>(q[c.row_start(r) + i]);
       const std::uint8_t w = want.q[std::size_t{r} * c.width + i];
+      const bool zeros = group > 0 && want.scale[std::size_t{r} * per_row + i / group] == 0.0f;
       differ += got != w;
-      far += kernels::quant_steps(quant, got, w) > 1 || (want.scale[r] == 0.0f && got != w);
+      far += kernels::quant_steps(spec.quant, got, w) > 1 || (zeros && got != w);
     }
     between_rows -= c.width;
   }
   const auto poison = static_cast<std::size_t>(std::count(q.begin(), q.end(), kPoison));
-  INFO(kernels::quant_name(quant) << ": " << differ << " codes differ, " << far
-                                  << " by more than a step");
+  INFO(kernels::quant_name(spec.quant)
+       << " scale " << kernels::quant_scale_name(spec.quant_scale) << ": " << differ
+       << " codes differ, " << far << " by more than a step");
   CHECK(far == 0);
   CHECK(differ <= std::size_t{c.batch} * c.width / 100);
   CHECK(poison >= between_rows);  // nothing written between rows (codes may be 0xFF too)
 }
 
+// A static scale for the model's y: 0.8 of the per-tensor dynamic one, so that the largest
+// values saturate.
+float static_scale_for(kernels::Quant quant, const std::vector<double>& y) {
+  double absmax = 0;
+  for (const double v : y) absmax = std::max(absmax, std::fabs(v));
+  return absmax == 0 ? 1.0f : static_cast<float>(0.8 * absmax / kernels::quant_max(quant));
+}
+
 // The quantized forward of a case through the C++ API (or the C ABI's ptxdsl_norm_forward_ex):
 // y's codes and scales against the quantizer, rstd (and mean, h) against the float64 model.
 void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
-  INFO(c.describe() << ", quant " << kernels::quant_name(c.model.quant)
+  INFO(c.describe() << ", quant " << kernels::quant_name(c.model.quant) << " scale "
+                    << kernels::quant_scale_name(c.model.quant_scale)
                     << (c_abi ? ", C ABI" : ", C++ API"));
   const NormType type = c.type();
   const kernels::Residual residual = c.residual ? kernels::Residual::Add : kernels::Residual::None;
@@ -336,34 +358,46 @@ void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
   const kernels::NormProblem problem = kernels::norm_problem(forward, in, ref, kEps);
   const DType d = c.dtype, wd = c.weight_dtype, f32 = DType::F32;
   const QuantOutput out = quant_output(type);
+  const float static_scale = static_scale_for(c.model.quant, ref.y);
   const DeviceBuffer<std::byte> x = upload(ctx, scatter(c, in.x));
   const DeviceBuffer<std::byte> w = upload(ctx, in.w.bytes);
   const DeviceBuffer<std::byte> b = c.layer ? upload(ctx, in.b.bytes) : DeviceBuffer<std::byte>{};
   const DeviceBuffer<std::byte> res =
       c.residual ? upload(ctx, scatter(c, in.residual)) : DeviceBuffer<std::byte>{};
+  const DeviceBuffer<float> scale_in(ctx, std::span<const float>(&static_scale, 1));
   const std::size_t row_bytes = c.elements() * static_cast<std::size_t>(kernels::dtype_bytes(d));
-  DeviceBuffer<std::byte> y = poisoned(ctx, c.elements() * out.element_bytes),
-                          y_scale = poisoned(ctx, 4 * c.batch * out.scales_per_row),
+  const std::size_t scale_bytes = quant_scale_bytes(type, c.batch);
+  DeviceBuffer<std::byte> y = poisoned(ctx, out.y_bytes(c.elements())),
+                          y_scale = poisoned(ctx, std::max<std::size_t>(scale_bytes, 4)),
                           h = poisoned(ctx, row_bytes), mean = poisoned(ctx, 4 * c.batch),
                           rstd = poisoned(ctx, 4 * c.batch);
   const auto maybe = [](bool given, const DeviceBuffer<std::byte>& buf) {
     return given ? buf.address() : std::uint64_t{0};
   };
+  const bool writes_scales = scale_bytes > 0;
   if (c_abi) {
-    const ptxdsl_norm_options options{.size = sizeof(ptxdsl_norm_options),
-                                      .weight_offset = c.model.weight_offset,
-                                      .casting = kernels::casting_name(c.model.casting).data(),
-                                      .quant = kernels::quant_name(c.model.quant).data(),
-                                      .row_groups = c.model.row_groups,
-                                      .group_stride = c.model.group_stride,
-                                      .residual_in_f32 = 0,
-                                      .deterministic = nullptr};
+    ptxdsl_norm_options options{
+        .size = sizeof(ptxdsl_norm_options),
+        .weight_offset = c.model.weight_offset,
+        .casting = kernels::casting_name(c.model.casting).data(),
+        .quant = kernels::quant_name(c.model.quant).data(),
+        .row_groups = c.model.row_groups,
+        .group_stride = c.model.group_stride,
+        .residual_in_f32 = 0,
+        .deterministic = nullptr,
+        .quant_scale = kernels::quant_scale_name(c.model.quant_scale).data(),
+        .quant_scale_layout = nullptr,
+        .quant_scale_in = nullptr};
+    if (out.reads_scale_in) {
+      options.quant_scale_in = reinterpret_cast<const float*>(scale_in.address());
+    }
     const auto ptr = [](std::uint64_t a) { return reinterpret_cast<void*>(a); };
     const std::int32_t status = ptxdsl_norm_forward_ex(
         ctx.device(), c.layer ? PTXDSL_LAYER_NORM : PTXDSL_RMS_NORM, static_cast<std::int32_t>(d),
         static_cast<std::int32_t>(wd), c.batch, c.width, c.row_stride(), &options, ptr(x.address()),
         ptr(w.address()), ptr(maybe(c.layer, b)), ptr(maybe(c.residual, res)),
-        ptr(maybe(c.residual, h)), ptr(y.address()), static_cast<float*>(ptr(y_scale.address())),
+        ptr(maybe(c.residual, h)), ptr(y.address()),
+        static_cast<float*>(ptr(maybe(writes_scales, y_scale))),
         static_cast<float*>(ptr(maybe(c.layer, mean))), static_cast<float*>(ptr(rstd.address())),
         static_cast<float>(kEps), nullptr);
     INFO(ptxdsl_last_error());
@@ -377,10 +411,11 @@ void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
                .x = view(x, d),
                .w = view(w, wd),
                .b = v(c.layer, b, wd),
-               .y = DeviceView(y.address(), y.bytes(), out.element_bytes),
+               .y = DeviceView(y.address(), y.bytes()),
                .mean = v(c.layer, mean, f32),
                .rstd = view(rstd, f32),
-               .y_scale = view(y_scale, f32),
+               .y_scale = writes_scales ? view(y_scale, f32) : DeviceView{},
+               .quant_scale_in = out.reads_scale_in ? DeviceView(scale_in) : DeviceView{},
                .residual = v(c.residual, res, d),
                .h = v(c.residual, h, d),
                .batch = c.batch,
@@ -388,7 +423,11 @@ void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
                .eps = static_cast<float>(kEps)});
   }
   ctx.synchronize();
-  check_quantized(c, c.model.quant, ref.y, y.to_host(), kernels::to_floats(y_scale.to_host(), f32));
+  const std::vector<float> scales =
+      writes_scales ? kernels::to_floats(y_scale.to_host(), f32, scale_bytes / 4)
+                    : std::vector<float>{};
+  check_quantized(c, norm_spec(type, Direction::Forward), ref.y, y.to_host(), scales, static_scale);
+  CHECK(scale_in.to_host() == std::vector<float>{static_scale});  // read, never written
   check_output(problem, "rstd", f32, kernels::to_floats(rstd.to_host(), f32), ref.rstd);
   if (c.layer) {
     check_output(problem, "mean", f32, kernels::to_floats(mean.to_host(), f32), ref.mean);
@@ -403,38 +442,77 @@ void run_quant_case(const Context& ctx, const ModelCase& c, bool c_abi) {
 }  // namespace
 
 TEST_CASE(
-    "quantized forwards (fp8 e4m3/e5m2, int8, per-token scales) on a GPU match the host "
-    "quantizer, through the C++ API and the C ABI",
+    "quantized forwards (fp8 e4m3/e5m2, int8; per-token, static and group128 scales) on a GPU "
+    "match the host quantizer, through the C++ API and the C ABI",
     "[runtime][gpu][norms]") {
   PTXDSL_REQUIRE_GPU(ctx);
   using kernels::Quant;
+  using kernels::QuantScale;
   const bool fp8 = ctx.info().model.arch() >= Arch::Sm90;
   std::vector<ModelCase> cases;
   for (const Quant q : {Quant::Fp8E4m3, Quant::Fp8E5m2, Quant::Int8}) {
     if (q != Quant::Int8 && !fp8) continue;
-    cases.push_back({.batch = 37, .stride = 1160, .model = {.quant = q}});
+    for (const QuantScale scale : {QuantScale::PerToken, QuantScale::Static}) {
+      cases.push_back({.batch = 37, .stride = 1160, .model = {.quant = q, .quant_scale = scale}});
+      cases.push_back({.layer = true,
+                       .dtype = DType::F16,
+                       .weight_dtype = DType::F32,
+                       .batch = 3,
+                       .stride = 1153,
+                       .model = {.weight_offset = 1.0f,
+                                 .casting = kernels::Casting::Gemma,
+                                 .quant = q,
+                                 .quant_scale = scale},
+                       .residual = true});
+      cases.push_back(
+          {.dtype = DType::F32,
+           .weight_dtype = DType::F32,
+           .batch = 1,
+           .model = {.casting = kernels::Casting::Llama, .quant = q, .quant_scale = scale}});
+    }
+    // group128 at widths it divides: DeepGEMM's rows, a strided layer norm with the residual
+    // add, and QK-norm into FP8 (8 heads of 128, two tokens and three heads).
     cases.push_back(
-        {.layer = true,
-         .dtype = DType::F16,
-         .weight_dtype = DType::F32,
-         .batch = 3,
-         .stride = 1153,
-         .model = {.weight_offset = 1.0f, .casting = kernels::Casting::Gemma, .quant = q},
-         .residual = true});
-    cases.push_back({.dtype = DType::F32,
+        {.width = 4096, .batch = 37, .model = {.quant = q, .quant_scale = QuantScale::Group128}});
+    cases.push_back({.layer = true,
+                     .dtype = DType::F16,
                      .weight_dtype = DType::F32,
-                     .batch = 1,
-                     .model = {.casting = kernels::Casting::Llama, .quant = q}});
-    // QK-norm into FP8: 8 heads of 128, two tokens and three heads.
-    cases.push_back(
-        {.width = 128,
-         .batch = 19,
-         .stride = 8 * 136,
-         .model = {.weight_offset = 1.0f, .row_groups = 8, .group_stride = 136, .quant = q}});
+                     .width = 1152,
+                     .batch = 3,
+                     .stride = 1160,
+                     .model = {.quant = q, .quant_scale = QuantScale::Group128},
+                     .residual = true});
+    for (const QuantScale scale :
+         {QuantScale::PerToken, QuantScale::Static, QuantScale::Group128}) {
+      cases.push_back({.width = 128,
+                       .batch = 19,
+                       .stride = 8 * 136,
+                       .model = {.weight_offset = 1.0f,
+                                 .row_groups = 8,
+                                 .group_stride = 136,
+                                 .quant = q,
+                                 .quant_scale = scale}});
+    }
   }
   for (const ModelCase& c : cases) {
     run_quant_case(ctx, c, false);
     run_quant_case(ctx, c, true);
+  }
+}
+
+TEST_CASE(
+    "block-scaled formats (mxfp8, nvfp4) on a GPU without sm_100a are refused naming the "
+    "target they need",
+    "[runtime][gpu][norms]") {
+  PTXDSL_REQUIRE_GPU(ctx);
+  if (ctx.info().model.runs(Arch::Sm100a)) {
+    PTXDSL_SKIP("this GPU runs sm_100a: the block-scaled formats launch here");
+  }
+  for (const kernels::Quant q : {kernels::Quant::Mxfp8, kernels::Quant::Nvfp4}) {
+    const NormType t{false, DType::BF16, DType::BF16, 4096, {.quant = q}};
+    CHECK_THROWS_WITH((Norm(ctx, t)),
+                      Catch::Contains(fmt::format("quant {}", kernels::quant_name(q))) &&
+                          Catch::Contains("needs sm_100a"));
   }
 }
 
@@ -515,7 +593,10 @@ TEST_CASE("the model options through the C ABI's _ex functions give the C++ API'
                                       .row_groups = c.model.row_groups,
                                       .group_stride = c.model.group_stride,
                                       .residual_in_f32 = 0,
-                                      .deterministic = nullptr};
+                                      .deterministic = nullptr,
+                                      .quant_scale = nullptr,
+                                      .quant_scale_layout = nullptr,
+                                      .quant_scale_in = nullptr};
     const auto p = [](const DeviceBuffer<std::byte>& buf) {
       return reinterpret_cast<void*>(buf.address());
     };

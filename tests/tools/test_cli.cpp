@@ -664,6 +664,39 @@ TEST_CASE("run and bench on a GPU take --weight-offset, --casting, --row-groups 
   CHECK(suite.err.find("--suite takes no --casting") != std::string::npos);
 }
 
+TEST_CASE("run --cpu checks each quant scale mode against the host quantizer", "[tools]") {
+  for (const char* args :
+       {"run rms_fwd --batch 5 --width 1024 --dtype bf16 --quant int8 --quant-scale static --cpu",
+        "run rms_fwd --batch 5 --width 1024 --dtype bf16 --quant fp8-e4m3 --quant-scale group128 "
+        "--cpu",
+        "run ln_fwd --batch 3 --width 1152 --stride 1160 --dtype f16 --residual add --quant "
+        "fp8-e5m2 --quant-scale group128 --cpu",
+        "run rms_fwd --batch 19 --width 128 --row-groups 8 --group-stride 136 --stride 1088 "
+        "--dtype bf16 --quant fp8-e4m3 --quant-scale static --cpu"}) {
+    CAPTURE(args);
+    const Result r = run_cli(args);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("PASS") != std::string::npos);
+    const bool writes_scales = std::string_view(args).find("static") == std::string_view::npos;
+    CHECK((r.out.find("y_scale") != std::string::npos) == writes_scales);
+  }
+  // The contract of a static scale: the scale it reads, no scales written.
+  const Result emit = run_cli(
+      "emit --json rms_fwd --width 1024 --dtype bf16 --quant int8 "
+      "--quant-scale static");
+  REQUIRE(emit.status == 0);
+  CHECK(emit.out.find("\"scale\": \"static\"") != std::string::npos);
+  CHECK(emit.out.find("\"scales_per_row\": 0") != std::string::npos);
+  CHECK(emit.out.find("\"quant_scale_in\": \"f32[1], read") != std::string::npos);
+  const Result groups = run_cli(
+      "emit --json rms_fwd --width 1024 --dtype bf16 --quant int8 "
+      "--quant-scale group128");
+  REQUIRE(groups.status == 0);
+  CHECK(groups.out.find("\"scales_per_row\": 8") != std::string::npos);
+  CHECK(groups.out.find("\"y_scale_bytes\": \"batch * 32\"") != std::string::npos);
+}
+
 TEST_CASE("the quant option: the quantized forward, named, refused where it does not apply",
           "[tools]") {
   const Result fp8 = run_cli("emit --json rms_fwd --width 4096 --dtype bf16 --quant fp8-e4m3");
@@ -671,8 +704,10 @@ TEST_CASE("the quant option: the quantized forward, named, refused where it does
   CHECK(fp8.out.find("\"rms_fwd_bf16_wbf16_n4096_qe4m3\"") != std::string::npos);
   CHECK(fp8.out.find("\"quant\": \"fp8-e4m3\"") != std::string::npos);
   // What a foreign loader allocates and reads: one byte a code, one f32 scale a row.
-  CHECK(fp8.out.find("\"y_element_bytes\": 1") != std::string::npos);
+  CHECK(fp8.out.find("\"y_element_bits\": 8") != std::string::npos);
+  CHECK(fp8.out.find("\"scale\": \"per-token\"") != std::string::npos);
   CHECK(fp8.out.find("\"scales_per_row\": 1") != std::string::npos);
+  CHECK(fp8.out.find("\"y_scale_bytes\": \"batch * 4\"") != std::string::npos);
   CHECK(fp8.out.find("\"largest\": 448") != std::string::npos);
   CHECK(fp8.out.find("\"element\": \"e4m3\"") != std::string::npos);
   CHECK(fp8.out.find("\"name\": \"y_scale\"") != std::string::npos);
@@ -693,6 +728,14 @@ TEST_CASE("the quant option: the quantized forward, named, refused where it does
       {"emit ln_fwd --width 40000 --dtype bf16 --quant int8",
        "width 40000 (80000 bytes of bf16) splits over a cluster of"},
       {"bench --suite standard --quant int8", "--suite takes no --quant"},
+      // What run and bench cannot check (the block scales' bytes), and widths group128 does not
+      // divide, refused with the reason before anything runs.
+      {"run rms_fwd --batch 4 --width 1024 --dtype bf16 --quant mxfp8 --arch sm_100a --device "
+       "b200 --cpu",
+       "got --quant mxfp8, whose block scales emit writes and the executor's tests check"},
+      {"run rms_fwd --batch 4 --width 1000 --dtype bf16 --quant int8 --quant-scale group128 --cpu",
+       "quant scale group128 takes widths that are multiples of 128 (scales [rows][width / 128], "
+       "DeepGEMM's layout), got width 1000"},
   };
   for (const auto& [args, error] : refusals) {
     CAPTURE(args);

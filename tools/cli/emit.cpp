@@ -58,22 +58,51 @@ void write_step(JsonWriter& j, const kernels::LaunchStep& step, std::uint32_t wi
   j.end_object();
 }
 
-// A quantized forward's output, for a loader that allocates and reads it: y's codes and the
-// scales, their sizes from the runtime's quant_output (the one statement of them).
+// A quantized forward's output, for a loader that allocates and reads it: y's codes, the scales
+// and the scale it reads, their sizes from the runtime's quant_output (the one statement of them).
 void write_quantized(JsonWriter& j, const kernels::NormSpec& s) {
-  const runtime::QuantOutput out = runtime::quant_output(
-      {kernels::is_layer_norm(s.kind), s.dtype, s.weight_dtype, s.width, {.quant = s.quant}});
+  const runtime::NormType type{
+      kernels::is_layer_norm(s.kind),
+      s.dtype,
+      s.weight_dtype,
+      s.width,
+      {.quant = s.quant, .quant_scale = s.quant_scale, .quant_scale_layout = s.quant_scale_layout}};
+  const runtime::QuantOutput out = runtime::quant_output(type);
+  const bool blocks = kernels::quant_block(s.quant) > 0;
   j.field("quant", kernels::quant_name(s.quant));
   j.key("quantized").begin_object();
-  j.field("y_element_bytes", out.element_bytes);
+  j.field("y_element", ptx_name(out.element));
+  j.field("y_element_bits", out.element_bits);
+  j.field("scale", blocks ? "block" : kernels::quant_scale_name(s.quant_scale));
   j.field("scales_per_row", out.scales_per_row);
   j.field("largest", static_cast<double>(kernels::quant_max(s.quant)));
-  j.field("y_scale", fmt::format("f32[batch * {}]: max |y| of the row (f32, before rounding) / "
-                                 "largest; 0 for a row of zeros",
-                                 out.scales_per_row));
-  j.field("y",
-          "the code nearest y / y_scale (y / 1 for a row of zeros), ties to even, "
-          "saturated to +-largest; y = code * y_scale");
+  if (out.scales_per_row > 0) {
+    j.field("scale_element", ptx_name(out.scale));
+    j.field("scale_layout", kernels::quant_scale_layout_name(s.quant_scale_layout));
+    j.field("y_scale_bytes",
+            s.quant_scale_layout == kernels::QuantScaleLayout::Cublas
+                ? fmt::format("ceil(batch / 128) * {}", runtime::quant_scale_bytes(type, 128))
+                : fmt::format("batch * {}", runtime::quant_scale_bytes(type, 1)));
+    j.field("y_scale", blocks
+                           ? fmt::format("{}[batch][{}] ({}): each block of {} elements' scale",
+                                         ptx_name(out.scale), out.scales_per_row,
+                                         kernels::quant_scale_layout_name(s.quant_scale_layout),
+                                         kernels::quant_block(s.quant))
+                           : fmt::format("f32[batch * {}]: max |y| of {} (f32, before rounding) / "
+                                         "largest; 0 for {} of zeros",
+                                         out.scales_per_row,
+                                         out.scales_per_row == 1 ? "the row" : "each 128 elements",
+                                         out.scales_per_row == 1 ? "a row" : "a group"));
+  }
+  if (out.reads_scale_in) {
+    j.field("quant_scale_in",
+            blocks ? "f32[1], read: the global scale; y = code * block scale * global"
+                   : "f32[1], read: the static scale of every element");
+  }
+  j.field("y", fmt::format(
+                   "the code nearest y / scale (y / 1 where a dynamic scale is 0), ties to "
+                   "even, saturated to +-largest; y = code * scale{}",
+                   out.element_bits == 4 ? "; two codes a byte, the first in the low nibble" : ""));
   j.end_object();
 }
 

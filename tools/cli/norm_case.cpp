@@ -76,10 +76,18 @@ kernels::HostTensor f32_tensor(const std::vector<double>& values) {
   return kernels::make_tensor(f, DType::F32);
 }
 
+// The runtime's type of a spec's forward: its quantized output's fields.
+runtime::NormType quant_type(const kernels::NormSpec& s) {
+  return {
+      is_layer_norm(s.kind),
+      s.dtype,
+      s.weight_dtype,
+      s.width,
+      {.quant = s.quant, .quant_scale = s.quant_scale, .quant_scale_layout = s.quant_scale_layout}};
+}
 // What a forward writes as y and y_scale (the runtime's statement of it).
 runtime::QuantOutput quant_of(const kernels::NormSpec& s) {
-  return runtime::quant_output(
-      {is_layer_norm(s.kind), s.dtype, s.weight_dtype, s.width, {.quant = s.quant}});
+  return runtime::quant_output(quant_type(s));
 }
 
 // Elements a row tensor's buffer holds: the groups of rows (one row a group without row groups),
@@ -97,8 +105,8 @@ struct OutputShape {
   bool rows;
   bool codes = false;
   std::size_t bytes(const kernels::NormSpec& s) const {
-    return count * (codes ? quant_of(s).element_bytes
-                          : static_cast<std::size_t>(kernels::dtype_bytes(dtype)));
+    return codes ? quant_of(s).y_bytes(count)
+                 : count * static_cast<std::size_t>(kernels::dtype_bytes(dtype));
   }
 };
 std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t batch,
@@ -108,7 +116,7 @@ std::vector<OutputShape> output_shapes(const kernels::NormSpec& s, std::uint32_t
   if (!is_backward(s.kind)) {
     const bool quantized = s.quant != kernels::Quant::None;
     out.push_back({"y", s.dtype, rows, true, quantized});
-    if (quantized) {
+    if (quant_of(s).scales_per_row > 0) {  // none with a static scale
       out.push_back(
           {"y_scale", DType::F32, std::size_t{batch} * quant_of(s).scales_per_row, false});
     }
@@ -164,7 +172,7 @@ Output unpack(const OutputShape& o, std::span<const std::byte> bytes, const kern
               std::uint32_t batch, std::uint32_t stride) {
   if (o.codes) {
     const std::vector<std::byte> dense =
-        gather_rows(o.name, bytes, quant_of(s).element_bytes, s, batch, stride);
+        gather_rows(o.name, bytes, quant_of(s).element_bits / 8, s, batch, stride);
     Output out{o.name, o.dtype, {}, std::vector<std::uint8_t>(dense.size())};
     std::memcpy(out.codes.data(), dense.data(), dense.size());
     return out;
@@ -192,46 +200,53 @@ std::vector<std::byte> placed_rows(const kernels::HostTensor& t, const kernels::
   return out;
 }
 
-// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32,
-// as the executor's tests judge them: each scale within 1e-5 relative, each code at most a step
-// of the format from the model's (a tie the kernel's f32 y and the float64 one round to
-// different sides of; `error` counts steps, `bound` is one), and all but 1% bit-exact; a row of
-// zeros exactly.
+// A quantized y and its scales against kernels::quantize_rows of the float64 model's y in f32
+// with the spec's scale mode, as the executor's tests judge them: each scale within 1e-5
+// relative, each code at most a step of the format from the model's (a tie the kernel's f32 y
+// and the float64 one round to different sides of; `error` counts steps, `bound` is one), and
+// all but 1% bit-exact; a group of zeros exactly. `scale` holds the scales written, row-major
+// (none with a static scale, whose value is `static_scale`).
 std::vector<kernels::OutputVerdict> check_quantized(const kernels::NormSpec& s,
                                                     std::span<const double> ref_y,
                                                     const std::vector<std::uint8_t>& q,
                                                     const std::vector<float>& scale,
-                                                    std::uint32_t batch) {
+                                                    std::uint32_t batch, float static_scale) {
   const std::uint32_t width = s.width;
+  const std::uint32_t group = kernels::quant_group(s), per_row = kernels::quant_scales_per_row(s);
   const std::vector<float> y(ref_y.begin(), ref_y.end());
-  const kernels::QuantizedRows want = kernels::quantize_rows(s.quant, y, batch, width);
+  const kernels::QuantizedRows want = kernels::quantize_rows(s, y, batch, static_scale);
   kernels::OutputVerdict codes{.name = "y", .dtype = s.dtype, .bound = 1};
   kernels::OutputVerdict scales{.name = "y_scale", .dtype = DType::F32};
   std::size_t differ = 0;
   double worst_scale = -1;
-  for (std::uint32_t r = 0; r < batch; ++r) {
-    const double err = std::fabs(double{scale[r]} - want.scale[r]);
-    const double bound = 1e-5 * want.scale[r];
+  for (std::size_t k = 0; k < want.scale.size(); ++k) {
+    const double err = std::fabs(double{scale[k]} - want.scale[k]);
+    const double bound = 1e-5 * want.scale[k];
     const double ratio = bound > 0 ? err / bound : (err > 0 || std::isnan(err) ? 1e300 : 0);
-    scales.nonfinite += !std::isfinite(scale[r]);
+    scales.nonfinite += !std::isfinite(scale[k]);
     scales.failures += !(err <= bound);
     scales.max_abs = std::max(scales.max_abs, err);
     if (ratio > worst_scale || std::isnan(err)) {
       worst_scale = ratio;
-      scales.worst = r;
-      scales.got = scale[r];
-      scales.want = want.scale[r];
+      scales.worst = k;
+      scales.got = scale[k];
+      scales.want = want.scale[k];
       scales.error = err;
       scales.bound = bound;
     }
+  }
+  for (std::uint32_t r = 0; r < batch; ++r) {
     for (std::uint32_t i = 0; i < width; ++i) {
       const std::size_t at = std::size_t{r} * width + i;
       const std::uint8_t got = q[at], w = want.q[at];
       const int steps = kernels::quant_steps(s.quant, got, w);
+      // The element's scale: its group's, or the static one.
+      const float element_scale =
+          group > 0 ? want.scale[std::size_t{r} * per_row + i / group] : static_scale;
       differ += got != w;
-      codes.failures += steps > 1 || (want.scale[r] == 0.0f && got != w);
-      const double got_value = kernels::quant_value(s.quant, got) * want.scale[r];
-      const double want_value = kernels::quant_value(s.quant, w) * want.scale[r];
+      codes.failures += steps > 1 || (element_scale == 0.0f && got != w);
+      const double got_value = kernels::quant_value(s.quant, got) * element_scale;
+      const double want_value = kernels::quant_value(s.quant, w) * element_scale;
       codes.nonfinite += !std::isfinite(got_value);
       codes.max_abs = std::max(codes.max_abs, std::fabs(got_value - want_value));
       if (steps > codes.error || !std::isfinite(got_value)) {
@@ -246,6 +261,7 @@ std::vector<kernels::OutputVerdict> check_quantized(const kernels::NormSpec& s,
   // More than 1% a step apart is no longer the ties alone: each of them then counts as a failure.
   if (differ > std::size_t{batch} * width / 100) codes.failures += differ;
   codes.pass = codes.failures == 0;
+  if (want.scale.empty()) return {codes};
   return {codes, scales};
 }
 
@@ -273,18 +289,22 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
                         bool with_backward, std::uint32_t stride) {
-  // The runtime launches per-token scales in row-major order alone: a case it would launch as
-  // another mode, with buffers sized for that one, is refused rather than run.
-  if (spec.quant != kernels::Quant::None &&
-      (spec.quant_scale != kernels::QuantScale::PerToken ||
-       spec.quant_scale_layout != kernels::QuantScaleLayout::RowMajor ||
-       kernels::quant_scale_type(spec.quant) != ScalarType::F32)) {
+  // The block-scaled formats' bytes (their ue8m0/e4m3 scales, nvfp4's packed codes) are checked
+  // by the executor's tests, not here: refused rather than judged as f32 scales.
+  if (kernels::quant_block(spec.quant) > 0) {
     throw UsageError(fmt::format(
-        "run and bench take --quant fp8-e4m3, fp8-e5m2 or int8 with --quant-scale per-token "
-        "(row-major); got --quant {} --quant-scale {} --quant-scale-layout {}, which emit and "
-        "check take",
-        kernels::quant_name(spec.quant), kernels::quant_scale_name(spec.quant_scale),
-        kernels::quant_scale_layout_name(spec.quant_scale_layout)));
+        "run and bench take --quant fp8-e4m3, fp8-e5m2 or int8 (with --quant-scale per-token, "
+        "static or group128); got --quant {}, whose block scales emit writes and the executor's "
+        "tests check (the runtime launches it on sm_100a GPUs)",
+        kernels::quant_name(spec.quant)));
+  }
+  // The runtime's own refusals of the scale mode (group128's widths), before any reference runs.
+  if (spec.quant != kernels::Quant::None && !is_backward(spec.kind)) {
+    try {
+      runtime::check_call(quant_type(spec), {});
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   }
   NormData d;
   d.spec = spec;
@@ -305,6 +325,12 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
   };
   d.in = kernels::make_inputs(spec, batch, grouped ? spec.width : d.stride, seed);
   d.forward = reference(dense(direction_spec(spec, forward)), d.in);
+  if (kernels::reads_quant_scale(direction_spec(spec, forward))) {
+    double absmax = 0;
+    for (const double v : d.forward.y) absmax = std::max(absmax, std::fabs(v));
+    if (absmax > 0)
+      d.static_scale = static_cast<float>(0.8 * absmax / kernels::quant_max(spec.quant));
+  }
   if (!backward_too) return d;
   d.backward = reference(dense(backward_spec), d.in);
   if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.backward.mean);
@@ -367,8 +393,11 @@ CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>
   CaseCheck check{
       kernels::check_outputs(kernels::norm_problem(dense, data.in, ref, kEps), outputs)};
   if (!is_backward(kind) && spec.quant != kernels::Quant::None) {
+    const bool scales = quant_of(spec).scales_per_row > 0;
     for (kernels::OutputVerdict& v :
-         check_quantized(spec, ref.y, output("y").codes, output("y_scale").values, data.batch)) {
+         check_quantized(spec, ref.y, output("y").codes,
+                         scales ? output("y_scale").values : std::vector<float>{}, data.batch,
+                         data.static_scale)) {
       check.verdict.outputs.push_back(std::move(v));
     }
   }
@@ -379,6 +408,7 @@ CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>
 
 struct GpuNorm::Buffers {
   runtime::DeviceBuffer<std::byte> x, w, b, dy, mean_in, rstd_in, residual, dh;
+  runtime::DeviceBuffer<float> quant_scale_in;                  // a static scale
   std::map<std::string, runtime::DeviceBuffer<std::byte>> out;  // y, mean, rstd, h, dx, dw, db
 };
 
@@ -418,6 +448,8 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
   b_->rstd_in = upload(ctx, data.rstd_in.bytes);
   b_->residual = rows(data.in.residual);
   b_->dh = rows(data.in.dh);
+  b_->quant_scale_in =
+      runtime::DeviceBuffer<float>(ctx, std::span<const float>(&data.static_scale, 1));
   // Outputs of both directions: `bench` times the forward and the backward with one object (the
   // backward where its direction has a spec).
   const bool ln = is_layer_norm(spec_.kind);
@@ -433,7 +465,9 @@ GpuNorm::GpuNorm(const runtime::Context& ctx, const NormData& data,
                                         .casting = spec_.casting,
                                         .row_groups = spec_.row_groups,
                                         .group_stride = spec_.group_stride,
-                                        .quant = spec_.quant};
+                                        .quant = spec_.quant,
+                                        .quant_scale = spec_.quant_scale,
+                                        .quant_scale_layout = spec_.quant_scale_layout};
   norm_.emplace(ctx, runtime::NormType{ln, spec_.dtype, spec_.weight_dtype, spec_.width, model},
                 options);
 }
@@ -481,8 +515,10 @@ void GpuNorm::call(NormKind kind, runtime::StreamRef stream) {
     c.residual_in_f32 = s.residual == kernels::Residual::AddF32;
     c.y = out("y", d);
     if (s.quant != kernels::Quant::None) {
-      c.y.element_bytes = quant_of(s).element_bytes;
+      const runtime::QuantOutput q = quant_of(s);
+      c.y.element_bytes = q.element_bits / 8;
       c.y_scale = out("y_scale", f32);
+      if (q.reads_scale_in) c.quant_scale_in = runtime::DeviceView(b_->quant_scale_in);
     }
     c.h = out("h", rd);
     c.mean = out("mean", f32);
@@ -547,6 +583,9 @@ std::vector<Output> run_on_cpu(const NormData& data) {
     put("mean", data.mean_in.bytes);
     put("rstd", data.rstd_in.bytes);
   }
+  if (kernels::reads_quant_scale(spec)) {
+    put("quant_scale_in", std::as_bytes(std::span<const float>(&data.static_scale, 1)));
+  }
   const std::vector<OutputShape> shapes = output_shapes(spec, data.batch, data.stride);
   // Poisoned, as on a GPU: a byte written between rows shows.
   for (const OutputShape& o : shapes) ptrs[o.name] = dev.alloc(o.bytes(spec), o.name, 0xFF);
@@ -573,9 +612,10 @@ std::uint64_t floor_bytes(const kernels::NormSpec& spec, std::uint32_t batch) {
   const bool layer = is_layer_norm(spec.kind);
   if (!is_backward(spec.kind)) {
     const std::uint64_t residual = kernels::has_residual(spec) ? 2 * m * n * rs : 0;  // residual, h
-    // y: its dtype's bytes, or a quantized y's codes and scales.
+    // y: its dtype's bytes, or a quantized y's codes and scales (a static scale: 4 bytes read).
     const runtime::QuantOutput q = quant_of(spec);
-    const std::uint64_t y = m * n * q.element_bytes + 4 * m * q.scales_per_row;
+    const std::uint64_t y = q.y_bytes(m * n) + runtime::quant_scale_bytes(quant_type(spec), batch) +
+                            (q.reads_scale_in ? 4 : 0);
     return m * n * s + y + weights * n * ws + (layer ? 8 * m : 0) + residual;
   }
   const std::uint64_t grads = kernels::has_weight_grads(spec) ? weights : 0;

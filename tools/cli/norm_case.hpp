@@ -35,6 +35,9 @@ struct NormData {
   kernels::HostTensor mean_in, rstd_in;  // f32, one per row
   kernels::NormReference forward;        // y, mean, rstd (and h)
   kernels::NormReference backward;       // dx, dw, db (when asked for)
+  // A static quant scale's value (quant_scale_in): 0.8 of the per-tensor dynamic scale of the
+  // reference's y, so that its largest values saturate; 1 otherwise.
+  float static_scale = 1.0f;
 };
 // `spec` as the kernel of direction `kind` has it (a forward has every output; the backward of an
 // f32 residual add is refused: its h would be f32).

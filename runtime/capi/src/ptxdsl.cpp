@@ -27,6 +27,9 @@ static_assert(PTXDSL_MAX_WIDTH == ptxdsl::kernels::kMaxWidth,
 static_assert(PTXDSL_NORM_OPTIONS_MIN_SIZE ==
                   offsetof(ptxdsl_norm_options, residual_in_f32) + sizeof(int32_t),
               "ptxdsl.h's least options size must end at the 0.1 fields' last");
+static_assert(PTXDSL_NORM_OPTIONS_SCALE_OFFSET ==
+                  offsetof(ptxdsl_norm_options, deterministic) + sizeof(const char*),
+              "the scale fields must follow deterministic: a field is appended, never inserted");
 
 namespace ptxdsl::capi {
 namespace {
@@ -80,12 +83,13 @@ NormKey key_arg(bool layer, std::int32_t device, std::int32_t dtype, std::int32_
   return k;
 }
 
-// What a caller's ptxdsl_norm_options asks for: the object's model options, and the forward's
-// residual dtype. NULL: the plain norm.
+// What a caller's ptxdsl_norm_options asks for: the object's model options, the forward's
+// residual dtype and its scale input. NULL: the plain norm.
 struct ModelArgs {
   runtime::NormModelOptions model;
   bool residual_in_f32 = false;
   kernels::Determinism::Level determinism = kernels::Determinism::RunToRun;  // the backward's
+  const float* quant_scale_in = nullptr;                                     // the forward's
 };
 
 // The backward's determinism by the knob's own names and parser ("0", "1", "portable").
@@ -104,11 +108,12 @@ kernels::Determinism::Level determinism_arg(const char* name) {
   return d.value().level;
 }
 
-// A name parsed by the kernels' own parser (which lists the names it takes), the field named.
+// A name parsed by the kernels' own parser (which lists the names it takes), the field named;
+// NULL is `unset`, the field's default.
 template <class Parse>
-auto named_arg(const char* field, const char* name, Parse parse) {
+auto named_arg(const char* field, const char* name, Parse parse, std::string_view unset = "none") {
   try {
-    return parse(name == nullptr ? std::string_view("none") : std::string_view(name));
+    return parse(name == nullptr ? unset : std::string_view(name));
   } catch (const Error& e) {
     throw CallError(PTXDSL_ERROR_INVALID_ARGUMENT, fmt::format("options->{}: {}", field, e.what()));
   }
@@ -143,6 +148,11 @@ ModelArgs model_arg(const ptxdsl_norm_options* options) {
   m.model.group_stride = o.group_stride;
   m.residual_in_f32 = o.residual_in_f32 != 0;
   m.determinism = determinism_arg(o.deterministic);
+  m.model.quant_scale =
+      named_arg("quant_scale", o.quant_scale, kernels::parse_quant_scale, "per-token");
+  m.model.quant_scale_layout = named_arg("quant_scale_layout", o.quant_scale_layout,
+                                         kernels::parse_quant_scale_layout, "row-major");
+  m.quant_scale_in = o.quant_scale_in;
   return m;
 }
 
@@ -168,6 +178,8 @@ NormKey direction_key(bool layer, runtime::Direction direction, std::int32_t dev
   }
   runtime::NormModelOptions m = model.model;
   m.quant = kernels::Quant::None;
+  m.quant_scale = kernels::QuantScale::PerToken;
+  m.quant_scale_layout = kernels::QuantScaleLayout::RowMajor;
   NormKey k = key_arg(layer, device, dtype, weight_dtype, width, m);
   k.determinism = model.determinism;
   return k;
@@ -179,7 +191,10 @@ CallArgs call_args(bool layer, runtime::Direction direction, std::int32_t device
                    const ModelArgs& model = {}) {
   CallArgs a;
   a.key = direction_key(layer, direction, device, dtype, weight_dtype, width, model);
-  if (direction == runtime::Direction::Forward) a.call.residual_in_f32 = model.residual_in_f32;
+  if (direction == runtime::Direction::Forward) {
+    a.call.residual_in_f32 = model.residual_in_f32;
+    a.call.quant_scale_in = pointer_arg(model.quant_scale_in);
+  }
   a.call.direction = direction;
   a.call.batch = range_arg("batch", batch, 0, kernels::kMaxBatch);
   a.call.stride = range_arg("stride", stride, 0, UINT32_MAX);

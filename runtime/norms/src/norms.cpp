@@ -111,6 +111,7 @@ constexpr TensorRow kTensorRows[] = {
     {{A::Residual, &NormCall::residual, L::ResidualRows, false, false}, kFwd, false},
     {{A::Y, &NormCall::y, L::OutputRows, true, true}, kFwd, false},
     {{A::YScale, &NormCall::y_scale, L::Scales, false, true}, kFwd, false},
+    {{A::QuantScaleIn, &NormCall::quant_scale_in, L::ScaleIn, false, false}, kFwd, false},
     {{A::H, &NormCall::h, L::ResidualRows, false, true}, kFwd, false},
     {{A::Mean, &NormCall::mean, L::PerRow, true, true}, kFwd, true},
     {{A::Rstd, &NormCall::rstd, L::PerRow, true, true}, kFwd, false},
@@ -199,23 +200,50 @@ kernels::NormSpec norm_spec(const NormType& type, Direction direction, const Nor
   s.casting = type.model.casting;
   s.row_groups = type.model.row_groups;
   s.group_stride = type.model.group_stride;
-  if (!backward) s.quant = type.model.quant;
+  if (!backward) {
+    s.quant = type.model.quant;
+    s.quant_scale = type.model.quant_scale;
+    s.quant_scale_layout = type.model.quant_scale_layout;
+  }
   return s;
 }
 
 QuantOutput quant_output(const NormType& type) {
-  if (type.model.quant == kernels::Quant::None) {
-    return {static_cast<std::uint32_t>(kernels::dtype_bytes(type.dtype)), 0};
+  const kernels::Quant q = type.model.quant;
+  if (quant_name(q) == "?") {
+    throw Error(fmt::format("quant must be one of {}, got enum value {}", quant_names(),
+                            static_cast<int>(q)));
   }
-  // The runtime launches the per-token formats: a byte a code and one f32 scale a row, as
-  // kernels::quantize_rows models them. The block-scaled ones (mxfp8, nvfp4) are emit's alone.
-  if (kernels::quant_scale_type(type.model.quant) != ScalarType::F32) {
-    throw Error(
-        fmt::format("quant {} is not launched by the runtime (it takes fp8-e4m3, "
-                    "fp8-e5m2 or int8, with one f32 scale a row); emit and check take it",
-                    kernels::quant_name(type.model.quant)));
+  if (q == kernels::Quant::None) {
+    const ScalarType rows = type.dtype == DType::F32   ? ScalarType::F32
+                            : type.dtype == DType::F16 ? ScalarType::F16
+                                                       : ScalarType::BF16;
+    return {.element = rows,
+            .element_bits = 8 * static_cast<std::uint32_t>(kernels::dtype_bytes(type.dtype))};
   }
-  return {1, 1};
+  const kernels::NormSpec spec = norm_spec(type, Direction::Forward);
+  QuantOutput out;
+  out.element = kernels::quant_element_type(q);
+  // A pair type (e2m1x2) holds two elements in its bytes.
+  out.element_bits = out.element == ScalarType::E2M1x2 ? 4 : 8 * size_bytes(out.element);
+  out.scale = kernels::quant_scale_type(q);
+  out.scales_per_row = kernels::quant_scales_per_row(spec);
+  out.scale_bytes = out.scales_per_row > 0 ? size_bytes(out.scale) : 0;
+  out.reads_scale_in = kernels::reads_quant_scale(spec);
+  return out;
+}
+
+std::uint64_t quant_scale_bytes(const NormType& type, std::uint32_t batch) {
+  const QuantOutput out = quant_output(type);
+  if (out.scale_bytes == 0) return 0;
+  return kernels::quant_scale_entries(norm_spec(type, Direction::Forward), batch) * out.scale_bytes;
+}
+
+Arch target_arch(const NormType& type, const DeviceModel& device) {
+  if (kernels::quant_block(type.model.quant) > 0) {
+    return newest_arch_for_compute_capability(device.cc_major, device.cc_minor);
+  }
+  return device.arch();
 }
 
 namespace {
@@ -234,6 +262,7 @@ NormCall call_of(Direction direction, const Args& a) {
   if constexpr (requires { a.b; }) c.b = a.b;
   if constexpr (requires { a.y; }) c.y = a.y;
   if constexpr (requires { a.y_scale; }) c.y_scale = a.y_scale;
+  if constexpr (requires { a.quant_scale_in; }) c.quant_scale_in = a.quant_scale_in;
   if constexpr (requires { a.mean; }) c.mean = a.mean;
   if constexpr (requires { a.residual; }) c.residual = a.residual;
   if constexpr (requires { a.h; }) c.h = a.h;
@@ -325,7 +354,12 @@ struct CallShape {
 // forward and backward check first, and all that check_call() checks (before any driver loads).
 class CallChecks {
  public:
-  explicit CallChecks(const NormType& type) : type_(type) {}
+  // A quantized type's outputs are stated once here, not at each call (a plain type's cost
+  // nothing); an unknown format waits for check_model to name it.
+  explicit CallChecks(const NormType& type) : type_(type) {
+    if (quant_name(type.model.quant) != "?") quant_ = quant_output(type);
+    if (quant_.scales_per_row > 0) scale_spec_ = norm_spec(type, Direction::Forward);
+  }
 
   // A call of batch ≥ 1: the variant its views ask for, its shape, each view, the overlaps of
   // the outputs, the forward's eps and the backward's workspace alignment. Returns the variant.
@@ -368,6 +402,12 @@ class CallChecks {
       model += fmt::format(", row groups {} × group stride {}", m.row_groups, m.group_stride);
     }
     if (m.quant != kernels::Quant::None) model += fmt::format(", quant {}", quant_name(m.quant));
+    if (m.quant_scale != kernels::QuantScale::PerToken) {
+      model += fmt::format(" scale {}", kernels::quant_scale_name(m.quant_scale));
+    }
+    if (m.quant_scale_layout != kernels::QuantScaleLayout::RowMajor) {
+      model += fmt::format(" ({} layout)", kernels::quant_scale_layout_name(m.quant_scale_layout));
+    }
     return fmt::format("{}({}, weights {}, width {}{}).{}", type_.layer ? "LayerNorm" : "RmsNorm",
                        kernels::dtype_name(type_.dtype), kernels::dtype_name(type_.weight_dtype),
                        type_.width, model, backward ? "backward" : "forward");
@@ -387,6 +427,7 @@ class CallChecks {
       fail(backward, fmt::format("quant must be one of {}, got enum value {}", quant_names(),
                                  static_cast<int>(m.quant)));
     }
+    check_quant_scale(backward);
     if (m.row_groups < 1 || m.row_groups > kernels::kMaxRowGroups) [[unlikely]] {
       fail(backward, fmt::format("row groups must be in [1, {}], got {}", kernels::kMaxRowGroups,
                                  m.row_groups));
@@ -407,6 +448,46 @@ class CallChecks {
       fail(backward, fmt::format("row groups {} of group stride {} span {} elements, more than "
                                  "2^32 - 1",
                                  m.row_groups, m.group_stride, row_span()));
+    }
+  }
+
+  // The quant scale mode and the block scales' layout: each a name the kernels know, each for a
+  // format that has it, and group128's whole groups (DeepGEMM's [rows][width / 128]).
+  void check_quant_scale(bool backward) const {
+    const NormModelOptions& m = type_.model;
+    const std::string_view scale = kernels::quant_scale_name(m.quant_scale);
+    if (scale == "?") [[unlikely]] {
+      fail(backward, fmt::format("quant scale must be one of per-token, static, group128, got "
+                                 "enum value {}",
+                                 static_cast<int>(m.quant_scale)));
+    }
+    const std::string_view layout = kernels::quant_scale_layout_name(m.quant_scale_layout);
+    if (layout == "?") [[unlikely]] {
+      fail(backward, fmt::format("quant scale layout must be one of row-major, cublas, got enum "
+                                 "value {}",
+                                 static_cast<int>(m.quant_scale_layout)));
+    }
+    const std::uint32_t block = kernels::quant_block(m.quant);
+    if (m.quant == kernels::Quant::None && m.quant_scale != kernels::QuantScale::PerToken)
+        [[unlikely]] {
+      fail(backward, fmt::format("quant scale {} scales a quantized y; the quant is none (give "
+                                 "fp8-e4m3, fp8-e5m2 or int8)",
+                                 scale));
+    }
+    if (block > 0 && m.quant_scale != kernels::QuantScale::PerToken) [[unlikely]] {
+      fail(backward, fmt::format("quant {} has its own scales (one per {} elements): quant scale "
+                                 "must be per-token (the default), got {}",
+                                 quant_name(m.quant), block, scale));
+    }
+    if (block == 0 && m.quant_scale_layout != kernels::QuantScaleLayout::RowMajor) [[unlikely]] {
+      fail(backward, fmt::format("quant scale layout {} lays out block scales (mxfp8, nvfp4); "
+                                 "quant {} has none (leave it row-major)",
+                                 layout, quant_name(m.quant)));
+    }
+    if (m.quant_scale == kernels::QuantScale::Group128 && type_.width % 128 != 0) [[unlikely]] {
+      fail(backward, fmt::format("quant scale group128 takes widths that are multiples of 128 "
+                                 "(scales [rows][width / 128], DeepGEMM's layout), got width {}",
+                                 type_.width));
     }
   }
 
@@ -438,10 +519,12 @@ class CallChecks {
       case TensorLayout::Weights:
         return static_cast<std::uint32_t>(weight_elem());
       case TensorLayout::PerRow:
-      case TensorLayout::Scales:
+      case TensorLayout::ScaleIn:
         return 4;
-      case TensorLayout::OutputRows:
-        return quant_output(type_).element_bytes;
+      case TensorLayout::Scales:
+        return quant_.scale_bytes;
+      case TensorLayout::OutputRows:  // nvfp4's pairs are addressed as bytes
+        return std::max(1u, quant_.element_bits / 8);
     }
     return 0;
   }
@@ -458,9 +541,13 @@ class CallChecks {
       case TensorLayout::PerRow:
         return std::uint64_t{shape.batch} * 4;
       case TensorLayout::OutputRows:
-        return rows * quant_output(type_).element_bytes;
-      case TensorLayout::Scales:
-        return std::uint64_t{shape.batch} * quant_output(type_).scales_per_row * 4;
+        return quant_.y_bytes(rows);
+      case TensorLayout::Scales:  // quant_scale_bytes(), without a spec a call
+        return scale_spec_
+                   ? kernels::quant_scale_entries(*scale_spec_, shape.batch) * quant_.scale_bytes
+                   : 0;
+      case TensorLayout::ScaleIn:
+        return 4;
     }
     return 0;
   }
@@ -475,18 +562,42 @@ class CallChecks {
     }
   }
 
-  // A quantized forward writes its scales to y_scale; one in the dtype has none to write.
+  // A quantized forward writes its scales to y_scale (none with a static scale) and reads
+  // quant_scale_in where its scale is static (or nvfp4's global scale); each is given exactly then.
   void check_scales_given(const NormCall& c) const {
     const kernels::Quant q = type_.model.quant;
-    if (q != kernels::Quant::None && !given(c.y_scale)) [[unlikely]] {
-      fail(false, fmt::format("y_scale is a null pointer: quant {} writes its f32 scales there "
-                              "({} a row)",
-                              quant_name(q), quant_output(type_).scales_per_row));
+    const QuantOutput& out = quant_;
+    // "quant int8", or with a scale mode other than the default "quant int8 with scale static".
+    const auto mode = [&] {
+      return type_.model.quant_scale == kernels::QuantScale::PerToken
+                 ? fmt::format("quant {}", quant_name(q))
+                 : fmt::format("quant {} with scale {}", quant_name(q),
+                               kernels::quant_scale_name(type_.model.quant_scale));
+    };
+    if (out.scales_per_row > 0 && !given(c.y_scale)) [[unlikely]] {
+      fail(false, fmt::format("y_scale is a null pointer: {} writes its {} scales there ({} a "
+                              "row)",
+                              mode(), ptx_name(out.scale), out.scales_per_row));
     }
     if (q == kernels::Quant::None && given(c.y_scale)) [[unlikely]] {
       fail(false,
            "y_scale is given, but the quant is none: y is written in the dtype, with no "
            "scales (leave y_scale empty, or build the object with a quant)");
+    }
+    if (out.scales_per_row == 0 && given(c.y_scale)) [[unlikely]] {
+      fail(false, fmt::format("y_scale is given, but {} writes no scales (it reads its one scale "
+                              "from quant_scale_in; leave y_scale empty)",
+                              mode()));
+    }
+    if (out.reads_scale_in && !given(c.quant_scale_in)) [[unlikely]] {
+      fail(false, fmt::format("quant_scale_in is a null pointer: {} reads its {} there (one f32 "
+                              "on the device)",
+                              mode(), kernels::quant_block(q) > 0 ? "global scale" : "scale"));
+    }
+    if (!out.reads_scale_in && given(c.quant_scale_in)) [[unlikely]] {
+      fail(false, fmt::format("quant_scale_in is given, but {} reads none (it is a static "
+                              "scale's, or nvfp4's global scale; leave it empty)",
+                              mode()));
     }
   }
 
@@ -560,6 +671,7 @@ class CallChecks {
         : a.layout == TensorLayout::ResidualRows
             ? kernels::dtype_name(shape.residual_elem == 4 ? DType::F32 : type_.dtype)
         : a.layout == TensorLayout::Weights ? kernels::dtype_name(type_.weight_dtype)
+        : a.layout == TensorLayout::Scales  ? ptx_name(quant_.scale)
                                             : "f32";
     if (v.address == 0) fail(backward, fmt::format("{} is a null pointer", arg_name(a.bind)));
     if (v.element_bytes != 0 && v.element_bytes != e) {
@@ -576,12 +688,15 @@ class CallChecks {
         rows
             ? fmt::format("batch {} × stride {} (width {})", shape.batch, shape.stride, type_.width)
         : a.layout == TensorLayout::Weights ? fmt::format("width {}", type_.width)
+        : a.layout == TensorLayout::ScaleIn ? std::string("one scale")
                                             : fmt::format("batch {}", shape.batch);
     fail(backward, fmt::format("{} holds {} bytes; {} needs {} bytes of {}", arg_name(a.bind),
                                v.bytes, described, needed_bytes(a.layout, shape), type));
   }
 
   NormType type_;
+  QuantOutput quant_;                            // quant_output(type_)
+  std::optional<kernels::NormSpec> scale_spec_;  // the forward's, where it writes scales
 };
 
 }  // namespace
@@ -629,7 +744,7 @@ class NormPair {
     checks_.check_model(false);
     spec_ = norm_spec(type, Direction::Forward);
     spec_.device = ctx.info().model;
-    spec_.arch = options.arch.value_or(spec_.device.arch());
+    spec_.arch = options.arch.value_or(target_arch(type, spec_.device));
     spec_.ptx_version = options.ptx_version.value_or(
         std::min(kernels::default_ptx_version(spec_.arch), newest_ptx_version(driver_version())));
     spec_.ptx_version = std::max(spec_.ptx_version, min_ptx_version(spec_.arch));

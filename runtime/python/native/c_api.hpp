@@ -16,8 +16,9 @@ struct CApi {
   decltype(&ptxdsl_rms_norm_forward) rms_norm_forward = nullptr;
   decltype(&ptxdsl_rms_norm_backward) rms_norm_backward = nullptr;
   decltype(&ptxdsl_last_error) last_error = nullptr;
+  decltype(&ptxdsl_norm_backward_ex) norm_backward_ex = nullptr;
 
-  static constexpr int kCount = 5;
+  static constexpr int kCount = 6;
 
   // False, binding nothing, where an address is null.
   bool bind(const std::int64_t* addresses) {
@@ -29,6 +30,7 @@ struct CApi {
     set(rms_norm_forward, addresses[2]);
     set(rms_norm_backward, addresses[3]);
     set(last_error, addresses[4]);
+    set(norm_backward_ex, addresses[5]);
     return true;
   }
 

@@ -20,6 +20,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "c_api.hpp"
@@ -118,6 +119,19 @@ Tensor dy_of(const Tensor& dy, const Tensor& x) {
   return dy.defined() ? dy.contiguous() : at::zeros_like(x);
 }
 
+// The backward's dw/db bits (ptxdsl_norm_options.deterministic: "0", "1" or "portable"): "1" is
+// the plain entry's; the others go through ptxdsl_norm_backward_ex with these options, which
+// point into `deterministic` (it must outlive the call).
+bool plain_determinism(const std::string& deterministic) {
+  return deterministic == "1";
+}
+ptxdsl_norm_options determinism_options(const std::string& deterministic) {
+  ptxdsl_norm_options o{};
+  o.size = sizeof o;
+  o.deterministic = deterministic.c_str();
+  return o;
+}
+
 // A forward's outputs: the statistics as tensors for autograd (kept), or written to
 // discarded_stats (undefined here).
 struct RmsNormOutputs {
@@ -158,12 +172,14 @@ LayerNormOutputs layer_norm_launch(const Tensor& x, const Tensor& w, const Tenso
 
 struct RmsNorm : torch::autograd::Function<RmsNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
-                               const Tensor& residual, double eps) {
+                               const Tensor& residual, double eps,
+                               const std::string& deterministic) {
     ctx->set_materialize_grads(false);
     auto [y, rstd, h] = rms_norm_launch(x, w, residual, eps, true);
     // The backward normalizes what the forward did: h with the residual add.
     ctx->save_for_backward({present(residual) ? h : x, w, rstd});
     ctx->saved_data["residual"] = present(residual);
+    ctx->saved_data["deterministic"] = deterministic;
     return {y, recorded(h, x)};
   }
 
@@ -174,24 +190,36 @@ struct RmsNorm : torch::autograd::Function<RmsNorm> {
     const bool weight_grad = present(w) && ctx->needs_input_grad(1);
     const Tensor dy = dy_of(grads[0], x);
     const Tensor dh = h_grad(residual, grads[1]);
+    const std::string deterministic = ctx->saved_data["deterministic"].toStringRef();
     Tensor dx = at::empty_like(x);
     Tensor dw = weight_grad ? at::empty_like(w) : Tensor();
-    check(api.rms_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
-                                x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
-                                ptr(w), rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw),
-                                nullptr, 0, stream_of(x)));
-    return {dx, dw, residual ? dx : Tensor(), Tensor()};
+    if (plain_determinism(deterministic)) {
+      check(api.rms_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                                  x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
+                                  ptr(w), rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw),
+                                  nullptr, 0, stream_of(x)));
+    } else {
+      const ptxdsl_norm_options options = determinism_options(deterministic);
+      check(api.norm_backward_ex(x.get_device(), PTXDSL_RMS_NORM, dtype_code(x.scalar_type()),
+                                 weight_code(x, w), x.size(0), x.size(1), 0, &options,
+                                 dy.data_ptr(), ptr(dh), x.data_ptr(), ptr(w), nullptr,
+                                 rstd.data_ptr<float>(), dx.data_ptr(), mutable_ptr(dw), nullptr,
+                                 nullptr, 0, stream_of(x)));
+    }
+    return {dx, dw, residual ? dx : Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct LayerNorm : torch::autograd::Function<LayerNorm> {
   static variable_list forward(AutogradContext* ctx, const Tensor& x, const Tensor& w,
-                               const Tensor& b, const Tensor& residual, double eps) {
+                               const Tensor& b, const Tensor& residual, double eps,
+                               const std::string& deterministic) {
     ctx->set_materialize_grads(false);
     auto [y, stats, h] = layer_norm_launch(x, w, b, residual, eps, true);
     ctx->save_for_backward({present(residual) ? h : x, w, stats});
     ctx->saved_data["residual"] = present(residual);
     ctx->saved_data["bias"] = present(b);
+    ctx->saved_data["deterministic"] = deterministic;
     return {y, recorded(h, x)};
   }
 
@@ -207,15 +235,24 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
     const bool bias_grad = weight_grad && bias;
     const Tensor dy = dy_of(grads[0], x);
     const Tensor dh = h_grad(residual, grads[1]);
+    const std::string deterministic = ctx->saved_data["deterministic"].toStringRef();
     Tensor dx = at::empty_like(x);
     Tensor dw = weight_grad ? at::empty_like(w) : Tensor();
     Tensor db = bias_grad ? at::empty_like(w) : Tensor();
-    check(api.layer_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
-                                  x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
-                                  ptr(w), mean, mean + x.size(0),
-                                  dx.data_ptr(), mutable_ptr(dw), mutable_ptr(db), nullptr, 0,
-                                  stream_of(x)));
-    return {dx, dw, db, residual ? dx : Tensor(), Tensor()};
+    if (plain_determinism(deterministic)) {
+      check(api.layer_norm_backward(x.get_device(), dtype_code(x.scalar_type()), weight_code(x, w),
+                                    x.size(0), x.size(1), 0, dy.data_ptr(), ptr(dh), x.data_ptr(),
+                                    ptr(w), mean, mean + x.size(0), dx.data_ptr(), mutable_ptr(dw),
+                                    mutable_ptr(db), nullptr, 0, stream_of(x)));
+    } else {
+      const ptxdsl_norm_options options = determinism_options(deterministic);
+      check(api.norm_backward_ex(x.get_device(), PTXDSL_LAYER_NORM, dtype_code(x.scalar_type()),
+                                 weight_code(x, w), x.size(0), x.size(1), 0, &options,
+                                 dy.data_ptr(), ptr(dh), x.data_ptr(), ptr(w), mean,
+                                 mean + x.size(0), dx.data_ptr(), mutable_ptr(dw), mutable_ptr(db),
+                                 nullptr, 0, stream_of(x)));
+    }
+    return {dx, dw, db, residual ? dx : Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -316,13 +353,15 @@ std::tuple<Tensor, Tensor> shaped(const Tensor& y, const Tensor& h, const Tensor
 
 std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
                                          const std::optional<Tensor>& weight, double eps,
-                                         const std::optional<Tensor>& residual) {
+                                         const std::optional<Tensor>& residual,
+                                         const std::string& deterministic) {
   const std::optional<Operands> o =
       operands_of(input, normalized_shape, weight, std::nullopt, eps, residual);
   if (!o.has_value()) [[unlikely]]
     return {};
   if (needs_grad({&o->x, &o->w, &o->r})) {
-    variable_list out = RmsNorm::apply(o->x, recorded(o->w, o->x), recorded(o->r, o->x), eps);
+    variable_list out =
+        RmsNorm::apply(o->x, recorded(o->w, o->x), recorded(o->r, o->x), eps, deterministic);
     return shaped(out[0], out[1], input);
   }
   RmsNormOutputs out = rms_norm_launch(o->x, o->w, o->r, eps, false);
@@ -332,14 +371,15 @@ std::tuple<Tensor, Tensor> rms_norm_call(const Tensor& input, at::IntArrayRef no
 std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef normalized_shape,
                                            const std::optional<Tensor>& weight,
                                            const std::optional<Tensor>& bias, double eps,
-                                           const std::optional<Tensor>& residual) {
+                                           const std::optional<Tensor>& residual,
+                                           const std::string& deterministic) {
   const std::optional<Operands> o =
       operands_of(input, normalized_shape, weight, bias, eps, residual);
   if (!o.has_value()) [[unlikely]]
     return {};
   if (needs_grad({&o->x, &o->w, &o->b, &o->r})) {
     variable_list out = LayerNorm::apply(o->x, recorded(o->w, o->x), recorded(o->b, o->x),
-                                         recorded(o->r, o->x), eps);
+                                         recorded(o->r, o->x), eps, deterministic);
     return shaped(out[0], out[1], input);
   }
   LayerNormOutputs out = layer_norm_launch(o->x, o->w, o->b, o->r, eps, false);
@@ -347,7 +387,8 @@ std::tuple<Tensor, Tensor> layer_norm_call(const Tensor& input, at::IntArrayRef 
 }
 
 // addresses: ptxdsl_layer_norm_forward, _backward, ptxdsl_rms_norm_forward, _backward,
-// ptxdsl_last_error, as ctypes resolved them in the library Python loaded.
+// ptxdsl_last_error, ptxdsl_norm_backward_ex, as ctypes resolved them in the library Python
+// loaded.
 void bind(const std::vector<std::int64_t>& addresses) {
   TORCH_CHECK_VALUE(addresses.size() == ptxdsl::native::CApi::kCount, "bind takes ",
                     ptxdsl::native::CApi::kCount, " addresses, got ", addresses.size());
@@ -358,13 +399,14 @@ void bind(const std::vector<std::int64_t>& addresses) {
 
 TORCH_LIBRARY(ptxdsl_native, m) {
   m.def("bind(int[] addresses) -> ()", &bind);
-  // ptxdsl.torch.rms_norm / layer_norm's arguments (eps given); (y, h), h empty without residual.
+  // ptxdsl.torch.rms_norm / layer_norm's arguments (eps given; deterministic: "0", "1" or
+  // "portable"); (y, h), h empty without residual.
   m.def(
       "rms_norm_call(Tensor input, int[] normalized_shape, Tensor? weight, float eps, "
-      "Tensor? residual) -> (Tensor, Tensor)");
+      "Tensor? residual, str deterministic=\"1\") -> (Tensor, Tensor)");
   m.def(
       "layer_norm_call(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, "
-      "float eps, Tensor? residual) -> (Tensor, Tensor)");
+      "float eps, Tensor? residual, str deterministic=\"1\") -> (Tensor, Tensor)");
 }
 
 // Autograd's key: the Functions above build their own graph nodes.
@@ -380,16 +422,24 @@ TORCH_LIBRARY_IMPL(ptxdsl_native, CompositeImplicitAutograd, m) {
 // text as through torch.ops, a fallback as (None, None).
 PYBIND11_MODULE(_ptxdsl_torch, m) {
   m.def("bind", &bind);
-  m.def("rms_norm_call",
-        [](const Tensor& input, const std::vector<std::int64_t>& shape,
-           const std::optional<Tensor>& weight, double eps, const std::optional<Tensor>& residual) {
-          return rms_norm_call(input, shape, weight, eps, residual);
-        });
-  m.def("layer_norm_call",
-        [](const Tensor& input, const std::vector<std::int64_t>& shape,
-           const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps,
-           const std::optional<Tensor>& residual) {
-          return layer_norm_call(input, shape, weight, bias, eps, residual);
-        });
+  m.def(
+      "rms_norm_call",
+      [](const Tensor& input, const std::vector<std::int64_t>& shape,
+         const std::optional<Tensor>& weight, double eps, const std::optional<Tensor>& residual,
+         const std::string& deterministic) {
+        return rms_norm_call(input, shape, weight, eps, residual, deterministic);
+      },
+      pybind11::arg("input"), pybind11::arg("normalized_shape"), pybind11::arg("weight"),
+      pybind11::arg("eps"), pybind11::arg("residual"), pybind11::arg("deterministic") = "1");
+  m.def(
+      "layer_norm_call",
+      [](const Tensor& input, const std::vector<std::int64_t>& shape,
+         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps,
+         const std::optional<Tensor>& residual, const std::string& deterministic) {
+        return layer_norm_call(input, shape, weight, bias, eps, residual, deterministic);
+      },
+      pybind11::arg("input"), pybind11::arg("normalized_shape"), pybind11::arg("weight"),
+      pybind11::arg("bias"), pybind11::arg("eps"), pybind11::arg("residual"),
+      pybind11::arg("deterministic") = "1");
 }
 #endif

@@ -56,27 +56,35 @@ class NormOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("weight_offset", ctypes.c_float),
                 ("casting", ctypes.c_char_p), ("quant", ctypes.c_char_p),
                 ("row_groups", ctypes.c_uint32), ("group_stride", ctypes.c_uint32),
-                ("residual_in_f32", ctypes.c_int32), ("deterministic", ctypes.c_char_p)]
+                ("residual_in_f32", ctypes.c_int32), ("deterministic", ctypes.c_char_p),
+                ("quant_scale", ctypes.c_char_p), ("quant_scale_layout", ctypes.c_char_p),
+                ("quant_scale_in", ctypes.c_void_p)]
 
 
 _options_lock = threading.Lock()
 _options_cache = {}
-_PLAIN_OPTIONS = (0.0, "none", "none", 1, 0, "1")
+_PLAIN_OPTIONS = (0.0, "none", "none", 1, 0, "1", "per-token", "row-major")
 
 
 def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1,
-                 group_stride=0, deterministic="1"):
+                 group_stride=0, deterministic="1", quant_scale="per-token",
+                 quant_scale_layout="row-major", quant_scale_in=None):
     """These options as a pointer to a ptxdsl_norm_options, made once and kept (calls pass it as
     is); None for the plain norm, which the library takes as NULL. The library checks the values
     and names what it allows. `deterministic`: the backward's dw/db bits, "1" (run to run),
-    "portable" (the same on every GPU) or "0"."""
-    key = (float(weight_offset), casting, quant, row_groups, group_stride, deterministic)
-    if key == _PLAIN_OPTIONS:
+    "portable" (the same on every GPU) or "0". `quant_scale`: "per-token", "static" or
+    "group128"; `quant_scale_in`: the device address of a static scale's one float (or nvfp4's
+    global scale), or None: options with an address are made for the call, not kept (an
+    address is the call's, not the kernels')."""
+    key = (float(weight_offset), casting, quant, row_groups, group_stride, deterministic,
+           quant_scale, quant_scale_layout)
+    if key == _PLAIN_OPTIONS and not quant_scale_in:
         return None
-    found = _options_cache.get(key)
+    found = _options_cache.get(key) if not quant_scale_in else None
     if found is not None:
         return found
-    for name, value in (("casting", casting), ("quant", quant), ("deterministic", deterministic)):
+    for name, value in (("casting", casting), ("quant", quant), ("deterministic", deterministic),
+                        ("quant_scale", quant_scale), ("quant_scale_layout", quant_scale_layout)):
         if not isinstance(value, str):
             raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
                                 f"{name} must be a string, got {type(value).__name__}")
@@ -84,8 +92,14 @@ def norm_options(weight_offset=0.0, casting="none", quant="none", row_groups=1,
         if not 0 <= integer(name, value, "int64") <= 2**32 - 1:
             raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
                                 f"{name} must be in [0, 4294967295] (a C uint32_t), got {value}")
+    if quant_scale_in is not None and integer("quant_scale_in", quant_scale_in, "int64") < 0:
+        raise ArgumentError("PTXDSL_ERROR_INVALID_ARGUMENT",
+                            f"quant_scale_in must be a device address, got {quant_scale_in}")
     o = NormOptions(ctypes.sizeof(NormOptions), key[0], casting.encode(), quant.encode(),
-                    row_groups, group_stride, 0, deterministic.encode())
+                    row_groups, group_stride, 0, deterministic.encode(), quant_scale.encode(),
+                    quant_scale_layout.encode(), quant_scale_in or None)
+    if quant_scale_in:
+        return ctypes.pointer(o)
     with _options_lock:
         return _options_cache.setdefault(key, ctypes.pointer(o))
 
@@ -193,7 +207,8 @@ def function(name):
 # The functions ptxdsl's native libraries (libptxdsl_torch.so, libptxdsl_jax.so) call, in the
 # order of their CApi (runtime/python/native/c_api.hpp): they call this library, not their own.
 NATIVE_FUNCTIONS = ("ptxdsl_layer_norm_forward", "ptxdsl_layer_norm_backward",
-                    "ptxdsl_rms_norm_forward", "ptxdsl_rms_norm_backward", "ptxdsl_last_error")
+                    "ptxdsl_rms_norm_forward", "ptxdsl_rms_norm_backward", "ptxdsl_last_error",
+                    "ptxdsl_norm_backward_ex")
 
 
 def native_function_addresses():

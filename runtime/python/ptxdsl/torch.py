@@ -279,9 +279,13 @@ _QUANT_DTYPES = {
     "fp8-e5m2": getattr(torch, "float8_e5m2", None),
     "int8": torch.int8,
 }
-# The scale modes: the library's name and the scales' shape for rows of the shape `rows` (a
-# tuple) and `width` elements.
-_SCALE_SHAPES = {"per-token": lambda rows, width: rows}
+# The scale modes: the library's name (its --quant-scale) and the shape of the scales the kernel
+# writes for rows of the shape `rows` (a tuple) and `width` elements: one a row, none (static:
+# the caller's scale_in is read, and returned), or one a 128 elements of a row (DeepGEMM's
+# [rows][width / 128]).
+_SCALE_SHAPES = {"per-token": lambda rows, width: rows,
+                 "static": lambda rows, width: (0,),
+                 "group128": lambda rows, width: rows + (width // 128,)}
 
 
 def _layout(x):
@@ -304,27 +308,31 @@ def _empty_rows(x, dtype=None):
 
 
 def _norm_forward_ex_impl(layer, x, weight, bias, residual, eps, weight_offset, casting,
-                          quant="none", scale="per-token"):
+                          quant="none", scale="per-token", scale_in=None, deterministic="1"):
+    """The forward; scales None where it writes none (no quant, a static scale read from
+    scale_in). `deterministic` is the backward's, passed so that the library checks it here."""
     rows, stride, groups, group_stride = _layout(x)
     width = x.shape[-1]
     quantized = quant != "none"
     y = _empty_rows(x, _QUANT_DTYPES[quant] if quantized else None)
     scales = (torch.empty(_SCALE_SHAPES[scale]((rows,), width), dtype=torch.float32,
-                          device=x.device) if quantized else None)
+                          device=x.device) if quantized and scale != "static" else None)
     mean = torch.empty(rows, dtype=torch.float32, device=x.device) if layer else None
     rstd = torch.empty(rows, dtype=torch.float32, device=x.device)
     h = _empty_rows(x) if residual is not None else None
     index = x.get_device()
     _launch("ptxdsl_norm_forward_ex", index, _lib.LAYER_NORM if layer else _lib.RMS_NORM,
             _CODES[x.dtype], _weight_code(x, weight), rows, width, stride,
-            _lib.norm_options(weight_offset, casting, quant, groups, group_stride), x.data_ptr(),
-            _ptr(weight), _ptr(bias), _ptr(residual), _ptr(h), y.data_ptr(), _ptr(scales),
+            _lib.norm_options(weight_offset, casting, quant, groups, group_stride, deterministic,
+                              scale if quantized else "per-token", "row-major", _ptr(scale_in)),
+            x.data_ptr(), _ptr(weight), _ptr(bias), _ptr(residual), _ptr(h), y.data_ptr(),
+            _ptr(scales),
             _ptr(mean), rstd.data_ptr(), eps, _raw_stream(index))
     return y, scales, mean, rstd, h
 
 
 def _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad,
-                           weight_offset, casting):
+                           weight_offset, casting, deterministic="1"):
     rows, stride, groups, group_stride = _layout(x)
     if dy.stride() != x.stride():  # the kernels read dy (and dh) where x's rows lie
         dy = _empty_rows(x).copy_(dy)
@@ -336,7 +344,7 @@ def _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bi
     index = x.get_device()
     _launch("ptxdsl_norm_backward_ex", index, _lib.LAYER_NORM if layer else _lib.RMS_NORM,
             _CODES[x.dtype], _weight_code(x, weight), rows, x.shape[-1], stride,
-            _lib.norm_options(weight_offset, casting, "none", groups, group_stride),
+            _lib.norm_options(weight_offset, casting, "none", groups, group_stride, deterministic),
             dy.data_ptr(), _ptr(dh), x.data_ptr(), _ptr(weight), _ptr(mean), rstd.data_ptr(),
             dx.data_ptr(), dw.data_ptr() if weight_grad else None,
             db.data_ptr() if bias_grad else None, None, 0, _raw_stream(index))
@@ -344,19 +352,21 @@ def _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bi
 
 
 def _norm_ex_setup(ctx, inputs, output):
-    layer, x, weight, bias, residual, _, weight_offset, casting = inputs
+    layer, x, weight, bias, residual, _, weight_offset, casting, deterministic = inputs
     _, mean, rstd, h = output
     ctx.save_for_backward(h if residual is not None else x, weight,
                           mean if layer else None, rstd)
     ctx.layer, ctx.weight_offset, ctx.casting = layer, weight_offset, casting
+    ctx.deterministic = deterministic
     ctx.has_bias = bias is not None
     ctx.has_residual = residual is not None
     ctx.mark_non_differentiable(mean, rstd)
 
 
 def _norm_ex_grad_with(backward):
-    """The gradients of (layer, x, weight, bias, residual, eps, weight_offset, casting): dx uses
-    weight_offset + w (the kernels'), dw and db are the norm's own."""
+    """The gradients of (layer, x, weight, bias, residual, eps, weight_offset, casting,
+    deterministic): dx uses weight_offset + w (the kernels'), dw and db are the norm's own, summed
+    as `deterministic` says."""
     def grad(ctx, dy, _dmean, _drstd, dh):
         x, weight, mean, rstd = ctx.saved_tensors
         weight_grad = weight is not None and (ctx.needs_input_grad[2] or
@@ -366,21 +376,22 @@ def _norm_ex_grad_with(backward):
             dy = torch.zeros_like(x)
         dx, dw, db = backward(ctx.layer, dy, _h_grad(ctx, dh), x, weight,
                               mean if ctx.layer else None, rstd, weight_grad, bias_grad,
-                              ctx.weight_offset, ctx.casting)
+                              ctx.weight_offset, ctx.casting, ctx.deterministic)
         return (None, dx, dw if weight_grad else None, db if bias_grad else None,
-                dx if ctx.has_residual else None, None, None, None)
+                dx if ctx.has_residual else None, None, None, None, None)
     return grad
 
 
 class _NormExFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, layer, x, weight, bias, residual, eps, weight_offset, casting):
+    def forward(ctx, layer, x, weight, bias, residual, eps, weight_offset, casting, deterministic):
         ctx.set_materialize_grads(False)
         y, _, mean, rstd, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
-                                                    weight_offset, casting)
+                                                    weight_offset, casting,
+                                                    deterministic=deterministic)
         output = (y, mean if layer else _none(x), rstd, h if h is not None else _none(x))
-        _norm_ex_setup(ctx, (layer, x, weight, bias, residual, eps, weight_offset, casting),
-                       output)
+        _norm_ex_setup(ctx, (layer, x, weight, bias, residual, eps, weight_offset, casting,
+                             deterministic), output)
         return output
 
     backward = staticmethod(_norm_ex_grad_with(_norm_backward_ex_impl))
@@ -392,15 +403,16 @@ def _fake_rows(x, dtype=None):
 
 @torch.library.custom_op("ptxdsl::norm_forward_ex", mutates_args=(), device_types="cuda")
 def _norm_forward_ex(layer: bool, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
-                     residual: Optional[Tensor], eps: float, weight_offset: float,
-                     casting: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                     residual: Optional[Tensor], eps: float, weight_offset: float, casting: str,
+                     deterministic: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     y, _, mean, rstd, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
-                                                weight_offset, casting)
+                                                weight_offset, casting,
+                                                deterministic=deterministic)
     return (y, mean if mean is not None else _none(x), rstd, h if h is not None else _none(x))
 
 
 @_norm_forward_ex.register_fake
-def _(layer, x, weight, bias, residual, eps, weight_offset, casting):
+def _(layer, x, weight, bias, residual, eps, weight_offset, casting, deterministic):
     rows = _layout(x)[0]
     return (_fake_rows(x), x.new_empty(rows if layer else 0, dtype=torch.float32),
             x.new_empty(rows, dtype=torch.float32),
@@ -410,14 +422,15 @@ def _(layer, x, weight, bias, residual, eps, weight_offset, casting):
 @torch.library.custom_op("ptxdsl::norm_backward_ex", mutates_args=(), device_types="cuda")
 def _norm_backward_ex(layer: bool, dy: Tensor, dh: Optional[Tensor], x: Tensor,
                       weight: Optional[Tensor], mean: Optional[Tensor], rstd: Tensor,
-                      weight_grad: bool, bias_grad: bool, weight_offset: float,
-                      casting: str) -> tuple[Tensor, Tensor, Tensor]:
+                      weight_grad: bool, bias_grad: bool, weight_offset: float, casting: str,
+                      deterministic: str) -> tuple[Tensor, Tensor, Tensor]:
     return _norm_backward_ex_impl(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad,
-                                  weight_offset, casting)
+                                  weight_offset, casting, deterministic)
 
 
 @_norm_backward_ex.register_fake
-def _(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad, weight_offset, casting):
+def _(layer, dy, dh, x, weight, mean, rstd, weight_grad, bias_grad, weight_offset, casting,
+      deterministic):
     return (_fake_rows(x), torch.empty_like(weight) if weight_grad else _none(x),
             torch.empty_like(weight) if bias_grad else _none(x))
 
@@ -429,29 +442,36 @@ _norm_forward_ex.register_autograd(_norm_ex_grad_with(_norm_backward_ex),
 @torch.library.custom_op("ptxdsl::norm_quant", mutates_args=(), device_types="cuda")
 def _norm_quant(layer: bool, x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
                 residual: Optional[Tensor], eps: float, weight_offset: float, casting: str,
-                quant: str, scale: str) -> tuple[Tensor, Tensor, Tensor]:
+                quant: str, scale: str,
+                scale_in: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    # A static scale is read, not written: the op returns an empty tensor for it (an op may not
+    # return its input), and the caller the scale_in it gave.
     y, scales, _, _, h = _norm_forward_ex_impl(layer, x, weight, bias, residual, eps,
-                                               weight_offset, casting, quant, scale)
-    return y, scales, h if h is not None else _none(x)
+                                               weight_offset, casting, quant, scale, scale_in)
+    return (y, scales if scales is not None else x.new_empty(0, dtype=torch.float32),
+            h if h is not None else _none(x))
 
 
 @_norm_quant.register_fake
-def _(layer, x, weight, bias, residual, eps, weight_offset, casting, quant, scale):
+def _(layer, x, weight, bias, residual, eps, weight_offset, casting, quant, scale, scale_in):
     rows, width = _layout(x)[0], x.shape[-1]
     return (_fake_rows(x, _QUANT_DTYPES[quant]),
             x.new_empty(_SCALE_SHAPES[scale]((rows,), width), dtype=torch.float32),
             _fake_rows(x) if residual is not None else _none(x))
 
 
-def _norm_ex_rows(layer, x, w, b, r, eps, weight_offset, casting):
+def _norm_ex_rows(layer, x, w, b, r, eps, weight_offset, casting, deterministic):
     """A norm with model options, chosen as _layer_norm_rows chooses. Returns (y, h)."""
     if torch.compiler.is_compiling():
-        y, _, _, h = _norm_forward_ex(layer, x, w, b, r, eps, weight_offset, casting)
+        y, _, _, h = _norm_forward_ex(layer, x, w, b, r, eps, weight_offset, casting,
+                                      deterministic)
         return y, h
     if _needs_grad(x, w, b, r):
-        y, _, _, h = _NormExFunction.apply(layer, x, w, b, r, eps, weight_offset, casting)
+        y, _, _, h = _NormExFunction.apply(layer, x, w, b, r, eps, weight_offset, casting,
+                                           deterministic)
     else:
-        y, _, _, _, h = _norm_forward_ex_impl(layer, x, w, b, r, eps, weight_offset, casting)
+        y, _, _, _, h = _norm_forward_ex_impl(layer, x, w, b, r, eps, weight_offset, casting,
+                                              deterministic=deterministic)
     return y, h
 
 
@@ -600,17 +620,30 @@ def _head_rows(x, width):
     return t
 
 
-def _model(weight_offset, casting, heads, residual):
-    """Whether a call has model options (the C ABI's extensible entry), checked."""
+# The backward determinisms the native fast path passes on (ptxdsl_norm_options.deterministic);
+# any other value takes the Python path, where the library names the values it takes.
+_NATIVE_DETERMINISM = ("0", "1", "portable")
+
+
+def _model(weight_offset, casting, heads, residual, deterministic="1"):
+    """(weight offset, determinism, whether a call has model options beyond the determinism,
+    which the native fast path and the plain entries do not take), checked. deterministic True
+    and False are "1" and "0"."""
     try:
         offset = float(weight_offset)
     except (TypeError, ValueError):
         raise TypeError(f"weight_offset must be a number, got "
                         f"{type(weight_offset).__name__}") from None
+    if isinstance(deterministic, bool):
+        deterministic = "1" if deterministic else "0"
+    if not isinstance(deterministic, str):
+        raise TypeError(f"deterministic must be '0', '1' or 'portable', got "
+                        f"{type(deterministic).__name__}")
     if heads and residual is not None:
         raise ValueError("heads=True takes no residual (per-head rows are QK-norm's, which adds "
                          "none)")
-    return offset, offset != 0.0 or casting != "none" or bool(heads)
+    modelled = offset != 0.0 or casting != "none" or bool(heads)
+    return offset, deterministic, modelled
 
 
 def _shaped(y, h, input):
@@ -622,7 +655,7 @@ def _shaped(y, h, input):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None, *,
-               weight_offset=0.0, casting="none", heads=False):
+               weight_offset=0.0, casting="none", heads=False, deterministic="1"):
     """torch.nn.functional.layer_norm on ptxdsl's kernels (CUDA tensors of float32, float16 or
     bfloat16; weight and bias in the input's dtype or float32, or None: no affine, or no bias).
 
@@ -635,13 +668,19 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residu
     dtype: "none" (once, from float32), "llama" (x̂ rounded before the weight, as Hugging Face's
     Llama), "gemma" (once, as Hugging Face's Gemma). heads=True: per-head rows, the input a
     (..., heads, width) view (of a fused QKV buffer) normalized where it lies, without a copy; y
-    has the input's strides (docs/python.md)."""
-    offset, modelled = _model(weight_offset, casting, heads, residual)
+    has the input's strides (docs/python.md). deterministic: the weight's and bias's gradient
+    bits, "1" (the default: the same every run on one GPU), "portable" (the same on every GPU:
+    partials grouped by the batch alone, summed in a fixed order) or "0" (rows by ticket where
+    faster; the bits vary within float32 rounding)."""
+    offset, deterministic, modelled = _model(weight_offset, casting, heads, residual,
+                                             deterministic)
     native = _native.ops()
-    if native is not None and not modelled and not torch.compiler.is_compiling():
+    if (native is not None and not modelled and deterministic in _NATIVE_DETERMINISM and
+            not torch.compiler.is_compiling()):
         try:
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
-            y, h = native.layer_norm_call(input, shape, weight, bias, eps, residual)
+            y, h = native.layer_norm_call(input, shape, weight, bias, eps, residual,
+                                          deterministic)
             if y is not None:  # None: a case the fast path hands back to the code below
                 return y if residual is None else (y, h)
         except (RuntimeError, TypeError) as e:
@@ -654,26 +693,30 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, residu
     if w is None and b is not None:
         raise ValueError("bias without weight is not supported: pass a weight of ones")
     r = _residual(residual, input, width)
-    if modelled:
-        y, h = _norm_ex_rows(True, x, w, b, r, _eps(eps), offset, casting)
+    if modelled or deterministic != "1":
+        y, h = _norm_ex_rows(True, x, w, b, r, _eps(eps), offset, casting, deterministic)
     else:
         y, h = _layer_norm_rows(x, w, b, r, _eps(eps))
     return _shaped(y, h if r is not None else None, input)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None, *, weight_offset=0.0,
-             casting="none", heads=False):
+             casting="none", heads=False, deterministic="1"):
     """torch.nn.functional.rms_norm on ptxdsl's kernels; eps None is the input dtype's epsilon,
     as torch takes it. `residual` as for layer_norm (Liger's and vLLM's fused add + RMS norm):
-    returns (y, h), h = input + residual. weight_offset, casting and heads as for layer_norm:
-    Gemma's RMS norm is weight_offset=1.0, casting="gemma"; Llama's casting="llama"."""
-    offset, modelled = _model(weight_offset, casting, heads, residual)
+    returns (y, h), h = input + residual. weight_offset, casting, heads and deterministic as for
+    layer_norm: Gemma's RMS norm is weight_offset=1.0, casting="gemma"; Llama's
+    casting="llama"."""
+    offset, deterministic, modelled = _model(weight_offset, casting, heads, residual,
+                                             deterministic)
     native = _native.ops()
-    if native is not None and not modelled and not torch.compiler.is_compiling():
+    if (native is not None and not modelled and deterministic in _NATIVE_DETERMINISM and
+            not torch.compiler.is_compiling()):
         try:
             shape = (normalized_shape,) if type(normalized_shape) is int else normalized_shape
             y, h = native.rms_norm_call(input, shape, weight,
-                                        _FINFO_EPS[input.dtype] if eps is None else eps, residual)
+                                        _FINFO_EPS[input.dtype] if eps is None else eps, residual,
+                                        deterministic)
             if y is not None:  # None: a case the fast path hands back to the code below
                 return y if residual is None else (y, h)
         except (RuntimeError, TypeError, KeyError, AttributeError) as e:
@@ -684,15 +727,34 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, residual=None, *, w
     if eps is None:
         eps = torch.finfo(x.dtype).eps
     r = _residual(residual, input, width)
-    if modelled:
-        y, h = _norm_ex_rows(False, x, w, None, r, _eps(eps), offset, casting)
+    if modelled or deterministic != "1":
+        y, h = _norm_ex_rows(False, x, w, None, r, _eps(eps), offset, casting, deterministic)
     else:
         y, h = _rms_norm_rows(x, w, r, _eps(eps))
     return _shaped(y, h if r is not None else None, input)
 
 
+def _scale_in(scale, scale_in, x):
+    """A static scale's tensor as the kernels read it (one float32 on x's device), checked; None
+    where the mode reads none."""
+    if scale != "static":
+        if scale_in is not None:
+            raise ValueError(f"scale_in is a static scale's; scale {scale!r} computes its own "
+                             f"(pass scale='static', or no scale_in)")
+        return None
+    if not isinstance(scale_in, Tensor):
+        raise TypeError(f"scale='static' reads its scale from scale_in, a float32 tensor of one "
+                        f"element on the input's device; got {type(scale_in).__name__}")
+    if (scale_in.dtype != torch.float32 or scale_in.numel() != 1 or
+            scale_in.device != x.device):
+        raise ValueError(f"scale_in must be a float32 tensor of one element on {x.device}, got "
+                         f"{scale_in.dtype} of shape {list(scale_in.shape)} on "
+                         f"{scale_in.device}")
+    return scale_in.detach().reshape(1).contiguous()
+
+
 def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quant, scale,
-               weight_offset, casting, heads):
+               scale_in, weight_offset, casting, heads):
     """The quantized forward of either norm: (y_q, scales) or (y_q, scales, h)."""
     if _QUANT_DTYPES.get(quant) is None:
         known = [name for name, dtype in _QUANT_DTYPES.items() if dtype is not None]
@@ -700,9 +762,11 @@ def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quan
                          f"{quant!r}")
     if scale not in _SCALE_SHAPES:
         raise ValueError(f"scale must be one of {', '.join(_SCALE_SHAPES)}, got {scale!r}")
-    offset, _ = _model(weight_offset, casting, heads, residual)
+    offset, _, _ = _model(weight_offset, casting, heads, residual)
     width = _normalized_width(input, normalized_shape)
     x = _head_rows(input, width) if heads else _rows(input, width)
+    given_scale = scale_in
+    scale_in = _scale_in(scale, scale_in, x)
     dtype = _weight_dtype(x, weight, bias)
     w = _param(weight, x, width, "weight", dtype)
     b = _param(bias, x, width, "bias", dtype)
@@ -712,13 +776,18 @@ def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quan
     # No gradient flows through a quantized output.
     x, w, b, r = (t.detach() if t is not None else None for t in (x, w, b, r))
     if torch.compiler.is_compiling():
-        y, scales, h = _norm_quant(layer, x, w, b, r, _eps(eps), offset, casting, quant, scale)
+        y, scales, h = _norm_quant(layer, x, w, b, r, _eps(eps), offset, casting, quant, scale,
+                                   scale_in)
     else:
         y, scales, _, _, h = _norm_forward_ex_impl(layer, x, w, b, r, _eps(eps), offset, casting,
-                                                   quant, scale)
-    # The scales of rows shaped as the input's leading (not normalized) dimensions.
-    normalized = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
-    scales = scales.view(_SCALE_SHAPES[scale](tuple(input.shape[:input.dim() - normalized]), width))
+                                                   quant, scale, scale_in)
+    if scale == "static":
+        scales = given_scale  # read, not written: the caller's own
+    else:
+        # The scales of rows shaped as the input's leading (not normalized) dimensions.
+        normalized = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
+        leading = tuple(input.shape[:input.dim() - normalized])
+        scales = scales.view(_SCALE_SHAPES[scale](leading, width))
     if y.shape != input.shape:
         y = y.view(input.shape)
         h = h.view(input.shape) if r is not None else None
@@ -726,25 +795,30 @@ def _quantized(layer, input, normalized_shape, weight, bias, eps, residual, quan
 
 
 def rms_norm_quant(input, normalized_shape, weight=None, eps=None, residual=None, *,
-                   quant="fp8-e4m3", scale="per-token", weight_offset=0.0, casting="none",
-                   heads=False):
+                   quant="fp8-e4m3", scale="per-token", scale_in=None, weight_offset=0.0,
+                   casting="none", heads=False):
     """rms_norm whose y is written quantized, the input of an FP8 or INT8 matrix product:
     returns (y_q, scales), or (y_q, scales, h) with a residual (h in the input's dtype).
     quant: "fp8-e4m3" (torch.float8_e4m3fn), "fp8-e5m2" (torch.float8_e5m2), "int8"
-    (torch.int8). scale "per-token": one float32 a row (scales of the input's shape without its
-    last dimension), scale = max|y| / the format's largest value (448, 57344, 127), y_q = y /
-    scale rounded to nearest even and saturated (0 for a row of zeros); y ≈ y_q · scale. No
-    gradient flows through it. weight_offset, casting and heads as for rms_norm."""
+    (torch.int8). y_q = y / scale rounded to nearest even and saturated; y ≈ y_q · scale.
+    scale "per-token": one float32 a row (scales of the input's shape without its last
+    dimension), scale = max|y| / the format's largest value (448, 57344, 127), 0 for a row of
+    zeros (whose y_q are 0). "static": every element divided by scale_in (a float32 tensor of one
+    element on the input's device, read by the kernel, so a CUDA graph replays with its value at
+    the time), which is returned as the scales. "group128": one float32 per 128 elements of a
+    row, as per-token over each group (DeepGEMM's 1x128 activation scales, shape the input's
+    leading dimensions + (width // 128,)); the width must be a multiple of 128. No gradient
+    flows through it. weight_offset, casting and heads as for rms_norm."""
     return _quantized(False, input, normalized_shape, weight, None, eps, residual, quant, scale,
-                      weight_offset, casting, heads)
+                      scale_in, weight_offset, casting, heads)
 
 
 def layer_norm_quant(input, normalized_shape, weight=None, bias=None, eps=1e-5, residual=None,
-                     *, quant="fp8-e4m3", scale="per-token", weight_offset=0.0, casting="none",
-                     heads=False):
+                     *, quant="fp8-e4m3", scale="per-token", scale_in=None, weight_offset=0.0,
+                     casting="none", heads=False):
     """layer_norm whose y is written quantized, as rms_norm_quant."""
     return _quantized(True, input, normalized_shape, weight, bias, eps, residual, quant, scale,
-                      weight_offset, casting, heads)
+                      scale_in, weight_offset, casting, heads)
 
 
 class _ModelOptions:
@@ -752,10 +826,14 @@ class _ModelOptions:
     dict is torch.nn's). With a weight offset F the weight starts at 1 − F, so that the weights
     applied, F + weight, start at ones as torch.nn's do (Gemma's zeros for F = 1)."""
 
-    def _set_model(self, weight_offset, casting, heads):
+    _MODEL_DEFAULTS = {"weight_offset": 0.0, "casting": "none", "heads": False,
+                       "deterministic": "1"}
+
+    def _set_model(self, weight_offset, casting, heads, deterministic="1"):
         self.weight_offset = float(weight_offset)
         self.casting = casting
         self.heads = bool(heads)
+        self.deterministic = _model(weight_offset, casting, False, None, deterministic)[1]
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -766,21 +844,23 @@ class _ModelOptions:
                 self.weight.sub_(offset)
 
     def _model_kwargs(self):
-        return {"weight_offset": self.weight_offset, "casting": self.casting, "heads": self.heads}
+        return {"weight_offset": self.weight_offset, "casting": self.casting, "heads": self.heads,
+                "deterministic": self.deterministic}
 
     def extra_repr(self):
         model = "".join(f", {k}={v!r}" for k, v in self._model_kwargs().items()
-                        if v != {"weight_offset": 0.0, "casting": "none", "heads": False}[k])
+                        if v != self._MODEL_DEFAULTS[k])
         return super().extra_repr() + model
 
 
 class LayerNorm(_ModelOptions, torch.nn.LayerNorm):
     """torch.nn.LayerNorm (same arguments, parameters and state dict) on ptxdsl's kernels, with
-    layer_norm's weight_offset, casting and heads as keyword arguments."""
+    layer_norm's weight_offset, casting, heads and deterministic as keyword arguments."""
 
-    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, **kwargs):
+    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, deterministic="1",
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self._set_model(weight_offset, casting, heads)
+        self._set_model(weight_offset, casting, heads, deterministic)
 
     def forward(self, input):
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps,
@@ -789,12 +869,13 @@ class LayerNorm(_ModelOptions, torch.nn.LayerNorm):
 
 class RMSNorm(_ModelOptions, torch.nn.RMSNorm):
     """torch.nn.RMSNorm (same arguments, parameters and state dict) on ptxdsl's kernels, with
-    rms_norm's weight_offset, casting and heads as keyword arguments: Gemma's is
+    rms_norm's weight_offset, casting, heads and deterministic as keyword arguments: Gemma's is
     RMSNorm(width, eps, weight_offset=1.0, casting="gemma"), its weight zero-centred."""
 
-    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, **kwargs):
+    def __init__(self, *args, weight_offset=0.0, casting="none", heads=False, deterministic="1",
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self._set_model(weight_offset, casting, heads)
+        self._set_model(weight_offset, casting, heads, deterministic)
 
     def forward(self, input):
         return rms_norm(input, self.normalized_shape, self.weight, self.eps,
@@ -802,11 +883,13 @@ class RMSNorm(_ModelOptions, torch.nn.RMSNorm):
 
 
 def prepare(norm, dtype, width, weight_dtype=None, device=None, *, weight_offset=0.0,
-            casting="none", quant="none", heads=1, head_stride=0):
+            casting="none", quant="none", scale="per-token", heads=1, head_stride=0,
+            deterministic="1"):
     """JIT-compiles the kernels of norm ("layer_norm" or "rms_norm") for rows of `width` elements
     of `dtype` now, so that neither a first call nor a CUDA graph capture pays for it. The model
     options are the calls' (heads and head_stride: a per-head call's heads and their stride in
-    elements; quant: a quantized call's format)."""
+    elements; quant and scale: a quantized call's format and scale mode; deterministic: the
+    backward's)."""
     codes = {"layer_norm": _lib.LAYER_NORM, "rms_norm": _lib.RMS_NORM}
     if norm not in codes:
         raise ValueError(f"norm must be 'layer_norm' or 'rms_norm', got {norm!r}")
@@ -815,7 +898,9 @@ def prepare(norm, dtype, width, weight_dtype=None, device=None, *, weight_offset
                         f"{weight_dtype}")
     index = torch.device(device if device is not None else "cuda").index
     index = torch.cuda.current_device() if index is None else index
-    options = _lib.norm_options(weight_offset, casting, quant, heads, head_stride if heads > 1 else 0)
+    options = _lib.norm_options(weight_offset, casting, quant, heads,
+                                head_stride if heads > 1 else 0, deterministic,
+                                scale if quant != "none" else "per-token")
     _lib.call("ptxdsl_norm_prepare_ex", _lib.integer("device", index), codes[norm], _CODES[dtype],
               _CODES[weight_dtype or dtype], _lib.integer("width", width, "int64"), options)
 

@@ -170,10 +170,12 @@ typedef struct ptxdsl_norm_options {
    * Hugging Face's Gemma). "llama" and "gemma" normalize the residual add's h as stored. */
   const char* casting;
   /* The forward's y in a quantized format: NULL or "none" (y in the dtype), "fp8-e4m3",
-   * "fp8-e5m2" (sm_90 and newer), "int8". y then holds one byte an element (rows `stride`
-   * elements apart, as x's) and the call's y_scale one float a row: y = q * y_scale, with
-   * y_scale = max|y| / the format's largest value (448, 57344, 127), q rounded to nearest even
-   * and saturated, 0 for a row of zeros. residual_out stays in the dtype. */
+   * "fp8-e5m2" (sm_90 and newer), "int8"; "mxfp8", "nvfp4" (sm_100a GPUs; refused elsewhere with
+   * the target they need). y then holds one byte an element (nvfp4: two a byte, the first in the
+   * low nibble), rows `stride` elements apart as x's: y = q * scale, q = y / scale rounded to
+   * nearest even and saturated. With quant_scale per-token, y_scale holds one float a row,
+   * max|y| / the format's largest value (448, 57344, 127), 0 for a row of zeros (quant_scale
+   * says the other modes). residual_out stays in the dtype. */
   const char* quant;
   /* Per-head rows (a fused QKV buffer without a copy): row r of the row tensors starts at
    * (r / row_groups) * stride + (r % row_groups) * group_stride elements; 0 or 1: none (rows
@@ -189,15 +191,38 @@ typedef struct ptxdsl_norm_options {
    * batch alone and summed in a fixed order; docs/kernels.md) or "0" (rows by ticket where
    * faster; the bits vary within f32 rounding). The forward does not read it. */
   const char* deterministic;
+  /* The quantized forward's scales (fields past PTXDSL_NORM_OPTIONS_SCALE_OFFSET; the backward
+   * does not read them). quant_scale, with fp8-e4m3, fp8-e5m2 and int8: NULL or "per-token"
+   * (y_scale one float a row), "static" (quant_scale_in's one float scales every element; no
+   * y_scale, NULL) or "group128" (y_scale float [rows][width / 128], row-major, each the max|y|
+   * of its 128 elements / the largest value: DeepGEMM's 1x128 activation scales; width a
+   * multiple of 128). mxfp8 and nvfp4 take per-token (their own block scales): y_scale holds
+   * mxfp8's ue8m0 bytes [rows][width / 32], nvfp4's e4m3 bytes [rows][width / 16].
+   * quant_scale_layout, of those block scales: NULL or "row-major", or "cublas" (cuBLAS's
+   * block-scaled layout: 512-byte tiles of 128 rows x 4 blocks, whole tiles; docs/kernels.md).
+   * quant_scale_in: device memory of one float, read by the forward: the static scale, or nvfp4's
+   * global scale (y = q * block scale * global); NULL otherwise. A device address, not a value,
+   * so that a CUDA graph replays with the scale the memory holds then, and one set of options
+   * (like cuBLASLt's scale pointers on its matmul descriptor) serves every call; it is not part
+   * of the kernels' identity. */
+  const char* quant_scale;
+  const char* quant_scale_layout;
+  const float* quant_scale_in;
 } ptxdsl_norm_options;
 
 /* The fields every caller's struct has (ptxdsl 0.1): `size` must be at least this. */
 #define PTXDSL_NORM_OPTIONS_MIN_SIZE 36
+/* Where the quantized forward's scale fields (quant_scale, quant_scale_layout, quant_scale_in)
+ * begin: a struct of a header without them has `size` at most this, and they keep their
+ * defaults (per-token, row-major, NULL). */
+#define PTXDSL_NORM_OPTIONS_SCALE_OFFSET offsetof(ptxdsl_norm_options, quant_scale)
 
 /* Either norm's forward with model options (options NULL: the plain norm, as
  * ptxdsl_layer_norm_forward and ptxdsl_rms_norm_forward compute). norm is ptxdsl_norm; an RMS
- * norm takes no b and no mean (NULL). y_scale: NULL, or with options->quant the scales (float, as
- * the quant says). Every other argument as ptxdsl_layer_norm_forward's. */
+ * norm takes no b and no mean (NULL). y_scale: NULL, or with options->quant the scales as
+ * options->quant_scale says (float; mxfp8's and nvfp4's one-byte block scales through the same
+ * pointer); NULL with a static scale, which options->quant_scale_in gives. Every other argument
+ * as ptxdsl_layer_norm_forward's. */
 PTXDSL_C_API int32_t ptxdsl_norm_forward_ex(int32_t device, int32_t norm, int32_t dtype,
                                             int32_t weight_dtype, int64_t batch, int64_t width,
                                             int64_t stride, const ptxdsl_norm_options* options,
@@ -206,9 +231,9 @@ PTXDSL_C_API int32_t ptxdsl_norm_forward_ex(int32_t device, int32_t norm, int32_
                                             float* y_scale, float* mean, float* rstd, float eps,
                                             ptxdsl_stream stream);
 
-/* Either norm's backward with model options: its forward's (quant and residual_in_f32, which
- * say what the forward wrote, are not read). An RMS norm takes no mean and no db (NULL).
- * Every other argument as ptxdsl_layer_norm_backward's. */
+/* Either norm's backward with model options: its forward's (quant, its scale fields and
+ * residual_in_f32, which say what the forward wrote, are not read). An RMS norm takes no mean and
+ * no db (NULL). Every other argument as ptxdsl_layer_norm_backward's. */
 PTXDSL_C_API int32_t ptxdsl_norm_backward_ex(int32_t device, int32_t norm, int32_t dtype,
                                              int32_t weight_dtype, int64_t batch, int64_t width,
                                              int64_t stride, const ptxdsl_norm_options* options,

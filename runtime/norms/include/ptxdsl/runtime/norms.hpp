@@ -93,6 +93,13 @@ struct NormModelOptions {
   // saturated, the scales written to the call's y_scale (quant_output() says their layout); the
   // residual add's h stays in its dtype. The backward is the norm's own (it reads no y).
   kernels::Quant quant = kernels::Quant::None;
+  // Where fp8-e4m3's, fp8-e5m2's and int8's scale comes from: per-token (one f32 a row, written),
+  // static (the call's quant_scale_in, read; none written) or group128 (one f32 a 128 elements,
+  // written as [rows][width / 128]; widths that are multiples of 128). mxfp8 and nvfp4 have
+  // their own block scales (per-token here).
+  kernels::QuantScale quant_scale = kernels::QuantScale::PerToken;
+  // Where mxfp8's and nvfp4's block scales lie in y_scale: row-major, or cuBLAS's tiles.
+  kernels::QuantScaleLayout quant_scale_layout = kernels::QuantScaleLayout::RowMajor;
   auto operator<=>(const NormModelOptions&) const = default;
 };
 
@@ -128,11 +135,14 @@ struct NormType {
 //   without b.
 //
 // A quantized forward (NormModelOptions::quant) writes y as the format's codes (rows `stride`
-// elements apart, as x's; quant_output(type) says their bytes) and its scales to y_scale.
+// elements apart, as x's; quant_output(type) says their bytes) and its scales to y_scale; a
+// static scale (and nvfp4's global scale) it reads from quant_scale_in.
 struct NormCall {
   Direction direction = Direction::Forward;
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
-  DeviceView y_scale{};  // a quantized forward's scales (f32); none otherwise
+  DeviceView y_scale{};  // a quantized forward's scales, written (quant_output); none otherwise
+  // One f32 on the device, read: a static scale's, or nvfp4's global scale; none otherwise.
+  DeviceView quant_scale_in{};
   DeviceView residual{}, h{};
   DeviceView dy{}, dx{}, dw{}, db{}, dh{};
   bool residual_in_f32 = false;  // forward
@@ -146,17 +156,41 @@ struct NormCall {
 
 // How a tensor of a call is laid out, which sets its element type and size: rows of the dtype,
 // rows of the residual add's dtype, a row of weights, one f32 per row, the forward's output rows
-// (the dtype's, or a quantized format's codes) or a quantized output's scales.
-enum class TensorLayout : std::uint8_t { Rows, ResidualRows, Weights, PerRow, OutputRows, Scales };
+// (the dtype's, or a quantized format's codes), a quantized output's scales, or the one f32 scale
+// a quantized forward reads.
+enum class TensorLayout : std::uint8_t {
+  Rows,
+  ResidualRows,
+  Weights,
+  PerRow,
+  OutputRows,
+  Scales,
+  ScaleIn
+};
 
-// What a forward writes as y and y_scale, for callers that allocate them: y's element bytes (the
-// dtype's, or a quantized format's code) and the f32 scales a row writes (0 without quant).
+// What a forward writes as y and y_scale and reads as quant_scale_in, for callers that allocate
+// them, from the kernels' format table (kernels::quant_element_type, quant_scale_type,
+// quant_scales_per_row, reads_quant_scale).
 struct QuantOutput {
-  std::uint32_t element_bytes = 2;
-  std::uint32_t scales_per_row = 0;
+  ScalarType element = ScalarType::F16;  // y's: the dtype's, or the format's codes
+  std::uint32_t element_bits = 16;       // of one element of y (nvfp4: 4, two a byte)
+  ScalarType scale = ScalarType::F32;    // y_scale's entries: f32, mxfp8's ue8m0 (u8), nvfp4's e4m3
+  std::uint32_t scale_bytes = 0;         // of one y_scale entry; 0 where none is written
+  std::uint32_t scales_per_row = 0;      // y_scale entries a row (0: no quant, or static)
+  bool reads_scale_in = false;           // quant_scale_in: static's scale, nvfp4's global scale
+  // Bytes y takes for rows spanning `elements` elements (nvfp4: two a byte, the last rounded up).
+  std::uint64_t y_bytes(std::uint64_t elements) const { return (elements * element_bits + 7) / 8; }
 };
 // Stated once here for the runtime's checks, the C ABI, the command line and the contract.
 QuantOutput quant_output(const NormType& type);
+// Bytes y_scale takes for `batch` rows: batch · scales_per_row entries, or cuBLAS's whole tiles
+// of 128 rows × 4 blocks (kernels::quant_scale_entries).
+std::uint64_t quant_scale_bytes(const NormType& type, std::uint32_t batch);
+// The PTX target an object of this type builds for on `device` where NormOptions::arch is unset:
+// the device's family (sm_80, sm_90, sm_100), or for mxfp8 and nvfp4 the device's own
+// arch-specific target (sm_100a on a B200, sm_90a on an H100, which the kernels then refuse,
+// naming the target the format needs).
+Arch target_arch(const NormType& type, const DeviceModel& device);
 
 // One tensor a (norm, direction) takes.
 struct NormTensor {
@@ -173,7 +207,8 @@ std::span<const NormTensor> norm_tensors(bool layer, Direction direction);
 // same fields.
 struct LayerNormForwardArgs {
   DeviceView x{}, w{}, b{}, y{}, mean{}, rstd{};
-  DeviceView y_scale{};  // a quantized forward's scales
+  DeviceView y_scale{};         // a quantized forward's scales
+  DeviceView quant_scale_in{};  // a static scale, nvfp4's global scale
   DeviceView residual{}, h{};
   bool residual_in_f32 = false;
   std::uint32_t batch = 0;
@@ -193,7 +228,8 @@ struct LayerNormBackwardArgs {
 };
 struct RmsNormForwardArgs {
   DeviceView x{}, w{}, y{}, rstd{};
-  DeviceView y_scale{};  // a quantized forward's scales
+  DeviceView y_scale{};         // a quantized forward's scales
+  DeviceView quant_scale_in{};  // a static scale, nvfp4's global scale
   DeviceView residual{}, h{};
   bool residual_in_f32 = false;
   std::uint32_t batch = 0;
@@ -239,7 +275,9 @@ NormVariant variant_of(const RmsNormForwardArgs& args);
 NormVariant variant_of(const RmsNormBackwardArgs& args);
 
 // What a call on an object of this type is refused for before the device is asked: the dtype
-// pair, the model options (row groups, weight offset), the variant (a weight offset needs w), the
+// pair, the model options (row groups, weight offset, the quant scale mode the format takes, a
+// group128 width), the variant (a weight offset needs w; y_scale and quant_scale_in as the quant
+// writes and reads them), the
 // stride (at least the row groups' span), the rows' span, views that are null, misaligned, too
 // short or overlapping an output, eps, a misaligned workspace. Throws ptxdsl::Error with the
 // message the call would give; at batch 0 (a call that returns at once), the dtype pair and the
