@@ -17,6 +17,7 @@
 #include "ptxdsl/kernels/quantize_reference.hpp"
 #include "ptxdsl/kernels/row_blocks.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "sampled_check.hpp"
 
 namespace ptxdsl::cli {
 
@@ -272,7 +273,8 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
 }  // namespace
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
-                        bool with_backward, std::uint32_t stride) {
+                        bool with_backward, std::uint32_t stride,
+                        std::vector<std::uint32_t> sampled_rows) {
   // The runtime launches per-token scales in row-major order alone: a case it would launch as
   // another mode, with buffers sized for that one, is refused rather than run.
   if (spec.quant != kernels::Quant::None &&
@@ -304,9 +306,13 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
     return s;
   };
   d.in = kernels::make_inputs(spec, batch, grouped ? spec.width : d.stride, seed);
-  d.forward = reference(dense(direction_spec(spec, forward)), d.in);
+  d.sampled_rows = std::move(sampled_rows);
+  const auto references = [&](const kernels::NormSpec& s) {
+    return d.sampled_rows.empty() ? reference(s, d.in) : sampled_reference(s, d.in, d.sampled_rows);
+  };
+  d.forward = references(dense(direction_spec(spec, forward)));
   if (!backward_too) return d;
-  d.backward = reference(dense(backward_spec), d.in);
+  d.backward = references(dense(backward_spec));
   if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.backward.mean);
   d.rstd_in = f32_tensor(d.backward.rstd);
   return d;
@@ -347,6 +353,7 @@ std::string CaseCheck::summary() const {
 }
 
 CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>& got) {
+  if (!data.sampled_rows.empty()) return compare_sampled(kind, data, got);
   const kernels::NormSpec spec = direction_spec(data.spec, kind);
   const auto output = [&](const char* name) -> const Output& {
     const auto it =
