@@ -793,8 +793,9 @@ void size_column_reduce(const Facts& f, const NormKnobs& pins, Plan& p) {
 // The one-launch backward's column pass: 16-bit pairs in one 4-byte load where every row holds
 // whole, aligned pairs; rows share a warp's load (1, 2 or 4, 32 bytes of each at least) so the
 // tiles come close to the grid. Where that leaves the tiles more than one round of the grid or a
-// warp one row a load, loads of twice the columns (8 bytes, whole aligned vectors of every row):
-// each round of tiles or of rows is a trip to L2 that a small batch waits for in full.
+// warp one row a load, loads of twice the columns (8 bytes, whole aligned vectors of every row)
+// where those take one round with more rows a load: each round of tiles or of rows is a trip to
+// L2 that a small batch waits for in full.
 void size_column_pass(const Facts& f, const NormKnobs&, Plan& p) {
   if (!f.single) return;
   const std::uint32_t ctas = p.sm_count * p.ctas_per_sm;
@@ -816,9 +817,8 @@ void size_column_pass(const Facts& f, const NormKnobs&, Plan& p) {
   wider.column_vec *= 2;
   if (wider.column_vec * f.bytes != kColumnLoadBytes || !whole(wider.column_vec)) return;
   share_loads(wider);
-  const auto rounds = [&](const Plan& q) { return ceil_div(q.column_tiles(), ctas); };
-  if (rounds(wider) < rounds(p) ||
-      (rounds(wider) == rounds(p) && wider.column_row_lanes > p.column_row_lanes)) {
+  const bool one_round = wider.column_tiles() <= ctas;
+  if (one_round && (p.column_tiles() > ctas || wider.column_row_lanes > p.column_row_lanes)) {
     p.column_vec = wider.column_vec;
     p.column_row_lanes = wider.column_row_lanes;
   }
