@@ -86,5 +86,7 @@ std::uint32_t ctas_by_shared(const DeviceModel& d, std::uint32_t smem);
 
 // The one-launch backward's column pass: rows a warp loads at once.
 inline constexpr std::uint32_t kColumnRowsInFlight = 8;
+// Its wider loads: bytes a lane loads of a row where 4 leave rounds to spare (size_column_pass).
+inline constexpr std::uint32_t kColumnLoadBytes = 8;
 
 }  // namespace ptxdsl::kernels::detail

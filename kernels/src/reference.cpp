@@ -240,6 +240,57 @@ NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double 
   return r;
 }
 
+ColumnSums backward_column_sums(const NormSpec& spec, const NormInputs& in, double eps,
+                                std::uint32_t first_row, std::uint32_t rows) {
+  if (!is_backward(spec.kind)) {
+    throw Error(fmt::format("backward_column_sums: {} is a forward", kind_name(spec.kind)));
+  }
+  const bool ln = is_layer_norm(spec.kind);
+  const std::uint32_t width = in.width, stride = in.stride;
+  if (first_row >= in.batch || rows > in.batch - first_row) {
+    throw Error(fmt::format("backward_column_sums: rows [{}, +{}) of a batch of {}", first_row,
+                            rows, in.batch));
+  }
+  const std::uint32_t batch = rows == 0 ? in.batch - first_row : rows;
+  const std::size_t need = (std::size_t{first_row} + batch - 1) * stride + width;
+  if (in.x.values.size() < need || in.dy.values.size() < need) {
+    throw Error(
+        fmt::format("backward_column_sums: rows [{}, +{}) need {} elements of x and dy, "
+                    "got {} and {}",
+                    first_row, batch, need, in.x.values.size(), in.dy.values.size()));
+  }
+  const std::optional<DType> xhat_dtype = rounded_xhat(spec);
+  ColumnSums c;
+  c.rstd.resize(batch);
+  if (ln) c.mean.resize(batch);
+  c.dw.assign(width, 0.0);
+  c.db.assign(ln ? width : 0, 0.0);
+  for (std::uint32_t row = 0; row < batch; ++row) {
+    const std::size_t start = (std::size_t{first_row} + row) * stride;
+    const float* xr = in.x.values.data() + start;
+    const float* dyr = in.dy.values.data() + start;
+    double mean = 0, rstd;
+    if (ln) {
+      std::tie(mean, rstd) = ln_stats(xr, width, eps);
+      c.mean[row] = mean;
+    } else {
+      rstd = rms_rstd(xr, width, eps);
+    }
+    c.rstd[row] = rstd;
+    // As layer_norm_bwd_ref and rms_norm_bwd_ref sum them, row by row.
+    for (std::uint32_t i = 0; i < width; ++i) {
+      const double xhat = ln ? (xr[i] - mean) * rstd : xr[i] * rstd;
+      c.dw[i] += dyr[i] * cast_xhat(xhat, xhat_dtype);
+    }
+    if (ln) {
+      for (std::uint32_t i = 0; i < width; ++i) c.db[i] += dyr[i];
+    }
+  }
+  if (!has_weight_grads(spec)) c.dw.clear();
+  if (!has_weight_grads(spec) || !has_bias(spec)) c.db.clear();
+  return c;
+}
+
 Deviation deviation(std::span<const float> got, std::span<const double> want) {
   if (got.size() != want.size()) {
     throw Error(

@@ -792,16 +792,34 @@ void size_column_reduce(const Facts& f, const NormKnobs& pins, Plan& p) {
 
 // The one-launch backward's column pass: 16-bit pairs in one 4-byte load where every row holds
 // whole, aligned pairs; rows share a warp's load (1, 2 or 4, 32 bytes of each at least) so the
-// tiles come close to the grid.
+// tiles come close to the grid. Where that leaves the tiles more than one round of the grid or a
+// warp one row a load, loads of twice the columns (8 bytes, whole aligned vectors of every row)
+// where those take one round with more rows a load: each round of tiles or of rows is a trip to
+// L2 that a small batch waits for in full.
 void size_column_pass(const Facts& f, const NormKnobs&, Plan& p) {
   if (!f.single) return;
-  p.column_vec = f.bytes == 2 && p.vec >= 2 && p.width % 2 == 0 ? 2 : 1;
   const std::uint32_t ctas = p.sm_count * p.ctas_per_sm;
-  const std::uint32_t most_row_lanes = p.column_vec * f.bytes >= 4 ? 4 : 2;
-  while (p.column_row_lanes < most_row_lanes) {
-    Plan wider = p;
-    wider.column_row_lanes *= 2;
-    if (wider.column_tiles() > ctas) break;
+  const auto share_loads = [&](Plan& q) {
+    q.column_row_lanes = 1;
+    const std::uint32_t most_row_lanes = q.column_vec * f.bytes >= 4 ? 4 : 2;
+    while (q.column_row_lanes < most_row_lanes) {
+      Plan wider = q;
+      wider.column_row_lanes *= 2;
+      if (wider.column_tiles() > ctas) break;
+      q.column_row_lanes = wider.column_row_lanes;
+    }
+  };
+  const auto whole = [&](std::uint32_t cv) { return p.vec >= cv && p.width % cv == 0; };
+  p.column_vec = f.bytes == 2 && whole(2) ? 2 : 1;
+  share_loads(p);
+  if (p.column_tiles() <= ctas && p.column_row_lanes > 1) return;
+  Plan wider = p;
+  wider.column_vec *= 2;
+  if (wider.column_vec * f.bytes != kColumnLoadBytes || !whole(wider.column_vec)) return;
+  share_loads(wider);
+  const bool one_round = wider.column_tiles() <= ctas;
+  if (one_round && (p.column_tiles() > ctas || wider.column_row_lanes > p.column_row_lanes)) {
+    p.column_vec = wider.column_vec;
     p.column_row_lanes = wider.column_row_lanes;
   }
 }

@@ -417,16 +417,17 @@ TEST_CASE("max_registers and prefetch_rows are honoured; the forward's prefetch 
 TEST_CASE("the variant the runtime builds for a batch (spec_for_batch)", "[contract]") {
   // The backward in one launch while its column pass takes ≤ 2 rounds of loads, or ≤ 16 while two
   // launches would leave a quarter of the SMs idle. RMS f32 4096: one CTA an SM, 8 warps, each
-  // load covering 1 row, 8 loads in flight, a tile a CTA (128 tiles, 132 CTAs): 2 rounds are 128
-  // rows; two launches walk 3 rows a CTA, so up to 99 × 3 rows fill ≤ 99 of 132 SMs.
+  // load covering 2 rows (8-byte loads: 4-byte ones would leave a warp one row a load), 8 loads in
+  // flight, a tile a CTA (128 tiles, 132 CTAs): 2 rounds are 256 rows; two launches walk 3 rows
+  // a CTA, so up to 99 × 3 rows fill ≤ 99 of 132 SMs.
   const NormSpec bwd = spec_of(NormKind::RmsNormBwd, DType::F32, 4096);
   const std::uint32_t limit = backward_single_launch_batch_limit(bwd);
   REQUIRE(limit == 99 * 3);
   NormSpec one_group = bwd;
   one_group.knobs.min_row_groups = 1;  // two launches fill 99 SMs at 99 rows: the rounds decide
-  REQUIRE(backward_single_launch_batch_limit(one_group) == 2 * 8 * 1 * 8);
+  REQUIRE(backward_single_launch_batch_limit(one_group) == 2 * 8 * 2 * 8);
   NormSpec fewer_sms = bwd;
-  fewer_sms.knobs.sm_count = 20;  // 20 CTAs take up to 7 of 128 tiles: 2 rounds hold no row
+  fewer_sms.knobs.sm_count = 20;  // 20 CTAs take up to 4 of 64 tiles: 2 rounds hold no row
   REQUIRE(backward_single_launch_batch_limit(fewer_sms) == 15 * 3);
   // 16-bit 8192-wide layer norm rows walk 11 a CTA in two launches: 99 × 11 rows.
   REQUIRE(backward_single_launch_batch_limit(spec_of(NormKind::LayerNormBwd, DType::F16, 8192)) ==

@@ -1,6 +1,7 @@
 // `ptxdsl bench`: BENCHMARKS.md's method. CUDA events around the host API call, a 256 MB buffer
 // written before every repetition (L2 flush), median of the repetitions, the device-to-device copy
-// bandwidth measured in the same run; checked against float64 before it is timed.
+// bandwidth measured in the same run; checked against float64 before it is timed (a huge case on
+// sampled rows, sampled_check.hpp).
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "ptxdsl/runtime/driver.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "sampled_check.hpp"
 
 namespace ptxdsl::cli {
 namespace {
@@ -111,7 +113,8 @@ struct CaseResult {
   std::uint32_t stride = 0;  // elements from one row (group of rows) to the next (0: the span)
   std::uint64_t bytes = 0;
   bool pass = false;
-  std::string error;  // a failure before or while timing
+  std::string error;    // a failure before or while timing
+  std::string checked;  // checked_rows_text: "full" or "sampled 272 of 8192 rows"
   double max_abs = 0;
   double worst_ratio = 0;  // the accuracy rule's largest error / bound (≤ 1 passes)
   double us = 0, us_min = 0, us_max = 0;
@@ -399,6 +402,7 @@ std::string results_json(const runtime::DeviceInfo& info, int driver, const Floo
     }
     j.field("bytes", r.bytes);
     j.field("pass", r.pass);
+    if (!r.checked.empty()) j.field("checked", r.checked);
     const auto timed = [&](std::string_view name, double v) {
       j.key(name);
       if (r.pass) {
@@ -529,10 +533,13 @@ class BenchCommand : public Command {
       const bool backward =
           std::any_of(groups[g].begin(), groups[g].end(),
                       [](const CaseResult& r) { return is_backward(r.spec.kind); });
-      data[g] = std::async(std::launch::async, [spec = lead.spec, batch = lead.batch,
-                                                stride = lead.stride, seed, backward] {
-        return make_norm_data(spec, batch, seed, backward, stride);
-      });
+      data[g] = std::async(
+          std::launch::async, [spec = lead.spec, batch = lead.batch, stride = lead.stride, seed,
+                               backward, planned = as_the_runtime_plans(lead.spec, info)] {
+            return make_norm_data(
+                spec, batch, seed, backward, stride,
+                rows_to_check(planned, batch, stride == 0 ? spec.width : stride, seed));
+          });
     };
     constexpr std::size_t kAhead = 3;
     for (std::size_t g = 0; g < kAhead; ++g) prepare(g);
@@ -555,17 +562,24 @@ class BenchCommand : public Command {
       all_pass = all_pass && r.pass;
       if (r.pass) {
         fmt::print(
-            "{:<26} {:>10.1f} {:>9.0f} {:>7.1f}% {:>10.1f} {:>7.1f}% {:>7.2f} {:>12.2e}  PASS\n",
+            "{:<26} {:>10.1f} {:>9.0f} {:>7.1f}% {:>10.1f} {:>7.1f}% {:>7.2f} {:>12.2e}  PASS, "
+            "{}\n",
             r.name(), r.us, r.gbps, r.pct_copy, r.copy_us, r.copy_pct_copy, r.copy_ratio(),
-            r.worst_ratio);
+            r.worst_ratio, r.checked);
       } else {
-        fmt::print("{:<26} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>12.2e}  FAIL: {}\n", r.name(),
-                   "-", "-", "-", "-", "-", "-", r.worst_ratio, r.error);
+        fmt::print("{:<26} {:>10} {:>9} {:>8} {:>10} {:>8} {:>7} {:>12.2e}  FAIL ({}): {}\n",
+                   r.name(), "-", "-", "-", "-", "-", "-", r.worst_ratio,
+                   r.checked.empty() ? "unchecked" : r.checked, r.error);
       }
     }
     fmt::print(
         "copy µs: a device-to-device copy of the case's bytes (half read, half written), timed as "
         "the case; ÷ copy: its µs over the case's\n");
+    fmt::print(
+        "check: full, or past {} elements sampled rows (every CTA's first and last row group, "
+        "the first and last rows, {} seeded ones) in full, every row written, dw and db of every "
+        "row\n",
+        kFullCheckElements, kRandomSampleRows);
     print_small_targets(results, floors);
     print_large_targets(results);
     std::optional<HostResults> host;
@@ -673,6 +687,16 @@ class BenchCommand : public Command {
     return cases;
   }
 
+  // The spec as the runtime plans it on this GPU (its device, arch and tuning table), for the rows
+  // a sampled check covers.
+  kernels::NormSpec as_the_runtime_plans(kernels::NormSpec spec,
+                                         const runtime::DeviceInfo& info) const {
+    spec.device = info.model;
+    if (options_.arch.empty()) spec.arch = spec.device.arch();
+    spec.tuning = !heuristic_;
+    return spec;
+  }
+
   static bool same_shape(const CaseResult& a, const CaseResult& b) {
     return a.spec.width == b.spec.width && a.batch == b.batch && a.stride == b.stride &&
            a.spec.dtype == b.spec.dtype && is_layer_norm(a.spec.kind) == is_layer_norm(b.spec.kind);
@@ -690,6 +714,7 @@ class BenchCommand : public Command {
       for (std::size_t i = 0; i < cases.size(); ++i) {
         CaseResult& r = cases[i];
         r.bytes = floor_bytes(r.spec, r.batch);
+        r.checked = checked_rows_text(data);
         try {
           const CaseTimer::Checked c = bench.run_case(norm, data, r.spec.kind);
           r.pass = c.pass;
@@ -708,8 +733,8 @@ class BenchCommand : public Command {
           r.copy_us = bench.same_size_copy_us(r.bytes);
           r.small_target_us = floors.small_target_us(r.bytes, r.copy_us);
           r.copy_pct_copy = floors.pct_of_copy(r.bytes, r.copy_us);
-          fmt::print(stderr, "[{}/{}] {}: {:.1f} µs, {:.0f} GB/s, {:.1f}% of copy\n", first + i + 1,
-                     total, r.name(), r.us, r.gbps, r.pct_copy);
+          fmt::print(stderr, "[{}/{}] {}: {:.1f} µs, {:.0f} GB/s, {:.1f}% of copy; checked {}\n",
+                     first + i + 1, total, r.name(), r.us, r.gbps, r.pct_copy, r.checked);
         } else {
           fmt::print(stderr, "[{}/{}] {}: FAIL: {}\n", first + i + 1, total, r.name(), r.error);
         }

@@ -17,6 +17,7 @@
 #include "ptxdsl/kernels/quantize_reference.hpp"
 #include "ptxdsl/kernels/row_blocks.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "sampled_check.hpp"
 
 namespace ptxdsl::cli {
 
@@ -288,7 +289,8 @@ const std::vector<double>& reference_of(const NormData& d, const std::string& na
 }  // namespace
 
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
-                        bool with_backward, std::uint32_t stride) {
+                        bool with_backward, std::uint32_t stride,
+                        std::vector<std::uint32_t> sampled_rows) {
   // The block-scaled formats' bytes (their ue8m0/e4m3 scales, nvfp4's packed codes) are checked
   // by the executor's tests, not here: refused rather than judged as f32 scales.
   if (kernels::quant_block(spec.quant) > 0) {
@@ -324,7 +326,11 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
     return s;
   };
   d.in = kernels::make_inputs(spec, batch, grouped ? spec.width : d.stride, seed);
-  d.forward = reference(dense(direction_spec(spec, forward)), d.in);
+  d.sampled_rows = std::move(sampled_rows);
+  const auto references = [&](const kernels::NormSpec& s) {
+    return d.sampled_rows.empty() ? reference(s, d.in) : sampled_reference(s, d.in, d.sampled_rows);
+  };
+  d.forward = references(dense(direction_spec(spec, forward)));
   if (kernels::reads_quant_scale(direction_spec(spec, forward))) {
     double absmax = 0;
     for (const double v : d.forward.y) absmax = std::max(absmax, std::fabs(v));
@@ -332,7 +338,7 @@ NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std:
       d.static_scale = static_cast<float>(0.8 * absmax / kernels::quant_max(spec.quant));
   }
   if (!backward_too) return d;
-  d.backward = reference(dense(backward_spec), d.in);
+  d.backward = references(dense(backward_spec));
   if (is_layer_norm(spec.kind)) d.mean_in = f32_tensor(d.backward.mean);
   d.rstd_in = f32_tensor(d.backward.rstd);
   return d;
@@ -373,6 +379,7 @@ std::string CaseCheck::summary() const {
 }
 
 CaseCheck compare(NormKind kind, const NormData& data, const std::vector<Output>& got) {
+  if (!data.sampled_rows.empty()) return compare_sampled(kind, data, got);
   const kernels::NormSpec spec = direction_spec(data.spec, kind);
   const auto output = [&](const char* name) -> const Output& {
     const auto it =

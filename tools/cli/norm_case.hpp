@@ -38,15 +38,19 @@ struct NormData {
   // A static quant scale's value (quant_scale_in): 0.8 of the per-tensor dynamic scale of the
   // reference's y, so that its largest values saturate; 1 otherwise.
   float static_scale = 1.0f;
+  // The rows checked, ascending (sampled_check.hpp), the references holding theirs alone (dw and
+  // db of every row); empty: every row.
+  std::vector<std::uint32_t> sampled_rows;
 };
 // `spec` as the kernel of direction `kind` has it (a forward has every output; the backward of an
 // f32 residual add is refused: its h would be f32).
 kernels::NormSpec direction_spec(kernels::NormSpec spec, kernels::NormKind kind);
 // `with_backward`: also the backward reference (always when spec.kind is a backward). Rows are
 // `stride` elements apart (0: the width, or with row groups their span), the padding between them
-// NaN.
+// NaN. `sampled_rows` (ascending): the references of those rows alone (sampled_reference).
 NormData make_norm_data(const kernels::NormSpec& spec, std::uint32_t batch, std::uint64_t seed,
-                        bool with_backward = false, std::uint32_t stride = 0);
+                        bool with_backward = false, std::uint32_t stride = 0,
+                        std::vector<std::uint32_t> sampled_rows = {});
 
 // Where row r of the row tensors starts, in elements: r·stride, or with row groups
 // (r / row_groups)·stride + (r % row_groups)·group_stride.
@@ -72,7 +76,7 @@ struct CaseCheck {
   // "max abs err 1.2e-03, worst dx[17]: 4.1e-01 of its bound 2.0e-03"
   std::string summary() const;
 };
-// `kind`'s outputs against the references in `data`.
+// `kind`'s outputs against the references in `data` (compare_sampled where it holds sampled rows).
 CaseCheck compare(kernels::NormKind kind, const NormData& data, const std::vector<Output>& got);
 
 // The kernels of one norm on the GPU through the host API (runtime::Norm), with device buffers for

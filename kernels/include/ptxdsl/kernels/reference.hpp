@@ -70,6 +70,16 @@ struct NormReference {
 NormReference norm_reference(const NormSpec& spec, const NormInputs& in, double eps,
                              std::uint32_t first_row = 0, std::uint32_t rows = 0);
 
+// A backward's row statistics (mean where layer norm, rstd) and dw, db (where it writes them) of
+// rows [first_row, +rows) (0: to the last), the numbers norm_reference gives, without dx: the
+// rows are read in place and nothing a row long is kept, so that a huge batch's column sums cost
+// a read of its rows (the sampled check of `ptxdsl bench`).
+struct ColumnSums {
+  std::vector<double> mean, rstd, dw, db;
+};
+ColumnSums backward_column_sums(const NormSpec& spec, const NormInputs& in, double eps,
+                                std::uint32_t first_row = 0, std::uint32_t rows = 0);
+
 // How far outputs are from the reference, for reports (whether they pass is check_outputs'
 // verdict): the largest absolute error, it relative to the largest |reference|, and where it is.
 struct Deviation {
