@@ -8,6 +8,7 @@
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "ptxdsl/runtime/tensor_map.hpp"
 
 namespace ptxdsl::cli {
 
@@ -25,7 +26,17 @@ tool::Outputs run_on_gpu(const tool::BuiltKernel& built, const tool::PreparedRun
   const std::vector<ParamSpec>& ps = built.contract.params;
   std::vector<std::uint64_t> scalars(ps.size());
   std::vector<void*> params(ps.size());
+  std::vector<runtime::TensorMap> maps;
+  maps.reserve(ps.size());  // params point into it: never reallocated
   for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i].tensor_map) {
+      const tool::TensorMapArg& map = run.data.tensor_maps.at(ps[i].name);
+      TensorMapSpec spec = map.spec;
+      spec.global_address = buffers.at(map.buffer).address();
+      maps.push_back(runtime::TensorMap::tiled(spec));
+      params[i] = const_cast<std::byte*>(maps.back().bytes());
+      continue;
+    }
     if (ps[i].pointer) {
       params[i] = const_cast<std::uint64_t*>(buffers.at(ps[i].name).address_slot());
       continue;
