@@ -14,6 +14,9 @@
 // columns past m and n skipped.
 #include <ptxdsl/tool.hpp>
 
+#include <map>
+#include <string>
+
 #include "gemm_sizes.hpp"
 
 namespace {
@@ -159,12 +162,10 @@ tool::Launch build(Module& m, const tool::Params& p) {
   return {.grid = Dim3(ctas), .block = {}, .entry = {}};
 }
 
-tool::RunData tma_inputs(const tool::Params& p, tool::Random& random) {
-  tool::RunData data = gemm::inputs(p, random);
+// A and B through tensor maps whose boxes are the stages' tiles.
+std::map<std::string, tool::TensorMapArg> tensor_maps(const tool::Params& p) {
   const std::uint64_t rows = p.uint("m"), cols = p.uint("n"), depth = p.uint("k");
-  data.tensor_map("a_map", "a", kTileA.map(rows, depth));
-  data.tensor_map("b_map", "b", kTileB.map(cols, depth));
-  return data;
+  return {{"a_map", {"a", kTileA.map(rows, depth)}}, {"b_map", {"b", kTileB.map(cols, depth)}}};
 }
 
 }  // namespace
@@ -185,7 +186,8 @@ tool::KernelDefinition sm90_definition() {
     check_sizes(p);
     return build(m, p);
   };
-  d.inputs = tma_inputs;
+  d.inputs = inputs;
+  d.tensor_maps = tensor_maps;
   d.reference = reference;
   d.tolerance = tolerance;
   d.flops = flops;

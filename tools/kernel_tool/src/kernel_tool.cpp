@@ -175,6 +175,31 @@ std::string contract_json(const KernelDefinition& def, const Params& params,
   j.end_array();
   j.end_object();
   j.end_array();
+  if (def.tensor_maps) {
+    // What cuTensorMapEncodeTiled takes, the buffer's address aside: innermost dimension first.
+    j.key("tensor_maps").begin_object();
+    for (const auto& [name, map] : def.tensor_maps(params)) {
+      const TensorMapSpec& s = map.spec;
+      const auto list = [&](std::string_view key, const auto& values) {
+        j.key(key).begin_array(true);
+        for (const auto v : values) j.value(static_cast<std::uint64_t>(v));
+        j.end_array();
+      };
+      j.key(name).begin_object(true);
+      j.field("buffer", map.buffer);
+      j.field("element", ptx_name(s.element));
+      list("dims", s.dims);
+      list("strides_bytes", s.strides_bytes);
+      list("box", s.box);
+      j.field("swizzle_bytes", s.swizzle == Swizzle::None  ? 0
+                               : s.swizzle == Swizzle::B32 ? 32
+                               : s.swizzle == Swizzle::B64 ? 64
+                                                           : 128);
+      j.field("nan_fill", s.nan_fill);
+      j.end_object();
+    }
+    j.end_object();
+  }
   write_ptx_field(j, built.ptx, ptx_file);
   j.end_object();
   return j.str();

@@ -244,6 +244,7 @@ PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const
   }
   Random random(seed);
   PreparedRun run{def.inputs(params, random), {}};
+  if (def.tensor_maps) run.data.tensor_maps.merge(def.tensor_maps(params));
   const std::vector<ParamSpec>& ps = built.contract.params;
   const auto param = [&](const std::string& name) {
     return std::find_if(ps.begin(), ps.end(), [&](const ParamSpec& p) { return p.name == name; });

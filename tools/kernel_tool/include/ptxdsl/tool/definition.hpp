@@ -148,6 +148,9 @@ struct KernelDefinition {
   std::function<Expected(const Params& params, const RunData& inputs)> reference;
   // Optional: the tolerance of one output; unset: default_tolerance of its element type.
   std::function<Tolerance(const Params& params, std::string_view output)> tolerance;
+  // Optional: the tensor map parameters, each over a buffer of the run (which fills in its
+  // address); `run` and `bench` add them to the inputs' RunData, `emit --json` lists them.
+  std::function<std::map<std::string, TensorMapArg>(const Params& params)> tensor_maps;
   // Optional: the floating-point operations of one launch, which `bench` reports per second.
   std::function<double(const Params& params)> flops;
 };
