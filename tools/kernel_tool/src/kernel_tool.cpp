@@ -11,6 +11,7 @@
 #include "ptxdsl/cli/app.hpp"
 #include "ptxdsl/cli/check.hpp"
 #include "ptxdsl/cli/contract_json.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/cli/gpu_run.hpp"
 #include "ptxdsl/cli/json.hpp"
 #include "ptxdsl/cli/output_file.hpp"
@@ -431,6 +432,7 @@ class BenchCommand : public Command {
           def.name));
     }
     const tool::BuiltKernel built = build(def, params);
+    require_driver_one_line();  // before the inputs, which take a while at large sizes
     const tool::PreparedRun prepared = tool::prepare_run(def, params, built, seed);
     std::string where;
     const BenchTimes t = bench_on_gpu(built, prepared, ordinal, timing, where);
