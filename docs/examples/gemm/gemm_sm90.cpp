@@ -65,8 +65,12 @@ tool::Launch build(Module& m, const tool::Params& p) {
   const TensorMap a_map = k.param_tensor_map("a_map");
   const TensorMap b_map = k.param_tensor_map("b_map");
   const GlobalPtr<BF16> c = k.param_ptr<BF16>("c");
-  const SharedPtr<U8> ring =
-      k.shared_dynamic<U8>("ring", kStages * kStageBytes, SwizzledTile::kAlign);
+  // The swizzle's pattern runs on shared addresses: the ring starts on a 1024-byte boundary, made
+  // so here rather than trusted to the dynamic array's placement.
+  const SharedPtr<U8> dynamic = k.shared_dynamic<U8>(
+      "ring", kStages * kStageBytes + SwizzledTile::kAlign, SwizzledTile::kAlign);
+  const SharedPtr<U8> ring{
+      k.and_(k.add(dynamic.base, SwizzledTile::kAlign - 1), ~(SwizzledTile::kAlign - 1)), 0};
   const MbarrierPipeline pipe(k, kStages);
   const Reg<U32> tid = k.tid_x();
   const Warpgroup wg = Warpgroup::of(k, tid);
