@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ptxdsl/dsl/error.hpp"
+#include "tensor_map_decode.hpp"
 
 namespace ptxdsl {
 namespace {
@@ -27,7 +28,7 @@ static_assert(sizeof(Encoded) <= 128);
 
 }  // namespace
 
-std::array<std::byte, 128> executor_tensor_map(const TensorMapSpec& s) {
+void check_tensor_map(const TensorMapSpec& s) {
   const auto rank = static_cast<std::uint32_t>(s.dims.size());
   if (rank < 1 || rank > kTensorMapMaxRank) {
     refuse(fmt::format("the rank must be in [1, {}], got {}", kTensorMapMaxRank, rank));
@@ -57,6 +58,9 @@ std::array<std::byte, 128> executor_tensor_map(const TensorMapSpec& s) {
       refuse(fmt::format("stride {} must be a positive multiple of 16 bytes, got {}", i + 1,
                          s.strides_bytes[i]));
     }
+    if (s.strides_bytes[i] >= (std::uint64_t{1} << 40)) {
+      refuse(fmt::format("stride {} must be below 2^40 bytes, got {}", i + 1, s.strides_bytes[i]));
+    }
   }
   const std::uint32_t inner = s.box[0] * static_cast<std::uint32_t>(bytes);
   static constexpr std::uint32_t kSwizzleBytes[] = {0, 32, 64, 128};
@@ -68,6 +72,11 @@ std::array<std::byte, 128> executor_tensor_map(const TensorMapSpec& s) {
   if (s.nan_fill && !is_float(s.element)) {
     refuse(fmt::format("a NaN fill needs float elements, got .{}", ptx_name(s.element)));
   }
+}
+
+std::array<std::byte, 128> executor_tensor_map(const TensorMapSpec& s) {
+  check_tensor_map(s);
+  const auto rank = static_cast<std::uint32_t>(s.dims.size());
   Encoded e{};
   e.tag = kTag;
   e.rank = static_cast<std::uint8_t>(rank);

@@ -40,6 +40,7 @@ namespace ptxdsl::runtime::detail {
   X(cuLaunchKernel, 4000)                \
   X(cuLaunchKernelEx, 11060)             \
   X(cuOccupancyMaxActiveClusters, 11070) \
+  X(cuTensorMapEncodeTiled, 12000)       \
   X(cuMemAlloc, 3020)                    \
   X(cuMemFree, 3020)                     \
   X(cuMemcpyHtoD, 3020)                  \

@@ -19,11 +19,14 @@ std::string_view kind_name(detail::ArgRef::Kind k) {
       return "floating-point value";
     case detail::ArgRef::Kind::Int:
       return "integer";
+    case detail::ArgRef::Kind::TensorMap:
+      return "tensor map";
   }
   return "?";
 }
 
 std::string describe_param(const ParamSpec& p) {
+  if (p.tensor_map) return "a tensor map";
   if (p.pointer) return fmt::format("a pointer to {}", ptx_name(p.element));
   return fmt::format("a .{} scalar", ptx_name(p.type));
 }
@@ -32,10 +35,13 @@ std::string describe_param(const ParamSpec& p) {
   const ParamSpec& p = f.contract().params[i];
   std::string got = a.kind == detail::ArgRef::Kind::Pointer
                         ? fmt::format("a device pointer to {}-byte elements", a.element_size)
+                    : a.kind == detail::ArgRef::Kind::TensorMap
+                        ? std::string("a TensorMap")
                         : fmt::format("a {}-byte {}", a.size, kind_name(a.kind));
   throw Error(fmt::format("launch of '{}': argument {} ('{}') must be {} ({}), got {}", f.name(), i,
                           p.name, describe_param(p),
-                          p.pointer ? "DeviceBuffer<T>, DevicePtr<T> or a std::uint64_t address"
+                          p.tensor_map ? "runtime::TensorMap"
+                          : p.pointer  ? "DeviceBuffer<T>, DevicePtr<T> or a std::uint64_t address"
                           : (p.type == ScalarType::F32 || p.type == ScalarType::F64)
                               ? fmt::format("a {}-byte float", size_bytes(p.type))
                               : fmt::format("a {}-byte integer", size_bytes(p.type)),
@@ -53,6 +59,8 @@ bool accepts(const detail::ParamSlot& s, const detail::ArgRef& a) {
       return a.kind == Arg::Float && a.size == s.size;
     case Slot::Int:
       return (a.kind == Arg::Int || a.kind == Arg::Address) && a.size == s.size;
+    case Slot::TensorMap:
+      return a.kind == Arg::TensorMap;
   }
   return false;
 }

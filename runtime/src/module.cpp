@@ -130,6 +130,7 @@ CUfunction find_entry(const LoadedModule& module, const std::string& entry) {
 
 detail::ParamSlot slot_for(const ParamSpec& p) {
   using Kind = detail::ParamSlot::Kind;
+  if (p.tensor_map) return {Kind::TensorMap, 0, 0, 0, 0};  // 128 bytes: size is the slot's kind
   if (p.pointer) {
     return {Kind::Pointer, 8, static_cast<std::uint8_t>(size_bytes(p.element)), p.align_bytes, 0};
   }

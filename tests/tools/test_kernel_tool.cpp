@@ -206,7 +206,7 @@ TEST_CASE("a kernel tool refuses bad input in one line, exit 2", "[tools]") {
       {"run scale --cpu --device 0", "--device"},
       {"run scale --cpu --seed x", "--seed"},
       {"check scale --ptx x.ptx", "--ptx FILE assembles the file and takes no kernel"},
-      {"frob", "unknown command 'frob': the commands are list, emit, check or run"},
+      {"frob", "unknown command 'frob': the commands are list, emit, check, run or bench"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.args);

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gemm_sizes.hpp"
+
 namespace {
 
 using namespace ptxdsl;
@@ -183,59 +185,22 @@ tool::Launch build(Module& m, const tool::Params& p) {
           .entry = {}};
 }
 
-tool::Expected reference(const tool::Params& p, const tool::RunData& in) {
-  const std::size_t rows = p.uint("m"), cols = p.uint("n"), depth = p.uint("k");
-  const std::vector<double>& a = in.values("a");
-  const std::vector<double>& b = in.values("b");
-  std::vector<double> c(rows * cols);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      double sum = 0;
-      for (std::size_t l = 0; l < depth; ++l) sum += a[i * depth + l] * b[j * depth + l];
-      c[i * cols + j] = sum;
-    }
-  }
-  return {{"c", c}};
-}
-
 }  // namespace
 
 void ptxdsl::tool::register_kernels(Registry& registry) {
   KernelDefinition d;
   d.name = "gemm";
   d.description = "c = a·bᵀ: bf16 a (m×k) and b (n×k), f32 sums, bf16 c (m×n); mma.sync, sm_80";
-  const auto size = [](const char* name, const char* help, std::uint64_t fallback) {
-    return tool::Parameter::uint(name, help, 8, 1u << 16, fallback);
-  };
-  d.params = {size("m", "rows of a and c (a multiple of 8)", 200),
-              size("n", "rows of b, columns of c (a multiple of 8)", 264),
-              size("k", "columns of a and b (a multiple of 8)", 136)};
+  d.params = gemm::sizes();
   d.archs = {Arch::Sm80, Arch::Sm89, Arch::Sm90, Arch::Sm90a, Arch::Sm100, Arch::Sm100a};
   d.build = [](Module& m, const tool::Params& p) {
-    for (const char* name : {"m", "n", "k"}) {
-      if (p.uint(name) % 8 != 0) {
-        throw Error(std::string(name) + " must be a multiple of 8, got " +
-                    std::to_string(p.uint(name)));
-      }
-    }
+    gemm::check_sizes(p);
     return build(m, p);
   };
-  // Elements in [-1, 1] (bf16 holds them to 2^-8): a sum of k products stays within a few
-  // units of sqrt(k).
-  d.inputs = [](const Params& p, Random& random) {
-    const std::size_t rows = p.uint("m"), cols = p.uint("n"), depth = p.uint("k");
-    RunData data;
-    data.input("a", random.uniform_values(rows * depth, -1, 1))
-        .input("b", random.uniform_values(cols * depth, -1, 1))
-        .output("c", rows * cols);
-    return data;
-  };
-  d.reference = reference;
-  // An f32 sum of k exact products of elements in [-1, 1] is within k·k·2^-24 of the float64
-  // one; the one rounding to bf16 within 2^-8 of the value.
-  d.tolerance = [](const Params& p, std::string_view) {
-    const auto depth = static_cast<double>(p.uint("k"));
-    return tool::Tolerance{.abs = depth * depth * 0x1p-24, .rel = 0x1p-8};
-  };
+  d.inputs = gemm::inputs;
+  d.reference = gemm::reference;
+  d.tolerance = gemm::tolerance;
+  d.flops = gemm::flops;
   registry.add(std::move(d));
+  registry.add(gemm::sm90_definition());
 }

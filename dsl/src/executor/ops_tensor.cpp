@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "../instruction_table.hpp"
+#include "../tensor_map_decode.hpp"
 #include "program.hpp"
 #include "ptxdsl/dsl/mma.hpp"
 #include "ptxdsl/dsl/tensor_map.hpp"

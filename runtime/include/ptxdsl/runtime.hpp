@@ -12,3 +12,4 @@
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
 #include "ptxdsl/runtime/stream.hpp"
+#include "ptxdsl/runtime/tensor_map.hpp"

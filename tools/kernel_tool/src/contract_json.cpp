@@ -16,6 +16,8 @@ void write_param(JsonWriter& j, const ParamSpec& p) {
     // The byte alignment the kernel's accesses through it need, and the scalar that steps its rows.
     j.field("align", std::max(1u, p.align_bytes));
     if (!p.row_stride.empty()) j.field("row_stride", p.row_stride);
+  } else if (p.tensor_map) {
+    j.field("tensor_map", true);  // 128 bytes: the definition's tensor_maps describe it
   } else if (p.multiple > 1) {
     j.field("multiple", p.multiple);  // so that every row of the pointers it steps stays aligned
   }

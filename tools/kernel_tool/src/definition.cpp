@@ -216,6 +216,11 @@ RunData& RunData::scalar(std::string name, double value) {
   return *this;
 }
 
+RunData& RunData::tensor_map(std::string name, std::string buffer, TensorMapSpec spec) {
+  tensor_maps[std::move(name)] = TensorMapArg{std::move(buffer), std::move(spec)};
+  return *this;
+}
+
 const std::vector<double>& RunData::values(std::string_view name) const {
   const auto it = buffers.find(std::string(name));
   if (it == buffers.end()) throw Error(fmt::format("the run has no buffer '{}'", name));

@@ -11,6 +11,7 @@
 #include "ptxdsl/cli/app.hpp"
 #include "ptxdsl/cli/check.hpp"
 #include "ptxdsl/cli/contract_json.hpp"
+#include "ptxdsl/cli/device.hpp"
 #include "ptxdsl/cli/gpu_run.hpp"
 #include "ptxdsl/cli/json.hpp"
 #include "ptxdsl/cli/output_file.hpp"
@@ -140,7 +141,9 @@ class ListCommand : public Command {
         "emit: -o FILE, --json (the launch contract); check: --ptx FILE (any PTX)\n"
         "run: --cpu (the CPU executor), --seed S (default 1), --device N (the GPU's ordinal),\n"
         "     --trace [CTA:]THREAD with --cpu (each instruction that thread runs), --trace-limit "
-        "N\n",
+        "N\n"
+        "bench: --reps N (default 100), --warmup N (10), --warmup-ms MS (25), --seed S, "
+        "--device N, --json\n",
         all_arch_names());
     return kExitOk;
   }
@@ -175,6 +178,31 @@ std::string contract_json(const KernelDefinition& def, const Params& params,
   j.end_array();
   j.end_object();
   j.end_array();
+  if (def.tensor_maps) {
+    // What cuTensorMapEncodeTiled takes, the buffer's address aside: innermost dimension first.
+    j.key("tensor_maps").begin_object();
+    for (const auto& [name, map] : def.tensor_maps(params)) {
+      const TensorMapSpec& s = map.spec;
+      const auto list = [&](std::string_view key, const auto& values) {
+        j.key(key).begin_array(true);
+        for (const auto v : values) j.value(static_cast<std::uint64_t>(v));
+        j.end_array();
+      };
+      j.key(name).begin_object(true);
+      j.field("buffer", map.buffer);
+      j.field("element", ptx_name(s.element));
+      list("dims", s.dims);
+      list("strides_bytes", s.strides_bytes);
+      list("box", s.box);
+      j.field("swizzle_bytes", s.swizzle == Swizzle::None  ? 0
+                               : s.swizzle == Swizzle::B32 ? 32
+                               : s.swizzle == Swizzle::B64 ? 64
+                                                           : 128);
+      j.field("nan_fill", s.nan_fill);
+      j.end_object();
+    }
+    j.end_object();
+  }
   write_ptx_field(j, built.ptx, ptx_file);
   j.end_object();
   return j.str();
@@ -372,6 +400,81 @@ class RunCommand : public Command {
   std::string dump_;
 };
 
+class BenchCommand : public Command {
+ public:
+  BenchCommand(CLI::App& sub, const Registry& registry) : options_(registry) {
+    options_.add_to(sub);
+    sub.add_option("--reps", reps_, "timed launches, 1 to 100000 (default 100)");
+    sub.add_option("--warmup", warmup_, "untimed launches first, 0 to 1000 (default 10)");
+    sub.add_option("--warmup-ms", warmup_ms_,
+                   "then untimed launches for this long, 0 to 10000 (default 25)");
+    sub.add_option("--seed", seed_, "input seed, 0 to 2^64-1 (default 1)");
+    sub.add_option("--device", device_, "the GPU's ordinal (default 0)");
+    sub.add_flag("--json", json_, "print the result as JSON");
+  }
+
+  bool sized_by_options() const override { return true; }
+
+  int run() override {
+    const KernelDefinition& def = options_.definition();
+    const Params params = options_.params();
+    BenchOptions timing;
+    timing.reps = static_cast<int>(parse_uint("--reps", reps_, 1, 100000));
+    timing.warmup = static_cast<int>(parse_uint("--warmup", warmup_, 0, 1000));
+    timing.warmup_ms = static_cast<int>(parse_uint("--warmup-ms", warmup_ms_, 0, 10000));
+    const std::uint64_t seed =
+        parse_uint("--seed", seed_, 0, std::numeric_limits<std::uint64_t>::max());
+    const int ordinal = static_cast<int>(parse_uint("--device", device_, 0, 1023));
+    if (!def.inputs) {
+      throw UsageError(fmt::format(
+          "kernel '{}' registers no inputs (KernelDefinition::inputs): there is nothing to "
+          "launch it on",
+          def.name));
+    }
+    const tool::BuiltKernel built = build(def, params);
+    require_driver_one_line();  // before the inputs, which take a while at large sizes
+    const tool::PreparedRun prepared = tool::prepare_run(def, params, built, seed);
+    std::string where;
+    const BenchTimes t = bench_on_gpu(built, prepared, ordinal, timing, where);
+    const double flops = def.flops ? def.flops(params) : 0;
+    const double tflops = flops / (t.median_us * 1e6);
+    if (json_) {
+      JsonWriter j;
+      j.begin_object();
+      j.field("kernel", def.name);
+      j.field("params", params.describe());
+      j.field("arch", arch_name(params.arch()));
+      j.field("device", where);
+      j.field("reps", t.reps);
+      j.field("median_us", t.median_us);
+      j.field("min_us", t.min_us);
+      if (def.flops) {
+        j.field("flops", flops);
+        j.field("tflops", tflops);
+      }
+      j.end_object();
+      std::fputs(j.str().c_str(), stdout);
+      return kExitOk;
+    }
+    fmt::print("{} {} ({}), grid ({}, {}, {}) x block ({}, {}, {}), on {}\n", def.name,
+               params.describe(), arch_name(params.arch()), built.grid.x, built.grid.y,
+               built.grid.z, built.block.x, built.block.y, built.block.z, where);
+    fmt::print("  median {:.2f} us, least {:.2f} us, of {} launches (L2 flushed before each){}\n",
+               t.median_us, t.min_us, t.reps,
+               def.flops ? fmt::format("; {:.1f} TFLOP/s", tflops) : std::string());
+    return kExitOk;
+  }
+
+ private:
+  KernelOptions options_;
+  std::string reps_ = std::to_string(BenchOptions{}.reps);
+  std::string warmup_ = std::to_string(BenchOptions{}.warmup);
+  std::string warmup_ms_ = std::to_string(BenchOptions{}.warmup_ms);
+  std::string seed_ = "1";
+  std::string device_ = "0";
+  bool json_ = false;
+};
+
 }  // namespace
 }  // namespace ptxdsl::cli
 
@@ -381,7 +484,7 @@ int run_kernel_tool(int argc, char** argv, const Registry& registry, std::string
   const cli::ToolInfo info{
       .name = std::string(name),
       .description = fmt::format("{}: kernels written in the ptxdsl C++ PTX builder; list, emit, "
-                                 "check and run them",
+                                 "check, run and bench them",
                                  name),
       .version = fmt::format("{} (ptxdsl {})", name, PTXDSL_VERSION)};
   return cli::run_app(argc, argv, info, [&](CLI::App& app) {
@@ -393,6 +496,9 @@ int run_kernel_tool(int argc, char** argv, const Registry& registry, std::string
     commands.push_back(cli::add_check(app, std::make_unique<cli::DefinitionSource>(registry)));
     auto* run = app.add_subcommand("run", "run a kernel on seeded inputs; compare with float64");
     commands.emplace_back(run, std::make_unique<cli::RunCommand>(*run, registry));
+    auto* bench = app.add_subcommand(
+        "bench", "time a kernel on the GPU: median of launches, L2 flushed (TFLOP/s where known)");
+    commands.emplace_back(bench, std::make_unique<cli::BenchCommand>(*bench, registry));
     return commands;
   });
 }

@@ -244,17 +244,37 @@ PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const
   }
   Random random(seed);
   PreparedRun run{def.inputs(params, random), {}};
+  if (def.tensor_maps) run.data.tensor_maps.merge(def.tensor_maps(params));
   const std::vector<ParamSpec>& ps = built.contract.params;
   const auto param = [&](const std::string& name) {
     return std::find_if(ps.begin(), ps.end(), [&](const ParamSpec& p) { return p.name == name; });
   };
+  const auto mapped = [&](const std::string& buffer) {
+    return std::any_of(run.data.tensor_maps.begin(), run.data.tensor_maps.end(),
+                       [&](const auto& m) { return m.second.buffer == buffer; });
+  };
   for (const auto& [name, buffer] : run.data.buffers) {
     const auto p = param(name);
-    if (p == ps.end() || !p->pointer) {
+    if ((p == ps.end() || !p->pointer) && !mapped(name)) {
       throw Error(fmt::format(
-          "kernel '{}': its inputs give a buffer '{}', which is not a pointer parameter of '{}' "
-          "(its pointers: {})",
+          "kernel '{}': its inputs give a buffer '{}', which is neither a pointer parameter of "
+          "'{}' (its pointers: {}) nor under one of its tensor maps",
           def.name, name, built.contract.entry, names_of(ps, true)));
+    }
+  }
+  for (const auto& [name, map] : run.data.tensor_maps) {
+    const auto p = param(name);
+    if (p == ps.end() || !p->tensor_map) {
+      throw Error(fmt::format(
+          "kernel '{}': its inputs give a tensor map '{}', which is not a tensor map parameter "
+          "of '{}'",
+          def.name, name, built.contract.entry));
+    }
+    if (!run.data.buffers.contains(map.buffer)) {
+      throw Error(
+          fmt::format("kernel '{}': tensor map '{}' is over buffer '{}', which the "
+                      "inputs do not give",
+                      def.name, name, map.buffer));
     }
   }
   for (const auto& [name, value] : run.data.scalars) {
@@ -267,6 +287,14 @@ PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const
     }
   }
   for (const ParamSpec& p : ps) {
+    if (p.tensor_map) {
+      if (!run.data.tensor_maps.contains(p.name)) {
+        throw Error(
+            fmt::format("kernel '{}': its inputs give no tensor map for tensor map parameter '{}'",
+                        def.name, p.name));
+      }
+      continue;
+    }
     if (!p.pointer) {
       const auto it = run.data.scalars.find(p.name);
       if (it == run.data.scalars.end()) {
@@ -294,6 +322,15 @@ PreparedRun prepare_run(const KernelDefinition& def, const Params& params, const
     buffer.values = from_bytes(bytes, element);
     run.bytes.emplace(p.name, std::move(bytes));
   }
+  // Buffers only a tensor map reads, in its elements' type.
+  for (const auto& [name, map] : run.data.tensor_maps) {
+    Buffer& buffer = run.data.buffers.at(map.buffer);
+    if (run.bytes.contains(map.buffer)) continue;
+    const ScalarType element = buffer.element.value_or(map.spec.element);
+    std::vector<std::byte> bytes = to_bytes(buffer.values, element, map.buffer);
+    buffer.values = from_bytes(bytes, element);
+    run.bytes.emplace(map.buffer, std::move(bytes));
+  }
   return run;
 }
 
@@ -307,6 +344,13 @@ Outputs run_on_cpu(const BuiltKernel& built, const PreparedRun& run, const ExecO
   }
   std::vector<Arg> args;
   for (const ParamSpec& p : built.contract.params) {
+    if (p.tensor_map) {
+      const TensorMapArg& map = run.data.tensor_maps.at(p.name);
+      TensorMapSpec spec = map.spec;
+      spec.global_address = at.at(map.buffer).address;
+      args.push_back(Arg::of_tensor_map(spec));
+      continue;
+    }
     if (p.pointer) {
       args.emplace_back(at.at(p.name));
       continue;

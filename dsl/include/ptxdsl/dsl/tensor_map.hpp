@@ -41,13 +41,12 @@ struct TensorMapSpec {
 inline constexpr std::uint32_t kTensorMapMaxRank = 5;
 inline constexpr std::uint32_t kTensorMapMaxBox = 256;
 
+// Throws naming the first value of `spec` the tiled mode does not allow (what executor_tensor_map
+// and the runtime's TensorMap both check before encoding).
+void check_tensor_map(const TensorMapSpec& spec);
+
 // The 128 bytes the CPU executor reads as the tensor map `spec` describes (not a CUtensorMap).
 // Throws naming a value the tiled mode does not allow.
 std::array<std::byte, 128> executor_tensor_map(const TensorMapSpec& spec);
-
-namespace detail {
-// The description back from executor_tensor_map's bytes; false where they are not its.
-bool decode_tensor_map(const std::byte* bytes, TensorMapSpec& out);
-}  // namespace detail
 
 }  // namespace ptxdsl

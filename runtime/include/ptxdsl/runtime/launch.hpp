@@ -7,6 +7,7 @@
 #include "ptxdsl/runtime/handles.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
+#include "ptxdsl/runtime/tensor_map.hpp"
 
 namespace ptxdsl::runtime {
 
@@ -14,7 +15,7 @@ namespace detail {
 
 // One launch argument as `launch` sees it: where its bytes are and what it is.
 struct ArgRef {
-  enum class Kind : std::uint8_t { Pointer, Address, Float, Int };
+  enum class Kind : std::uint8_t { Pointer, Address, Float, Int, TensorMap };
   const void* value = nullptr;
   Kind kind = Kind::Int;
   std::uint8_t size = 0;
@@ -28,6 +29,9 @@ ArgRef arg_ref(const DeviceBuffer<T>& b) {
 template <class T>
 ArgRef arg_ref(const DevicePtr<T>& p) {
   return {&p.address, ArgRef::Kind::Pointer, 8, static_cast<std::uint8_t>(sizeof(T))};
+}
+inline ArgRef arg_ref(const TensorMap& m) {
+  return {m.bytes(), ArgRef::Kind::TensorMap, static_cast<std::uint8_t>(kTensorMapBytes), 0};
 }
 // A std::uint64_t is a raw device address or a 64-bit integer: either parameter takes it.
 inline ArgRef arg_ref(const std::uint64_t& a) {
@@ -53,7 +57,8 @@ inline constexpr Dim3 kNoCluster{0, 0, 0};
 // Launches `f` with arguments checked against its contract: the count, pointers for pointer
 // parameters (DeviceBuffer<T>, DevicePtr<T> or a std::uint64_t address; T's size must match the
 // element's), floats of the parameter's size for f32/f64, integers of the parameter's size for
-// integer and bit types (std::uint16_t bits for f16/bf16). The block must match .reqntid; dynamic
+// integer and bit types (std::uint16_t bits for f16/bf16), a TensorMap for a tensor map parameter
+// (and only there). The block must match .reqntid; dynamic
 // shared memory above 48 KB is opted into on first use.
 // A kernel whose contract fixes its cluster (.reqnctapercluster) launches in clusters of that
 // shape; the grid must be a whole number of them.

@@ -48,7 +48,7 @@ namespace detail {
 
 // How a launch argument must look for one kernel parameter, precomputed from the contract.
 struct ParamSlot {
-  enum class Kind : std::uint8_t { Pointer, Float, Int };
+  enum class Kind : std::uint8_t { Pointer, Float, Int, TensorMap };
   Kind kind = Kind::Int;
   std::uint8_t size = 0;          // bytes of the .param
   std::uint8_t element_size = 0;  // pointers: bytes per element

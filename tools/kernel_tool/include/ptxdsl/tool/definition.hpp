@@ -14,6 +14,7 @@
 #include "ptxdsl/dsl/arch.hpp"
 #include "ptxdsl/dsl/dim3.hpp"
 #include "ptxdsl/dsl/module.hpp"
+#include "ptxdsl/dsl/tensor_map.hpp"
 #include "ptxdsl/dsl/types.hpp"
 #include "ptxdsl/tool/random.hpp"
 
@@ -94,9 +95,16 @@ struct Buffer {
   bool poison = false;                // starts as all bits set (NaN) instead of `values`
   std::optional<ScalarType> element;  // the elements' type, where not the pointer's
 };
+// A tensor map parameter's description over one of the run's buffers (which need not be a
+// parameter itself): the run fills in the buffer's address, on the executor and on a GPU alike.
+struct TensorMapArg {
+  std::string buffer;
+  TensorMapSpec spec;  // global_address: ignored
+};
 struct RunData {
   std::map<std::string, Buffer> buffers;
   std::map<std::string, double> scalars;
+  std::map<std::string, TensorMapArg> tensor_maps;
 
   RunData& input(std::string name, std::vector<double> values);  // read by the kernel
   RunData& output(std::string name, std::size_t count);          // written; starts as NaN
@@ -105,6 +113,8 @@ struct RunData {
   RunData& output(std::string name, std::size_t count, ScalarType element);
   RunData& inout(std::string name, std::vector<double> values);  // read, then written
   RunData& scalar(std::string name, double value);
+  // Tensor map parameter `name` over buffer `buffer` as `spec` describes it.
+  RunData& tensor_map(std::string name, std::string buffer, TensorMapSpec spec);
   const std::vector<double>& values(std::string_view name) const;  // a buffer's
   double scalar(std::string_view name) const;
 };
@@ -138,6 +148,11 @@ struct KernelDefinition {
   std::function<Expected(const Params& params, const RunData& inputs)> reference;
   // Optional: the tolerance of one output; unset: default_tolerance of its element type.
   std::function<Tolerance(const Params& params, std::string_view output)> tolerance;
+  // Optional: the tensor map parameters, each over a buffer of the run (which fills in its
+  // address); `run` and `bench` add them to the inputs' RunData, `emit --json` lists them.
+  std::function<std::map<std::string, TensorMapArg>(const Params& params)> tensor_maps;
+  // Optional: the floating-point operations of one launch, which `bench` reports per second.
+  std::function<double(const Params& params)> flops;
 };
 
 }  // namespace ptxdsl::tool
