@@ -37,6 +37,7 @@ _driver = ctypes.CDLL("libcuda.so.1")
 TENSOR_MAP_TYPES = {"u8": 0, "u16": 1, "u32": 2, "s32": 3, "u64": 4, "s64": 5, "f16": 6,
                     "f32": 7, "f64": 8, "bf16": 9, "e4m3": 0, "e5m2": 0}
 SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
+L2_PROMOTIONS = {0: 0, 64: 1, 128: 2, 256: 3}
 
 
 def check(result, what):
@@ -53,7 +54,8 @@ def tensor_map(desc, address):
     check(_driver.cuTensorMapEncodeTiled(
         ctypes.c_void_p(at), TENSOR_MAP_TYPES[desc["element"]], rank, ctypes.c_void_p(address),
         u64s(*desc["dims"]), u64s(*desc["strides_bytes"]), u32s(*desc["box"]), u32s(*[1] * rank),
-        0, SWIZZLES[desc["swizzle_bytes"]], 0, 1 if desc["nan_fill"] else 0),
+        0, SWIZZLES[desc["swizzle_bytes"]], L2_PROMOTIONS[desc.get("l2_promotion_bytes", 0)],
+        1 if desc["nan_fill"] else 0),
         f"cuTensorMapEncodeTiled {desc}")
     return storage, at
 

@@ -169,7 +169,9 @@ tool::Launch build(Module& m, const tool::Params& p) {
 // A and B through tensor maps whose boxes are the stages' tiles.
 std::map<std::string, tool::TensorMapArg> tensor_maps(const tool::Params& p) {
   const std::uint64_t rows = p.uint("m"), cols = p.uint("n"), depth = p.uint("k");
-  return {{"a_map", {"a", kTileA.map(rows, depth)}}, {"b_map", {"b", kTileB.map(cols, depth)}}};
+  const auto l2 = static_cast<std::uint32_t>(std::stoul(p.choice("l2_promotion")));
+  return {{"a_map", {"a", kTileA.map(rows, depth), l2}},
+          {"b_map", {"b", kTileB.map(cols, depth), l2}}};
 }
 
 }  // namespace
@@ -185,6 +187,9 @@ tool::KernelDefinition sm90_definition() {
   d.params = sizes();
   d.params.push_back(tool::Parameter::uint(
       "ctas", "the persistent grid's CTAs at most (an H100 SXM has 132 SMs)", 1, 1u << 16, 132));
+  d.params.push_back(tool::Parameter::choice(
+      "l2_promotion", "bytes the L2 fetches past each TMA box (the GPU's tensor maps)",
+      {"0", "64", "128", "256"}, "256"));
   d.archs = {Arch::Sm90a};
   d.build = [](Module& m, const tool::Params& p) {
     check_sizes(p);

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "ptxdsl/cli/device.hpp"
+#include "ptxdsl/dsl/error.hpp"
 #include "ptxdsl/runtime/launch.hpp"
 #include "ptxdsl/runtime/memory.hpp"
 #include "ptxdsl/runtime/module.hpp"
@@ -15,6 +17,23 @@
 
 namespace ptxdsl::cli {
 namespace {
+
+runtime::L2Promotion l2_promotion(const tool::TensorMapArg& map) {
+  switch (map.l2_promotion_bytes) {
+    case 0:
+      return runtime::L2Promotion::None;
+    case 64:
+      return runtime::L2Promotion::B64;
+    case 128:
+      return runtime::L2Promotion::B128;
+    case 256:
+      return runtime::L2Promotion::B256;
+    default:
+      throw Error("tensor map over '" + map.buffer +
+                  "': the L2 promotion must be 0, 64, 128 or 256 bytes, got " +
+                  std::to_string(map.l2_promotion_bytes));
+  }
+}
 
 // A built definition ready to launch on a GPU, any number of times: its buffers uploaded from the
 // run, its tensor maps encoded over them, its parameters' values in place.
@@ -37,7 +56,7 @@ class GpuLaunch {
         const tool::TensorMapArg& map = run.data.tensor_maps.at(ps[i].name);
         TensorMapSpec spec = map.spec;
         spec.global_address = buffers_.at(map.buffer).address();
-        maps_.push_back(runtime::TensorMap::tiled(spec));
+        maps_.push_back(runtime::TensorMap::tiled(spec, {.l2_promotion = l2_promotion(map)}));
         params_[i] = const_cast<std::byte*>(maps_.back().bytes());
       } else if (ps[i].pointer) {
         params_[i] = const_cast<std::uint64_t*>(buffers_.at(ps[i].name).address_slot());

@@ -199,6 +199,7 @@ std::string contract_json(const KernelDefinition& def, const Params& params,
                                : s.swizzle == Swizzle::B64 ? 64
                                                            : 128);
       j.field("nan_fill", s.nan_fill);
+      j.field("l2_promotion_bytes", map.l2_promotion_bytes);
       j.end_object();
     }
     j.end_object();

@@ -100,6 +100,9 @@ struct Buffer {
 struct TensorMapArg {
   std::string buffer;
   TensorMapSpec spec;  // global_address: ignored
+  // How far past each box a GPU's L2 fetches: 0 (none), 64, 128 or 256 bytes (the executor has no
+  // cache to fill).
+  std::uint32_t l2_promotion_bytes = 0;
 };
 struct RunData {
   std::map<std::string, Buffer> buffers;
