@@ -149,7 +149,7 @@ TEST_CASE("cp.async.bulk.tensor 3-D and 5-D f32 boxes through padded strides", "
                        .nan_fill = true};
     spec.box.resize(rank);
     const std::vector<std::int32_t> coords =
-        rank == 3 ? std::vector<std::int32_t>{6, 2, -1} : std::vector<std::int32_t>{2, 1, 3, 1, 2};
+        rank == 3 ? std::vector<std::int32_t>{4, 2, -1} : std::vector<std::int32_t>{4, 1, 3, 1, 2};
     const std::vector<std::uint8_t> got = load_box(spec, tensor, coords);
     std::uint64_t elements = 1;
     for (std::uint32_t b : spec.box) elements *= b;
@@ -171,6 +171,22 @@ TEST_CASE("cp.async.bulk.tensor 3-D and 5-D f32 boxes through padded strides", "
     CHECK(outside > 0);
     CHECK(wrong == 0);
   }
+}
+
+TEST_CASE("a box whose first row does not start on 16 bytes is reported, as an H100 traps on it",
+          "[executor][tma]") {
+  std::vector<std::uint8_t> tensor(160 * 40, 0);
+  const TensorMapSpec spec{
+      .element = ScalarType::BF16, .dims = {72, 40}, .strides_bytes = {160}, .box = {16, 16}};
+  std::string message;
+  try {
+    load_box(spec, tensor, {4, 0});
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Contains("innermost coordinate 4 (8 bytes): it must start on a multiple of "
+                               "16 bytes (8 elements)"));
+  CHECK_NOTHROW(load_box(spec, tensor, {-8, 0}));
 }
 
 namespace {

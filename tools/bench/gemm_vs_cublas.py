@@ -84,14 +84,16 @@ def launcher(contract, pointers):
                   for p in step["params"]]
         params = (ctypes.c_void_p * len(values))(
             *[v[1] if isinstance(v, tuple) else ctypes.addressof(v) for v in values])
-        steps.append((function, step["grid"], step["block"], step["dynamic_shared_bytes"],
+        # CuPy's RawKernel holds its CUfunction in .kernel (a cupy.cuda.function.Function).
+        handle = function.kernel.ptr if hasattr(function, "kernel") else function.ptr
+        steps.append((handle, step["grid"], step["block"], step["dynamic_shared_bytes"],
                       values, params))
 
     def run():
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-        for function, grid, block, shared, _, params in steps:
-            check(_driver.cuLaunchKernel(ctypes.c_void_p(function.ptr), *grid, *block, shared,
-                                         stream, params, None), f"cuLaunchKernel {function}")
+        for handle, grid, block, shared, _, params in steps:
+            check(_driver.cuLaunchKernel(ctypes.c_void_p(handle), *grid, *block, shared,
+                                         stream, params, None), "cuLaunchKernel")
     return run
 
 

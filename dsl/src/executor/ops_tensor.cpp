@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -75,6 +76,14 @@ BoxWalk walk_of(Ctx& c, const DInstr& in, std::uint32_t lane, const TensorMapSpe
   w.bytes = static_cast<std::uint32_t>(size_bytes(spec.element));
   for (std::uint32_t i = 0; i < in.vec; ++i) {
     w.start[i] = static_cast<std::int32_t>(c.row(in.src[first_coord + i])[lane]);
+  }
+  // An H100 traps (illegal instruction) on a box whose first row does not start on 16 bytes.
+  if ((static_cast<std::int64_t>(w.start[0]) * w.bytes) % 16 != 0) {
+    fault(c, in, lane,
+          fmt::format("copies a box at innermost coordinate {} ({} bytes): it must start on a "
+                      "multiple of 16 bytes ({} elements)",
+                      w.start[0], static_cast<std::int64_t>(w.start[0]) * w.bytes,
+                      16 / std::max<std::uint32_t>(w.bytes, 1)));
   }
   return w;
 }
