@@ -242,6 +242,39 @@ void run_norm(const CallArgs& a) {
   o.norm->call(c);
 }
 
+// A forward's tensors (absent ones null) onto `a`, then run_norm: what every forward entry does.
+void run_forward(CallArgs a, const void* x, const void* w, const void* b, const void* residual,
+                 void* residual_out, void* y, float* y_scale, float* mean, float* rstd, float eps) {
+  a.call.x = pointer_arg(x);
+  a.call.w = pointer_arg(w);
+  a.call.b = pointer_arg(b);
+  a.call.residual = pointer_arg(residual);
+  a.call.h = pointer_arg(residual_out);
+  a.call.y = pointer_arg(y);
+  a.call.y_scale = pointer_arg(y_scale);
+  a.call.mean = pointer_arg(mean);
+  a.call.rstd = pointer_arg(rstd);
+  a.call.eps = eps;
+  run_norm(a);
+}
+
+// A backward's tensors and workspace (absent ones null) onto `a`, then run_norm.
+void run_backward(CallArgs a, const void* dy, const void* dh, const void* x, const void* w,
+                  const float* mean, const float* rstd, void* dx, void* dw, void* db,
+                  void* workspace, std::uint64_t workspace_bytes) {
+  a.call.dy = pointer_arg(dy);
+  a.call.dh = pointer_arg(dh);
+  a.call.x = pointer_arg(x);
+  a.call.w = pointer_arg(w);
+  a.call.mean = pointer_arg(mean);
+  a.call.rstd = pointer_arg(rstd);
+  a.call.dx = pointer_arg(dx);
+  a.call.dw = pointer_arg(dw);
+  a.call.db = pointer_arg(db);
+  a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
+  run_norm(a);
+}
+
 }  // namespace
 }  // namespace ptxdsl::capi
 
@@ -298,18 +331,9 @@ int32_t ptxdsl_layer_norm_forward(int32_t device, int32_t dtype, int32_t weight_
                                   void* residual_out, void* y, float* mean, float* rstd, float eps,
                                   ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(true, Direction::Forward, device, dtype, weight_dtype, batch, width,
-                           stride, stream);
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.b = pointer_arg(b);
-    a.call.residual = pointer_arg(residual);
-    a.call.h = pointer_arg(residual_out);
-    a.call.y = pointer_arg(y);
-    a.call.mean = pointer_arg(mean);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.eps = eps;
-    run_norm(a);
+    run_forward(call_args(true, Direction::Forward, device, dtype, weight_dtype, batch, width,
+                          stride, stream),
+                x, w, b, residual, residual_out, y, nullptr, mean, rstd, eps);
   });
 }
 
@@ -319,19 +343,9 @@ int32_t ptxdsl_layer_norm_backward(int32_t device, int32_t dtype, int32_t weight
                                    const float* rstd, void* dx, void* dw, void* db, void* workspace,
                                    uint64_t workspace_bytes, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(true, Direction::Backward, device, dtype, weight_dtype, batch, width,
-                           stride, stream);
-    a.call.dy = pointer_arg(dy);
-    a.call.dh = pointer_arg(dh);
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.mean = pointer_arg(mean);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.dx = pointer_arg(dx);
-    a.call.dw = pointer_arg(dw);
-    a.call.db = pointer_arg(db);
-    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
-    run_norm(a);
+    run_backward(call_args(true, Direction::Backward, device, dtype, weight_dtype, batch, width,
+                           stride, stream),
+                 dy, dh, x, w, mean, rstd, dx, dw, db, workspace, workspace_bytes);
   });
 }
 
@@ -340,16 +354,9 @@ int32_t ptxdsl_rms_norm_forward(int32_t device, int32_t dtype, int32_t weight_dt
                                 const void* residual, void* residual_out, void* y, float* rstd,
                                 float eps, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(false, Direction::Forward, device, dtype, weight_dtype, batch, width,
-                           stride, stream);
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.residual = pointer_arg(residual);
-    a.call.h = pointer_arg(residual_out);
-    a.call.y = pointer_arg(y);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.eps = eps;
-    run_norm(a);
+    run_forward(call_args(false, Direction::Forward, device, dtype, weight_dtype, batch, width,
+                          stride, stream),
+                x, w, nullptr, residual, residual_out, y, nullptr, nullptr, rstd, eps);
   });
 }
 
@@ -359,17 +366,9 @@ int32_t ptxdsl_rms_norm_backward(int32_t device, int32_t dtype, int32_t weight_d
                                  void* dw, void* workspace, uint64_t workspace_bytes,
                                  ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(false, Direction::Backward, device, dtype, weight_dtype, batch, width,
-                           stride, stream);
-    a.call.dy = pointer_arg(dy);
-    a.call.dh = pointer_arg(dh);
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.dx = pointer_arg(dx);
-    a.call.dw = pointer_arg(dw);
-    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
-    run_norm(a);
+    run_backward(call_args(false, Direction::Backward, device, dtype, weight_dtype, batch, width,
+                           stride, stream),
+                 dy, dh, x, w, nullptr, rstd, dx, dw, nullptr, workspace, workspace_bytes);
   });
 }
 
@@ -400,19 +399,9 @@ int32_t ptxdsl_norm_forward_ex(int32_t device, int32_t norm, int32_t dtype, int3
                                float* y_scale, float* mean, float* rstd, float eps,
                                ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(norm_arg(norm), Direction::Forward, device, dtype, weight_dtype, batch,
-                           width, stride, stream, model_arg(options));
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.b = pointer_arg(b);
-    a.call.residual = pointer_arg(residual);
-    a.call.h = pointer_arg(residual_out);
-    a.call.y = pointer_arg(y);
-    a.call.y_scale = pointer_arg(y_scale);
-    a.call.mean = pointer_arg(mean);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.eps = eps;
-    run_norm(a);
+    run_forward(call_args(norm_arg(norm), Direction::Forward, device, dtype, weight_dtype, batch,
+                          width, stride, stream, model_arg(options)),
+                x, w, b, residual, residual_out, y, y_scale, mean, rstd, eps);
   });
 }
 
@@ -423,19 +412,9 @@ int32_t ptxdsl_norm_backward_ex(int32_t device, int32_t norm, int32_t dtype, int
                                 void* dx, void* dw, void* db, void* workspace,
                                 uint64_t workspace_bytes, ptxdsl_stream stream) {
   return guarded(__func__, [&] {
-    CallArgs a = call_args(norm_arg(norm), Direction::Backward, device, dtype, weight_dtype, batch,
-                           width, stride, stream, model_arg(options));
-    a.call.dy = pointer_arg(dy);
-    a.call.dh = pointer_arg(dh);
-    a.call.x = pointer_arg(x);
-    a.call.w = pointer_arg(w);
-    a.call.mean = pointer_arg(mean);
-    a.call.rstd = pointer_arg(rstd);
-    a.call.dx = pointer_arg(dx);
-    a.call.dw = pointer_arg(dw);
-    a.call.db = pointer_arg(db);
-    a.call.workspace = {reinterpret_cast<std::uint64_t>(workspace), workspace_bytes};
-    run_norm(a);
+    run_backward(call_args(norm_arg(norm), Direction::Backward, device, dtype, weight_dtype, batch,
+                           width, stride, stream, model_arg(options)),
+                 dy, dh, x, w, mean, rstd, dx, dw, db, workspace, workspace_bytes);
   });
 }
 
