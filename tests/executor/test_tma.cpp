@@ -17,6 +17,7 @@
 
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/dsl/executor.hpp"
+#include "tma_load_kernel.hpp"
 
 using namespace ptxdsl;
 using Catch::Matchers::Contains;
@@ -25,52 +26,14 @@ namespace {
 
 constexpr std::uint32_t kThreads = 128;
 
-// Copies the box at the coordinate parameters c0.. into shared memory with one thread, waits for
-// it, and writes the shared bytes out as they lie (swizzled).
-void build_load(Kernel& k, std::uint32_t rank, std::uint32_t box_bytes) {
-  k.require_threads(kThreads);
-  const TensorMap map = k.param_tensor_map("map");
-  const GlobalPtr<U32> out = k.param_ptr<U32>("out");
-  std::vector<Reg<S32>> c;
-  for (std::uint32_t i = 0; i < rank; ++i) c.push_back(k.param<S32>(fmt::format("c{}", i)));
-  const SharedPtr<B64> bar = k.shared_array<B64>("bar", 1, 8);
-  const SharedPtr<U32> box = k.shared_array<U32>("box", box_bytes / 4, 1024);
-  const Reg<U32> t = k.tid_x();
-  const Pred leader = t == 0u;
-  k.if_(leader, [&] {
-    k.mbarrier_init(bar, 1u);
-    k.fence_mbarrier_init();
-    k.prefetch_tensormap(map);
-  });
-  k.bar_sync();
-  k.if_(leader, [&] {
-    k.mbarrier_arrive_expect_tx(bar, box_bytes);
-    switch (rank) {
-      case 2:
-        k.cp_async_bulk_tensor(box, map, {c[0], c[1]}, bar);
-        break;
-      case 3:
-        k.cp_async_bulk_tensor(box, map, {c[0], c[1], c[2]}, bar);
-        break;
-      default:
-        k.cp_async_bulk_tensor(box, map, {c[0], c[1], c[2], c[3], c[4]}, bar);
-        break;
-    }
-  });
-  k.mbarrier_wait(bar, 0u);
-  k.for_range(t, box_bytes / 4, kThreads,
-              [&](Reg<U32> i) { k.st(k.index(out, i), k.ld(k.index(box, i))); });
-}
-
-// Runs build_load over `tensor` (its bytes) with `spec` (global_address filled in here) at
-// `coords`; returns the box's shared bytes.
+// Runs test::build_tma_load over `tensor` (its bytes) with `spec` (global_address filled in here)
+// at `coords`; returns the box's shared bytes.
 std::vector<std::uint8_t> load_box(TensorMapSpec spec, const std::vector<std::uint8_t>& tensor,
                                    const std::vector<std::int32_t>& coords) {
-  std::uint32_t box_bytes = static_cast<std::uint32_t>(size_bytes(spec.element));
-  for (std::uint32_t b : spec.box) box_bytes *= b;
+  const std::uint32_t box_bytes = test::tma_box_bytes(spec);
   Module m(Arch::Sm90, {8, 0});
   Kernel& k = m.kernel("load");
-  build_load(k, static_cast<std::uint32_t>(coords.size()), box_bytes);
+  test::build_tma_load(k, static_cast<std::uint32_t>(coords.size()), box_bytes, kThreads);
   k.finalize();
   CpuDevice dev;
   spec.global_address = dev.upload<std::uint8_t>(tensor, "tensor").address;

@@ -12,6 +12,7 @@
 #include "ptxdsl/dsl.hpp"
 #include "ptxdsl/dsl/executor.hpp"
 #include "ptxdsl/runtime.hpp"
+#include "tma_load_kernel.hpp"
 
 // The runtime's tensor maps: every argument checked before the driver sees it (no driver needed),
 // and on an sm_90 GPU a box loaded by TMA with out-of-bounds fill against the executor's model of
@@ -40,53 +41,22 @@ const TensorMapSpec kBf16Tile{.global_address = 0x10000,
 
 constexpr std::uint32_t kThreads = 128;
 
-// One thread copies the box at (c0, c1, ...) into shared memory; all wait for it and write the
-// shared bytes out as they lie (swizzled).
-Kernel& build_load(Module& m, std::uint32_t rank, std::uint32_t box_bytes) {
+// test::build_tma_load as `m`'s kernel "tma_load", finalized.
+Kernel& load_kernel(Module& m, std::uint32_t rank, std::uint32_t box_bytes) {
   Kernel& k = m.kernel("tma_load");
-  k.require_threads(kThreads);
-  const ptxdsl::TensorMap map = k.param_tensor_map("map");
-  const GlobalPtr<U32> out = k.param_ptr<U32>("out");
-  std::vector<Reg<S32>> c;
-  for (std::uint32_t i = 0; i < rank; ++i) c.push_back(k.param<S32>(fmt::format("c{}", i)));
-  const SharedPtr<B64> bar = k.shared_array<B64>("bar", 1, 8);
-  const SharedPtr<U32> box = k.shared_array<U32>("box", box_bytes / 4, 1024);
-  const Reg<U32> t = k.tid_x();
-  k.if_(t == 0u, [&] {
-    k.mbarrier_init(bar, 1u);
-    k.fence_mbarrier_init();
-    k.prefetch_tensormap(map);
-  });
-  k.bar_sync();
-  k.if_(t == 0u, [&] {
-    k.mbarrier_arrive_expect_tx(bar, box_bytes);
-    if (rank == 2) {
-      k.cp_async_bulk_tensor(box, map, {c[0], c[1]}, bar);
-    } else {
-      k.cp_async_bulk_tensor(box, map, {c[0], c[1], c[2]}, bar);
-    }
-  });
-  k.mbarrier_wait(bar, 0u);
-  k.for_range(t, box_bytes / 4, kThreads,
-              [&](Reg<U32> i) { k.st(k.index(out, i), k.ld(k.index(box, i))); });
+  test::build_tma_load(k, rank, box_bytes, kThreads);
   k.finalize();
   return k;
-}
-
-std::uint32_t box_bytes(const TensorMapSpec& spec) {
-  std::uint32_t bytes = static_cast<std::uint32_t>(size_bytes(spec.element));
-  for (std::uint32_t b : spec.box) bytes *= b;
-  return bytes;
 }
 
 // The box at `coords` of `tensor` through `spec` (its address filled in here) on the executor and
 // on the GPU: the shared bytes of each.
 void compare_box(const Context& ctx, TensorMapSpec spec, const std::vector<std::uint8_t>& tensor,
                  const std::vector<std::int32_t>& coords) {
-  const std::uint32_t bytes = box_bytes(spec);
+  const std::uint32_t bytes = test::tma_box_bytes(spec);
   const auto rank = static_cast<std::uint32_t>(coords.size());
   Module m(Arch::Sm90, {8, 0});
-  Kernel& k = build_load(m, rank, bytes);
+  Kernel& k = load_kernel(m, rank, bytes);
 
   CpuDevice dev;
   TensorMapSpec cpu_spec = spec;
@@ -223,7 +193,7 @@ TEST_CASE("a launch refuses a pointer for a tensor map and a tensor map for a po
   PTXDSL_REQUIRE_GPU(ctx);
   if (!ctx.info().model.runs(Arch::Sm90)) PTXDSL_SKIP("TMA needs an sm_90 device");
   Module m(Arch::Sm90, {8, 0});
-  Kernel& k = build_load(m, 2, 64 * 8 * 2);
+  Kernel& k = load_kernel(m, 2, 64 * 8 * 2);
   const Function f(ModuleCache::global().get(ctx, m.emit(), k.contract().entry), k.contract());
   DeviceBuffer<std::uint16_t> tensor(ctx, 64 * 8);
   DeviceBuffer<std::uint32_t> out(ctx, 64 * 4);
